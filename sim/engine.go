@@ -1,0 +1,211 @@
+package sim
+
+import "fmt"
+
+// A Handler acts when its event fires. now is the event's time, which the
+// engine's clock already shows.
+type Handler interface {
+	Fire(now Time)
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(now Time)
+
+// Fire calls f(now).
+func (f HandlerFunc) Fire(now Time) { f(now) }
+
+// Event is one scheduled action. Events are ordered by (time, priority,
+// sequence number): lower priority values fire first among events at the same
+// time, and the sequence number, given at scheduling, breaks the remaining ties
+// in scheduling order, so no tie is left to chance.
+//
+// An Event may be kept and scheduled again after it fired or was cancelled;
+// hot paths do this to avoid allocating one event per action.
+type Event struct {
+	at      Time
+	prio    int32
+	seq     uint64
+	index   int // position in the heap, -1 when not pending
+	handler Handler
+}
+
+// NewEvent returns an unscheduled event that calls h with priority prio.
+func NewEvent(prio int, h Handler) *Event {
+	return &Event{prio: int32(prio), index: -1, handler: h}
+}
+
+// Time returns the time the event is (or was last) scheduled for.
+func (ev *Event) Time() Time { return ev.at }
+
+// Pending reports whether the event is scheduled and has not fired.
+func (ev *Event) Pending() bool { return ev.index >= 0 }
+
+// Engine is a discrete-event engine: a clock and a queue of events. It knows
+// nothing of what the events mean. The zero value is ready to use, at time 0.
+type Engine struct {
+	now   Time
+	seq   uint64
+	fired uint64
+	queue []*Event
+}
+
+// Now returns the current simulated time.
+func (e *Engine) Now() Time { return e.now }
+
+// Fired returns how many events have fired.
+func (e *Engine) Fired() uint64 { return e.fired }
+
+// Len returns the number of pending events.
+func (e *Engine) Len() int { return len(e.queue) }
+
+// Schedule creates an event calling h at time at with priority prio.
+// It panics if at is before Now: time never goes backwards.
+func (e *Engine) Schedule(at Time, prio int, h Handler) *Event {
+	ev := NewEvent(prio, h)
+	e.ScheduleEvent(ev, at)
+	return ev
+}
+
+// After is Schedule at Now()+d.
+func (e *Engine) After(d Time, prio int, h Handler) *Event {
+	return e.Schedule(e.now+d, prio, h)
+}
+
+// ScheduleEvent schedules ev at time at. A pending ev is moved to the new
+// time and given a new sequence number, as if cancelled and scheduled again.
+// It panics if at is before Now.
+func (e *Engine) ScheduleEvent(ev *Event, at Time) {
+	if at < e.now {
+		panic(fmt.Sprintf("sim: event scheduled at %v, before now %v", at, e.now))
+	}
+	ev.at = at
+	ev.seq = e.seq
+	e.seq++
+	if ev.index >= 0 {
+		e.fix(ev.index)
+		return
+	}
+	ev.index = len(e.queue)
+	e.queue = append(e.queue, ev)
+	e.up(ev.index)
+}
+
+// Cancel removes a pending event and reports whether it was pending.
+func (e *Engine) Cancel(ev *Event) bool {
+	i := ev.index
+	if i < 0 {
+		return false
+	}
+	last := len(e.queue) - 1
+	if i != last {
+		e.swap(i, last)
+	}
+	e.queue[last] = nil
+	e.queue = e.queue[:last]
+	ev.index = -1
+	if i != last {
+		e.fix(i)
+	}
+	return true
+}
+
+// Peek returns the time of the next event, or Forever if none is pending.
+func (e *Engine) Peek() Time {
+	if len(e.queue) == 0 {
+		return Forever
+	}
+	return e.queue[0].at
+}
+
+// Step fires the next event and reports whether there was one.
+func (e *Engine) Step() bool {
+	if len(e.queue) == 0 {
+		return false
+	}
+	ev := e.queue[0]
+	last := len(e.queue) - 1
+	e.swap(0, last)
+	e.queue[last] = nil
+	e.queue = e.queue[:last]
+	ev.index = -1
+	if last > 0 {
+		e.down(0)
+	}
+	e.now = ev.at
+	e.fired++
+	ev.handler.Fire(ev.at)
+	return true
+}
+
+// Run fires events until none is pending.
+func (e *Engine) Run() {
+	for e.Step() {
+	}
+}
+
+// RunUntil fires every event scheduled at or before t, then sets the clock
+// to t if it is later than the last event fired.
+func (e *Engine) RunUntil(t Time) {
+	for len(e.queue) > 0 && e.queue[0].at <= t {
+		e.Step()
+	}
+	if t > e.now {
+		e.now = t
+	}
+}
+
+func (e *Engine) less(i, j int) bool {
+	a, b := e.queue[i], e.queue[j]
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	if a.prio != b.prio {
+		return a.prio < b.prio
+	}
+	return a.seq < b.seq
+}
+
+func (e *Engine) swap(i, j int) {
+	q := e.queue
+	q[i], q[j] = q[j], q[i]
+	q[i].index = i
+	q[j].index = j
+}
+
+func (e *Engine) fix(i int) {
+	if !e.down(i) {
+		e.up(i)
+	}
+}
+
+func (e *Engine) up(j int) {
+	for j > 0 {
+		i := (j - 1) / 2
+		if !e.less(j, i) {
+			break
+		}
+		e.swap(i, j)
+		j = i
+	}
+}
+
+func (e *Engine) down(i0 int) bool {
+	n := len(e.queue)
+	i := i0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		j := l
+		if r := l + 1; r < n && e.less(r, l) {
+			j = r
+		}
+		if !e.less(j, i) {
+			break
+		}
+		e.swap(i, j)
+		i = j
+	}
+	return i > i0
+}

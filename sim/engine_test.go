@@ -1,0 +1,178 @@
+package sim
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+func TestOrderTimePrioritySeq(t *testing.T) {
+	var e Engine
+	var got []string
+	add := func(at Time, prio int, name string) *Event {
+		return e.Schedule(at, prio, HandlerFunc(func(Time) { got = append(got, name) }))
+	}
+	add(10, 0, "t10p0a")
+	add(5, 1, "t5p1")
+	add(10, -1, "t10p-1")
+	add(5, 0, "t5p0")
+	add(10, 0, "t10p0b")
+	c := add(7, 0, "cancelled")
+	if !e.Cancel(c) || e.Cancel(c) {
+		t.Fatal("Cancel: want true once, then false")
+	}
+	e.Run()
+	want := []string{"t5p0", "t5p1", "t10p-1", "t10p0a", "t10p0b"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("order = %v, want %v", got, want)
+	}
+	if e.Now() != 10 || e.Fired() != 5 {
+		t.Fatalf("Now=%v Fired=%d, want 10, 5", e.Now(), e.Fired())
+	}
+}
+
+func TestRescheduleMovesPendingEvent(t *testing.T) {
+	var e Engine
+	var got []Time
+	ev := NewEvent(0, HandlerFunc(func(now Time) { got = append(got, now) }))
+	e.ScheduleEvent(ev, 100)
+	e.ScheduleEvent(ev, 50) // moved, not duplicated
+	if e.Len() != 1 {
+		t.Fatalf("Len = %d, want 1", e.Len())
+	}
+	e.Run()
+	e.ScheduleEvent(ev, 70) // reused after firing
+	e.Run()
+	if !slices.Equal(got, []Time{50, 70}) {
+		t.Fatalf("fired at %v, want [50 70]", got)
+	}
+}
+
+func TestScheduleInPastPanics(t *testing.T) {
+	var e Engine
+	e.Schedule(10, 0, HandlerFunc(func(Time) {}))
+	e.Run()
+	defer func() {
+		if recover() == nil {
+			t.Fatal("no panic scheduling before now")
+		}
+	}()
+	e.Schedule(9, 0, HandlerFunc(func(Time) {}))
+}
+
+func TestRunUntil(t *testing.T) {
+	var e Engine
+	n := 0
+	for _, at := range []Time{1, 5, 9} {
+		e.Schedule(at, 0, HandlerFunc(func(Time) { n++ }))
+	}
+	e.RunUntil(5)
+	if n != 2 || e.Now() != 5 || e.Peek() != 9 {
+		t.Fatalf("n=%d now=%v peek=%v, want 2, 5, 9", n, e.Now(), e.Peek())
+	}
+	e.RunUntil(20)
+	if n != 3 || e.Now() != 20 || e.Peek() != Forever {
+		t.Fatalf("n=%d now=%v peek=%v, want 3, 20, Forever", n, e.Now(), e.Peek())
+	}
+}
+
+// TestRandomAgainstSort checks the heap against a naive reference: random
+// schedules and cancels, then the firing order must equal a stable sort of
+// the surviving events by (time, priority, scheduling order), and the clock
+// must never go backwards.
+func TestRandomAgainstSort(t *testing.T) {
+	for seed := uint64(0); seed < 50; seed++ {
+		r := rand.New(rand.NewPCG(seed, 1))
+		var e Engine
+		type item struct {
+			at   Time
+			prio int
+			id   int
+		}
+		var want []item
+		var fired []int
+		evs := map[int]*Event{}
+		for id := range 300 {
+			it := item{Time(r.IntN(50)), r.IntN(3) - 1, id}
+			want = append(want, it)
+			evs[id] = e.Schedule(it.at, it.prio, HandlerFunc(func(Time) { fired = append(fired, id) }))
+		}
+		cancelled := map[int]bool{}
+		for range 60 {
+			id := r.IntN(300)
+			if e.Cancel(evs[id]) {
+				cancelled[id] = true
+			}
+		}
+		want = slices.DeleteFunc(want, func(it item) bool { return cancelled[it.id] })
+		slices.SortStableFunc(want, func(a, b item) int {
+			if a.at != b.at {
+				return int(a.at - b.at)
+			}
+			return a.prio - b.prio
+		})
+		last := Time(0)
+		for e.Step() {
+			if e.Now() < last {
+				t.Fatalf("seed %d: time went back from %v to %v", seed, last, e.Now())
+			}
+			last = e.Now()
+		}
+		if len(fired) != len(want) {
+			t.Fatalf("seed %d: fired %d events, want %d", seed, len(fired), len(want))
+		}
+		for i := range want {
+			if fired[i] != want[i].id {
+				t.Fatalf("seed %d (replay: go test ./sim -run TestRandomAgainstSort): position %d fired %d, want %d", seed, i, fired[i], want[i].id)
+			}
+		}
+	}
+}
+
+func TestFromSeconds(t *testing.T) {
+	cases := []struct {
+		s    float64
+		want Time
+	}{
+		{0, 0},
+		{1, Second},
+		{1.5e-9, 2}, // rounds half away from zero
+		{0.0123456789, 12345679},
+	}
+	for _, c := range cases {
+		if got := FromSeconds(c.s); got != c.want {
+			t.Errorf("FromSeconds(%g) = %d, want %d", c.s, got, c.want)
+		}
+	}
+}
+
+func TestRescheduleAllocatesNothing(t *testing.T) {
+	var e Engine
+	ev := NewEvent(0, HandlerFunc(func(Time) {}))
+	allocs := testing.AllocsPerRun(1000, func() {
+		e.ScheduleEvent(ev, e.Now()+1)
+		e.Step()
+	})
+	if allocs != 0 {
+		t.Fatalf("allocs per schedule+step = %v, want 0", allocs)
+	}
+}
+
+// BenchmarkEngine measures one schedule and one fire with 1,000 events pending.
+func BenchmarkEngine(b *testing.B) {
+	var e Engine
+	r := rand.New(rand.NewPCG(1, 2))
+	evs := make([]*Event, 1000)
+	var h HandlerFunc = func(Time) {}
+	for i := range evs {
+		evs[i] = NewEvent(0, h)
+		e.ScheduleEvent(evs[i], Time(r.IntN(1_000_000)))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		ev := e.queue[0]
+		e.Step()
+		e.ScheduleEvent(ev, e.Now()+Time(r.IntN(1_000_000)))
+	}
+}

@@ -1,0 +1,89 @@
+// Command servesim simulates LLM inference serving.
+//
+// With no arguments it runs an embedded default scenario. Subcommands:
+//
+//	servesim run [flags]      simulate one scenario (flags and/or --config FILE)
+//	servesim models           list the model catalog
+//	servesim gpus             list the GPU catalog
+//
+// Each subcommand is a file here: a flag set, a usage text and a function
+// returning an error. Only main prints errors and exits.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/pflag"
+)
+
+type command struct {
+	name, summary string
+	run           func(args []string, stdout, stderr io.Writer) error
+}
+
+var commands []command
+
+func init() {
+	commands = []command{
+		{"run", "simulate one scenario and write its results", runCmd},
+		{"models", "list the model catalog", modelsCmd},
+		{"gpus", "list the GPU catalog", gpusCmd},
+	}
+}
+
+func main() {
+	if err := dispatch(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return
+		}
+		fmt.Fprintln(os.Stderr, "servesim:", err)
+		os.Exit(1)
+	}
+}
+
+func dispatch(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return runCmd(nil, stdout, stderr)
+	}
+	switch args[0] {
+	case "-h", "--help", "help":
+		usage(stdout)
+		return nil
+	}
+	for _, c := range commands {
+		if c.name == args[0] {
+			return c.run(args[1:], stdout, stderr)
+		}
+	}
+	if len(args[0]) > 0 && args[0][0] == '-' {
+		return runCmd(args, stdout, stderr) // `servesim --rate 5` means `servesim run --rate 5`
+	}
+	usage(stderr)
+	return fmt.Errorf("unknown command %q", args[0])
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "servesim: a discrete-event simulator of LLM inference serving.")
+	fmt.Fprintln(w, "\nUsage: servesim [command] [flags]   (no command: run the embedded default scenario)")
+	fmt.Fprintln(w, "\nCommands:")
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nRun `servesim COMMAND --help` for a command's flags.")
+}
+
+// newFlagSet returns a flag set that reports errors instead of exiting.
+func newFlagSet(name, usageText string, stderr io.Writer) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.SortFlags = false
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usageText)
+		fmt.Fprintln(stderr, "\nFlags:")
+		fs.PrintDefaults()
+	}
+	return fs
+}

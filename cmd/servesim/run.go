@@ -1,0 +1,167 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/pflag"
+
+	"github.com/servesim/servesim/experiments"
+)
+
+const runUsage = `Usage: servesim run [--config FILE] [flags]
+
+Simulates one serving instance (model × GPU × TP) under a synthetic workload
+and prints a summary laid out like vLLM's bench serve. Results go to --out:
+requests.csv (one row per request), steps.csv (one row per iteration) and
+summary.json. Flags override the --config file; with neither, the embedded
+default scenario runs (print it with --print-default).
+
+Examples:
+  servesim run
+  servesim run --model llama-3.1-70b --gpu h200 --tp 4 --rate 8 --requests 2000
+  servesim run --config scenario.toml --rate 12 --slo-ttft 300 --slo-tpot 40
+  servesim run --prompt-len lognormal:7,0.6 --output-len uniform:50,400 --arrival gamma --burstiness 0.5
+`
+
+func runCmd(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("run", runUsage, stderr)
+	config := fs.String("config", "", "scenario TOML file (flags override it)")
+	out := fs.StringP("out", "o", "servesim-out", "output directory for requests.csv, steps.csv, summary.json (\"\" writes none)")
+	printDefault := fs.Bool("print-default", false, "print the embedded default scenario and exit")
+	quiet := fs.BoolP("quiet", "q", false, "print only the summary block")
+
+	// Scenario fields; applied only when set on the command line.
+	var s experiments.Scenario
+	w, b := &s.Workload, &s.Batch
+	fs.StringVar(&s.Name, "name", "", "scenario name")
+	fs.StringVar(&s.Model, "model", "", "model name (see `servesim models`)")
+	fs.StringVar(&s.GPU, "gpu", "", "GPU name (see `servesim gpus`)")
+	fs.IntVar(&s.TP, "tp", 0, "tensor-parallel degree (default 1)")
+	fs.StringVar(&s.Weights, "weights", "", "weight precision: bf16, fp8, fp4 (default bf16)")
+	fs.StringVar(&s.KV, "kv", "", "KV-cache precision: bf16, fp8, fp4 (default bf16)")
+	fs.Uint64Var(&s.Seed, "seed", 0, "random seed")
+	fs.StringVar(&s.ModelsFile, "models-file", "", "TOML file of extra models")
+	fs.StringVar(&s.GPUsFile, "gpus-file", "", "TOML file of extra GPUs")
+	fs.StringVar(&w.Arrival, "arrival", "", "arrival process: poisson, gamma, constant")
+	fs.Float64Var(&w.Rate, "rate", 0, "request rate (requests/s)")
+	fs.Float64Var(&w.Burstiness, "burstiness", 0, "gamma arrivals' shape, as vLLM --burstiness (1 = Poisson, <1 burstier)")
+	fs.IntVarP(&w.Requests, "requests", "n", 0, "number of requests")
+	fs.Float64Var(&w.DurationS, "duration", 0, "or: seconds of arrivals")
+	fs.StringVar(&w.Prompt, "prompt-len", "", "prompt length distribution: constant:N, uniform:lo,hi, normal:mean,std, lognormal:mu,sigma")
+	fs.StringVar(&w.Output, "output-len", "", "output length distribution (same forms)")
+	fs.StringVar(&b.Policy, "policy", "", "batching: chunked (Sarathi/vLLM V1) or prefill-first (vLLM V0)")
+	chunked := fs.Bool("chunked-prefill", true, "chunked prefill on (policy chunked) or off (policy prefill-first)")
+	fs.IntVar(&b.MaxNumSeqs, "max-num-seqs", 0, "running requests at most (default 256)")
+	fs.IntVar(&b.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "tokens per iteration at most (default 8192 chunked; max(max_model_len, 2048) otherwise)")
+	fs.IntVar(&b.MaxModelLen, "max-model-len", 0, "longest prompt+output (default: the model's context)")
+	fs.IntVar(&b.BlockSize, "block-size", 0, "KV block size in tokens (default 16)")
+	fs.Float64Var(&b.GPUMemUtil, "gpu-memory-utilization", 0, "fraction of GPU memory for weights, activations and KV (default 0.9)")
+	fs.Float64Var(&s.SLO.TTFTms, "slo-ttft", 0, "TTFT SLO in ms (0 = none)")
+	fs.Float64Var(&s.SLO.TPOTms, "slo-tpot", 0, "TPOT SLO in ms (0 = none)")
+	fs.Float64Var(&s.SLO.E2Ems, "slo-e2e", 0, "E2E latency SLO in ms (0 = none)")
+	fs.Float64Var(&s.Hardware.IterOverheadMs, "iteration-overhead-ms", 0, "per-iteration CPU overhead in ms (default 0.5)")
+
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("run: unexpected argument %q (flags only; see --help)", fs.Arg(0))
+	}
+	if *printDefault {
+		_, err := io.WriteString(stdout, experiments.DefaultTOML())
+		return err
+	}
+	base := experiments.Default()
+	what := "the embedded default scenario (servesim run --print-default shows it)"
+	if *config != "" {
+		var err error
+		if base, err = experiments.LoadScenario(*config); err != nil {
+			return err
+		}
+		what = *config
+	}
+	if fs.Changed("chunked-prefill") && !fs.Changed("policy") {
+		if *chunked {
+			b.Policy = "chunked"
+		} else {
+			b.Policy = "prefill-first"
+		}
+	}
+	override(fs, &base, &s)
+	plan, err := base.Resolve()
+	if err != nil {
+		return err
+	}
+	if !*quiet {
+		fmt.Fprintf(stdout, "servesim: running %s", what)
+		if n := changedScenarioFlags(fs); n > 0 {
+			fmt.Fprintf(stdout, " with %d flag override(s)", n)
+		}
+		fmt.Fprintln(stdout, ".")
+		if err := plan.Describe(stdout); err != nil {
+			return err
+		}
+	}
+	rep, err := experiments.Run(plan, *out)
+	if err != nil {
+		return err
+	}
+	if err := rep.WriteText(stdout); err != nil {
+		return err
+	}
+	if *out != "" && !*quiet {
+		fmt.Fprintf(stdout, "Wrote %s/requests.csv, %s/steps.csv and %s/summary.json.\n", *out, *out, *out)
+	}
+	return nil
+}
+
+// scenarioFlags maps each scenario flag to a function copying it from the
+// flag-bound scenario into the base.
+var scenarioFlags = map[string]func(dst, src *experiments.Scenario){
+	"name":                   func(d, s *experiments.Scenario) { d.Name = s.Name },
+	"model":                  func(d, s *experiments.Scenario) { d.Model = s.Model },
+	"gpu":                    func(d, s *experiments.Scenario) { d.GPU = s.GPU },
+	"tp":                     func(d, s *experiments.Scenario) { d.TP = s.TP },
+	"weights":                func(d, s *experiments.Scenario) { d.Weights = s.Weights },
+	"kv":                     func(d, s *experiments.Scenario) { d.KV = s.KV },
+	"seed":                   func(d, s *experiments.Scenario) { d.Seed = s.Seed },
+	"models-file":            func(d, s *experiments.Scenario) { d.ModelsFile = s.ModelsFile },
+	"gpus-file":              func(d, s *experiments.Scenario) { d.GPUsFile = s.GPUsFile },
+	"arrival":                func(d, s *experiments.Scenario) { d.Workload.Arrival = s.Workload.Arrival },
+	"rate":                   func(d, s *experiments.Scenario) { d.Workload.Rate = s.Workload.Rate },
+	"burstiness":             func(d, s *experiments.Scenario) { d.Workload.Burstiness = s.Workload.Burstiness },
+	"requests":               func(d, s *experiments.Scenario) { d.Workload.Requests = s.Workload.Requests },
+	"duration":               func(d, s *experiments.Scenario) { d.Workload.DurationS = s.Workload.DurationS },
+	"prompt-len":             func(d, s *experiments.Scenario) { d.Workload.Prompt = s.Workload.Prompt },
+	"output-len":             func(d, s *experiments.Scenario) { d.Workload.Output = s.Workload.Output },
+	"policy":                 func(d, s *experiments.Scenario) { d.Batch.Policy = s.Batch.Policy },
+	"chunked-prefill":        func(d, s *experiments.Scenario) { d.Batch.Policy = s.Batch.Policy },
+	"max-num-seqs":           func(d, s *experiments.Scenario) { d.Batch.MaxNumSeqs = s.Batch.MaxNumSeqs },
+	"max-num-batched-tokens": func(d, s *experiments.Scenario) { d.Batch.MaxNumBatchedTokens = s.Batch.MaxNumBatchedTokens },
+	"max-model-len":          func(d, s *experiments.Scenario) { d.Batch.MaxModelLen = s.Batch.MaxModelLen },
+	"block-size":             func(d, s *experiments.Scenario) { d.Batch.BlockSize = s.Batch.BlockSize },
+	"gpu-memory-utilization": func(d, s *experiments.Scenario) { d.Batch.GPUMemUtil = s.Batch.GPUMemUtil },
+	"slo-ttft":               func(d, s *experiments.Scenario) { d.SLO.TTFTms = s.SLO.TTFTms },
+	"slo-tpot":               func(d, s *experiments.Scenario) { d.SLO.TPOTms = s.SLO.TPOTms },
+	"slo-e2e":                func(d, s *experiments.Scenario) { d.SLO.E2Ems = s.SLO.E2Ems },
+	"iteration-overhead-ms":  func(d, s *experiments.Scenario) { d.Hardware.IterOverheadMs = s.Hardware.IterOverheadMs },
+}
+
+func override(fs *pflag.FlagSet, dst, src *experiments.Scenario) {
+	for name, apply := range scenarioFlags {
+		if fs.Changed(name) {
+			apply(dst, src)
+		}
+	}
+}
+
+func changedScenarioFlags(fs *pflag.FlagSet) int {
+	n := 0
+	for name := range scenarioFlags {
+		if fs.Changed(name) {
+			n++
+		}
+	}
+	return n
+}

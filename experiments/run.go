@@ -1,0 +1,378 @@
+package experiments
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+
+	"github.com/servesim/servesim/hardware"
+	"github.com/servesim/servesim/models"
+	"github.com/servesim/servesim/policies"
+	"github.com/servesim/servesim/sim"
+	"github.com/servesim/servesim/sim/metrics"
+	"github.com/servesim/servesim/sim/serve"
+	"github.com/servesim/servesim/sim/workload"
+)
+
+// DefaultIterOverheadMs is the per-iteration CPU and scheduling time when a
+// scenario gives none: 0.5 ms. It is an assumption, not a measurement: a
+// CUDA-graph decode iteration of a small model in a modern engine adds a few
+// hundred microseconds of host work to the kernel time. Calibrated profiles
+// replace it with a fitted value.
+const DefaultIterOverheadMs = 0.5
+
+// Plan is a validated scenario with every name resolved: what a run needs.
+type Plan struct {
+	Scenario    Scenario
+	Model       *models.Model
+	GPU         *hardware.GPU
+	Parallel    models.Parallel
+	Memory      hardware.MemoryPlan
+	Step        *hardware.StepModel
+	Batcher     policies.Batcher
+	Limits      policies.Limits
+	MaxModelLen int
+	Workload    workload.Synthetic
+	SLO         metrics.SLO
+}
+
+// fieldError names the scenario field (and the flag that sets it).
+func fieldError(field, flag, format string, args ...any) error {
+	return fmt.Errorf("experiments: field %q (flag --%s): %s", field, flag, fmt.Sprintf(format, args...))
+}
+
+// Resolve fills defaults, checks every field and looks up the model and GPU.
+func (s Scenario) Resolve() (*Plan, error) {
+	mc := models.Builtin()
+	if s.ModelsFile != "" {
+		if err := mc.LoadFile(s.path(s.ModelsFile)); err != nil {
+			return nil, err
+		}
+	}
+	gc := hardware.Builtin()
+	if s.GPUsFile != "" {
+		if err := gc.LoadFile(s.path(s.GPUsFile)); err != nil {
+			return nil, err
+		}
+	}
+	p := &Plan{}
+	var err error
+	if s.Model == "" {
+		return nil, fieldError("model", "model", "missing (see `servesim models`)")
+	}
+	if p.Model, err = mc.Get(s.Model); err != nil {
+		return nil, fmt.Errorf("%w (field \"model\", flag --model)", err)
+	}
+	if s.GPU == "" {
+		return nil, fieldError("gpu", "gpu", "missing (see `servesim gpus`)")
+	}
+	if p.GPU, err = gc.Get(s.GPU); err != nil {
+		return nil, fmt.Errorf("%w (field \"gpu\", flag --gpu)", err)
+	}
+	if s.TP == 0 {
+		s.TP = 1
+	}
+	if s.TP < 0 {
+		return nil, fieldError("tp", "tp", "%d must be ≥ 1", s.TP)
+	}
+	p.Parallel.TP = s.TP
+	if s.Weights == "" {
+		s.Weights = "bf16"
+	}
+	if p.Parallel.Weights, err = models.ParseDType(s.Weights); err != nil {
+		return nil, fieldError("weights", "weights", "%v", err)
+	}
+	if s.KV == "" {
+		s.KV = "bf16"
+	}
+	if p.Parallel.KV, err = models.ParseDType(s.KV); err != nil {
+		return nil, fieldError("kv", "kv", "%v", err)
+	}
+	if err := p.Model.CheckParallel(p.Parallel); err != nil {
+		return nil, fmt.Errorf("%w (field \"tp\", flag --tp)", err)
+	}
+
+	b := &s.Batch
+	if b.BlockSize == 0 {
+		b.BlockSize = 16
+	}
+	if b.BlockSize < 0 {
+		return nil, fieldError("batch.block_size", "block-size", "%d must be > 0", b.BlockSize)
+	}
+	if b.GPUMemUtil == 0 {
+		b.GPUMemUtil = 0.9
+	}
+	if !(b.GPUMemUtil > 0 && b.GPUMemUtil <= 1) {
+		return nil, fieldError("batch.gpu_memory_utilization", "gpu-memory-utilization", "%g must be in (0, 1]", b.GPUMemUtil)
+	}
+	if b.MaxModelLen == 0 {
+		b.MaxModelLen = p.Model.MaxContext
+	}
+	if b.MaxModelLen < 0 {
+		return nil, fieldError("batch.max_model_len", "max-model-len", "%d must be > 0", b.MaxModelLen)
+	}
+	p.MaxModelLen = b.MaxModelLen
+	if b.MaxNumSeqs == 0 {
+		b.MaxNumSeqs = 256
+	}
+	if b.MaxNumSeqs < 0 {
+		return nil, fieldError("batch.max_num_seqs", "max-num-seqs", "%d must be > 0", b.MaxNumSeqs)
+	}
+	if b.Policy == "" {
+		b.Policy = "chunked"
+	}
+	switch b.Policy {
+	case "chunked":
+		p.Batcher = policies.Chunked{}
+		if b.MaxNumBatchedTokens == 0 {
+			b.MaxNumBatchedTokens = 8192
+		}
+	case "prefill-first":
+		p.Batcher = policies.PrefillFirst{}
+		if b.MaxNumBatchedTokens == 0 {
+			// vLLM's default with chunked prefill off.
+			b.MaxNumBatchedTokens = max(b.MaxModelLen, 2048)
+		}
+		if b.MaxNumBatchedTokens < b.MaxModelLen {
+			return nil, fieldError("batch.max_num_batched_tokens", "max-num-batched-tokens",
+				"%d is smaller than max_model_len %d: with chunked prefill off a whole prompt must fit one iteration (as vLLM requires); raise it, lower max_model_len, or use policy \"chunked\"",
+				b.MaxNumBatchedTokens, b.MaxModelLen)
+		}
+	default:
+		return nil, fieldError("batch.policy", "policy", "unknown policy %q (known: chunked, prefill-first)", b.Policy)
+	}
+	if b.MaxNumBatchedTokens < 0 {
+		return nil, fieldError("batch.max_num_batched_tokens", "max-num-batched-tokens", "%d must be > 0", b.MaxNumBatchedTokens)
+	}
+	p.Limits = policies.Limits{MaxNumSeqs: b.MaxNumSeqs, MaxNumBatchedTokens: b.MaxNumBatchedTokens}
+
+	if p.Memory, err = hardware.PlanMemory(p.Model, p.GPU, p.Parallel, b.GPUMemUtil, b.BlockSize, hardware.DefaultActivationReserve); err != nil {
+		return nil, err
+	}
+	if s.Hardware.IterOverheadMs == 0 {
+		s.Hardware.IterOverheadMs = DefaultIterOverheadMs
+	}
+	if s.Hardware.IterOverheadMs < 0 || math.IsNaN(s.Hardware.IterOverheadMs) {
+		return nil, fieldError("hardware.iteration_overhead_ms", "iteration-overhead-ms", "%g must be ≥ 0", s.Hardware.IterOverheadMs)
+	}
+	kern := hardware.Roofline{GPU: p.GPU, Eff: hardware.DefaultEfficiency(), TP: s.TP}
+	if p.Step, err = hardware.NewStepModel(p.Model, p.GPU, p.Parallel, kern, s.Hardware.IterOverheadMs/1e3); err != nil {
+		return nil, err
+	}
+
+	wl := &s.Workload
+	if wl.Arrival == "" {
+		wl.Arrival = "poisson"
+	}
+	if wl.Burstiness == 0 {
+		wl.Burstiness = 1
+	}
+	if !(wl.Rate > 0) || math.IsInf(wl.Rate, 0) {
+		return nil, fieldError("workload.rate", "rate", "%g requests/s: must be a positive number", wl.Rate)
+	}
+	if wl.Requests < 0 {
+		return nil, fieldError("workload.requests", "requests", "%d must be ≥ 0", wl.Requests)
+	}
+	if !(wl.DurationS >= 0) || math.IsInf(wl.DurationS, 0) {
+		return nil, fieldError("workload.duration_s", "duration", "%g must be ≥ 0", wl.DurationS)
+	}
+	if wl.Requests == 0 && wl.DurationS == 0 {
+		return nil, fieldError("workload.requests", "requests", "give a number of requests or a duration_s")
+	}
+	p.Workload = workload.Synthetic{
+		Arrival: workload.Arrival{Process: wl.Arrival, Rate: wl.Rate, Burstiness: wl.Burstiness},
+		Count:   wl.Requests,
+		Seed:    s.Seed,
+	}
+	if wl.DurationS > 0 {
+		p.Workload.Duration = sim.FromSeconds(wl.DurationS)
+	}
+	if err := p.Workload.Arrival.Validate(); err != nil {
+		return nil, fieldError("workload.arrival", "arrival", "%v", err)
+	}
+	if wl.Prompt == "" || wl.Output == "" {
+		return nil, fieldError("workload.prompt", "prompt-len", "prompt and output length distributions are required, e.g. \"lognormal:6.5,0.8\"")
+	}
+	if p.Workload.Prompt, err = workload.ParseDist(wl.Prompt); err != nil {
+		return nil, fieldError("workload.prompt", "prompt-len", "%v", err)
+	}
+	if p.Workload.Output, err = workload.ParseDist(wl.Output); err != nil {
+		return nil, fieldError("workload.output", "output-len", "%v", err)
+	}
+	if err := p.Workload.Validate(); err != nil {
+		return nil, fmt.Errorf("experiments: workload: %w", err)
+	}
+
+	for _, f := range []struct {
+		v          float64
+		name, flag string
+		dst        *sim.Time
+	}{
+		{s.SLO.TTFTms, "slo.ttft_ms", "slo-ttft", &p.SLO.TTFT},
+		{s.SLO.TPOTms, "slo.tpot_ms", "slo-tpot", &p.SLO.TPOT},
+		{s.SLO.E2Ems, "slo.e2e_ms", "slo-e2e", &p.SLO.E2E},
+	} {
+		if !(f.v >= 0) || math.IsInf(f.v, 0) {
+			return nil, fieldError(f.name, f.flag, "%g ms must be ≥ 0 (0 = not set)", f.v)
+		}
+		*f.dst = sim.FromSeconds(f.v / 1e3)
+	}
+	p.Scenario = s
+	return p, nil
+}
+
+func (s Scenario) path(p string) string {
+	if filepath.IsAbs(p) || s.dir == "" {
+		return p
+	}
+	return filepath.Join(s.dir, p)
+}
+
+// Report is the outcome of one run.
+type Report struct {
+	Plan    *Plan
+	Result  serve.Result
+	Summary metrics.Summary
+}
+
+// Run simulates the plan. If outDir is not empty it writes requests.csv,
+// steps.csv and summary.json there, each whole or not at all (written to a
+// temporary file, then renamed).
+func Run(p *Plan, outDir string) (*Report, error) {
+	src, err := p.Workload.Source()
+	if err != nil {
+		return nil, err
+	}
+	coll := metrics.NewCollector(p.SLO)
+	cfg := serve.Config{
+		Instance: serve.InstanceConfig{
+			Step:        p.Step,
+			Blocks:      p.Memory.Blocks,
+			BlockSize:   p.Memory.BlockSize,
+			Limits:      p.Limits,
+			Batcher:     p.Batcher,
+			MaxModelLen: p.MaxModelLen,
+		},
+		Source:    src,
+		Collector: coll,
+	}
+	var files *fileSink
+	if outDir != "" {
+		if files, err = newFileSink(outDir); err != nil {
+			return nil, err
+		}
+		defer files.abort()
+		cfg.Sink = files
+	}
+	res, err := serve.Run(cfg)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Plan: p, Result: res, Summary: coll.Summary()}
+	if files != nil {
+		if err := files.commit(rep); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
+}
+
+// fileSink streams records to temporary files in the output directory and
+// renames them into place only when the run succeeded.
+type fileSink struct {
+	dir            string
+	reqF, stepF    *os.File
+	reqBuf, stepBuf *bufio.Writer
+	req            *metrics.RecordWriter
+	step           *metrics.StepWriter
+	done           bool
+}
+
+func newFileSink(dir string) (*fileSink, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("experiments: output directory: %w", err)
+	}
+	fs := &fileSink{dir: dir}
+	var err error
+	if fs.reqF, err = os.CreateTemp(dir, ".requests-*.csv"); err != nil {
+		return nil, fmt.Errorf("experiments: %w", err)
+	}
+	if fs.stepF, err = os.CreateTemp(dir, ".steps-*.csv"); err != nil {
+		fs.abort()
+		return nil, fmt.Errorf("experiments: %w", err)
+	}
+	fs.reqBuf = bufio.NewWriterSize(fs.reqF, 1<<16)
+	fs.stepBuf = bufio.NewWriterSize(fs.stepF, 1<<16)
+	fs.req = metrics.NewRecordWriter(fs.reqBuf)
+	fs.step = metrics.NewStepWriter(fs.stepBuf)
+	return fs, nil
+}
+
+func (fs *fileSink) Record(r *metrics.Record) error { return fs.req.Write(r) }
+func (fs *fileSink) Step(s *metrics.Step) error     { return fs.step.Write(s) }
+
+func (fs *fileSink) commit(rep *Report) error {
+	for _, f := range []func() error{fs.req.Flush, fs.step.Flush, fs.reqBuf.Flush, fs.stepBuf.Flush, fs.reqF.Close, fs.stepF.Close} {
+		if err := f(); err != nil {
+			return fmt.Errorf("experiments: writing results: %w", err)
+		}
+	}
+	js, err := json.MarshalIndent(rep.summaryJSON(), "", "  ")
+	if err != nil {
+		return fmt.Errorf("experiments: summary: %w", err)
+	}
+	if err := WriteFileAtomic(filepath.Join(fs.dir, "summary.json"), append(js, '\n')); err != nil {
+		return err
+	}
+	if err := os.Rename(fs.reqF.Name(), filepath.Join(fs.dir, "requests.csv")); err != nil {
+		return fmt.Errorf("experiments: %w", err)
+	}
+	if err := os.Rename(fs.stepF.Name(), filepath.Join(fs.dir, "steps.csv")); err != nil {
+		return fmt.Errorf("experiments: %w", err)
+	}
+	fs.done = true
+	return nil
+}
+
+// abort removes the temporary files unless commit succeeded.
+func (fs *fileSink) abort() {
+	if fs.done {
+		return
+	}
+	for _, f := range []*os.File{fs.reqF, fs.stepF} {
+		if f != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}
+}
+
+// WriteFileAtomic writes data to path through a temporary file in the same
+// directory and a rename, so readers see the old file or the whole new one.
+func WriteFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
+	if err != nil {
+		return fmt.Errorf("experiments: %w", err)
+	}
+	_, werr := f.Write(data)
+	cerr := f.Close()
+	if werr != nil || cerr != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("experiments: writing %s: %v", path, errorsJoin(werr, cerr))
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("experiments: %w", err)
+	}
+	return nil
+}
+
+func errorsJoin(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,122 @@
+package experiments
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Scenario is one simulation as a user writes it: a TOML file, flags, or
+// both (flags override the file). Zero values mean "default"; Validate
+// fills defaults and checks every field once, at the edge.
+type Scenario struct {
+	Name       string `toml:"name" json:"name"`
+	Model      string `toml:"model" json:"model"`       // catalog name, e.g. "llama-3.1-8b"
+	GPU        string `toml:"gpu" json:"gpu"`         // catalog name, e.g. "h100"
+	TP         int    `toml:"tp" json:"tp"`          // tensor-parallel degree
+	Weights    string `toml:"weights" json:"weights"`     // bf16 | fp8 | fp4
+	KV         string `toml:"kv" json:"kv"`          // bf16 | fp8 | fp4
+	Seed       uint64 `toml:"seed" json:"seed"`        // one seed; each random stream derives its own source from it
+	ModelsFile string `toml:"models_file" json:"models_file"` // extra models (TOML), relative to the scenario file
+	GPUsFile   string `toml:"gpus_file" json:"gpus_file"`   // extra GPUs (TOML), relative to the scenario file
+
+	Workload Workload `toml:"workload" json:"workload"`
+	Batch    Batch    `toml:"batch" json:"batch"`
+	SLO      SLO      `toml:"slo" json:"slo"`
+	Hardware Hardware `toml:"hardware" json:"hardware"`
+
+	dir string // directory of the scenario file, for relative paths
+}
+
+// Workload is a synthetic workload.
+type Workload struct {
+	Arrival    string  `toml:"arrival" json:"arrival"`    // poisson | gamma | constant
+	Rate       float64 `toml:"rate" json:"rate"`       // requests per second
+	Burstiness float64 `toml:"burstiness" json:"burstiness"` // gamma shape (vLLM --burstiness); 1 = Poisson
+	Requests   int     `toml:"requests" json:"requests"`   // number of requests
+	DurationS  float64 `toml:"duration_s" json:"duration_s"` // or: arrivals within this many seconds
+	Prompt     string  `toml:"prompt" json:"prompt"`     // length distribution, e.g. "lognormal:6.5,0.8"
+	Output     string  `toml:"output" json:"output"`
+}
+
+// Batch holds the batching policy and its limits (vLLM's names).
+type Batch struct {
+	Policy              string  `toml:"policy" json:"policy"` // chunked | prefill-first
+	MaxNumSeqs          int     `toml:"max_num_seqs" json:"max_num_seqs"`
+	MaxNumBatchedTokens int     `toml:"max_num_batched_tokens" json:"max_num_batched_tokens"`
+	MaxModelLen         int     `toml:"max_model_len" json:"max_model_len"` // 0: the model's context length
+	BlockSize           int     `toml:"block_size" json:"block_size"`
+	GPUMemUtil          float64 `toml:"gpu_memory_utilization" json:"gpu_memory_utilization"`
+}
+
+// SLO holds latency objectives in milliseconds; 0 means not set.
+type SLO struct {
+	TTFTms float64 `toml:"ttft_ms" json:"ttft_ms"`
+	TPOTms float64 `toml:"tpot_ms" json:"tpot_ms"`
+	E2Ems  float64 `toml:"e2e_ms"`
+}
+
+// Hardware holds kernel-time model settings.
+type Hardware struct {
+	IterOverheadMs float64 `toml:"iteration_overhead_ms" json:"iteration_overhead_ms"` // per-iteration CPU/scheduling time
+}
+
+//go:embed default.toml
+var defaultTOML []byte
+
+// Default returns the embedded default scenario: the one `servesim` runs
+// with no arguments.
+func Default() Scenario {
+	s, err := Parse(bytes.NewReader(defaultTOML), "default.toml")
+	if err != nil {
+		panic("experiments: embedded default.toml is invalid: " + err.Error())
+	}
+	return s
+}
+
+// DefaultTOML returns the text of the embedded default scenario.
+func DefaultTOML() string { return string(defaultTOML) }
+
+// LoadScenario reads a scenario file.
+func LoadScenario(path string) (Scenario, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Scenario{}, fmt.Errorf("experiments: %w", err)
+	}
+	defer f.Close()
+	s, err := Parse(f, path)
+	if err != nil {
+		return s, err
+	}
+	s.dir = filepath.Dir(path)
+	return s, nil
+}
+
+// Parse decodes a scenario strictly: unknown keys and wrong types are
+// errors naming the file, the line where toml knows it, and the key.
+func Parse(r io.Reader, name string) (Scenario, error) {
+	var s Scenario
+	md, err := toml.NewDecoder(r).Decode(&s)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return s, fmt.Errorf("experiments: %s line %d: %s", name, pe.Position.Line, pe.Message)
+		}
+		return s, fmt.Errorf("experiments: %s: %v", name, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		keys := make([]string, len(und))
+		for i, k := range und {
+			keys[i] = k.String()
+		}
+		return s, fmt.Errorf("experiments: %s: unknown field %q (known fields: see `servesim run --help`)", name, strings.Join(keys, `", "`))
+	}
+	return s, nil
+}

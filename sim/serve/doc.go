@@ -1,0 +1,15 @@
+// Package serve is the serving world built on the event engine: requests
+// arrive from a workload source, wait in an instance's queue, are batched by
+// a policy into iterations of prefill chunks and decodes, hold blocks of a
+// paged KV cache, are preempted by recompute when blocks run out, and finish.
+// Each iteration's duration comes from a StepTimer (the kernel-time model of
+// package hardware); each request's and iteration's record goes to a
+// metrics.Collector and an optional Sink that streams them to files.
+//
+// The per-iteration cost does not grow with the batch: see Instance.
+//
+// Invariants checked on every iteration (a violation panics: it is a bug):
+// KV blocks used never exceed capacity; a batcher never returns an empty
+// iteration while requests are running. At the end of a run every arrived
+// request has finished or been rejected with a reason.
+package serve

@@ -1,0 +1,69 @@
+package serve
+
+import "fmt"
+
+// checkAll enables the expensive invariant check after every iteration. Tests
+// switch it on; it costs O(running requests) per iteration, so runs keep it
+// off (STYLE §6: cheap invariants always, expensive ones on demand).
+var checkAll = false
+
+// checkInvariants recomputes, by walking every running request, what the
+// instance keeps incrementally, and panics on any difference.
+func (in *Instance) checkInvariants() {
+	used, decodes, running := 0, 0, 0
+	var sumKV int64
+	phase := make([]int, in.cfg.BlockSize)
+	for r := in.head; r != nil; r = r.next {
+		running++
+		switch r.state {
+		case stateDecode:
+			n := int(in.decCounter - r.d0)
+			kv := r.k0 + n
+			gen := r.g0 + n
+			if gen >= r.output {
+				panic(fmt.Sprintf("serve: request %d decoding with %d of %d tokens", r.id, gen, r.output))
+			}
+			used += in.blocksOf(kv)
+			sumKV += int64(kv)
+			decodes++
+			phase[in.phaseOf(r)]++
+			if r.hidx < 0 || in.heap[r.hidx] != r {
+				panic(fmt.Sprintf("serve: decoding request %d not in the finish heap", r.id))
+			}
+		case statePrefill:
+			if r.blocks != in.blocksOf(r.computed) {
+				panic(fmt.Sprintf("serve: request %d holds %d blocks for %d tokens", r.id, r.blocks, r.computed))
+			}
+			used += r.blocks
+			if in.prefilling[r.pidx] != r {
+				panic(fmt.Sprintf("serve: prefilling request %d not at its index", r.id))
+			}
+		default:
+			panic(fmt.Sprintf("serve: request %d in the running list in state %d", r.id, r.state))
+		}
+	}
+	switch {
+	case running != in.running:
+		panic(fmt.Sprintf("serve: running list has %d, count says %d", running, in.running))
+	case used != in.usedBlocks:
+		panic(fmt.Sprintf("serve: blocks held %d, counter says %d", used, in.usedBlocks))
+	case used > in.cfg.Blocks:
+		panic(fmt.Sprintf("serve: blocks used %d > capacity %d", used, in.cfg.Blocks))
+	case decodes != in.decodes || decodes != len(in.heap):
+		panic(fmt.Sprintf("serve: %d decoding, counter %d, heap %d", decodes, in.decodes, len(in.heap)))
+	case sumKV != in.sumKV:
+		panic(fmt.Sprintf("serve: Σ KV %d, counter %d", sumKV, in.sumKV))
+	case running != decodes+len(in.prefilling):
+		panic(fmt.Sprintf("serve: running %d ≠ decoding %d + prefilling %d", running, decodes, len(in.prefilling)))
+	}
+	for i := range phase {
+		if phase[i] != in.phase[i] {
+			panic(fmt.Sprintf("serve: phase %d has %d requests, counter %d", i, phase[i], in.phase[i]))
+		}
+	}
+	for i := 0; i < in.waiting.len(); i++ {
+		if r := in.waiting.at(i); r.state != stateWaiting || r.blocks != 0 {
+			panic(fmt.Sprintf("serve: waiting request %d in state %d with %d blocks", r.id, r.state, r.blocks))
+		}
+	}
+}

@@ -34,12 +34,12 @@ type InstanceInfo struct {
 
 // Counts are the run's conservation counts.
 type Counts struct {
-	Arrived     int64  `json:"arrived"`
-	Finished    int64  `json:"finished"`
-	Rejected    int64  `json:"rejected"`
-	Preemptions int64  `json:"preemptions"`
-	Steps       int64  `json:"steps"`
-	Events      uint64 `json:"events"`
+	Arrived     int64   `json:"arrived"`
+	Finished    int64   `json:"finished"`
+	Rejected    int64   `json:"rejected"`
+	Preemptions int64   `json:"preemptions"`
+	Steps       int64   `json:"steps"`
+	Events      uint64  `json:"events"`
 	EndS        float64 `json:"end_s"`
 }
 

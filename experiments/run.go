@@ -283,12 +283,12 @@ func Run(p *Plan, outDir string) (*Report, error) {
 // fileSink streams records to temporary files in the output directory and
 // renames them into place only when the run succeeded.
 type fileSink struct {
-	dir            string
-	reqF, stepF    *os.File
+	dir             string
+	reqF, stepF     *os.File
 	reqBuf, stepBuf *bufio.Writer
-	req            *metrics.RecordWriter
-	step           *metrics.StepWriter
-	done           bool
+	req             *metrics.RecordWriter
+	step            *metrics.StepWriter
+	done            bool
 }
 
 func newFileSink(dir string) (*fileSink, error) {

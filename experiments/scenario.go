@@ -18,14 +18,14 @@ import (
 // fills defaults and checks every field once, at the edge.
 type Scenario struct {
 	Name       string `toml:"name" json:"name"`
-	Model      string `toml:"model" json:"model"`       // catalog name, e.g. "llama-3.1-8b"
-	GPU        string `toml:"gpu" json:"gpu"`         // catalog name, e.g. "h100"
-	TP         int    `toml:"tp" json:"tp"`          // tensor-parallel degree
-	Weights    string `toml:"weights" json:"weights"`     // bf16 | fp8 | fp4
-	KV         string `toml:"kv" json:"kv"`          // bf16 | fp8 | fp4
-	Seed       uint64 `toml:"seed" json:"seed"`        // one seed; each random stream derives its own source from it
+	Model      string `toml:"model" json:"model"`             // catalog name, e.g. "llama-3.1-8b"
+	GPU        string `toml:"gpu" json:"gpu"`                 // catalog name, e.g. "h100"
+	TP         int    `toml:"tp" json:"tp"`                   // tensor-parallel degree
+	Weights    string `toml:"weights" json:"weights"`         // bf16 | fp8 | fp4
+	KV         string `toml:"kv" json:"kv"`                   // bf16 | fp8 | fp4
+	Seed       uint64 `toml:"seed" json:"seed"`               // one seed; each random stream derives its own source from it
 	ModelsFile string `toml:"models_file" json:"models_file"` // extra models (TOML), relative to the scenario file
-	GPUsFile   string `toml:"gpus_file" json:"gpus_file"`   // extra GPUs (TOML), relative to the scenario file
+	GPUsFile   string `toml:"gpus_file" json:"gpus_file"`     // extra GPUs (TOML), relative to the scenario file
 
 	Workload Workload `toml:"workload" json:"workload"`
 	Batch    Batch    `toml:"batch" json:"batch"`
@@ -37,12 +37,12 @@ type Scenario struct {
 
 // Workload is a synthetic workload.
 type Workload struct {
-	Arrival    string  `toml:"arrival" json:"arrival"`    // poisson | gamma | constant
-	Rate       float64 `toml:"rate" json:"rate"`       // requests per second
+	Arrival    string  `toml:"arrival" json:"arrival"`       // poisson | gamma | constant
+	Rate       float64 `toml:"rate" json:"rate"`             // requests per second
 	Burstiness float64 `toml:"burstiness" json:"burstiness"` // gamma shape (vLLM --burstiness); 1 = Poisson
-	Requests   int     `toml:"requests" json:"requests"`   // number of requests
+	Requests   int     `toml:"requests" json:"requests"`     // number of requests
 	DurationS  float64 `toml:"duration_s" json:"duration_s"` // or: arrivals within this many seconds
-	Prompt     string  `toml:"prompt" json:"prompt"`     // length distribution, e.g. "lognormal:6.5,0.8"
+	Prompt     string  `toml:"prompt" json:"prompt"`         // length distribution, e.g. "lognormal:6.5,0.8"
 	Output     string  `toml:"output" json:"output"`
 }
 

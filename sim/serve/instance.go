@@ -61,10 +61,10 @@ type Instance struct {
 	heap       finishHeap
 
 	usedBlocks int
-	decodes    int     // requests decoding
-	decCounter int64   // D: decode iterations run
-	phase      []int   // decoding requests per (d0 − k0) mod blockSize
-	sumKV      int64   // Σ KV length of decoding requests
+	decodes    int      // requests decoding
+	decCounter int64    // D: decode iterations run
+	phase      []int    // decoding requests per (d0 − k0) mod blockSize
+	sumKV      int64    // Σ KV length of decoding requests
 	lastDecode sim.Time // end of the last decode iteration
 	newcomers  []*request
 

@@ -1,0 +1,165 @@
+package models
+
+import "math"
+
+// actBytes is the size of one activation element: activations are BF16
+// whatever the weight precision (FP8 activations of W8A8 kernels are not
+// modelled; see doc.go).
+const actBytes = 2
+
+// Nominal floating-point operations per element of the memory-bound
+// operators. They only keep FLOPs nonzero and proportionate: these operators
+// are bandwidth-bound on every GPU in the catalog by two orders of magnitude.
+const (
+	rmsNormFLOPs   = 4 // square, accumulate, scale by 1/rms, multiply by the weight
+	layerNormFLOPs = 7 // also: mean, subtract it, add the bias
+	ropeFLOPs      = 3 // x·cos − y·sin: two multiplies and an add per element
+	actFLOPs       = 5 // SiLU(g)·u: exp, add, divide, multiply, multiply (GELU is costed the same)
+	addFLOPs       = 1
+)
+
+func (m *Model) normFLOPs() float64 {
+	if m.Norm == NormLayer {
+		return layerNormFLOPs
+	}
+	return rmsNormFLOPs
+}
+
+// gemm is the cost of an M×K by K×N product on one GPU: 2·M·K·N FLOPs;
+// bytes are the weights read (weightElems at wb bytes each) plus the
+// activations read (M×K) and written (M×N) in BF16.
+func gemm(kind OpKind, count, tokens int, mm, k, n, weightElems, wb float64, compute DType) Op {
+	return Op{
+		Kind:    kind,
+		Count:   count,
+		Tokens:  tokens,
+		FLOPs:   2 * mm * k * n,
+		Bytes:   weightElems*wb + (mm*k+mm*n)*actBytes,
+		Compute: compute,
+	}
+}
+
+// Ops appends to dst the cost of one forward pass of batch b on one GPU of
+// the tensor-parallel group p, one Op per operator class present, in OpKind
+// order, and returns the extended slice. Count is the number of occurrences
+// per forward pass; FLOPs and Bytes are per occurrence. Operators with no
+// work are left out (no prefill ⇒ no OpAttnPrefill; TP = 1 ⇒ no
+// OpAllReduce; a dense model has no OpMoERouter); an empty batch returns dst
+// unchanged. The formulas, and what they ignore, are in doc.go.
+//
+// Ops allocates nothing when cap(dst)−len(dst) ≥ NumOpKinds. The model must
+// be valid (models from a Catalog are) and p should pass CheckParallel; Ops
+// panics if p.TP < 1 or a precision is invalid.
+func (m *Model) Ops(b Batch, p Parallel, dst []Op) []Op {
+	nTok := b.Tokens()
+	if nTok <= 0 {
+		return dst
+	}
+	tp := tpOf(p)
+	t := float64(tp)
+	wb := p.Weights.Bytes()
+	kvb := p.KV.Bytes()
+	wc := p.Weights // GEMM compute precision
+	L := m.Layers
+	h := float64(m.Hidden)
+	tok := float64(nTok)
+	hd := float64(m.HeadDim)
+	qHeads := float64(m.Heads) / t
+	qd := qHeads * hd                        // query (and attention output) width per GPU
+	kvd := float64(m.kvHeadsPerGPU(tp)) * hd // K (or V) width per GPU
+	kvTok := 2 * kvd * kvb                   // KV-cache bytes per token per layer per GPU
+	normW := m.normElems() * 2               // norm weights, BF16
+	actRW := 2 * tok * h * actBytes          // read and write T×Hidden activations
+	normF := m.normFLOPs() * tok * h         // FLOPs of one norm over the batch
+
+	// Embedding gather: T rows of the table read, T×Hidden written.
+	dst = append(dst, Op{Kind: OpEmbed, Count: 1, Tokens: nTok,
+		Bytes: tok*h*wb + tok*h*actBytes, Compute: BF16})
+
+	dst = append(dst, Op{Kind: OpNorm, Count: L * m.normsPerLayer(), Tokens: nTok,
+		FLOPs: normF, Bytes: actRW + normW, Compute: BF16})
+
+	qkvN := qd + 2*kvd
+	dst = append(dst, gemm(OpQKV, L, nTok, tok, h, qkvN, h*qkvN, wb, wc))
+
+	ropeElems := tok * (qd + kvd) // rotate Q and K in place
+	dst = append(dst, Op{Kind: OpRoPE, Count: L, Tokens: nTok,
+		FLOPs: ropeFLOPs * ropeElems, Bytes: 2 * ropeElems * actBytes, Compute: BF16})
+
+	if b.PrefillTokens > 0 {
+		pt := float64(b.PrefillTokens)
+		dst = append(dst, Op{Kind: OpAttnPrefill, Count: L, Tokens: b.PrefillTokens,
+			// QK^T and PV over the causal query–key pairs.
+			FLOPs: 4 * qHeads * hd * b.PrefillPairs,
+			// Q read, O written; K and V of prior context and new tokens read
+			// from the cache; new tokens' K and V written to it.
+			Bytes:   2*pt*qd*actBytes + (float64(b.PrefillCtx)+pt)*kvTok + pt*kvTok,
+			Compute: BF16})
+	}
+	if b.Decodes > 0 {
+		d := float64(b.Decodes)
+		keys := float64(b.DecodeCtx) + d // each decode attends to its context and itself
+		dst = append(dst, Op{Kind: OpAttnDecode, Count: L, Tokens: b.Decodes,
+			FLOPs:   4 * qHeads * hd * keys,
+			Bytes:   2*d*qd*actBytes + keys*kvTok + d*kvTok,
+			Compute: BF16})
+	}
+
+	dst = append(dst, gemm(OpOutProj, L, nTok, tok, qd, h, qd*h, wb, wc))
+
+	if tp > 1 {
+		dst = append(dst, Op{Kind: OpAllReduce, Count: 2 * L, Tokens: nTok,
+			CommBytes: tok * h * actBytes, Compute: BF16})
+	}
+
+	if m.IsMoE() {
+		e := float64(m.Experts)
+		k := float64(m.TopK)
+		f := float64(m.ExpertFFN) / t // each expert's intermediate width per GPU
+		up := m.upMatrices() * f
+		rows := tok * k // (token, expert) pairs: rows of the grouped GEMMs
+		touched := expectedExperts(e, k, tok)
+		dst = append(dst, gemm(OpMoERouter, L, nTok, tok, h, e, h*e, wb, wc))
+		dst = append(dst, gemm(OpMLPUp, L, nTok*m.TopK, rows, h, up, touched*h*up, wb, wc))
+		dst = append(dst, m.actOp(L, nTok*m.TopK, rows*f))
+		dst = append(dst, gemm(OpMLPDown, L, nTok*m.TopK, rows, f, h, touched*f*h, wb, wc))
+	} else {
+		f := float64(m.FFN) / t
+		up := m.upMatrices() * f
+		dst = append(dst, gemm(OpMLPUp, L, nTok, tok, h, up, h*up, wb, wc))
+		dst = append(dst, m.actOp(L, nTok, tok*f))
+		dst = append(dst, gemm(OpMLPDown, L, nTok, tok, f, h, f*h, wb, wc))
+	}
+
+	// Residual adds: read two T×Hidden tensors, write one.
+	dst = append(dst, Op{Kind: OpAdd, Count: 2 * L, Tokens: nTok,
+		FLOPs: addFLOPs * tok * h, Bytes: 3 * tok * h * actBytes, Compute: BF16})
+
+	// Final norm over every token, then the LM head over the rows that
+	// sample: one per decode and (at most) one per prefill chunk.
+	if sampled := b.Decodes + b.Prefills; sampled > 0 {
+		s := float64(sampled)
+		vd := float64(m.Vocab) / t
+		op := gemm(OpLMHead, 1, sampled, s, h, vd, h*vd, wb, wc)
+		op.FLOPs += normF
+		op.Bytes += actRW + normW
+		dst = append(dst, op)
+	}
+	return dst
+}
+
+// actOp is the MLP activation over out output elements per GPU: SiLU-and-mul
+// reads gate and up and writes one; GELU reads and writes one.
+func (m *Model) actOp(count, tokens int, out float64) Op {
+	return Op{Kind: OpAct, Count: count, Tokens: tokens,
+		FLOPs:   actFLOPs * out,
+		Bytes:   (m.upMatrices() + 1) * out * actBytes,
+		Compute: BF16}
+}
+
+// expectedExperts is the expected number of distinct experts that n tokens
+// touch when each picks k of e uniformly without replacement: an expert is
+// missed by one token with probability 1 − k/e, by all n with (1 − k/e)^n.
+func expectedExperts(e, k, n float64) float64 {
+	return e * (1 - math.Pow(1-k/e, n))
+}

@@ -1,0 +1,81 @@
+package models
+
+// This file holds the types the rest of servesim programs against. Their
+// meaning is fixed here; see doc.go for how operator costs are derived.
+
+// DType is a numeric precision for weights or the KV cache.
+type DType uint8
+
+// Precisions.
+const (
+	BF16 DType = iota // 2 bytes per element
+	FP8               // 1 byte per element
+	FP4               // 0.5 bytes per element (packed; scale overhead ignored)
+)
+
+// Batch summarises one iteration's batch as the kernel-time model needs it,
+// without listing requests, so that it can be kept incrementally as requests
+// join, advance and leave. All sums are over the requests of the batch.
+//
+// A prefill chunk i processes p_i new prompt tokens on top of c_i tokens
+// already in the KV cache; a decode j processes one token on top of a
+// context of c_j tokens already in the KV cache.
+type Batch struct {
+	Prefills      int     // number of prefill chunks
+	PrefillTokens int     // Σ p_i
+	PrefillCtx    int64   // Σ c_i: prior-context tokens whose KV the chunks read
+	PrefillPairs  float64 // Σ p_i·(c_i + (p_i+1)/2): query–key pairs under the causal mask
+	Decodes       int     // number of decode requests (one token each)
+	DecodeCtx     int64   // Σ c_j: KV tokens read by decodes
+}
+
+// Tokens returns the tokens processed by the iteration: Σ p_i + decodes.
+func (b Batch) Tokens() int { return b.PrefillTokens + b.Decodes }
+
+// Parallel is how one instance runs a model: tensor-parallel degree and the
+// precisions of weights and KV cache.
+type Parallel struct {
+	TP      int
+	Weights DType
+	KV      DType
+}
+
+// OpKind names an operator class. Kernel-time models (package hardware) key
+// their efficiencies and calibrations on it.
+type OpKind uint8
+
+// Operator classes of one forward pass.
+const (
+	OpEmbed       OpKind = iota // token embedding gather
+	OpNorm                      // RMSNorm / LayerNorm (input and post-attention)
+	OpQKV                       // fused QKV projection GEMM
+	OpRoPE                      // rotary embedding
+	OpAttnPrefill               // attention of prefill chunks (FlashAttention-like)
+	OpAttnDecode                // attention of decodes (paged KV read)
+	OpOutProj                   // attention output projection GEMM
+	OpAllReduce                 // tensor-parallel all-reduce of activations
+	OpMoERouter                 // MoE gate GEMM and top-k
+	OpMLPUp                     // gate+up GEMM (dense MLP or the touched experts)
+	OpAct                       // SiLU-and-mul / GELU
+	OpMLPDown                   // down GEMM (dense MLP or the touched experts)
+	OpAdd                       // residual adds
+	OpLMHead                    // final norm and LM head GEMM (sampled rows only)
+	NumOpKinds                  // number of operator classes
+)
+
+// Op is the cost of one operator class for one iteration on one GPU of the
+// tensor-parallel group: what a kernel-time model turns into seconds.
+type Op struct {
+	Kind   OpKind
+	Count  int     // occurrences per forward pass (e.g. layers, or 2·layers for two norms)
+	Tokens int     // rows processed by one occurrence (GEMM M dimension)
+	FLOPs  float64 // floating-point operations of one occurrence, on one GPU
+	Bytes  float64 // HBM bytes read and written by one occurrence, on one GPU
+	// CommBytes is the message size of one occurrence of a collective
+	// (OpAllReduce), in bytes; 0 for other operators.
+	CommBytes float64
+	// Compute is the precision the math runs in (the tensor-core peak that
+	// applies). For GEMMs it is the weight precision where the GPU supports
+	// it; see doc.go.
+	Compute DType
+}

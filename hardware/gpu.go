@@ -1,0 +1,193 @@
+package hardware
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/servesim/servesim/models"
+)
+
+// GPU is one accelerator type: the peaks the roofline needs, its memory, its
+// links and its price. Units are SI throughout: FLOP/s, bytes, bytes/s,
+// seconds, watts, US dollars. A zero FP8FLOPS or FP4FLOPS means the GPU has no
+// tensor-core path for that precision (see PeakFLOPS).
+//
+// Numbers of the built-in GPUs come from ../shared/data/gpu-specs.md (cited per
+// number in gpus.toml and in Sources); users add GPUs in TOML (see Catalog.Load).
+type GPU struct {
+	// Name is the catalog key: lower case, no spaces ("h100").
+	Name string `toml:"name"`
+	// Aliases are other names Get accepts ("h100-sxm"); matched like Name.
+	Aliases []string `toml:"aliases"`
+	// FullName is the product name for reports ("NVIDIA H100 SXM5 80GB").
+	FullName string `toml:"full_name"`
+
+	// Dense (no 2:4 sparsity) tensor-core peaks in FLOP/s; 0 = unsupported.
+	// BF16FLOPS is required.
+	BF16FLOPS float64 `toml:"bf16_flops"`
+	FP8FLOPS  float64 `toml:"fp8_flops"`
+	FP4FLOPS  float64 `toml:"fp4_flops"`
+
+	// MemBytes is the HBM capacity in bytes, as the datasheet's decimal
+	// gigabytes (80 GB = 80e9). Devices report a little more (an "80 GB"
+	// H100 shows 79.22 GiB = 85.1e9 bytes to vLLM), so KV budgets built on
+	// it are slightly conservative.
+	MemBytes float64 `toml:"mem_bytes"`
+	// MemBW is the HBM bandwidth in bytes/s.
+	MemBW float64 `toml:"mem_bw"`
+	// LinkBW is the GPU-to-GPU (NVLink) bandwidth in bytes/s per direction:
+	// datasheets quote the bidirectional aggregate, which is twice this
+	// (H100: 900 GB/s aggregate = 450e9 per direction). Tensor-parallel
+	// all-reduces run over it. A GPU without NVLink takes its PCIe figure.
+	LinkBW float64 `toml:"link_bw"`
+	// LinkLatency is the fixed cost in seconds of one tensor-parallel
+	// all-reduce (the α of an α-β model). A TOML entry without it gets
+	// DefaultLinkLatency.
+	LinkLatency float64 `toml:"link_latency"`
+	// HostBW is the PCIe bandwidth to host memory in bytes/s per direction
+	// (used when KV blocks are swapped out).
+	HostBW float64 `toml:"host_bw"`
+	// TDP is the board power in watts; 0 = unknown.
+	TDP float64 `toml:"tdp"`
+	// PricePerHour is the rental price in US$ per GPU-hour; 0 = unknown.
+	// Built-in prices are assumptions (typical 2026 on-demand rates of
+	// specialised GPU clouds, see gpus.toml); override them for real
+	// planning.
+	PricePerHour float64 `toml:"price_per_hour"`
+
+	// Sources says where each number came from, one entry per number, e.g.
+	// "bf16_flops: 989.4e12 [S8†,S15†] data/gpu-specs.md".
+	Sources []string `toml:"sources"`
+}
+
+// DefaultLinkLatency is the all-reduce latency a TOML GPU entry gets when it
+// gives none: 35.5 µs, the built-in H100's value (the median NCCL all-reduce
+// time of messages up to 64 KiB at TP 2, 4 and 8 on an 8×H100 DGX, from
+// ../shared/data/vidur-profiling/network/h100_dgx/all_reduce.csv; checked by
+// TestProvenanceLinkLatency).
+const DefaultLinkLatency = 35.5e-6
+
+// PeakFLOPS returns the dense tensor-core peak in FLOP/s at which math of
+// precision d runs on g. A precision the GPU lacks falls back to the next
+// wider one it has: FP4 → FP8 → BF16. This models weight-only quantization
+// (FP4 weights on an H100, FP8 weights on an A100): the weights are stored and
+// read at their own width, but they are dequantized and multiplied at the
+// wider precision, so the math runs at that precision's peak. BF16 is always
+// supported (Validate requires it).
+func (g *GPU) PeakFLOPS(d models.DType) float64 {
+	switch d {
+	case models.FP4:
+		if g.FP4FLOPS > 0 {
+			return g.FP4FLOPS
+		}
+		fallthrough
+	case models.FP8:
+		if g.FP8FLOPS > 0 {
+			return g.FP8FLOPS
+		}
+	}
+	return g.BF16FLOPS
+}
+
+// String returns the catalog name.
+func (g *GPU) String() string { return g.Name }
+
+// fieldError is a validation error about one TOML field; the loader adds the
+// file and line.
+type fieldError struct {
+	field string // TOML key
+	msg   string
+}
+
+func (e *fieldError) Error() string { return fmt.Sprintf("field %q: %s", e.field, e.msg) }
+
+// Validate checks g: a well-formed name, BF16FLOPS, MemBytes, MemBW, LinkBW
+// and HostBW positive, every other number non-negative, nothing NaN or
+// infinite. It fills FullName from Name when empty; it sets no other
+// defaults. Errors start with "hardware:" and name the field by its TOML key.
+func (g *GPU) Validate() error {
+	if err := g.validate(); err != nil {
+		name := g.Name
+		if name == "" {
+			name = "(unnamed)"
+		}
+		return fmt.Errorf("hardware: gpu %q: %w", name, err)
+	}
+	return nil
+}
+
+func (g *GPU) validate() error {
+	if err := checkName("name", g.Name); err != nil {
+		return err
+	}
+	for _, a := range g.Aliases {
+		if err := checkName("aliases", a); err != nil {
+			return err
+		}
+	}
+	if g.FullName == "" {
+		g.FullName = g.Name
+	}
+	nums := []struct {
+		key      string
+		v        float64
+		positive bool // else non-negative
+	}{
+		{"bf16_flops", g.BF16FLOPS, true},
+		{"fp8_flops", g.FP8FLOPS, false},
+		{"fp4_flops", g.FP4FLOPS, false},
+		{"mem_bytes", g.MemBytes, true},
+		{"mem_bw", g.MemBW, true},
+		{"link_bw", g.LinkBW, true},
+		{"link_latency", g.LinkLatency, false},
+		{"host_bw", g.HostBW, true},
+		{"tdp", g.TDP, false},
+		{"price_per_hour", g.PricePerHour, false},
+	}
+	for _, n := range nums {
+		switch {
+		case math.IsNaN(n.v) || math.IsInf(n.v, 0):
+			return &fieldError{n.key, fmt.Sprintf("must be finite, got %v", n.v)}
+		case n.positive && n.v <= 0:
+			return &fieldError{n.key, fmt.Sprintf("must be > 0, got %g", n.v)}
+		case n.v < 0:
+			return &fieldError{n.key, fmt.Sprintf("must be >= 0, got %g", n.v)}
+		}
+	}
+	return nil
+}
+
+// checkName requires a catalog name to be already normalized: non-empty,
+// lower case, no spaces or underscores (normalize maps those to '-').
+func checkName(key, s string) error {
+	if s == "" {
+		return &fieldError{key, "must not be empty"}
+	}
+	if normalize(s) != s {
+		return &fieldError{key, fmt.Sprintf("%q must be lower case without spaces or underscores (e.g. %q)", s, normalize(s))}
+	}
+	return nil
+}
+
+// normalize folds a user-typed GPU name to catalog form: trimmed, lower case,
+// spaces and underscores as '-'.
+func normalize(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	return strings.Map(func(r rune) rune {
+		if r == ' ' || r == '_' {
+			return '-'
+		}
+		return r
+	}, s)
+}
+
+// errorField returns the TOML key a validation error is about, or "".
+func errorField(err error) string {
+	var fe *fieldError
+	if errors.As(err, &fe) {
+		return fe.field
+	}
+	return ""
+}

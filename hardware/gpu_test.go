@@ -1,0 +1,159 @@
+package hardware
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/servesim/servesim/models"
+)
+
+// TestBuiltinNumbers pins every built-in number to ../shared/data/gpu-specs.md
+// (main table; tags as there). Per-direction link and host bandwidths are the
+// table's bidirectional aggregates halved.
+func TestBuiltinNumbers(t *testing.T) {
+	type row struct {
+		name                     string
+		bf16, fp8, fp4           float64
+		mem, bw, link, host, tdp float64
+		lat, price               float64
+	}
+	rows := []row{
+		// A100 SXM4 80GB: 312 TFLOPS [S1†,S15†]; no FP8/FP4; 80 GB [S1†]; 2,039 GB/s [S1†,S2†];
+		// NVLink 600 GB/s / 2 = 300 GB/s [S1†]; PCIe Gen4 32+32 GB/s [S1†]; 400 W [S1†].
+		{"a100", 312e12, 0, 0, 80e9, 2039e9, 300e9, 32e9, 400, 32.5e-6, 1.50},
+		// H100 SXM5: 989.4 / 1,978.9 TFLOPS dense [S8†,S15†]; 80 GB [S5†]; 3,350 GB/s [S5†,S8†];
+		// NVLink 900 / 2 = 450 GB/s [S5†]; PCIe Gen5 128 / 2 = 64 GB/s [S5†]; 700 W [S5†].
+		{"h100", 989.4e12, 1978.9e12, 0, 80e9, 3350e9, 450e9, 64e9, 700, 35.5e-6, 3.00},
+		// H200 SXM: 989 / 1,979 [S15†,S19†]; 141 GB [S9,S10]; 4,800 GB/s [S9]; 900 / 2 [S10]; 700 W [S10].
+		{"h200", 989e12, 1979e12, 0, 141e9, 4800e9, 450e9, 64e9, 700, 35.5e-6, 4.00},
+		// B200: 2,250 / 4,500 / 9,000 [S12†,S15†]; 180 GB [S10,S11]; 8,000 GB/s [S12†,S14†];
+		// 1,800 / 2 = 900 GB/s [S11,S12†]; 1,000 W [S10,S11].
+		{"b200", 2250e12, 4500e12, 9000e12, 180e9, 8000e9, 900e9, 64e9, 1000, 35.5e-6, 6.00},
+	}
+	c := Builtin()
+	if got := strings.Join(c.Names(), ","); got != "a100,b200,h100,h200" {
+		t.Fatalf("Builtin names = %s, want a100,b200,h100,h200", got)
+	}
+	for _, r := range rows {
+		g, err := c.Get(r.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := []float64{g.BF16FLOPS, g.FP8FLOPS, g.FP4FLOPS, g.MemBytes, g.MemBW, g.LinkBW, g.HostBW, g.TDP, g.LinkLatency, g.PricePerHour}
+		want := []float64{r.bf16, r.fp8, r.fp4, r.mem, r.bw, r.link, r.host, r.tdp, r.lat, r.price}
+		keys := []string{"bf16_flops", "fp8_flops", "fp4_flops", "mem_bytes", "mem_bw", "link_bw", "host_bw", "tdp", "link_latency", "price_per_hour"}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Errorf("%s %s = %g, want %g", r.name, keys[i], got[i], want[i])
+			}
+		}
+		if !strings.HasPrefix(g.FullName, "NVIDIA ") {
+			t.Errorf("%s full name %q", r.name, g.FullName)
+		}
+	}
+}
+
+// TestBuiltinSources requires one Sources entry per number of every
+// built-in GPU, citing the data file, a Vidur profile or (for the price) the
+// word "assumption".
+func TestBuiltinSources(t *testing.T) {
+	keys := []string{"bf16_flops", "fp8_flops", "fp4_flops", "mem_bytes", "mem_bw", "link_bw", "link_latency", "host_bw", "tdp", "price_per_hour"}
+	for _, g := range Builtin().All() {
+		for _, k := range keys {
+			n := 0
+			for _, s := range g.Sources {
+				if strings.HasPrefix(s, k+":") {
+					n++
+					if !strings.Contains(s, "data/") && !strings.Contains(s, "assumption") && !strings.Contains(s, "‡") {
+						t.Errorf("%s: source %q cites neither a data file nor an assumption", g.Name, s)
+					}
+				}
+			}
+			if n != 1 {
+				t.Errorf("%s: %d sources for %s, want 1", g.Name, n, k)
+			}
+		}
+		if len(g.Sources) != len(keys) {
+			t.Errorf("%s: %d sources, want %d", g.Name, len(g.Sources), len(keys))
+		}
+	}
+}
+
+func TestPeakFLOPSFallback(t *testing.T) {
+	c := Builtin()
+	cases := []struct {
+		gpu  string
+		d    models.DType
+		want float64
+	}{
+		{"a100", models.BF16, 312e12},
+		{"a100", models.FP8, 312e12}, // no FP8 on Ampere: W8A16 math at BF16
+		{"a100", models.FP4, 312e12}, // no FP4 or FP8: BF16
+		{"h100", models.BF16, 989.4e12},
+		{"h100", models.FP8, 1978.9e12},
+		{"h100", models.FP4, 1978.9e12}, // FP4 weights dequantized to FP8 on Hopper
+		{"b200", models.FP8, 4500e12},
+		{"b200", models.FP4, 9000e12},
+	}
+	for _, tc := range cases {
+		g, _ := c.Get(tc.gpu)
+		if got := g.PeakFLOPS(tc.d); got != tc.want {
+			t.Errorf("%s PeakFLOPS(%v) = %g, want %g", tc.gpu, tc.d, got, tc.want)
+		}
+	}
+	// A GPU with FP4 but no FP8 falls back from FP8 straight to BF16.
+	g := &GPU{BF16FLOPS: 1, FP4FLOPS: 4}
+	if got := g.PeakFLOPS(models.FP8); got != 1 {
+		t.Errorf("FP8 without FP8 path = %g, want BF16 peak 1", got)
+	}
+}
+
+func validGPU() *GPU {
+	return &GPU{Name: "x", BF16FLOPS: 1e15, MemBytes: 80e9, MemBW: 3e12, LinkBW: 4e11, HostBW: 6e10}
+}
+
+func TestValidate(t *testing.T) {
+	cases := []struct {
+		name  string
+		edit  func(g *GPU)
+		field string // "" = valid
+	}{
+		{"valid", func(g *GPU) {}, ""},
+		{"empty name", func(g *GPU) { g.Name = "" }, "name"},
+		{"upper-case name", func(g *GPU) { g.Name = "H100" }, "name"},
+		{"space in alias", func(g *GPU) { g.Aliases = []string{"h100 sxm"} }, "aliases"},
+		{"no bf16", func(g *GPU) { g.BF16FLOPS = 0 }, "bf16_flops"},
+		{"negative fp8", func(g *GPU) { g.FP8FLOPS = -1 }, "fp8_flops"},
+		{"NaN fp4", func(g *GPU) { g.FP4FLOPS = math.NaN() }, "fp4_flops"},
+		{"zero memory", func(g *GPU) { g.MemBytes = 0 }, "mem_bytes"},
+		{"negative bandwidth", func(g *GPU) { g.MemBW = -3.35e12 }, "mem_bw"},
+		{"infinite link", func(g *GPU) { g.LinkBW = math.Inf(1) }, "link_bw"},
+		{"negative latency", func(g *GPU) { g.LinkLatency = -1e-6 }, "link_latency"},
+		{"zero host", func(g *GPU) { g.HostBW = 0 }, "host_bw"},
+		{"negative tdp", func(g *GPU) { g.TDP = -1 }, "tdp"},
+		{"negative price", func(g *GPU) { g.PricePerHour = -2 }, "price_per_hour"},
+	}
+	for _, tc := range cases {
+		g := validGPU()
+		tc.edit(g)
+		err := g.Validate()
+		if tc.field == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+			}
+			continue
+		}
+		if err == nil {
+			t.Errorf("%s: no error", tc.name)
+			continue
+		}
+		if !strings.HasPrefix(err.Error(), "hardware: ") || !strings.Contains(err.Error(), `field "`+tc.field+`"`) {
+			t.Errorf("%s: error %q does not name field %q", tc.name, err, tc.field)
+		}
+	}
+	g := validGPU()
+	if err := g.Validate(); err != nil || g.FullName != "x" {
+		t.Errorf("Validate fills FullName from Name: got %q, %v", g.FullName, err)
+	}
+}

@@ -1,0 +1,151 @@
+package hardware
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/servesim/servesim/models"
+)
+
+// StepModel prices whole iterations (forward passes over a batch) of one
+// instance: a model on a GPU type at a parallel configuration, with a kernel
+// model. It is what the engine calls once per simulated step.
+//
+// A StepModel keeps a scratch operator list, so it is not safe for
+// concurrent use; give each goroutine (each simulation run) its own.
+type StepModel struct {
+	m            *models.Model
+	g            *GPU
+	p            models.Parallel
+	k            KernelModel
+	iterOverhead float64
+	ops          []models.Op // scratch, reused by every call
+}
+
+// NewStepModel returns the step model of m on g at p, with kernel model k
+// and a fixed per-iteration (CPU scheduling, sampling, launch) overhead in
+// seconds. It checks m.CheckParallel(p), that the weights fit in the GPU's
+// memory (PlanMemory at utilization 1 without activation reserve: the KV
+// budget at the user's utilization is PlanMemory's business), and, when k
+// is a Roofline, that its GPU and TP match and its efficiencies are valid.
+func NewStepModel(m *models.Model, g *GPU, p models.Parallel, k KernelModel, iterOverhead float64) (*StepModel, error) {
+	if m == nil || g == nil || k == nil {
+		return nil, fmt.Errorf("hardware: NewStepModel: nil model, GPU or kernel model")
+	}
+	if !(iterOverhead >= 0) || math.IsInf(iterOverhead, 0) {
+		return nil, fmt.Errorf("hardware: iteration overhead must be finite and >= 0, got %v", iterOverhead)
+	}
+	if err := m.CheckParallel(p); err != nil {
+		return nil, err
+	}
+	var rf *Roofline
+	switch r := k.(type) {
+	case Roofline:
+		rf = &r
+	case *Roofline:
+		rf = r
+	}
+	if rf != nil {
+		if rf.GPU == nil {
+			return nil, fmt.Errorf("hardware: roofline has no GPU")
+		}
+		if rf.GPU != g && rf.GPU.Name != g.Name {
+			return nil, fmt.Errorf("hardware: roofline is for gpu %q but the step model for gpu %q", rf.GPU.Name, g.Name)
+		}
+		if rf.TP != p.TP {
+			return nil, fmt.Errorf("hardware: roofline has tp %d but the step model tp %d", rf.TP, p.TP)
+		}
+		if err := rf.Eff.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := PlanMemory(m, g, p, 1, DefaultBlockSize, 0); err != nil {
+		return nil, err
+	}
+	s := &StepModel{m: m, g: g, p: p, k: k, iterOverhead: iterOverhead}
+	s.ops = m.Ops(models.Batch{Decodes: 1, DecodeCtx: 1}, p, nil) // size the scratch
+	return s, nil
+}
+
+// Model, GPU, Parallel, Kernel and IterOverhead return what s was built with.
+func (s *StepModel) Model() *models.Model { return s.m }
+
+// GPU returns the GPU type.
+func (s *StepModel) GPU() *GPU { return s.g }
+
+// Parallel returns the parallel configuration.
+func (s *StepModel) Parallel() models.Parallel { return s.p }
+
+// Kernel returns the kernel model.
+func (s *StepModel) Kernel() KernelModel { return s.k }
+
+// IterOverhead returns the fixed per-iteration overhead in seconds.
+func (s *StepModel) IterOverhead() float64 { return s.iterOverhead }
+
+// StepTime returns the seconds one iteration over b takes:
+//
+//	iterOverhead + Σ_op op.Count · k.OpTime(op)
+//
+// over the operators m.Ops lists for b. An empty batch (no tokens) takes 0.
+// It does not allocate.
+func (s *StepModel) StepTime(b models.Batch) float64 {
+	if b.Tokens() == 0 {
+		return 0
+	}
+	s.ops = s.m.Ops(b, s.p, s.ops[:0])
+	t := 0.0
+	for i := range s.ops {
+		op := &s.ops[i]
+		if op.Count == 0 {
+			continue
+		}
+		t += float64(op.Count) * s.k.OpTime(op)
+	}
+	return s.iterOverhead + t
+}
+
+// OpTime is one operator class's share of an iteration, for reports.
+type OpTime struct {
+	Kind    models.OpKind
+	Count   int     // occurrences per forward pass
+	Seconds float64 // Count × the time of one occurrence
+	FLOPs   float64 // Count × FLOPs of one occurrence, on one GPU
+	Bytes   float64 // Count × HBM bytes of one occurrence, on one GPU
+}
+
+// Breakdown returns the per-operator-class terms of StepTime(b), in the
+// order m.Ops lists them; StepTime(b) = IterOverhead() + Σ Seconds. An empty
+// batch gives nil. It allocates.
+func (s *StepModel) Breakdown(b models.Batch) []OpTime {
+	if b.Tokens() == 0 {
+		return nil
+	}
+	ops := s.m.Ops(b, s.p, nil)
+	out := make([]OpTime, 0, len(ops))
+	for i := range ops {
+		op := &ops[i]
+		c := float64(op.Count)
+		sec := 0.0
+		if op.Count != 0 {
+			sec = c * s.k.OpTime(op)
+		}
+		out = append(out, OpTime{Kind: op.Kind, Count: op.Count, Seconds: sec, FLOPs: c * op.FLOPs, Bytes: c * op.Bytes})
+	}
+	return out
+}
+
+// Work returns the FLOPs and HBM bytes of one iteration over b on one GPU of
+// the TP group (Σ Count × per-occurrence values): divide by the step time
+// and the GPU's peaks for MFU and MBU. It does not allocate.
+func (s *StepModel) Work(b models.Batch) (flops, bytes float64) {
+	if b.Tokens() == 0 {
+		return 0, 0
+	}
+	s.ops = s.m.Ops(b, s.p, s.ops[:0])
+	for i := range s.ops {
+		c := float64(s.ops[i].Count)
+		flops += c * s.ops[i].FLOPs
+		bytes += c * s.ops[i].Bytes
+	}
+	return flops, bytes
+}

@@ -1,0 +1,225 @@
+package metrics
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/servesim/servesim/sim"
+)
+
+// Collector aggregates records and steps into a Summary. Per request it
+// keeps three float64s (TTFT, TPOT, E2E in ms), never the Record; per
+// AddITL call at most one (gap, count) pair; per step a few running sums.
+// It is not safe for concurrent use: one run is single-threaded.
+type Collector struct {
+	slo SLO
+
+	ttft, tpot, e2e []float64 // ms
+	itl             []itlRun
+
+	completed, rejected, good int
+	rejectedBy                map[string]int
+	inTok, outTok             int64
+	preemptions               int
+	firstArrival, lastFinish  sim.Time
+	seen                      bool // firstArrival is set
+
+	steps              int
+	busy               sim.Time
+	batch              int64
+	kvUseTime, kvTime  float64 // Σ fraction·seconds, Σ seconds (steps with a KV cache)
+	peakKV             float64
+	flops, bytes       float64
+	peaks              []peak
+	flopsPk, bytesPk   float64 // FLOPs, bytes on instances with known peaks
+	flopsCap, bytesCap float64 // Σ duration·peak on those instances
+}
+
+type itlRun struct {
+	gap sim.Time
+	n   int64
+}
+
+type peak struct {
+	flops, bytes float64 // per second, per GPU; 0 = unknown
+}
+
+// NewCollector returns an empty Collector that judges requests against slo.
+// It panics if slo fails Validate: validate user input first.
+func NewCollector(slo SLO) *Collector {
+	if err := slo.Validate(); err != nil {
+		panic(err)
+	}
+	return &Collector{slo: slo, rejectedBy: map[string]int{}}
+}
+
+// SetPeak records the peak FLOP/s and HBM bytes/s of one GPU of instance
+// (for the precision it runs), so the Summary can report MFU and MBU. A
+// cluster may mix GPU types; instances without a peak are left out of MFU
+// and MBU. Call it before the steps of that instance are added.
+func (c *Collector) SetPeak(instance int, flopsPerSec, bytesPerSec float64) {
+	if instance < 0 || !(flopsPerSec >= 0) || !(bytesPerSec >= 0) {
+		panic(fmt.Sprintf("metrics: SetPeak(%d, %v, %v)", instance, flopsPerSec, bytesPerSec))
+	}
+	if instance >= len(c.peaks) {
+		c.peaks = append(c.peaks, make([]peak, instance+1-len(c.peaks))...)
+	}
+	c.peaks[instance] = peak{flopsPerSec, bytesPerSec}
+}
+
+// Add accounts for one finished or rejected request. It panics if a served
+// record is inconsistent (first token before arrival, finish before first
+// token, no output token). Rejected records count their reason and arrival
+// and nothing else; their times are ignored.
+func (c *Collector) Add(r *Record) {
+	r.check()
+	if !c.seen || r.Arrival < c.firstArrival {
+		c.firstArrival, c.seen = r.Arrival, true
+	}
+	c.preemptions += r.Preemptions
+	if r.Rejected != "" {
+		c.rejected++
+		c.rejectedBy[r.Rejected]++
+		return
+	}
+	c.completed++
+	c.inTok += int64(r.PromptTokens)
+	c.outTok += int64(r.OutputTokens)
+	c.lastFinish = max(c.lastFinish, r.Finish)
+	c.ttft = append(c.ttft, r.TTFT().Milliseconds())
+	c.e2e = append(c.e2e, r.E2E().Milliseconds())
+	if ms, ok := r.TPOT(); ok {
+		c.tpot = append(c.tpot, ms)
+	}
+	if c.slo.Met(r) {
+		c.good++
+	}
+}
+
+// AddITL accounts for n inter-token gaps all equal to gap: a decode step
+// that yields one token for each of n requests adds n gaps of the time since
+// each one's previous token. Consecutive calls with the same gap merge. It
+// panics on a negative gap or n.
+func (c *Collector) AddITL(gap sim.Time, n int) {
+	if gap < 0 || n < 0 {
+		panic(fmt.Sprintf("metrics: AddITL(%d, %d)", gap, n))
+	}
+	if n == 0 {
+		return
+	}
+	if k := len(c.itl) - 1; k >= 0 && c.itl[k].gap == gap {
+		c.itl[k].n += int64(n)
+		return
+	}
+	c.itl = append(c.itl, itlRun{gap, int64(n)})
+}
+
+// AddStep accounts for one model step. It panics if the step is
+// inconsistent (negative fields, more KV blocks used than there are).
+func (c *Collector) AddStep(s *Step) {
+	s.check()
+	c.steps++
+	c.busy += s.Duration
+	c.batch += int64(s.Prefills + s.Decodes)
+	sec := s.Duration.Seconds()
+	if s.KVBlocksTotal > 0 {
+		f := float64(s.KVBlocksUsed) / float64(s.KVBlocksTotal)
+		c.kvUseTime += f * sec
+		c.kvTime += sec
+		c.peakKV = max(c.peakKV, f)
+	}
+	c.flops += s.FLOPs
+	c.bytes += s.Bytes
+	if s.Instance >= 0 && s.Instance < len(c.peaks) {
+		p := c.peaks[s.Instance]
+		if p.flops > 0 {
+			c.flopsPk += s.FLOPs
+			c.flopsCap += p.flops * sec
+		}
+		if p.bytes > 0 {
+			c.bytesPk += s.Bytes
+			c.bytesCap += p.bytes * sec
+		}
+	}
+}
+
+// Summary computes the summary of everything added so far. It sorts the
+// collector's samples in place (which changes no result), so it may be
+// called again, also after more Adds. Results do not depend on the order in
+// which records and gaps were added.
+func (c *Collector) Summary() Summary {
+	s := Summary{
+		Completed:    c.completed,
+		Rejected:     c.rejected,
+		RejectedBy:   make(map[string]int, len(c.rejectedBy)),
+		InputTokens:  c.inTok,
+		OutputTokens: c.outTok,
+		SLO:          c.slo,
+		Preemptions:  c.preemptions,
+		Steps:        c.steps,
+		BusyTime:     c.busy.Seconds(),
+		PeakKVUse:    c.peakKV,
+	}
+	for k, v := range c.rejectedBy {
+		s.RejectedBy[k] = v
+	}
+	if c.completed > 0 {
+		s.Duration = (c.lastFinish - c.firstArrival).Seconds()
+	}
+	if s.Duration > 0 {
+		s.RequestThroughput = float64(c.completed) / s.Duration
+		s.OutputThroughput = float64(c.outTok) / s.Duration
+		s.TotalThroughput = float64(c.inTok+c.outTok) / s.Duration
+		s.Goodput = float64(c.good) / s.Duration
+	}
+	if total := c.completed + c.rejected; total > 0 {
+		s.Attainment = float64(c.good) / float64(total)
+	}
+
+	slices.Sort(c.ttft)
+	slices.Sort(c.tpot)
+	slices.Sort(c.e2e)
+	s.TTFT = sampleStats(c.ttft)
+	s.TPOT = sampleStats(c.tpot)
+	s.E2E = sampleStats(c.e2e)
+	c.itl = sortMergeITL(c.itl)
+	v := make([]float64, len(c.itl))
+	n := make([]int64, len(c.itl))
+	for i, r := range c.itl {
+		v[i], n[i] = r.gap.Milliseconds(), r.n
+	}
+	s.ITL = weightedStats(v, n)
+
+	if c.steps > 0 {
+		s.MeanBatch = float64(c.batch) / float64(c.steps)
+	}
+	if c.kvTime > 0 {
+		s.MeanKVUse = c.kvUseTime / c.kvTime
+	}
+	if s.BusyTime > 0 {
+		s.AchievedFLOPS = c.flops / s.BusyTime
+		s.AchievedBandwidth = c.bytes / s.BusyTime
+	}
+	if c.flopsCap > 0 {
+		s.MFU = c.flopsPk / c.flopsCap
+	}
+	if c.bytesCap > 0 {
+		s.MBU = c.bytesPk / c.bytesCap
+	}
+	return s
+}
+
+// sortMergeITL sorts runs by gap and merges equal gaps, in place.
+func sortMergeITL(runs []itlRun) []itlRun {
+	slices.SortFunc(runs, func(a, b itlRun) int { return cmp.Compare(a.gap, b.gap) })
+	out := runs[:0]
+	for _, r := range runs {
+		if k := len(out) - 1; k >= 0 && out[k].gap == r.gap {
+			out[k].n += r.n
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}

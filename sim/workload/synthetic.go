@@ -1,0 +1,169 @@
+package workload
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/servesim/servesim/sim"
+)
+
+// Random stream identifiers. Each purpose draws from its own generator,
+// rand.New(rand.NewPCG(seed, Stream...)), so that changing how one quantity
+// is drawn (another output-length distribution, say) never shifts the
+// values drawn for another (the arrival times stay identical).
+const (
+	StreamArrivals uint64 = 1
+	StreamPrompt   uint64 = 2
+	StreamOutput   uint64 = 3
+)
+
+// MaxTokens is the largest length a Synthetic workload yields when no
+// MaxPrompt or MaxOutput is set (2³¹−1), so any sampled value fits an int.
+const MaxTokens = math.MaxInt32
+
+// Synthetic is a generated workload: arrivals from an Arrival process and
+// prompt and output lengths drawn independently from two distributions.
+//
+// The stream stops after Count requests, or at the first arrival at or after
+// Duration (only arrivals strictly before Duration are yielded), whichever
+// comes first; a zero Count or Duration means that rule is off, and at least
+// one must be set.
+//
+// Request i (from 0) arrives at the sum of i+1 sampled gaps: the first
+// request arrives after one gap, not at time 0, as vLLM's bench sends its
+// first request after the first sampled delay. Gaps are summed in float64
+// seconds and each arrival converted once by sim.FromSeconds, so rounding to
+// nanoseconds does not accumulate. Unlike recent vLLM, arrival times are not
+// rescaled afterwards to make the total span exactly Count/Rate; that would
+// need every gap in advance.
+//
+// Lengths are sampled values rounded to the nearest integer (halves away
+// from zero), then clamped to at least 1 and to at most MaxPrompt or
+// MaxOutput when set (MaxTokens otherwise).
+type Synthetic struct {
+	Arrival   Arrival
+	Prompt    Dist
+	Output    Dist
+	Count     int      // stop after this many requests; 0 = no limit
+	Duration  sim.Time // stop at the first arrival ≥ Duration; 0 = no limit
+	Seed      uint64
+	MaxPrompt int // clamp for prompt lengths; 0 = none
+	MaxOutput int // clamp for output lengths; 0 = none
+}
+
+// Validate reports whether s describes a valid, finite workload.
+func (s Synthetic) Validate() error {
+	if err := s.Arrival.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case s.Prompt == nil:
+		return errors.New("workload: synthetic: prompt length distribution not set")
+	case s.Output == nil:
+		return errors.New("workload: synthetic: output length distribution not set")
+	case s.Count < 0:
+		return fmt.Errorf("workload: synthetic: count %d: must be >= 0", s.Count)
+	case s.Duration < 0:
+		return fmt.Errorf("workload: synthetic: duration %v: must be >= 0", s.Duration)
+	case s.Count == 0 && s.Duration == 0:
+		return errors.New("workload: synthetic: set a count, a duration or both, or the stream never ends")
+	case s.MaxPrompt < 0:
+		return fmt.Errorf("workload: synthetic: max prompt %d: must be >= 0 (0 = no limit)", s.MaxPrompt)
+	case s.MaxOutput < 0:
+		return fmt.Errorf("workload: synthetic: max output %d: must be >= 0 (0 = no limit)", s.MaxOutput)
+	}
+	return nil
+}
+
+// Source validates s and returns a Source that generates its requests
+// lazily, with IDs 0, 1, 2, ... in arrival order. The returned Source is an
+// ErrSource: if the sum of gaps grows past what sim.Time holds (about 292
+// years) before a stop rule fires, the stream ends and Err reports it.
+func (s Synthetic) Source() (Source, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	maxP, maxO := s.MaxPrompt, s.MaxOutput
+	if maxP == 0 {
+		maxP = MaxTokens
+	}
+	if maxO == 0 {
+		maxO = MaxTokens
+	}
+	return &synthSource{
+		arrivals:  rand.New(rand.NewPCG(s.Seed, StreamArrivals)),
+		prompts:   rand.New(rand.NewPCG(s.Seed, StreamPrompt)),
+		outputs:   rand.New(rand.NewPCG(s.Seed, StreamOutput)),
+		gaps:      newGapSampler(s.Arrival),
+		prompt:    s.Prompt,
+		output:    s.Output,
+		count:     int64(s.Count),
+		until:     s.Duration,
+		maxPrompt: maxP,
+		maxOutput: maxO,
+	}, nil
+}
+
+// maxSeconds is the largest time in seconds sim.FromSeconds accepts.
+const maxSeconds = float64(math.MaxInt64) / 1e9
+
+type synthSource struct {
+	arrivals, prompts, outputs *rand.Rand
+	gaps                       gapSampler
+	prompt, output             Dist
+	count                      int64    // 0 = none
+	until                      sim.Time // 0 = none
+	maxPrompt, maxOutput       int
+	next                       int64   // ID of the next request
+	t                          float64 // sum of gaps so far, seconds
+	done                       bool
+	err                        error
+}
+
+func (s *synthSource) Next(r *Request) bool {
+	if s.done {
+		return false
+	}
+	if s.count > 0 && s.next >= s.count {
+		s.done = true
+		return false
+	}
+	s.t += s.gaps.next(s.arrivals)
+	if !(s.t <= maxSeconds) {
+		s.done = true
+		if s.until == 0 { // past any Duration otherwise: a normal end
+			s.err = fmt.Errorf("workload: synthetic: arrival %d at %g s overflows simulated time", s.next, s.t)
+		}
+		return false
+	}
+	at := sim.FromSeconds(s.t)
+	if s.until > 0 && at >= s.until {
+		s.done = true
+		return false
+	}
+	*r = Request{
+		ID:           s.next,
+		Arrival:      at,
+		PromptTokens: tokens(s.prompt.Sample(s.prompts), s.maxPrompt),
+		OutputTokens: tokens(s.output.Sample(s.outputs), s.maxOutput),
+	}
+	s.next++
+	return true
+}
+
+func (s *synthSource) Err() error { return s.err }
+
+// tokens rounds a sampled length to the nearest integer and clamps it to
+// [1, hi]; NaN becomes 1.
+func tokens(v float64, hi int) int {
+	x := math.Round(v)
+	if !(x >= 1) {
+		return 1
+	}
+	if x >= float64(hi) {
+		return hi
+	}
+	return int(x)
+}

@@ -247,6 +247,7 @@ func Run(p *Plan, outDir string) (*Report, error) {
 		return nil, err
 	}
 	coll := metrics.NewCollector(p.SLO)
+	coll.SetPeak(0, p.GPU.PeakFLOPS(p.Parallel.Weights), p.GPU.MemBW)
 	cfg := serve.Config{
 		Instance: serve.InstanceConfig{
 			Step:        p.Step,

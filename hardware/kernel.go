@@ -9,7 +9,8 @@ import (
 
 // KernelModel turns one occurrence of an operator into seconds on one GPU of
 // the tensor-parallel group. Implementations must return a finite,
-// non-negative time and must not retain op.
+// non-negative time, must not retain op, and must be pure functions of op
+// (StepModel caches results by token count).
 //
 // Roofline is the implementation from specs; a calibrated one (efficiencies
 // fitted to kernel traces) can be swapped in without touching StepModel.

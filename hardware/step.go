@@ -20,7 +20,20 @@ type StepModel struct {
 	k            KernelModel
 	iterOverhead float64
 	ops          []models.Op // scratch, reused by every call
+	// byTokens caches, per batch token count, the time, FLOPs and bytes of
+	// the operators whose cost depends on the token count alone
+	// (models.TokenOnly): most of a step's operators. A step then prices
+	// only attention and the LM head afresh.
+	byTokens []tokenPart
 }
+
+type tokenPart struct {
+	ok                bool
+	sec, flops, bytes float64
+}
+
+// maxCachedTokens bounds the token-count cache (≈ 2 MiB at the bound).
+const maxCachedTokens = 1 << 16
 
 // NewStepModel returns the step model of m on g at p, with kernel model k
 // and a fixed per-iteration (CPU scheduling, sampling, launch) overhead in
@@ -63,7 +76,7 @@ func NewStepModel(m *models.Model, g *GPU, p models.Parallel, k KernelModel, ite
 		return nil, err
 	}
 	s := &StepModel{m: m, g: g, p: p, k: k, iterOverhead: iterOverhead}
-	s.ops = m.Ops(models.Batch{Decodes: 1, DecodeCtx: 1}, p, nil) // size the scratch
+	s.ops = make([]models.Op, 0, models.NumOpKinds)
 	return s, nil
 }
 
@@ -87,21 +100,68 @@ func (s *StepModel) IterOverhead() float64 { return s.iterOverhead }
 //	iterOverhead + Σ_op op.Count · k.OpTime(op)
 //
 // over the operators m.Ops lists for b. An empty batch (no tokens) takes 0.
-// It does not allocate.
+// It does not allocate. See Step.
 func (s *StepModel) StepTime(b models.Batch) float64 {
-	if b.Tokens() == 0 {
-		return 0
+	sec, _, _ := s.Step(b)
+	return sec
+}
+
+// Step returns an iteration's time (as StepTime) and its FLOPs and HBM
+// bytes on one GPU (as Work) in one pass. The operators that depend only on
+// the token count are priced once per token count and cached, so the kernel
+// model must be a pure function of the operator (KernelModel's contract);
+// the sum is then taken in a fixed order (cached part, then attention and LM
+// head), so results are deterministic but may differ from Breakdown's sum in
+// the last bits. It does not allocate once a token count has been seen.
+func (s *StepModel) Step(b models.Batch) (sec, flops, bytes float64) {
+	n := b.Tokens()
+	if n <= 0 {
+		return 0, 0, 0
 	}
-	s.ops = s.m.Ops(b, s.p, s.ops[:0])
-	t := 0.0
+	tp := s.tokenPart(n)
+	sec, flops, bytes = tp.sec, tp.flops, tp.bytes
+	s.ops = s.m.BatchOps(b, s.p, s.ops[:0])
 	for i := range s.ops {
 		op := &s.ops[i]
-		if op.Count == 0 {
+		c := float64(op.Count)
+		if op.Count != 0 {
+			sec += c * s.k.OpTime(op)
+		}
+		flops += c * op.FLOPs
+		bytes += c * op.Bytes
+	}
+	return s.iterOverhead + sec, flops, bytes
+}
+
+// tokenPart returns the summed token-only operators for n tokens.
+func (s *StepModel) tokenPart(n int) tokenPart {
+	if n < len(s.byTokens) && s.byTokens[n].ok {
+		return s.byTokens[n]
+	}
+	var tp tokenPart
+	s.ops = s.m.Ops(models.Batch{Decodes: n}, s.p, s.ops[:0])
+	for i := range s.ops {
+		op := &s.ops[i]
+		if !models.TokenOnly(op.Kind) {
 			continue
 		}
-		t += float64(op.Count) * s.k.OpTime(op)
+		c := float64(op.Count)
+		if op.Count != 0 {
+			tp.sec += c * s.k.OpTime(op)
+		}
+		tp.flops += c * op.FLOPs
+		tp.bytes += c * op.Bytes
 	}
-	return s.iterOverhead + t
+	tp.ok = true
+	if n < maxCachedTokens {
+		if n >= len(s.byTokens) {
+			grown := make([]tokenPart, max(n+1, 2*len(s.byTokens)))
+			copy(grown, s.byTokens)
+			s.byTokens = grown
+		}
+		s.byTokens[n] = tp
+	}
+	return tp
 }
 
 // OpTime is one operator class's share of an iteration, for reports.
@@ -136,16 +196,8 @@ func (s *StepModel) Breakdown(b models.Batch) []OpTime {
 
 // Work returns the FLOPs and HBM bytes of one iteration over b on one GPU of
 // the TP group (Σ Count × per-occurrence values): divide by the step time
-// and the GPU's peaks for MFU and MBU. It does not allocate.
+// and the GPU's peaks for MFU and MBU. It does not allocate. See Step.
 func (s *StepModel) Work(b models.Batch) (flops, bytes float64) {
-	if b.Tokens() == 0 {
-		return 0, 0
-	}
-	s.ops = s.m.Ops(b, s.p, s.ops[:0])
-	for i := range s.ops {
-		c := float64(s.ops[i].Count)
-		flops += c * s.ops[i].FLOPs
-		bytes += c * s.ops[i].Bytes
-	}
+	_, flops, bytes = s.Step(b)
 	return flops, bytes
 }

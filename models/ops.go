@@ -67,7 +67,6 @@ func (m *Model) Ops(b Batch, p Parallel, dst []Op) []Op {
 	qHeads := float64(m.Heads) / t
 	qd := qHeads * hd                        // query (and attention output) width per GPU
 	kvd := float64(m.kvHeadsPerGPU(tp)) * hd // K (or V) width per GPU
-	kvTok := 2 * kvd * kvb                   // KV-cache bytes per token per layer per GPU
 	normW := m.normElems() * 2               // norm weights, BF16
 	actRW := 2 * tok * h * actBytes          // read and write T×Hidden activations
 	normF := m.normFLOPs() * tok * h         // FLOPs of one norm over the batch
@@ -86,24 +85,7 @@ func (m *Model) Ops(b Batch, p Parallel, dst []Op) []Op {
 	dst = append(dst, Op{Kind: OpRoPE, Count: L, Tokens: nTok,
 		FLOPs: ropeFLOPs * ropeElems, Bytes: 2 * ropeElems * actBytes, Compute: BF16})
 
-	if b.PrefillTokens > 0 {
-		pt := float64(b.PrefillTokens)
-		dst = append(dst, Op{Kind: OpAttnPrefill, Count: L, Tokens: b.PrefillTokens,
-			// QK^T and PV over the causal query–key pairs.
-			FLOPs: 4 * qHeads * hd * b.PrefillPairs,
-			// Q read, O written; K and V of prior context and new tokens read
-			// from the cache; new tokens' K and V written to it.
-			Bytes:   2*pt*qd*actBytes + (float64(b.PrefillCtx)+pt)*kvTok + pt*kvTok,
-			Compute: BF16})
-	}
-	if b.Decodes > 0 {
-		d := float64(b.Decodes)
-		keys := float64(b.DecodeCtx) + d // each decode attends to its context and itself
-		dst = append(dst, Op{Kind: OpAttnDecode, Count: L, Tokens: b.Decodes,
-			FLOPs:   4 * qHeads * hd * keys,
-			Bytes:   2*d*qd*actBytes + keys*kvTok + d*kvTok,
-			Compute: BF16})
-	}
+	dst = m.appendAttention(b, tp, kvb, dst)
 
 	dst = append(dst, gemm(OpOutProj, L, nTok, tok, qd, h, qd*h, wb, wc))
 
@@ -135,6 +117,67 @@ func (m *Model) Ops(b Batch, p Parallel, dst []Op) []Op {
 	dst = append(dst, Op{Kind: OpAdd, Count: 2 * L, Tokens: nTok,
 		FLOPs: addFLOPs * tok * h, Bytes: 3 * tok * h * actBytes, Compute: BF16})
 
+	dst = m.appendLMHead(b, tp, wb, wc, dst)
+	return dst
+}
+
+// BatchOps appends only the operators whose cost depends on more than the
+// batch's token count: prefill and decode attention (which depend on the
+// contexts) and the final norm with the LM head (which depends on how many
+// rows sample). Every other operator of Ops depends on b.Tokens() and p
+// alone, which lets a step model cache their time by token count; Ops(b)
+// equals Ops of the same token count with these replaced by BatchOps(b)
+// (TestBatchOpsSplit checks it).
+func (m *Model) BatchOps(b Batch, p Parallel, dst []Op) []Op {
+	if b.Tokens() <= 0 {
+		return dst
+	}
+	tp := tpOf(p)
+	dst = m.appendAttention(b, tp, p.KV.Bytes(), dst)
+	return m.appendLMHead(b, tp, p.Weights.Bytes(), p.Weights, dst)
+}
+
+// TokenOnly reports whether an operator class's cost depends only on the
+// batch's token count (and the model and parallel configuration).
+func TokenOnly(k OpKind) bool {
+	return k != OpAttnPrefill && k != OpAttnDecode && k != OpLMHead
+}
+
+func (m *Model) appendAttention(b Batch, tp int, kvb float64, dst []Op) []Op {
+	hd := float64(m.HeadDim)
+	qHeads := float64(m.Heads) / float64(tp)
+	qd := qHeads * hd                        // query (and attention output) width per GPU
+	kvd := float64(m.kvHeadsPerGPU(tp)) * hd // K (or V) width per GPU
+	kvTok := 2 * kvd * kvb                   // KV-cache bytes per token per layer per GPU
+	L := m.Layers
+	if b.PrefillTokens > 0 {
+		pt := float64(b.PrefillTokens)
+		dst = append(dst, Op{Kind: OpAttnPrefill, Count: L, Tokens: b.PrefillTokens,
+			// QK^T and PV over the causal query–key pairs.
+			FLOPs: 4 * qHeads * hd * b.PrefillPairs,
+			// Q read, O written; K and V of prior context and new tokens read
+			// from the cache; new tokens' K and V written to it.
+			Bytes:   2*pt*qd*actBytes + (float64(b.PrefillCtx)+pt)*kvTok + pt*kvTok,
+			Compute: BF16})
+	}
+	if b.Decodes > 0 {
+		d := float64(b.Decodes)
+		keys := float64(b.DecodeCtx) + d // each decode attends to its context and itself
+		dst = append(dst, Op{Kind: OpAttnDecode, Count: L, Tokens: b.Decodes,
+			FLOPs:   4 * qHeads * hd * keys,
+			Bytes:   2*d*qd*actBytes + keys*kvTok + d*kvTok,
+			Compute: BF16})
+	}
+	return dst
+}
+
+func (m *Model) appendLMHead(b Batch, tp int, wb float64, wc DType, dst []Op) []Op {
+	h := float64(m.Hidden)
+	tok := float64(b.Tokens())
+	t := float64(tp)
+	normW := m.normElems() * 2       // norm weights, BF16
+	actRW := 2 * tok * h * actBytes  // read and write T×Hidden activations
+	normF := m.normFLOPs() * tok * h // FLOPs of one norm over the batch
 	// Final norm over every token, then the LM head over the rows that
 	// sample: one per decode and (at most) one per prefill chunk.
 	if sampled := b.Decodes + b.Prefills; sampled > 0 {

@@ -2,6 +2,7 @@ package models
 
 import (
 	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 )
@@ -315,5 +316,54 @@ func BenchmarkOps(b *testing.B) {
 				dst = m.Ops(batch, p, dst[:0])
 			}
 		})
+	}
+}
+
+// TestBatchOpsSplit checks the contract that lets step models cache by token
+// count: for random batches, the token-only operators of Ops depend only on
+// b.Tokens(), and the others are exactly BatchOps(b).
+func TestBatchOpsSplit(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 1))
+	for _, name := range []string{"llama-3.1-8b", "mixtral-8x7b", "phi-2"} {
+		m, err := Builtin().Get(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := Parallel{TP: 1, Weights: BF16, KV: FP8}
+		for range 200 {
+			pre := r.IntN(3000)
+			b := Batch{PrefillTokens: pre, Decodes: r.IntN(200)}
+			if pre > 0 {
+				b.Prefills = 1 + r.IntN(3)
+				b.PrefillCtx = int64(r.IntN(5000))
+				b.PrefillPairs = float64(pre) * (float64(b.PrefillCtx) + float64(pre+1)/2)
+			}
+			b.DecodeCtx = int64(b.Decodes * r.IntN(4000))
+			if b.Tokens() == 0 {
+				continue
+			}
+			// The same token count as decodes only, with no context.
+			plain := Batch{Decodes: b.Tokens()}
+			var tok, rest []Op
+			for _, op := range m.Ops(b, p, nil) {
+				if TokenOnly(op.Kind) {
+					tok = append(tok, op)
+				} else {
+					rest = append(rest, op)
+				}
+			}
+			var tokPlain []Op
+			for _, op := range m.Ops(plain, p, nil) {
+				if TokenOnly(op.Kind) {
+					tokPlain = append(tokPlain, op)
+				}
+			}
+			if !slices.Equal(tok, tokPlain) {
+				t.Fatalf("%s %+v: token-only ops differ from those of %d decodes", name, b, b.Tokens())
+			}
+			if got := m.BatchOps(b, p, nil); !slices.Equal(got, rest) {
+				t.Fatalf("%s %+v: BatchOps = %+v, want %+v", name, b, got, rest)
+			}
+		}
 	}
 }

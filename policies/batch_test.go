@@ -7,7 +7,7 @@ import (
 // fakeView is a hand-built instance state. Blocks hold 16 tokens.
 type fakeView struct {
 	running, decoding, decodeBlocks, free int
-	prefilling, waiting                  []Candidate
+	prefilling, waiting                   []Candidate
 }
 
 func (v *fakeView) Running() int                 { return v.running }

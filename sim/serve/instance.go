@@ -9,12 +9,11 @@ import (
 	"github.com/servesim/servesim/sim/metrics"
 )
 
-// StepTimer prices one iteration of a batch in seconds (hardware.StepModel
-// implements it). Work returns the iteration's FLOPs and HBM bytes per GPU,
-// for MFU and MBU.
+// StepTimer prices one iteration of a batch (hardware.StepModel implements
+// it): its duration in seconds, and its FLOPs and HBM bytes per GPU for MFU
+// and MBU.
 type StepTimer interface {
-	StepTime(b models.Batch) float64
-	Work(b models.Batch) (flops, bytes float64)
+	Step(b models.Batch) (seconds, flops, bytes float64)
 }
 
 // InstanceConfig describes one serving instance: a model on a TP group of
@@ -75,6 +74,8 @@ type Instance struct {
 	stepChunk []*request // requests of dec.Prefill, resolved at start
 	batch     models.Batch
 	preempted int
+	flops     float64 // per GPU, of the iteration in flight
+	bytes     float64
 	endEv     *sim.Event
 	view      policies.View
 }
@@ -201,8 +202,9 @@ func (in *Instance) startStep(now sim.Time) {
 		panic(fmt.Sprintf("serve: instance %d: KV blocks used %d > capacity %d", in.id, in.usedBlocks, in.cfg.Blocks))
 	}
 	in.batch = b
-	d := sim.FromSeconds(in.cfg.Step.StepTime(b))
-	in.w.eng.ScheduleEvent(in.endEv, now+d)
+	sec, flops, bytes := in.cfg.Step.Step(b)
+	in.flops, in.bytes = flops, bytes
+	in.w.eng.ScheduleEvent(in.endEv, now+sim.FromSeconds(sec))
 }
 
 // admit moves a waiting request into the running set.
@@ -367,7 +369,7 @@ func (in *Instance) endStep(now sim.Time) {
 	w.step.KVBlocksUsed = in.usedBlocks
 	w.step.KVBlocksTotal = in.cfg.Blocks
 	w.step.Preempted = in.preempted
-	w.step.FLOPs, w.step.Bytes = in.cfg.Step.Work(in.batch)
+	w.step.FLOPs, w.step.Bytes = in.flops, in.bytes
 	w.addStep()
 	if checkAll {
 		in.checkInvariants()

@@ -18,11 +18,10 @@ import (
 // microseconds and scale exactly.
 type linearTimer struct{ base, perToken, perCtx int64 }
 
-func (t linearTimer) StepTime(b models.Batch) float64 {
+func (t linearTimer) Step(b models.Batch) (float64, float64, float64) {
 	us := t.base + t.perToken*int64(b.Tokens()) + t.perCtx*(b.DecodeCtx+b.PrefillCtx)
-	return float64(us) * 1e-6
+	return float64(us) * 1e-6, 0, 0
 }
-func (linearTimer) Work(models.Batch) (float64, float64) { return 0, 0 }
 
 type sliceSource struct {
 	reqs []workload.Request

@@ -247,6 +247,21 @@ func (in *Instance) removePrefilling(r *request) {
 	}
 }
 
+// compactPrefilling drops the requests that are no longer prefilling, in
+// one pass: O(prefilling), however many finished their prefill.
+func (in *Instance) compactPrefilling() {
+	j := 0
+	for _, r := range in.prefilling {
+		if r.state == statePrefill {
+			r.pidx = j
+			in.prefilling[j] = r
+			j++
+		}
+	}
+	clear(in.prefilling[j:])
+	in.prefilling = in.prefilling[:j]
+}
+
 func (in *Instance) phaseOf(r *request) int {
 	bs := int64(in.cfg.BlockSize)
 	return int(((r.d0-int64(r.k0))%bs + bs) % bs)
@@ -331,11 +346,12 @@ func (in *Instance) endStep(now sim.Time) {
 			in.finish(r, now)
 		}
 	}
+	completed := false
 	for _, r := range in.stepChunk {
 		if r.state != statePrefill || r.computed < r.target {
 			continue
 		}
-		in.removePrefilling(r)
+		completed = true // r leaves in.prefilling below, all at once
 		// The prefill's last chunk samples a token.
 		if r.generated == 0 {
 			r.firstToken = now
@@ -359,6 +375,9 @@ func (in *Instance) endStep(now sim.Time) {
 			r.newcomer = true
 			in.newcomers = append(in.newcomers, r)
 		}
+	}
+	if completed {
+		in.compactPrefilling()
 	}
 	w.step.Instance = in.id
 	w.step.Start = in.started

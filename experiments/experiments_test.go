@@ -69,7 +69,9 @@ func TestParseErrors(t *testing.T) {
 		name, text string
 		want       []string
 	}{
-		{"unknown key", "model = \"llama-3.1-8b\"\n[workload]\nrat = 5\n", []string{"s.toml", "workload.rat"}},
+		{"unknown key", "model = \"llama-3.1-8b\"\n[workload]\nrat = 5\n", []string{"s.toml line 3", "workload.rat"}},
+		{"unknown table", "model = \"llama-3.1-8b\"\n[wrkload]\nrate = 5\n", []string{"s.toml line 2", "wrkload"}},
+		{"unknown top-level key", "modle = \"llama-3.1-8b\"\n", []string{"s.toml line 1", "modle"}},
 		{"wrong type", "model = \"llama-3.1-8b\"\n[workload]\nrate = \"fast\"\n", []string{"s.toml", "line 3", "rate"}},
 		{"syntax", "model = \n", []string{"s.toml", "line 1"}},
 	}

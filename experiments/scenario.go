@@ -103,7 +103,11 @@ func LoadScenario(path string) (Scenario, error) {
 // errors naming the file, the line where toml knows it, and the key.
 func Parse(r io.Reader, name string) (Scenario, error) {
 	var s Scenario
-	md, err := toml.NewDecoder(r).Decode(&s)
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return s, fmt.Errorf("experiments: %s: %w", name, err)
+	}
+	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&s)
 	if err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
@@ -112,11 +116,40 @@ func Parse(r io.Reader, name string) (Scenario, error) {
 		return s, fmt.Errorf("experiments: %s: %v", name, err)
 	}
 	if und := md.Undecoded(); len(und) > 0 {
-		keys := make([]string, len(und))
-		for i, k := range und {
-			keys[i] = k.String()
+		k := und[0]
+		where := name
+		if line := keyLine(data, k); line > 0 {
+			where = fmt.Sprintf("%s line %d", name, line)
 		}
-		return s, fmt.Errorf("experiments: %s: unknown field %q (known fields: see `servesim run --help`)", name, strings.Join(keys, `", "`))
+		return s, fmt.Errorf("experiments: %s: unknown field %q (the fields are listed in README.md and `servesim run --help`)", where, k.String())
 	}
 	return s, nil
+}
+
+// keyLine finds the line of a dotted key in a TOML document by a plain scan
+// (the toml package does not expose key positions): the line that assigns
+// the key's last part inside the table named by the rest. 0 if not found.
+func keyLine(data []byte, k toml.Key) int {
+	if len(k) == 0 {
+		return 0
+	}
+	table, leaf := strings.Join(k[:len(k)-1], "."), k[len(k)-1]
+	cur := ""
+	for i, line := range strings.Split(string(data), "\n") {
+		t := strings.TrimSpace(line)
+		if strings.HasPrefix(t, "[") {
+			cur = strings.TrimSpace(strings.Trim(t, "[]"))
+			if cur == strings.Join(k, ".") {
+				return i + 1 // an unknown table
+			}
+			continue
+		}
+		if cur != table {
+			continue
+		}
+		if key, _, ok := strings.Cut(t, "="); ok && strings.Trim(strings.TrimSpace(key), `"'`) == leaf {
+			return i + 1
+		}
+	}
+	return 0
 }

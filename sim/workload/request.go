@@ -11,6 +11,21 @@ type Request struct {
 	Arrival      sim.Time // arrival time since the start of the run
 	PromptTokens int      // ≥ 1
 	OutputTokens int      // ≥ 1
+
+	// Class names the request's traffic class ("" = none), for per-class
+	// SLOs and reports. Sources take it from a fixed table, so copying it
+	// allocates nothing.
+	Class string
+	// TTFTSLO and TPOTSLO are the request's own latency objectives (0 = the
+	// scenario's).
+	TTFTSLO, TPOTSLO sim.Time
+	// Prefix holds the hashes of the prompt's leading blocks of
+	// PrefixBlockTokens tokens each, chained (each hash identifies its block
+	// and everything before it, as Mooncake's hash_ids), for prefix caching;
+	// nil when unknown. The slice belongs to the Source and is valid only
+	// until the next call to Next: the engine copies what it keeps.
+	Prefix            []uint64
+	PrefixBlockTokens int
 }
 
 // Source is a stream of requests in non-decreasing arrival order. Next fills

@@ -3,14 +3,20 @@ package policies
 import (
 	"fmt"
 	"strings"
+
+	"github.com/servesim/servesim/sim"
 )
 
 // Candidate is a request that still has prompt tokens to prefill, as a
 // batching policy sees it.
 type Candidate struct {
 	ID       int64
-	Computed int // tokens whose KV is already in the cache
+	Arrival  sim.Time
+	Computed int // tokens whose KV is already in the cache (prefix-cache hits included)
 	Target   int // tokens to have in the cache when the prefill ends (prompt, plus generated tokens after a recompute preemption)
+	// Pinned is the KV blocks a waiting request's cached prefix takes out of
+	// the evictable pool when it is admitted (BlocksFor includes them).
+	Pinned int
 }
 
 // Left returns the tokens still to prefill.
@@ -19,6 +25,8 @@ func (c Candidate) Left() int { return c.Target - c.Computed }
 // View is what a batching policy may read of one instance at the start of an
 // iteration. Implementations must not allocate.
 type View interface {
+	// Now returns the current simulated time.
+	Now() sim.Time
 	// Running returns the number of requests holding KV blocks: decoding
 	// requests plus partially prefilled ones.
 	Running() int
@@ -34,10 +42,12 @@ type View interface {
 	// Waiting returns the queue length, and WaitingAt the i-th in queue order.
 	Waiting() int
 	WaitingAt(i int) Candidate
-	// FreeBlocks returns the free KV blocks.
+	// FreeBlocks returns the KV blocks available: free ones plus those of
+	// cached prefixes no request uses (evicted on demand).
 	FreeBlocks() int
 	// BlocksFor returns the blocks a candidate needs to grow its KV from
-	// c.Computed to c.Computed+tokens, given the blocks it already holds.
+	// c.Computed to c.Computed+tokens, given the blocks it already holds,
+	// plus c.Pinned.
 	BlocksFor(c Candidate, tokens int) int
 }
 
@@ -59,12 +69,16 @@ type Chunk struct {
 type Decision struct {
 	Decode  bool    // every decoding request advances one token
 	Prefill []Chunk // prefill chunks, in order
+	// WakeAt, for an empty decision, asks to be consulted again at that
+	// time even if nothing arrives (a dynamic batcher's max wait); 0 = no.
+	WakeAt sim.Time
 }
 
 // Reset empties d, keeping its storage.
 func (d *Decision) Reset() {
 	d.Decode = false
 	d.Prefill = d.Prefill[:0]
+	d.WakeAt = 0
 }
 
 // Empty reports whether the decision runs nothing.

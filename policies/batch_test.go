@@ -2,6 +2,8 @@ package policies
 
 import (
 	"testing"
+
+	"github.com/servesim/servesim/sim"
 )
 
 // fakeView is a hand-built instance state. Blocks hold 16 tokens.
@@ -10,6 +12,7 @@ type fakeView struct {
 	prefilling, waiting                   []Candidate
 }
 
+func (v *fakeView) Now() sim.Time                { return 0 }
 func (v *fakeView) Running() int                 { return v.running }
 func (v *fakeView) Decoding() int                { return v.decoding }
 func (v *fakeView) DecodeBlocks() int            { return v.decodeBlocks }
@@ -19,7 +22,7 @@ func (v *fakeView) Waiting() int                 { return len(v.waiting) }
 func (v *fakeView) WaitingAt(i int) Candidate    { return v.waiting[i] }
 func (v *fakeView) FreeBlocks() int              { return v.free }
 func (v *fakeView) BlocksFor(c Candidate, n int) int {
-	return (c.Computed+n+15)/16 - (c.Computed+15)/16
+	return (c.Computed+n+15)/16 - (c.Computed+15)/16 + c.Pinned
 }
 
 func w(id int64, target int) Candidate { return Candidate{ID: id, Target: target} }

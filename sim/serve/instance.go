@@ -16,8 +16,20 @@ type StepTimer interface {
 	Step(b models.Batch) (seconds, flops, bytes float64)
 }
 
+// Preemption modes.
+const (
+	PreemptRecompute = "recompute" // free the KV, prefill prompt and generated tokens again
+	PreemptSwap      = "swap"      // copy the KV to host memory and back over the host link
+)
+
+// Victim selection.
+const (
+	VictimNewest         = "newest"          // the most recently admitted request (vLLM)
+	VictimLowestPriority = "lowest-priority" // the request with the largest queue key, newest on ties
+)
+
 // InstanceConfig describes one serving instance: a model on a TP group of
-// GPUs with a paged KV cache and a batching policy.
+// GPUs with a paged KV cache and its policies.
 type InstanceConfig struct {
 	Step      StepTimer
 	Blocks    int // KV blocks in the cache (per GPU; all GPUs of the group hold the same blocks)
@@ -27,17 +39,31 @@ type InstanceConfig struct {
 	// MaxModelLen is the longest prompt+output a request may have (vLLM's
 	// max_model_len); longer requests are rejected on arrival.
 	MaxModelLen int
+
+	// Preempt is PreemptRecompute ("" too) or PreemptSwap; Victim is
+	// VictimNewest ("" too) or VictimLowestPriority.
+	Preempt, Victim string
+	// Swap needs the host link's bandwidth (bytes/s per GPU), the host
+	// memory set aside for swapped KV (bytes per GPU; when full, preemption
+	// falls back to recompute) and the KV bytes per token per GPU.
+	HostBW, SwapSpace, KVBytesPerToken float64
+
+	// PrefixCache enables prefix caching (requests with prefix hashes
+	// reuse cached KV of equal leading blocks).
+	PrefixCache bool
 }
 
-// Rejection reasons.
+// Rejection reasons of the engine.
 const (
 	RejectContext    = "exceeds-max-model-len"
 	RejectKVCapacity = "exceeds-kv-capacity"
 	RejectBudget     = "prompt-exceeds-token-budget"
+	RejectEmpty      = "empty-request"
 )
 
 // Instance is one serving instance: waiting queue, running set, paged KV
-// cache and the iteration loop. It implements policies.View for its batcher.
+// cache and the iteration loop. It implements policies.View for its batcher
+// and policies.AdmitView for admission control.
 //
 // Decoding requests are not touched per iteration. Every decode iteration
 // advances each of them by one token, so the instance keeps a decode
@@ -53,30 +79,37 @@ type Instance struct {
 	cfg InstanceConfig
 	w   *World
 
-	waiting    queue
-	running    int      // requests in the running list
-	head, tail *request // running list, admission order (tail = newest)
-	prefilling []*request
-	heap       finishHeap
+	waiting     queue
+	swapped     queue
+	running     int      // requests in the running list
+	head, tail  *request // running list, admission order (tail = newest)
+	prefilling  []*request
+	heap        finishHeap
+	outstanding int // admitted, not finished (waiting, swapped or running)
 
-	usedBlocks int
-	decodes    int      // requests decoding
-	decCounter int64    // D: decode iterations run
-	phase      []int    // decoding requests per (d0 − k0) mod blockSize
-	sumKV      int64    // Σ KV length of decoding requests
-	lastDecode sim.Time // end of the last decode iteration
+	usedBlocks int // occupied: requests' private blocks and all cached prefix units
+	cache      *prefixCache
+	swapBytes  float64 // host memory holding swapped KV
+	decodes    int     // requests decoding
+	decCounter int64   // D: decode iterations run
+	phase      []int   // decoding requests per (d0 − k0) mod blockSize
+	sumKV      int64   // Σ KV length of decoding requests
+	lastDecode sim.Time
 	newcomers  []*request
+	prefillTPS float64 // prefill tokens per second at a full budget (for PredictTTFT)
 
 	// The iteration in flight.
 	busy      bool
 	dec       policies.Decision
 	started   sim.Time
-	stepChunk []*request // requests of dec.Prefill, resolved at start
+	stepReqs  []*request // requests of dec.Prefill, resolved at start
 	batch     models.Batch
 	preempted int
+	swapSec   float64 // host-link transfer time added to the iteration
 	flops     float64 // per GPU, of the iteration in flight
 	bytes     float64
 	endEv     *sim.Event
+	wakeEv    *sim.Event
 	view      policies.View
 }
 
@@ -84,33 +117,102 @@ func newInstance(id int, cfg InstanceConfig, w *World) *Instance {
 	in := &Instance{id: id, cfg: cfg, w: w, phase: make([]int, cfg.BlockSize)}
 	in.view = in
 	in.endEv = sim.NewEvent(prioStepEnd, sim.HandlerFunc(in.endStep))
+	in.wakeEv = sim.NewEvent(prioStepEnd, sim.HandlerFunc(in.wake))
+	if cfg.PrefixCache {
+		in.cache = newPrefixCache()
+	}
+	// Prefill throughput at a full token budget of one long prompt, for
+	// admission's TTFT prediction.
+	b := min(cfg.Limits.MaxNumBatchedTokens, 8192)
+	sec, _, _ := cfg.Step.Step(models.Batch{Prefills: 1, PrefillTokens: b, PrefillPairs: float64(b) * float64(b+1) / 2})
+	if sec > 0 {
+		in.prefillTPS = float64(b) / sec
+	}
 	return in
 }
 
-// policies.View implementation.
+// policies.View and policies.AdmitView.
 
+func (in *Instance) Now() sim.Time     { return in.w.eng.Now() }
 func (in *Instance) Running() int      { return in.running }
 func (in *Instance) Decoding() int     { return in.decodes }
 func (in *Instance) DecodeBlocks() int { return in.phase[in.decCounter%int64(in.cfg.BlockSize)] }
 func (in *Instance) Prefilling() int   { return len(in.prefilling) }
 func (in *Instance) PrefillingAt(i int) policies.Candidate {
 	r := in.prefilling[i]
-	return policies.Candidate{ID: r.id, Computed: r.computed, Target: r.target}
-}
-func (in *Instance) Waiting() int { return in.waiting.len() }
-func (in *Instance) WaitingAt(i int) policies.Candidate {
-	r := in.waiting.at(i)
-	return policies.Candidate{ID: r.id, Computed: r.computed, Target: r.target}
-}
-func (in *Instance) FreeBlocks() int { return in.cfg.Blocks - in.usedBlocks }
-func (in *Instance) BlocksFor(c policies.Candidate, tokens int) int {
-	return in.blocksOf(c.Computed+tokens) - in.blocksOf(c.Computed)
+	return policies.Candidate{ID: r.id, Arrival: r.arrival, Computed: r.computed, Target: r.target}
 }
 
-var _ policies.View = (*Instance)(nil)
+// Waiting returns the queue length, or 0 while swapped requests wait to
+// come back (they go first, as in vLLM).
+func (in *Instance) Waiting() int {
+	if in.swapped.len() > 0 {
+		return 0
+	}
+	return in.waiting.len()
+}
+
+func (in *Instance) WaitingAt(i int) policies.Candidate {
+	r := in.waiting.at(i)
+	c := policies.Candidate{ID: r.id, Arrival: r.arrival, Computed: r.computed, Target: r.target}
+	if n := in.prefixHits(r); n > 0 {
+		c.Computed = n * r.unitToks
+		c.Pinned = in.cache.pinnedBlocks(r.hashes, n)
+	}
+	return c
+}
+
+func (in *Instance) FreeBlocks() int {
+	free := in.cfg.Blocks - in.usedBlocks
+	if in.cache != nil {
+		free += in.cache.evictable
+	}
+	return free
+}
+
+func (in *Instance) BlocksFor(c policies.Candidate, tokens int) int {
+	return in.blocksOf(c.Computed+tokens) - in.blocksOf(c.Computed) + c.Pinned
+}
+
+// PredictTTFT estimates when a request of prompt tokens joining now would
+// get its first token: the prefill tokens queued or in progress ahead of it
+// and its own, at the instance's full-budget prefill throughput, after the
+// iteration in flight. It walks the queue: O(waiting).
+func (in *Instance) PredictTTFT(prompt int) sim.Time {
+	if in.prefillTPS == 0 {
+		return 0
+	}
+	pending := int64(prompt)
+	for i := 0; i < in.waiting.len(); i++ {
+		r := in.waiting.at(i)
+		pending += int64(r.target - r.computed)
+	}
+	for _, r := range in.prefilling {
+		pending += int64(r.target - r.computed)
+	}
+	t := sim.FromSeconds(float64(pending) / in.prefillTPS)
+	if in.busy {
+		t += in.endEv.Time() - in.Now()
+	}
+	return t
+}
+
+var (
+	_ policies.View      = (*Instance)(nil)
+	_ policies.AdmitView = (*Instance)(nil)
+)
 
 func (in *Instance) blocksOf(tokens int) int {
 	return (tokens + in.cfg.BlockSize - 1) / in.cfg.BlockSize
+}
+
+// prefixHits returns how many of r's leading prefix units are cached,
+// leaving at least one token to compute.
+func (in *Instance) prefixHits(r *request) int {
+	if in.cache == nil || r.unitToks == 0 || r.computed > 0 {
+		return 0
+	}
+	return in.cache.match(r.hashes, (r.target-1)/r.unitToks)
 }
 
 // admitCheck returns a rejection reason, or "" if the request can be served.
@@ -133,12 +235,21 @@ func (in *Instance) admitCheck(r *request) string {
 	return ""
 }
 
-// enqueue adds an arrived request to the waiting queue and starts an
+// enqueue adds an admitted request to the waiting queue and starts an
 // iteration if the instance is idle.
 func (in *Instance) enqueue(r *request, now sim.Time) {
 	r.state = stateWaiting
 	r.target = r.prompt
-	in.waiting.pushBack(r)
+	r.inst = in
+	in.outstanding++
+	in.waiting.insert(r)
+	if !in.busy {
+		in.startStep(now)
+	}
+}
+
+// wake is the batcher's requested wake-up (Decision.WakeAt).
+func (in *Instance) wake(now sim.Time) {
 	if !in.busy {
 		in.startStep(now)
 	}
@@ -147,6 +258,9 @@ func (in *Instance) enqueue(r *request, now sim.Time) {
 // startStep asks the batcher for a decision, applies it and schedules the
 // iteration's end.
 func (in *Instance) startStep(now sim.Time) {
+	if in.swapped.len() > 0 {
+		in.swapIn(now)
+	}
 	in.dec.Reset()
 	in.cfg.Batcher.Batch(in.view, in.cfg.Limits, &in.dec)
 	if in.dec.Empty() {
@@ -154,64 +268,115 @@ func (in *Instance) startStep(now sim.Time) {
 			panic(fmt.Sprintf("serve: instance %d: batcher %s ran nothing with %d requests running", in.id, in.cfg.Batcher.Name(), in.running))
 		}
 		in.busy = false
+		if in.dec.WakeAt > now {
+			in.w.eng.ScheduleEvent(in.wakeEv, in.dec.WakeAt)
+		}
 		return
 	}
+	in.w.eng.Cancel(in.wakeEv)
 	in.busy = true
 	in.started = now
-	in.preempted = 0
-	b := models.Batch{}
-	if in.dec.Decode {
-		// Blocks for this iteration's decode tokens; preempt the newest
-		// running requests (recompute) until they fit, as vLLM does.
-		for need := in.DecodeBlocks(); need > in.FreeBlocks(); need = in.DecodeBlocks() {
-			in.preempt(in.tail, now)
-		}
-		in.usedBlocks += in.DecodeBlocks()
-		b.Decodes = in.decodes
-		b.DecodeCtx = in.sumKV + int64(in.decodes) // each decode attends over its KV plus its new token
-	}
-	in.stepChunk = in.stepChunk[:0]
-	removed := 0
+
+	// Resolve the decision's requests before anything moves, then admit
+	// the queued ones (taking references to their cached prefixes, so that
+	// no allocation below evicts them).
+	in.stepReqs = in.stepReqs[:0]
 	for _, c := range in.dec.Prefill {
 		var r *request
 		if c.FromQueue {
-			r = in.waiting.removeAt(c.Index + in.preempted - removed) // preemptions pushed requests in front
-			removed++
-			in.admit(r)
+			r = in.waiting.at(c.Index)
 		} else {
 			r = in.prefilling[c.Index]
-			if r.state != statePrefill {
-				continue // preempted above
-			}
 		}
 		if r.id != c.ID {
 			panic(fmt.Sprintf("serve: decision %v names request %d at a position holding %d", &in.dec, c.ID, r.id))
 		}
-		need := in.blocksOf(r.computed+c.Tokens) - in.blocksOf(r.computed)
+		in.stepReqs = append(in.stepReqs, r)
+	}
+	for i, c := range in.dec.Prefill {
+		if c.FromQueue {
+			in.admit(in.stepReqs[i])
+		}
+	}
+
+	b := models.Batch{}
+	if in.dec.Decode {
+		// Blocks for this iteration's decode tokens; preempt until they fit.
+		for in.DecodeBlocks() > in.FreeBlocks() {
+			in.preempt(in.victim(), now)
+		}
+		in.allocate(in.DecodeBlocks())
+		b.Decodes = in.decodes
+		b.DecodeCtx = in.sumKV + int64(in.decodes) // each decode attends over its KV plus its new token
+	}
+	for i, c := range in.dec.Prefill {
+		r := in.stepReqs[i]
+		if r.state != statePrefill {
+			in.stepReqs[i] = nil // preempted above
+			continue
+		}
+		tokens := min(c.Tokens, r.target-r.computed)
+		need := in.blocksOf(r.computed+tokens) - in.blocksOf(r.computed)
+		in.allocate(need)
 		r.blocks += need
-		in.usedBlocks += need
-		p, ctx := c.Tokens, r.computed
+		p, ctx := tokens, r.computed
 		b.Prefills++
 		b.PrefillTokens += p
 		b.PrefillCtx += int64(ctx)
 		b.PrefillPairs += float64(p) * (float64(ctx) + float64(p+1)/2)
 		r.computed += p
-		in.stepChunk = append(in.stepChunk, r)
 	}
-	if in.usedBlocks > in.cfg.Blocks {
-		panic(fmt.Sprintf("serve: instance %d: KV blocks used %d > capacity %d", in.id, in.usedBlocks, in.cfg.Blocks))
+	if b.Tokens() == 0 {
+		// Everything chosen was preempted: an empty iteration of only the
+		// swap traffic would be odd; start over.
+		in.busy = false
+		in.startStep(now)
+		return
 	}
 	in.batch = b
 	sec, flops, bytes := in.cfg.Step.Step(b)
 	in.flops, in.bytes = flops, bytes
-	in.w.eng.ScheduleEvent(in.endEv, now+sim.FromSeconds(sec))
+	in.w.eng.ScheduleEvent(in.endEv, now+sim.FromSeconds(sec+in.swapSec))
 }
 
-// admit moves a waiting request into the running set.
+// allocate takes n blocks, evicting unreferenced cached prefixes (least
+// recently released first) when the free ones do not suffice.
+func (in *Instance) allocate(n int) {
+	for in.cfg.Blocks-in.usedBlocks < n && in.cache != nil {
+		freed := in.cache.evict()
+		if freed == 0 {
+			break
+		}
+		in.usedBlocks -= freed
+	}
+	in.usedBlocks += n
+	if in.usedBlocks > in.cfg.Blocks {
+		panic(fmt.Sprintf("serve: instance %d: KV blocks used %d > capacity %d", in.id, in.usedBlocks, in.cfg.Blocks))
+	}
+}
+
+// admit moves a waiting request into the running set, taking its cached
+// prefix.
 func (in *Instance) admit(r *request) {
+	in.waiting.remove(r)
+	if n := in.prefixHits(r); n > 0 {
+		for _, h := range r.hashes[:n] {
+			u := in.cache.ref(h)
+			r.units = append(r.units, u)
+		}
+		r.computed = n * r.unitToks
+		in.w.res.PrefixHitTokens += int64(r.computed)
+	}
+	if r.generated == 0 && r.preemptions == 0 {
+		in.w.res.PromptTokensAdmitted += int64(r.prompt)
+	}
 	r.state = statePrefill
 	r.pidx = len(in.prefilling)
 	in.prefilling = append(in.prefilling, r)
+	in.link(r)
+}
+
+func (in *Instance) link(r *request) {
 	r.prev, r.next = in.tail, nil
 	if in.tail != nil {
 		in.tail.next = r
@@ -267,14 +432,37 @@ func (in *Instance) phaseOf(r *request) int {
 	return int(((r.d0-int64(r.k0))%bs + bs) % bs)
 }
 
+func (in *Instance) sharedBlocks(r *request) int {
+	n := 0
+	for _, u := range r.units {
+		n += u.blocks
+	}
+	return n
+}
+
 // materialize writes a decoding request's derived counts into its fields.
 func (in *Instance) materialize(r *request) {
 	n := int(in.decCounter - r.d0)
 	r.generated = r.g0 + n
 	r.computed = r.k0 + n
-	r.blocks = in.blocksOf(r.computed)
+	r.blocks = in.blocksOf(r.computed) - in.sharedBlocks(r)
 	if !r.newcomer {
 		r.lastToken = in.lastDecode
+	}
+}
+
+// enterDecode registers a request in the decode bookkeeping.
+func (in *Instance) enterDecode(r *request) {
+	r.state = stateDecode
+	r.d0, r.g0, r.k0 = in.decCounter, r.generated, r.computed
+	r.finishAt = r.d0 + int64(r.output-r.g0)
+	in.heap.push(r)
+	in.phase[in.phaseOf(r)]++
+	in.decodes++
+	in.sumKV += int64(r.k0)
+	if r.lastToken != in.lastDecode {
+		r.newcomer = true
+		in.newcomers = append(in.newcomers, r)
 	}
 }
 
@@ -298,8 +486,35 @@ func (in *Instance) leaveDecode(r *request) {
 	}
 }
 
-// preempt evicts a running request by recompute: its KV is freed and it goes
-// back to the front of the queue to prefill its prompt and generated tokens.
+// victim picks the running request to preempt.
+func (in *Instance) victim() *request {
+	if in.cfg.Victim != VictimLowestPriority {
+		return in.tail
+	}
+	v := in.tail
+	for r := in.tail.prev; r != nil; r = r.prev {
+		if v.key < r.key {
+			v = r
+		}
+	}
+	return v
+}
+
+// release frees a running request's KV: its private blocks and its
+// references to cached prefix units.
+func (in *Instance) release(r *request) {
+	in.usedBlocks -= r.blocks
+	r.blocks = 0
+	for i, u := range r.units {
+		in.cache.release(u)
+		r.units[i] = nil
+	}
+	r.units = r.units[:0]
+}
+
+// preempt evicts a running request: by swap when configured and host space
+// allows, else by recompute (its KV is dropped and it goes back to the queue
+// to prefill its prompt and generated tokens again).
 func (in *Instance) preempt(r *request, now sim.Time) {
 	switch r.state {
 	case stateDecode:
@@ -310,15 +525,55 @@ func (in *Instance) preempt(r *request, now sim.Time) {
 		panic("serve: preempting a request that is not running")
 	}
 	in.unlink(r)
-	in.usedBlocks -= r.blocks
-	r.blocks = 0
+	r.preemptions++
+	in.preempted++
+	in.w.res.Preemptions++
+	kvBytes := float64(r.computed) * in.cfg.KVBytesPerToken
+	if in.cfg.Preempt == PreemptSwap && in.swapBytes+kvBytes <= in.cfg.SwapSpace {
+		in.release(r)
+		in.swapBytes += kvBytes
+		sec := kvBytes / in.cfg.HostBW
+		in.swapSec += sec
+		in.w.res.SwapOutSeconds += sec
+		in.w.res.SwapOuts++
+		r.state = stateSwapped
+		in.swapped.insert(r)
+		return
+	}
+	in.release(r)
+	in.w.res.RecomputeTokens += int64(r.computed)
 	r.computed = 0
 	r.target = r.prompt + r.generated
 	r.state = stateWaiting
-	r.preemptions++
-	in.preempted++
-	in.w.preemptions++
-	in.waiting.pushFront(r)
+	in.waiting.insert(r)
+}
+
+// swapIn brings swapped requests back, in queue order, while their blocks
+// fit and the sequence limit allows.
+func (in *Instance) swapIn(now sim.Time) {
+	for in.swapped.len() > 0 {
+		r := in.swapped.at(0)
+		need := in.blocksOf(r.computed)
+		if need > in.FreeBlocks() || in.running >= in.cfg.Limits.MaxNumSeqs {
+			return
+		}
+		in.swapped.removeAt(0)
+		in.allocate(need)
+		r.blocks = need
+		kvBytes := float64(r.computed) * in.cfg.KVBytesPerToken
+		in.swapBytes -= kvBytes
+		sec := kvBytes / in.cfg.HostBW
+		in.swapSec += sec
+		in.w.res.SwapInSeconds += sec
+		in.link(r)
+		if r.computed < r.target {
+			r.state = statePrefill
+			r.pidx = len(in.prefilling)
+			in.prefilling = append(in.prefilling, r)
+		} else {
+			in.enterDecode(r)
+		}
+	}
 }
 
 // endStep finishes the iteration in flight: tokens are emitted, finished
@@ -347,11 +602,12 @@ func (in *Instance) endStep(now sim.Time) {
 		}
 	}
 	completed := false
-	for _, r := range in.stepChunk {
-		if r.state != statePrefill || r.computed < r.target {
+	for _, r := range in.stepReqs {
+		if r == nil || r.state != statePrefill || r.computed < r.target {
 			continue
 		}
 		completed = true // r leaves in.prefilling below, all at once
+		in.cachePrefix(r)
 		// The prefill's last chunk samples a token.
 		if r.generated == 0 {
 			r.firstToken = now
@@ -364,48 +620,51 @@ func (in *Instance) endStep(now sim.Time) {
 			in.finish(r, now)
 			continue
 		}
-		r.state = stateDecode
-		r.d0, r.g0, r.k0 = in.decCounter, r.generated, r.computed
-		r.finishAt = r.d0 + int64(r.output-r.g0)
-		in.heap.push(r)
-		in.phase[in.phaseOf(r)]++
-		in.decodes++
-		in.sumKV += int64(r.k0)
-		if now != in.lastDecode {
-			r.newcomer = true
-			in.newcomers = append(in.newcomers, r)
-		}
+		in.enterDecode(r)
 	}
 	if completed {
 		in.compactPrefilling()
 	}
-	w.step.Instance = in.id
-	w.step.Start = in.started
-	w.step.Duration = now - in.started
-	w.step.Prefills = in.batch.Prefills
-	w.step.PrefillTokens = in.batch.PrefillTokens
-	w.step.Decodes = in.batch.Decodes
-	w.step.KVBlocksUsed = in.usedBlocks
-	w.step.KVBlocksTotal = in.cfg.Blocks
-	w.step.Preempted = in.preempted
-	w.step.FLOPs, w.step.Bytes = in.flops, in.bytes
+	evictable := 0
+	if in.cache != nil {
+		evictable = in.cache.evictable
+	}
+	w.step = metrics.Step{
+		Instance: in.id, Start: in.started, Duration: now - in.started,
+		Prefills: in.batch.Prefills, PrefillTokens: in.batch.PrefillTokens, Decodes: in.batch.Decodes,
+		KVBlocksUsed: in.usedBlocks - evictable, KVBlocksTotal: in.cfg.Blocks,
+		Preempted: in.preempted, FLOPs: in.flops, Bytes: in.bytes,
+	}
 	w.addStep()
+	in.preempted, in.swapSec = 0, 0
 	if checkAll {
 		in.checkInvariants()
 	}
 	in.startStep(now)
 }
 
+// cachePrefix turns the full prefix units of a request that finished its
+// prefill into cached units it references (its private blocks become
+// shared ones; units already cached by another request stay private).
+func (in *Instance) cachePrefix(r *request) {
+	if in.cache == nil || r.unitToks == 0 {
+		return
+	}
+	ub := r.unitToks / in.cfg.BlockSize
+	full := min(len(r.hashes), r.computed/r.unitToks)
+	for j := len(r.units); j < full; j++ {
+		if u, ok := in.cache.add(r.hashes[j], ub); ok {
+			r.units = append(r.units, u)
+			r.blocks -= ub
+		}
+	}
+}
+
 // finish releases a finished request's blocks and records it.
 func (in *Instance) finish(r *request, now sim.Time) {
 	in.unlink(r)
-	in.usedBlocks -= r.blocks
-	r.blocks = 0
+	in.release(r)
+	in.outstanding--
 	r.state = stateDone
-	w := in.w
-	w.rec = metrics.Record{
-		ID: r.id, Instance: in.id, Arrival: r.arrival, FirstToken: r.firstToken, Finish: now,
-		PromptTokens: r.prompt, OutputTokens: r.generated, Preemptions: r.preemptions,
-	}
-	w.addRecord(r)
+	in.w.finish(r, in.id, now)
 }

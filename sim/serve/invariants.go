@@ -23,7 +23,7 @@ func (in *Instance) checkInvariants() {
 			if gen >= r.output {
 				panic(fmt.Sprintf("serve: request %d decoding with %d of %d tokens", r.id, gen, r.output))
 			}
-			used += in.blocksOf(kv)
+			used += in.blocksOf(kv) - in.sharedBlocks(r)
 			sumKV += int64(kv)
 			decodes++
 			phase[in.phaseOf(r)]++
@@ -31,8 +31,8 @@ func (in *Instance) checkInvariants() {
 				panic(fmt.Sprintf("serve: decoding request %d not in the finish heap", r.id))
 			}
 		case statePrefill:
-			if r.blocks != in.blocksOf(r.computed) {
-				panic(fmt.Sprintf("serve: request %d holds %d blocks for %d tokens", r.id, r.blocks, r.computed))
+			if r.blocks+in.sharedBlocks(r) != in.blocksOf(r.computed) {
+				panic(fmt.Sprintf("serve: request %d holds %d+%d blocks for %d tokens", r.id, r.blocks, in.sharedBlocks(r), r.computed))
 			}
 			used += r.blocks
 			if in.prefilling[r.pidx] != r {
@@ -40,6 +40,31 @@ func (in *Instance) checkInvariants() {
 			}
 		default:
 			panic(fmt.Sprintf("serve: request %d in the running list in state %d", r.id, r.state))
+		}
+	}
+	if in.cache != nil {
+		evictable, refs := 0, map[*unit]int{}
+		for r := in.head; r != nil; r = r.next {
+			for _, u := range r.units {
+				refs[u]++
+			}
+		}
+		for h, u := range in.cache.units {
+			used += u.blocks
+			if u.hash != h || u.refs != refs[u] {
+				panic(fmt.Sprintf("serve: cached unit %x has %d references, running requests hold %d", h, u.refs, refs[u]))
+			}
+			if u.refs == 0 {
+				evictable += u.blocks
+			}
+		}
+		if evictable != in.cache.evictable {
+			panic(fmt.Sprintf("serve: evictable blocks %d, counter %d", evictable, in.cache.evictable))
+		}
+	}
+	for i := 0; i < in.swapped.len(); i++ {
+		if r := in.swapped.at(i); r.state != stateSwapped || r.blocks != 0 || len(r.units) != 0 {
+			panic(fmt.Sprintf("serve: swapped request %d in state %d with %d blocks", r.id, r.state, r.blocks))
 		}
 	}
 	switch {
@@ -62,7 +87,7 @@ func (in *Instance) checkInvariants() {
 		}
 	}
 	for i := 0; i < in.waiting.len(); i++ {
-		if r := in.waiting.at(i); r.state != stateWaiting || r.blocks != 0 {
+		if r := in.waiting.at(i); r.state != stateWaiting || r.blocks != 0 || len(r.units) != 0 {
 			panic(fmt.Sprintf("serve: waiting request %d in state %d with %d blocks", r.id, r.state, r.blocks))
 		}
 	}

@@ -9,6 +9,7 @@ const (
 	stateWaiting uint8 = iota
 	statePrefill       // running, prompt (or recompute) tokens left
 	stateDecode        // running, one token per decode iteration
+	stateSwapped       // preempted by swap: KV in host memory
 	stateDone
 )
 
@@ -20,13 +21,26 @@ type request struct {
 	arrival  sim.Time
 	prompt   int
 	output   int
+	class    string
+	ttftSLO  sim.Time
+	tpotSLO  sim.Time
+	deadline sim.Time // arrival + TTFT SLO, 0 if none
+	predOut  int      // predicted output length (SJF by prediction)
+	key      int64    // queue order key (policies.Scheduler)
+	inst     *Instance
 	state    uint8
 	newcomer bool // decoding, and its last token came after the last decode iteration
 
 	computed  int // tokens with KV in the cache (prefill progress)
 	target    int // tokens to have in the cache when the prefill ends
 	generated int // output tokens so far (valid unless decoding)
-	blocks    int // KV blocks held (valid unless decoding)
+	blocks    int // private KV blocks held (valid unless decoding)
+
+	// Prefix caching: the prompt's chained block hashes (a copy), the tokens
+	// per hash block, and the cached units this request references.
+	hashes   []uint64
+	unitToks int
+	units    []*unit
 
 	// Decode bookkeeping: at decode counter value d0 the request had g0
 	// tokens generated and k0 tokens of KV. finishAt is the counter value
@@ -38,9 +52,27 @@ type request struct {
 
 	firstToken, lastToken sim.Time
 	preemptions           int
+	deferrals             int
 
 	prev, next *request // running list, in admission order
 	pidx       int      // index in Instance.prefilling
+}
+
+// reset clears r for reuse, keeping its slices' storage.
+func (r *request) reset() {
+	h, u := r.hashes[:0], r.units[:0]
+	*r = request{hashes: h, units: u, hidx: -1}
+}
+
+// less orders queued requests: key, then arrival, then ID.
+func (r *request) less(o *request) bool {
+	if r.key != o.key {
+		return r.key < o.key
+	}
+	if r.arrival != o.arrival {
+		return r.arrival < o.arrival
+	}
+	return r.id < o.id
 }
 
 // finishHeap is a min-heap of decoding requests by (finishAt, id).
@@ -115,9 +147,9 @@ func (h finishHeap) down(i0 int) bool {
 	return i > i0
 }
 
-// queue is a FIFO of waiting requests on a ring buffer that also allows
-// pushing at the front (a preempted request goes back first, as in vLLM) and
-// removing from the middle.
+// queue holds requests sorted by request.less on a ring buffer: O(1) to add
+// at the back (arrivals in key order, the FCFS case) and to remove at the
+// front, O(n) to insert or remove in the middle.
 type queue struct {
 	buf  []*request
 	head int
@@ -127,6 +159,8 @@ type queue struct {
 func (q *queue) len() int { return q.n }
 
 func (q *queue) at(i int) *request { return q.buf[(q.head+i)%len(q.buf)] }
+
+func (q *queue) set(i int, r *request) { q.buf[(q.head+i)%len(q.buf)] = r }
 
 func (q *queue) grow() {
 	if q.n < len(q.buf) {
@@ -139,21 +173,38 @@ func (q *queue) grow() {
 	q.buf, q.head = nb, 0
 }
 
-func (q *queue) pushBack(r *request) {
+// insert adds r in order.
+func (q *queue) insert(r *request) {
 	q.grow()
-	q.buf[(q.head+q.n)%len(q.buf)] = r
+	if q.n == 0 || !r.less(q.at(q.n-1)) {
+		q.set(q.n, r)
+		q.n++
+		return
+	}
+	if r.less(q.at(0)) {
+		q.head = (q.head - 1 + len(q.buf)) % len(q.buf)
+		q.buf[q.head] = r
+		q.n++
+		return
+	}
+	lo, hi := 0, q.n-1 // r goes before hi, after lo
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if r.less(q.at(mid)) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	for j := q.n; j > hi; j-- {
+		q.set(j, q.at(j-1))
+	}
+	q.set(hi, r)
 	q.n++
 }
 
-func (q *queue) pushFront(r *request) {
-	q.grow()
-	q.head = (q.head - 1 + len(q.buf)) % len(q.buf)
-	q.buf[q.head] = r
-	q.n++
-}
-
-// removeAt removes and returns the i-th request: O(1) at the head (the FCFS
-// case), O(n) in the middle.
+// removeAt removes and returns the i-th request: O(1) at the head, O(n) in
+// the middle.
 func (q *queue) removeAt(i int) *request {
 	r := q.at(i)
 	if i == 0 {
@@ -163,9 +214,21 @@ func (q *queue) removeAt(i int) *request {
 		return r
 	}
 	for j := i; j < q.n-1; j++ {
-		q.buf[(q.head+j)%len(q.buf)] = q.at(j + 1)
+		q.set(j, q.at(j+1))
 	}
-	q.buf[(q.head+q.n-1)%len(q.buf)] = nil
+	q.set(q.n-1, nil)
 	q.n--
 	return r
+}
+
+// remove removes r, found by a scan from the head (admissions are usually
+// at the head). It panics if r is not queued.
+func (q *queue) remove(r *request) {
+	for i := 0; i < q.n; i++ {
+		if q.at(i) == r {
+			q.removeAt(i)
+			return
+		}
+	}
+	panic("serve: removing a request that is not queued")
 }

@@ -2,7 +2,10 @@ package serve
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
 
+	"github.com/servesim/servesim/policies"
 	"github.com/servesim/servesim/sim"
 	"github.com/servesim/servesim/sim/metrics"
 	"github.com/servesim/servesim/sim/workload"
@@ -15,6 +18,12 @@ const (
 	prioStepEnd
 )
 
+// Random streams of the serving world (workload streams are 1–3).
+const (
+	StreamRouting   = 10
+	StreamPredictor = 11
+)
+
 // Sink receives the run's records as they are produced: one per request when
 // it finishes or is rejected, and one per iteration. Records are reused:
 // a sink must copy what it keeps.
@@ -23,40 +32,69 @@ type Sink interface {
 	Step(s *metrics.Step) error
 }
 
-// Config is one simulation: a workload served by one instance.
+// Config is one simulation: a workload served by one or more identical
+// instances behind a router.
 type Config struct {
 	Instance  InstanceConfig
+	Replicas  int // instances (default 1)
 	Source    workload.Source
 	Collector *metrics.Collector
 	Sink      Sink // optional
+
+	Router    policies.Router    // default round-robin
+	Scheduler policies.Scheduler // queue order (default FCFS)
+	Admission policies.Admission // default admit all
+	// RouterStaleness is how old the router's view of the instances may
+	// be: it is refreshed when older than this (0 = always current).
+	RouterStaleness sim.Time
+	// PredictError is the σ of the output-length predictor's multiplicative
+	// lognormal error (0 = exact), for SJF by prediction.
+	PredictError float64
+	// TTFTSLO is the default TTFT objective that sets request deadlines
+	// (EDF, SLO-aware admission) when a request has none of its own.
+	TTFTSLO sim.Time
+	Seed    uint64
 }
 
 // Result counts what happened in a run.
 type Result struct {
 	Arrived, Finished, Rejected int64
+	Deferrals                   int64
 	Preemptions                 int64
+	RecomputeTokens             int64   // tokens whose KV was dropped by recompute preemptions
+	SwapOuts                    int64   // preemptions by swap
+	SwapOutSeconds              float64 // host-link time spent swapping out
+	SwapInSeconds               float64 // and in
+	PromptTokensAdmitted        int64   // prompt tokens of first admissions
+	PrefixHitTokens             int64   // prompt tokens served from the prefix cache
 	Steps                       int64
 	Events                      uint64
 	End                         sim.Time // time of the last event
 }
 
-// World is the serving world of one run: the engine, the arrival stream and
-// the instances.
+// World is the serving world of one run: the engine, the arrival stream,
+// the router and the instances. It implements policies.RouteView.
 type World struct {
-	eng         sim.Engine
-	src         workload.Source
-	coll        *metrics.Collector
-	sink        Sink
-	inst        []*Instance
-	free        []*request
-	next        workload.Request
-	arriveEv    *sim.Event
-	rec         metrics.Record
-	step        metrics.Step
-	err         error
-	res         Result
-	preemptions int64
-	inFlight    int64
+	eng      sim.Engine
+	src      workload.Source
+	cfg      Config
+	coll     *metrics.Collector
+	sink     Sink
+	inst     []*Instance
+	free     []*request
+	next     workload.Request
+	arriveEv *sim.Event
+	rec      metrics.Record
+	step     metrics.Step
+	err      error
+	res      Result
+	inFlight int64
+
+	predict  *rand.Rand
+	snap     []policies.InstanceState
+	snapAt   sim.Time
+	snapped  bool
+	routeReq *request // the request being routed (for PrefixMatch)
 }
 
 // Validate checks an instance configuration.
@@ -74,6 +112,12 @@ func (c *InstanceConfig) Validate() error {
 		return fmt.Errorf("serve: max_num_seqs %d: must be > 0", c.Limits.MaxNumSeqs)
 	case c.Limits.MaxNumBatchedTokens <= 0:
 		return fmt.Errorf("serve: max_num_batched_tokens %d: must be > 0", c.Limits.MaxNumBatchedTokens)
+	case c.Preempt != "" && c.Preempt != PreemptRecompute && c.Preempt != PreemptSwap:
+		return fmt.Errorf("serve: preemption %q: want %s or %s", c.Preempt, PreemptRecompute, PreemptSwap)
+	case c.Victim != "" && c.Victim != VictimNewest && c.Victim != VictimLowestPriority:
+		return fmt.Errorf("serve: victim %q: want %s or %s", c.Victim, VictimNewest, VictimLowestPriority)
+	case c.Preempt == PreemptSwap && !(c.HostBW > 0 && c.KVBytesPerToken > 0 && c.SwapSpace >= 0):
+		return fmt.Errorf("serve: swap preemption needs host bandwidth > 0, KV bytes per token > 0 and swap space ≥ 0")
 	}
 	return nil
 }
@@ -88,8 +132,30 @@ func Run(cfg Config) (Result, error) {
 	if cfg.Source == nil || cfg.Collector == nil {
 		return Result{}, fmt.Errorf("serve: config needs a workload source and a collector")
 	}
-	w := &World{src: cfg.Source, coll: cfg.Collector, sink: cfg.Sink}
-	w.inst = append(w.inst, newInstance(0, cfg.Instance, w))
+	if cfg.Replicas == 0 {
+		cfg.Replicas = 1
+	}
+	if cfg.Replicas < 0 {
+		return Result{}, fmt.Errorf("serve: %d replicas", cfg.Replicas)
+	}
+	if cfg.Router == nil {
+		cfg.Router = &policies.RoundRobin{}
+	}
+	if cfg.Scheduler == nil {
+		cfg.Scheduler = policies.FCFS{}
+	}
+	if cfg.Admission == nil {
+		cfg.Admission = policies.AdmitAll{}
+	}
+	if !(cfg.PredictError >= 0) || math.IsInf(cfg.PredictError, 0) {
+		return Result{}, fmt.Errorf("serve: predictor error σ %v: must be ≥ 0", cfg.PredictError)
+	}
+	w := &World{src: cfg.Source, cfg: cfg, coll: cfg.Collector, sink: cfg.Sink}
+	w.predict = rand.New(rand.NewPCG(cfg.Seed, StreamPredictor))
+	for i := range cfg.Replicas {
+		w.inst = append(w.inst, newInstance(i, cfg.Instance, w))
+	}
+	w.snap = make([]policies.InstanceState, cfg.Replicas)
 	w.arriveEv = sim.NewEvent(prioArrival, sim.HandlerFunc(w.arrive))
 	if w.src.Next(&w.next) {
 		w.eng.ScheduleEvent(w.arriveEv, w.next.Arrival)
@@ -99,10 +165,9 @@ func Run(cfg Config) (Result, error) {
 	if w.err != nil {
 		return w.res, w.err
 	}
-	if e, ok := w.src.(interface{ Err() error }); ok && e.Err() != nil {
-		return w.res, e.Err()
+	if err := workload.SourceErr(w.src); err != nil {
+		return w.res, err
 	}
-	w.res.Preemptions = w.preemptions
 	w.res.Events = w.eng.Fired()
 	w.res.End = w.eng.Now()
 	if w.inFlight != 0 || w.res.Arrived != w.res.Finished+w.res.Rejected {
@@ -112,11 +177,27 @@ func Run(cfg Config) (Result, error) {
 	return w.res, nil
 }
 
-// arrive takes the pending arrival, hands it to an instance and schedules
+// arrive takes the pending arrival, offers it to the cluster and schedules
 // the next one.
 func (w *World) arrive(now sim.Time) {
+	q := &w.next
 	r := w.alloc()
-	*r = request{id: w.next.ID, arrival: now, prompt: w.next.PromptTokens, output: w.next.OutputTokens, hidx: -1}
+	r.id, r.arrival, r.prompt, r.output = q.ID, now, q.PromptTokens, q.OutputTokens
+	r.class, r.ttftSLO, r.tpotSLO = q.Class, q.TTFTSLO, q.TPOTSLO
+	if r.ttftSLO == 0 {
+		r.ttftSLO = w.cfg.TTFTSLO
+	}
+	if r.ttftSLO > 0 {
+		r.deadline = now + r.ttftSLO
+	}
+	if len(q.Prefix) > 0 && q.PrefixBlockTokens > 0 && q.PrefixBlockTokens%w.cfg.Instance.BlockSize == 0 {
+		r.hashes = append(r.hashes, q.Prefix...)
+		r.unitToks = q.PrefixBlockTokens
+	}
+	r.predOut = r.output
+	if w.cfg.PredictError > 0 {
+		r.predOut = max(1, int(math.Round(float64(r.output)*math.Exp(w.cfg.PredictError*w.predict.NormFloat64()))))
+	}
 	w.res.Arrived++
 	if w.src.Next(&w.next) {
 		if w.next.Arrival < now {
@@ -126,17 +207,89 @@ func (w *World) arrive(now sim.Time) {
 		}
 		w.eng.ScheduleEvent(w.arriveEv, w.next.Arrival)
 	}
-	in := w.inst[0]
+	w.inFlight++
+	w.offer(r, now)
+}
+
+// offer routes a request and asks admission control; it is called again for
+// a deferred request.
+func (w *World) offer(r *request, now sim.Time) {
+	item := policies.QueueItem{ID: r.id, Arrival: r.arrival, Prompt: r.prompt, PredictedOutput: r.predOut, Deadline: r.deadline, Class: r.class}
+	i := 0
+	if len(w.inst) > 1 {
+		w.routeReq = r
+		i = w.cfg.Router.Route(w, item)
+		w.routeReq = nil
+		if i < 0 || i >= len(w.inst) {
+			panic(fmt.Sprintf("serve: router %s chose instance %d of %d", w.cfg.Router.Name(), i, len(w.inst)))
+		}
+	}
+	in := w.inst[i]
 	if r.prompt < 1 || r.output < 1 {
-		w.reject(r, in.id, "empty-request")
+		w.reject(r, in.id, RejectEmpty)
 		return
 	}
 	if reason := in.admitCheck(r); reason != "" {
 		w.reject(r, in.id, reason)
 		return
 	}
-	w.inFlight++
-	in.enqueue(r, now)
+	v := w.cfg.Admission.Admit(in, item)
+	switch {
+	case v.Admit:
+		r.key = w.cfg.Scheduler.Key(item)
+		in.enqueue(r, now)
+	case v.RetryAt > now:
+		r.deferrals++
+		w.res.Deferrals++
+		w.eng.Schedule(v.RetryAt, prioArrival, sim.HandlerFunc(func(t sim.Time) { w.offer(r, t) }))
+	default:
+		reason := v.Reason
+		if reason == "" {
+			reason = "rejected-by-" + w.cfg.Admission.Name()
+		}
+		w.reject(r, in.id, reason)
+	}
+}
+
+// policies.RouteView.
+
+// Instances returns the number of instances.
+func (w *World) Instances() int { return len(w.inst) }
+
+// State returns instance i's state as the router sees it: current, or as
+// of the last refresh when a staleness interval is set.
+func (w *World) State(i int) policies.InstanceState {
+	if w.cfg.RouterStaleness == 0 {
+		return w.inst[i].state()
+	}
+	now := w.eng.Now()
+	if !w.snapped || now-w.snapAt >= w.cfg.RouterStaleness {
+		for j, in := range w.inst {
+			w.snap[j] = in.state()
+		}
+		w.snapAt, w.snapped = now, true
+	}
+	return w.snap[i]
+}
+
+// PrefixMatch returns the leading prefix units of the request being routed
+// that instance i has cached (always current: a router asks the cache).
+func (w *World) PrefixMatch(i int) int {
+	in, r := w.inst[i], w.routeReq
+	if in.cache == nil || r == nil || r.unitToks == 0 {
+		return 0
+	}
+	return in.cache.match(r.hashes, len(r.hashes))
+}
+
+var _ policies.RouteView = (*World)(nil)
+
+func (in *Instance) state() policies.InstanceState {
+	return policies.InstanceState{
+		Outstanding: in.outstanding,
+		Waiting:     in.waiting.len() + in.swapped.len(),
+		KVUse:       float64(in.cfg.Blocks-in.FreeBlocks()) / float64(in.cfg.Blocks),
+	}
 }
 
 func (w *World) alloc() *request {
@@ -145,22 +298,28 @@ func (w *World) alloc() *request {
 		w.free = w.free[:n-1]
 		return r
 	}
-	return new(request)
+	return &request{hidx: -1}
 }
 
 func (w *World) reject(r *request, inst int, reason string) {
 	w.rec = metrics.Record{ID: r.id, Instance: inst, Arrival: r.arrival, PromptTokens: r.prompt, OutputTokens: r.output, Rejected: reason}
 	w.res.Rejected++
+	w.inFlight--
 	w.emit()
+	r.reset()
 	w.free = append(w.free, r)
 }
 
-// addRecord records a finished request and recycles it.
-func (w *World) addRecord(r *request) {
+// finish records a finished request and recycles it.
+func (w *World) finish(r *request, inst int, now sim.Time) {
+	w.rec = metrics.Record{
+		ID: r.id, Instance: inst, Arrival: r.arrival, FirstToken: r.firstToken, Finish: now,
+		PromptTokens: r.prompt, OutputTokens: r.generated, Preemptions: r.preemptions,
+	}
 	w.res.Finished++
 	w.inFlight--
 	w.emit()
-	*r = request{}
+	r.reset()
 	w.free = append(w.free, r)
 }
 

@@ -348,6 +348,7 @@ func (in *Instance) allocate(n int) {
 			break
 		}
 		in.usedBlocks -= freed
+		in.w.res.PrefixEvictions++
 	}
 	in.usedBlocks += n
 	if in.usedBlocks > in.cfg.Blocks {

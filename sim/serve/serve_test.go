@@ -42,18 +42,21 @@ type recorder struct {
 	t       *testing.T
 	recs    []metrics.Record
 	steps   []metrics.Step
-	lastEnd sim.Time
+	lastEnd map[int]sim.Time // per instance
 }
 
 func (r *recorder) Record(x *metrics.Record) error { r.recs = append(r.recs, *x); return nil }
 func (r *recorder) Step(s *metrics.Step) error {
-	if s.Start < r.lastEnd {
-		r.t.Fatalf("iteration starts at %v before the previous one ended at %v: time went backwards", s.Start, r.lastEnd)
+	if r.lastEnd == nil {
+		r.lastEnd = map[int]sim.Time{}
+	}
+	if s.Start < r.lastEnd[s.Instance] {
+		r.t.Fatalf("instance %d: iteration starts at %v before the previous one ended at %v: time went backwards", s.Instance, s.Start, r.lastEnd[s.Instance])
 	}
 	if s.KVBlocksUsed > s.KVBlocksTotal {
 		r.t.Fatalf("KV blocks used %d > capacity %d", s.KVBlocksUsed, s.KVBlocksTotal)
 	}
-	r.lastEnd = s.Start + s.Duration
+	r.lastEnd[s.Instance] = s.Start + s.Duration
 	r.steps = append(r.steps, *s)
 	return nil
 }

@@ -67,6 +67,7 @@ type Result struct {
 	SwapInSeconds               float64 // and in
 	PromptTokensAdmitted        int64   // prompt tokens of first admissions
 	PrefixHitTokens             int64   // prompt tokens served from the prefix cache
+	PrefixEvictions             int64   // cached prefix units evicted
 	Steps                       int64
 	Events                      uint64
 	End                         sim.Time // time of the last event
@@ -215,14 +216,11 @@ func (w *World) arrive(now sim.Time) {
 // a deferred request.
 func (w *World) offer(r *request, now sim.Time) {
 	item := policies.QueueItem{ID: r.id, Arrival: r.arrival, Prompt: r.prompt, PredictedOutput: r.predOut, Deadline: r.deadline, Class: r.class}
-	i := 0
-	if len(w.inst) > 1 {
-		w.routeReq = r
-		i = w.cfg.Router.Route(w, item)
-		w.routeReq = nil
-		if i < 0 || i >= len(w.inst) {
-			panic(fmt.Sprintf("serve: router %s chose instance %d of %d", w.cfg.Router.Name(), i, len(w.inst)))
-		}
+	w.routeReq = r
+	i := w.cfg.Router.Route(w, item)
+	w.routeReq = nil
+	if i < 0 || i >= len(w.inst) {
+		panic(fmt.Sprintf("serve: router %s chose instance %d of %d", w.cfg.Router.Name(), i, len(w.inst)))
 	}
 	in := w.inst[i]
 	if r.prompt < 1 || r.output < 1 {

@@ -17,6 +17,7 @@ const (
 	StreamArrivals uint64 = 1
 	StreamPrompt   uint64 = 2
 	StreamOutput   uint64 = 3
+	StreamPrefix   uint64 = 4
 )
 
 // MaxTokens is the largest length a Synthetic workload yields when no
@@ -51,7 +52,18 @@ type Synthetic struct {
 	Seed      uint64
 	MaxPrompt int // clamp for prompt lengths; 0 = none
 	MaxOutput int // clamp for output lengths; 0 = none
+
+	// SharedPrefix models shared system prompts: each request picks one of
+	// PrefixGroups groups uniformly (its own stream) and its prompt is the
+	// group's SharedPrefix tokens followed by a sampled Prompt length. The
+	// prefix's full blocks of PrefixBlockTokens (default 256) carry hashes
+	// unique to the group, for prefix caching. 0 = no shared prefix.
+	SharedPrefix, PrefixGroups, PrefixBlockTokens int
 }
+
+// DefaultPrefixBlockTokens is the hash-block size of synthetic shared
+// prefixes when none is given.
+const DefaultPrefixBlockTokens = 256
 
 // Validate reports whether s describes a valid, finite workload.
 func (s Synthetic) Validate() error {
@@ -73,6 +85,10 @@ func (s Synthetic) Validate() error {
 		return fmt.Errorf("workload: synthetic: max prompt %d: must be >= 0 (0 = no limit)", s.MaxPrompt)
 	case s.MaxOutput < 0:
 		return fmt.Errorf("workload: synthetic: max output %d: must be >= 0 (0 = no limit)", s.MaxOutput)
+	case s.SharedPrefix < 0 || s.PrefixGroups < 0 || s.PrefixBlockTokens < 0:
+		return fmt.Errorf("workload: synthetic: shared prefix %d, groups %d, block tokens %d: must be >= 0", s.SharedPrefix, s.PrefixGroups, s.PrefixBlockTokens)
+	case s.SharedPrefix > 0 && s.PrefixGroups == 0:
+		return errors.New("workload: synthetic: a shared prefix needs prefix groups ≥ 1")
 	}
 	return nil
 }
@@ -92,7 +108,7 @@ func (s Synthetic) Source() (Source, error) {
 	if maxO == 0 {
 		maxO = MaxTokens
 	}
-	return &synthSource{
+	src := &synthSource{
 		arrivals:  rand.New(rand.NewPCG(s.Seed, StreamArrivals)),
 		prompts:   rand.New(rand.NewPCG(s.Seed, StreamPrompt)),
 		outputs:   rand.New(rand.NewPCG(s.Seed, StreamOutput)),
@@ -103,7 +119,33 @@ func (s Synthetic) Source() (Source, error) {
 		until:     s.Duration,
 		maxPrompt: maxP,
 		maxOutput: maxO,
-	}, nil
+	}
+	if s.SharedPrefix > 0 {
+		bt := s.PrefixBlockTokens
+		if bt == 0 {
+			bt = DefaultPrefixBlockTokens
+		}
+		src.prefixRand = rand.New(rand.NewPCG(s.Seed, StreamPrefix))
+		src.prefixTokens, src.blockTokens = s.SharedPrefix, bt
+		src.groups = make([][]uint64, s.PrefixGroups)
+		for g := range src.groups {
+			h := make([]uint64, s.SharedPrefix/bt)
+			for j := range h {
+				h[j] = splitmix(uint64(g)<<32 | uint64(j))
+			}
+			src.groups[g] = h
+		}
+	}
+	return src, nil
+}
+
+// splitmix is SplitMix64's finalizer: distinct inputs give distinct,
+// well-spread hashes.
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
 }
 
 // maxSeconds is the largest time in seconds sim.FromSeconds accepts.
@@ -116,6 +158,9 @@ type synthSource struct {
 	count                      int64    // 0 = none
 	until                      sim.Time // 0 = none
 	maxPrompt, maxOutput       int
+	prefixRand                 *rand.Rand
+	groups                     [][]uint64 // per group, its prefix's block hashes
+	prefixTokens, blockTokens  int
 	next                       int64   // ID of the next request
 	t                          float64 // sum of gaps so far, seconds
 	done                       bool
@@ -148,6 +193,11 @@ func (s *synthSource) Next(r *Request) bool {
 		Arrival:      at,
 		PromptTokens: tokens(s.prompt.Sample(s.prompts), s.maxPrompt),
 		OutputTokens: tokens(s.output.Sample(s.outputs), s.maxOutput),
+	}
+	if s.groups != nil {
+		g := s.prefixRand.IntN(len(s.groups))
+		r.PromptTokens += s.prefixTokens
+		r.Prefix, r.PrefixBlockTokens = s.groups[g], s.blockTokens
 	}
 	s.next++
 	return true

@@ -369,3 +369,26 @@ func BenchmarkSourceNext(b *testing.B) {
 		})
 	}
 }
+
+// Shared prefixes: every prompt is the 1,000-token prefix plus its sampled
+// part, the hashes are the prefix's 3 full 256-token blocks, equal within a
+// group and different across groups, and arrivals are unchanged (the group
+// draw has its own stream).
+func TestSharedPrefix(t *testing.T) {
+	base := Synthetic{Arrival: Arrival{Rate: 5}, Prompt: Constant{Value: 10}, Output: Constant{Value: 3}, Count: 200, Seed: 3}
+	with := base
+	with.SharedPrefix, with.PrefixGroups = 1000, 4
+	a, _ := base.Source()
+	b, _ := with.Source()
+	var ra, rb Request
+	groups := map[uint64]bool{}
+	for a.Next(&ra) && b.Next(&rb) {
+		if ra.Arrival != rb.Arrival || rb.PromptTokens != 1010 || len(rb.Prefix) != 3 || rb.PrefixBlockTokens != 256 {
+			t.Fatalf("request %d: %+v vs %+v", ra.ID, ra, rb)
+		}
+		groups[rb.Prefix[0]] = true
+	}
+	if len(groups) != 4 {
+		t.Fatalf("%d distinct prefixes, want 4", len(groups))
+	}
+}

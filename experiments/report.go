@@ -34,13 +34,20 @@ type InstanceInfo struct {
 
 // Counts are the run's conservation counts.
 type Counts struct {
-	Arrived     int64   `json:"arrived"`
-	Finished    int64   `json:"finished"`
-	Rejected    int64   `json:"rejected"`
-	Preemptions int64   `json:"preemptions"`
-	Steps       int64   `json:"steps"`
-	Events      uint64  `json:"events"`
-	EndS        float64 `json:"end_s"`
+	Arrived         int64   `json:"arrived"`
+	Finished        int64   `json:"finished"`
+	Rejected        int64   `json:"rejected"`
+	Deferrals       int64   `json:"deferrals"`
+	Preemptions     int64   `json:"preemptions"`
+	RecomputeTokens int64   `json:"recompute_tokens"`
+	SwapOuts        int64   `json:"swap_outs"`
+	SwapSeconds     float64 `json:"swap_s"`
+	PrefixHitTokens int64   `json:"prefix_hit_tokens"`
+	PrefixHitRate   float64 `json:"prefix_hit_rate"`
+	PrefixEvictions int64   `json:"prefix_evictions"`
+	Steps           int64   `json:"steps"`
+	Events          uint64  `json:"events"`
+	EndS            float64 `json:"end_s"`
 }
 
 func (r *Report) instanceInfo() InstanceInfo {
@@ -58,11 +65,8 @@ func (r *Report) summaryJSON() SummaryFile {
 	return SummaryFile{
 		Scenario: r.Plan.Scenario,
 		Instance: r.instanceInfo(),
-		Counts: Counts{
-			Arrived: r.Result.Arrived, Finished: r.Result.Finished, Rejected: r.Result.Rejected,
-			Preemptions: r.Result.Preemptions, Steps: r.Result.Steps, Events: r.Result.Events, EndS: r.Result.End.Seconds(),
-		},
-		Metrics: r.Summary,
+		Counts:   r.counts(),
+		Metrics:  r.Summary,
 	}
 }
 
@@ -77,15 +81,66 @@ func (p *Plan) Describe(w io.Writer) error {
 	_, err := fmt.Fprintf(w,
 		"Scenario %q: %s (%s weights, %s KV) on %d× %s, TP %d; %s batching, max_num_seqs %d, max_num_batched_tokens %d.\n"+
 			"KV cache: %d blocks of %d tokens (%d tokens, %.1f GB per GPU; weights %.1f GB per GPU).\n"+
+			"Policies: %d replica(s), router %s, scheduler %s, admission %s, preemption %s (victim %s), prefix caching %v.\n"+
 			"Workload: %s, %s arrivals at %g req/s, prompt %s, output %s, seed %d.\n",
 		s.Name, p.Model.Name, p.Parallel.Weights, p.Parallel.KV, p.Parallel.TP, p.GPU.Name, p.Parallel.TP,
 		p.Batcher.Name(), p.Limits.MaxNumSeqs, p.Limits.MaxNumBatchedTokens,
 		p.Memory.Blocks, p.Memory.BlockSize, p.Memory.Blocks*p.Memory.BlockSize, p.Memory.KVBytesPerGPU/1e9, p.Memory.WeightBytesPerGPU/1e9,
+		p.Replicas, s.Router.Policy, s.Scheduler.Policy, s.Admission.Policy, s.Batch.Preemption, s.Batch.Victim, s.Batch.PrefixCaching,
 		n, wl.Arrival, wl.Rate, wl.Prompt, wl.Output, s.Seed)
 	return err
 }
 
-// WriteText writes the run's summary, laid out like vLLM's bench serve.
+// WriteText writes the run's summary, laid out like vLLM's bench serve,
+// then what the engine's policies did (when they did anything).
 func (r *Report) WriteText(w io.Writer) error {
-	return r.Summary.WriteText(w, fmt.Sprintf("%s on %d× %s", r.Plan.Model.Name, r.Plan.Parallel.TP, r.Plan.GPU.Name))
+	title := fmt.Sprintf("%s on %d× %s", r.Plan.Model.Name, r.Plan.Parallel.TP, r.Plan.GPU.Name)
+	if r.Plan.Replicas > 1 {
+		title = fmt.Sprintf("%s on %d × %d× %s", r.Plan.Model.Name, r.Plan.Replicas, r.Plan.Parallel.TP, r.Plan.GPU.Name)
+	}
+	if err := r.Summary.WriteText(w, title); err != nil {
+		return err
+	}
+	return r.writeEngineCounts(w)
+}
+
+func (r *Report) counts() Counts {
+	res := r.Result
+	c := Counts{
+		Arrived: res.Arrived, Finished: res.Finished, Rejected: res.Rejected, Deferrals: res.Deferrals,
+		Preemptions: res.Preemptions, RecomputeTokens: res.RecomputeTokens, SwapOuts: res.SwapOuts,
+		SwapSeconds: res.SwapOutSeconds + res.SwapInSeconds, PrefixHitTokens: res.PrefixHitTokens,
+		PrefixEvictions: res.PrefixEvictions, Steps: res.Steps, Events: res.Events, EndS: res.End.Seconds(),
+	}
+	if res.PromptTokensAdmitted > 0 {
+		c.PrefixHitRate = float64(res.PrefixHitTokens) / float64(res.PromptTokensAdmitted)
+	}
+	return c
+}
+
+// writeEngineCounts prints what the engine's policies did, when they did
+// anything, in the summary's "{:<40} {:<10}" layout.
+func (r *Report) writeEngineCounts(w io.Writer) error {
+	c := r.counts()
+	var err error
+	line := func(label string, v any) {
+		if err == nil {
+			_, err = fmt.Fprintf(w, "%-40s %-10v\n", label, v)
+		}
+	}
+	if c.Deferrals > 0 {
+		line("Admission deferrals:", c.Deferrals)
+	}
+	if c.RecomputeTokens > 0 {
+		line("Tokens recomputed after preemption:", c.RecomputeTokens)
+	}
+	if c.SwapOuts > 0 {
+		line("Swap-outs:", c.SwapOuts)
+		line("Swap transfer time (s):", fmt.Sprintf("%.2f", c.SwapSeconds))
+	}
+	if r.Plan.Scenario.Batch.PrefixCaching {
+		line("Prefix cache hit rate (% of prompt):", fmt.Sprintf("%.2f", 100*c.PrefixHitRate))
+		line("Prefix cache evictions (units):", c.PrefixEvictions)
+	}
+	return err
 }

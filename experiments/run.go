@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 
@@ -37,6 +38,8 @@ type Plan struct {
 	MaxModelLen int
 	Workload    workload.Synthetic
 	SLO         metrics.SLO
+	Replicas    int
+	Serve       serve.Config // policies and engine settings; Source and Collector are set per run
 }
 
 // fieldError names the scenario field (and the flag that sets it).
@@ -124,25 +127,29 @@ func (s Scenario) Resolve() (*Plan, error) {
 	if b.Policy == "" {
 		b.Policy = "chunked"
 	}
-	switch b.Policy {
-	case "chunked":
-		p.Batcher = policies.Chunked{}
-		if b.MaxNumBatchedTokens == 0 {
-			b.MaxNumBatchedTokens = 8192
-		}
-	case "prefill-first":
-		p.Batcher = policies.PrefillFirst{}
+	if b.Refill < 0 {
+		return nil, fieldError("batch.refill", "refill", "%d must be ≥ 0", b.Refill)
+	}
+	if !(b.MaxWaitMs >= 0) || math.IsInf(b.MaxWaitMs, 0) {
+		return nil, fieldError("batch.max_wait_ms", "max-wait-ms", "%g must be ≥ 0", b.MaxWaitMs)
+	}
+	var ok bool
+	p.Batcher, ok = policies.ByName(b.Policy, policies.BatchParams{Refill: b.Refill, MaxWait: sim.FromSeconds(b.MaxWaitMs / 1e3)})
+	if !ok {
+		return nil, fieldError("batch.policy", "policy", "unknown policy %q (known: %s)", b.Policy, policies.BatcherNames)
+	}
+	if _, whole := p.Batcher.(interface{ MaxPrompt(policies.Limits) int }); whole {
 		if b.MaxNumBatchedTokens == 0 {
 			// vLLM's default with chunked prefill off.
 			b.MaxNumBatchedTokens = max(b.MaxModelLen, 2048)
 		}
 		if b.MaxNumBatchedTokens < b.MaxModelLen {
 			return nil, fieldError("batch.max_num_batched_tokens", "max-num-batched-tokens",
-				"%d is smaller than max_model_len %d: with chunked prefill off a whole prompt must fit one iteration (as vLLM requires); raise it, lower max_model_len, or use policy \"chunked\"",
+				"%d is smaller than max_model_len %d: without chunked prefill a whole prompt must fit one iteration (as vLLM requires); raise it, lower max_model_len, or use policy \"chunked\"",
 				b.MaxNumBatchedTokens, b.MaxModelLen)
 		}
-	default:
-		return nil, fieldError("batch.policy", "policy", "unknown policy %q (known: chunked, prefill-first)", b.Policy)
+	} else if b.MaxNumBatchedTokens == 0 {
+		b.MaxNumBatchedTokens = 8192
 	}
 	if b.MaxNumBatchedTokens < 0 {
 		return nil, fieldError("batch.max_num_batched_tokens", "max-num-batched-tokens", "%d must be > 0", b.MaxNumBatchedTokens)
@@ -220,8 +227,88 @@ func (s Scenario) Resolve() (*Plan, error) {
 		}
 		*f.dst = sim.FromSeconds(f.v / 1e3)
 	}
+	if err := s.resolveServe(p); err != nil {
+		return nil, err
+	}
 	p.Scenario = s
 	return p, nil
+}
+
+// resolveServe checks the policy sections and fills p.Serve.
+func (s *Scenario) resolveServe(p *Plan) error {
+	if s.Replicas == 0 {
+		s.Replicas = 1
+	}
+	if s.Replicas < 0 {
+		return fieldError("replicas", "replicas", "%d must be ≥ 1", s.Replicas)
+	}
+	p.Replicas = s.Replicas
+	b := &s.Batch
+	if b.Preemption == "" {
+		b.Preemption = serve.PreemptRecompute
+	}
+	if b.Preemption != serve.PreemptRecompute && b.Preemption != serve.PreemptSwap {
+		return fieldError("batch.preemption", "preemption", "%q: want recompute or swap", b.Preemption)
+	}
+	if b.Victim == "" {
+		b.Victim = serve.VictimNewest
+	}
+	if b.Victim != serve.VictimNewest && b.Victim != serve.VictimLowestPriority {
+		return fieldError("batch.victim", "victim", "%q: want newest or lowest-priority", b.Victim)
+	}
+	if b.SwapSpaceGB == 0 {
+		b.SwapSpaceGB = 4 * 1.073741824 // vLLM's default swap_space of 4 GiB per GPU
+	}
+	if !(b.SwapSpaceGB >= 0) || math.IsInf(b.SwapSpaceGB, 0) {
+		return fieldError("batch.swap_space_gb", "swap-space-gb", "%g must be ≥ 0", b.SwapSpaceGB)
+	}
+	sc := &s.Scheduler
+	if sc.Policy == "" {
+		sc.Policy = "fcfs"
+	}
+	sched, err := policies.SchedulerByName(sc.Policy, sc.Priorities)
+	if err != nil {
+		return fieldError("scheduler.policy", "scheduler", "%v", err)
+	}
+	if !(sc.PredictError >= 0) || math.IsInf(sc.PredictError, 0) {
+		return fieldError("scheduler.predict_error", "predict-error", "%g must be ≥ 0", sc.PredictError)
+	}
+	ad := &s.Admission
+	if ad.Policy == "" {
+		ad.Policy = "none"
+	}
+	adm, err := policies.AdmissionByName(ad.Policy, policies.AdmissionParams{QueueCap: ad.QueueCap, Rate: ad.Rate, Burst: ad.Burst, Defer: ad.Defer})
+	if err != nil {
+		return fieldError("admission.policy", "admission", "%v", err)
+	}
+	rt := &s.Router
+	if rt.Policy == "" {
+		rt.Policy = "round-robin"
+	}
+	router, err := policies.RouterByName(rt.Policy, rand.New(rand.NewPCG(s.Seed, serve.StreamRouting)))
+	if err != nil {
+		return fieldError("router.policy", "router", "%v", err)
+	}
+	if !(rt.StalenessMs >= 0) || math.IsInf(rt.StalenessMs, 0) {
+		return fieldError("router.staleness_ms", "router-staleness-ms", "%g must be ≥ 0", rt.StalenessMs)
+	}
+	if s.Workload.SharedPrefix < 0 || s.Workload.PrefixGroups < 0 || (s.Workload.SharedPrefix > 0 && s.Workload.PrefixGroups == 0) {
+		return fieldError("workload.prefix_groups", "prefix-groups", "shared_prefix_tokens %d with prefix_groups %d: both ≥ 0, and groups ≥ 1 when a prefix is set",
+			s.Workload.SharedPrefix, s.Workload.PrefixGroups)
+	}
+	p.Workload.SharedPrefix, p.Workload.PrefixGroups = s.Workload.SharedPrefix, s.Workload.PrefixGroups
+	p.Serve = serve.Config{
+		Instance: serve.InstanceConfig{
+			Step: p.Step, Blocks: p.Memory.Blocks, BlockSize: p.Memory.BlockSize, Limits: p.Limits,
+			Batcher: p.Batcher, MaxModelLen: p.MaxModelLen,
+			Preempt: b.Preemption, Victim: b.Victim, HostBW: p.GPU.HostBW, SwapSpace: b.SwapSpaceGB * 1e9,
+			KVBytesPerToken: p.Memory.KVBytesPerTokenPerGPU, PrefixCache: b.PrefixCaching,
+		},
+		Replicas: s.Replicas, Router: router, Scheduler: sched, Admission: adm,
+		RouterStaleness: sim.FromSeconds(rt.StalenessMs / 1e3), PredictError: sc.PredictError,
+		TTFTSLO: p.SLO.TTFT, Seed: s.Seed,
+	}
+	return nil
 }
 
 func (s Scenario) path(p string) string {
@@ -247,18 +334,14 @@ func Run(p *Plan, outDir string) (*Report, error) {
 		return nil, err
 	}
 	coll := metrics.NewCollector(p.SLO)
-	coll.SetPeak(0, p.GPU.PeakFLOPS(p.Parallel.Weights), p.GPU.MemBW)
-	cfg := serve.Config{
-		Instance: serve.InstanceConfig{
-			Step:        p.Step,
-			Blocks:      p.Memory.Blocks,
-			BlockSize:   p.Memory.BlockSize,
-			Limits:      p.Limits,
-			Batcher:     p.Batcher,
-			MaxModelLen: p.MaxModelLen,
-		},
-		Source:    src,
-		Collector: coll,
+	for i := range p.Replicas {
+		coll.SetPeak(i, p.GPU.PeakFLOPS(p.Parallel.Weights), p.GPU.MemBW)
+	}
+	cfg := p.Serve
+	cfg.Source, cfg.Collector = src, coll
+	// Stateful policies start fresh in every run of the plan.
+	if err := p.Scenario.freshPolicies(&cfg); err != nil {
+		return nil, err
 	}
 	var files *fileSink
 	if outDir != "" {
@@ -376,4 +459,16 @@ func errorsJoin(a, b error) error {
 		return a
 	}
 	return b
+}
+
+// freshPolicies rebuilds the stateful policies (router, admission) so that
+// running one plan twice gives identical results.
+func (s Scenario) freshPolicies(cfg *serve.Config) error {
+	var err error
+	if cfg.Router, err = policies.RouterByName(s.Router.Policy, rand.New(rand.NewPCG(s.Seed, serve.StreamRouting))); err != nil {
+		return err
+	}
+	ad := s.Admission
+	cfg.Admission, err = policies.AdmissionByName(ad.Policy, policies.AdmissionParams{QueueCap: ad.QueueCap, Rate: ad.Rate, Burst: ad.Burst, Defer: ad.Defer})
+	return err
 }

@@ -27,10 +27,15 @@ type Scenario struct {
 	ModelsFile string `toml:"models_file" json:"models_file"` // extra models (TOML), relative to the scenario file
 	GPUsFile   string `toml:"gpus_file" json:"gpus_file"`     // extra GPUs (TOML), relative to the scenario file
 
-	Workload Workload `toml:"workload" json:"workload"`
-	Batch    Batch    `toml:"batch" json:"batch"`
-	SLO      SLO      `toml:"slo" json:"slo"`
-	Hardware Hardware `toml:"hardware" json:"hardware"`
+	Replicas int `toml:"replicas" json:"replicas"` // identical instances behind the router
+
+	Workload  Workload  `toml:"workload" json:"workload"`
+	Batch     Batch     `toml:"batch" json:"batch"`
+	Scheduler Scheduler `toml:"scheduler" json:"scheduler"`
+	Admission Admission `toml:"admission" json:"admission"`
+	Router    Router    `toml:"router" json:"router"`
+	SLO       SLO       `toml:"slo" json:"slo"`
+	Hardware  Hardware  `toml:"hardware" json:"hardware"`
 
 	dir string // directory of the scenario file, for relative paths
 }
@@ -44,6 +49,10 @@ type Workload struct {
 	DurationS  float64 `toml:"duration_s" json:"duration_s"` // or: arrivals within this many seconds
 	Prompt     string  `toml:"prompt" json:"prompt"`         // length distribution, e.g. "lognormal:6.5,0.8"
 	Output     string  `toml:"output" json:"output"`
+	// Shared system prompts: each request starts with one of PrefixGroups
+	// prefixes of SharedPrefix tokens (for prefix caching).
+	SharedPrefix int `toml:"shared_prefix_tokens" json:"shared_prefix_tokens"`
+	PrefixGroups int `toml:"prefix_groups" json:"prefix_groups"`
 }
 
 // Batch holds the batching policy and its limits (vLLM's names).
@@ -54,6 +63,34 @@ type Batch struct {
 	MaxModelLen         int     `toml:"max_model_len" json:"max_model_len"` // 0: the model's context length
 	BlockSize           int     `toml:"block_size" json:"block_size"`
 	GPUMemUtil          float64 `toml:"gpu_memory_utilization" json:"gpu_memory_utilization"`
+	Refill              int     `toml:"refill" json:"refill"`                 // decode-first: admit below this many decodes
+	MaxWaitMs           float64 `toml:"max_wait_ms" json:"max_wait_ms"`       // dynamic: batch-formation delay
+	PrefixCaching       bool    `toml:"prefix_caching" json:"prefix_caching"` // reuse cached KV of shared prefixes
+	Preemption          string  `toml:"preemption" json:"preemption"`         // recompute | swap
+	Victim              string  `toml:"victim" json:"victim"`                 // newest | lowest-priority
+	SwapSpaceGB         float64 `toml:"swap_space_gb" json:"swap_space_gb"`   // host memory for swapped KV per GPU (default 4, vLLM's)
+}
+
+// Scheduler orders each instance's waiting queue.
+type Scheduler struct {
+	Policy       string         `toml:"policy" json:"policy"`               // fcfs | sjf | sjf-predicted | edf | priority
+	PredictError float64        `toml:"predict_error" json:"predict_error"` // σ of the output-length predictor's lognormal error
+	Priorities   map[string]int `toml:"priorities" json:"priorities"`       // class → priority (lower first)
+}
+
+// Admission is admission control at each instance.
+type Admission struct {
+	Policy   string  `toml:"policy" json:"policy"` // none | queue-cap | token-bucket | slo-aware
+	QueueCap int     `toml:"queue_cap" json:"queue_cap"`
+	Rate     float64 `toml:"rate" json:"rate"` // token bucket: requests/s
+	Burst    float64 `toml:"burst" json:"burst"`
+	Defer    bool    `toml:"defer" json:"defer"` // hold back instead of rejecting
+}
+
+// Router spreads requests over the replicas.
+type Router struct {
+	Policy      string  `toml:"policy" json:"policy"` // round-robin | least-outstanding | least-kv | power-of-two | prefix-affinity
+	StalenessMs float64 `toml:"staleness_ms" json:"staleness_ms"`
 }
 
 // SLO holds latency objectives in milliseconds; 0 means not set.

@@ -50,7 +50,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&w.DurationS, "duration", 0, "or: seconds of arrivals")
 	fs.StringVar(&w.Prompt, "prompt-len", "", "prompt length distribution: constant:N, uniform:lo,hi, normal:mean,std, lognormal:mu,sigma")
 	fs.StringVar(&w.Output, "output-len", "", "output length distribution (same forms)")
-	fs.StringVar(&b.Policy, "policy", "", "batching: chunked (Sarathi/vLLM V1) or prefill-first (vLLM V0)")
+	fs.StringVar(&b.Policy, "policy", "", "batching: chunked (Sarathi/vLLM V1), prefill-first (vLLM V0), mixed (Orca), decode-first, static, dynamic")
 	chunked := fs.Bool("chunked-prefill", true, "chunked prefill on (policy chunked) or off (policy prefill-first)")
 	fs.IntVar(&b.MaxNumSeqs, "max-num-seqs", 0, "running requests at most (default 256)")
 	fs.IntVar(&b.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "tokens per iteration at most (default 8192 chunked; max(max_model_len, 2048) otherwise)")
@@ -61,6 +61,20 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&s.SLO.TPOTms, "slo-tpot", 0, "TPOT SLO in ms (0 = none)")
 	fs.Float64Var(&s.SLO.E2Ems, "slo-e2e", 0, "E2E latency SLO in ms (0 = none)")
 	fs.Float64Var(&s.Hardware.IterOverheadMs, "iteration-overhead-ms", 0, "per-iteration CPU overhead in ms (default 0.5)")
+	fs.IntVar(&s.Replicas, "replicas", 0, "identical instances behind the router (default 1)")
+	fs.StringVar(&s.Router.Policy, "router", "", "routing: round-robin, least-outstanding, least-kv, power-of-two, prefix-affinity")
+	fs.Float64Var(&s.Router.StalenessMs, "router-staleness-ms", 0, "how stale the router's view of the instances may be, in ms")
+	fs.StringVar(&s.Scheduler.Policy, "scheduler", "", "queue order: fcfs, sjf, sjf-predicted, edf, priority")
+	fs.Float64Var(&s.Scheduler.PredictError, "predict-error", 0, "σ of the output-length predictor's lognormal error (sjf-predicted)")
+	fs.StringVar(&s.Admission.Policy, "admission", "", "admission control: none, queue-cap, token-bucket, slo-aware")
+	fs.IntVar(&s.Admission.QueueCap, "queue-cap", 0, "queue-cap admission: most requests waiting")
+	fs.BoolVar(&s.Batch.PrefixCaching, "prefix-caching", false, "reuse the KV of shared prompt prefixes")
+	fs.StringVar(&s.Batch.Preemption, "preemption", "", "preemption when KV runs out: recompute or swap")
+	fs.StringVar(&s.Batch.Victim, "victim", "", "preemption victim: newest or lowest-priority")
+	fs.Float64Var(&s.Batch.MaxWaitMs, "max-wait-ms", 0, "dynamic batching: the longest a batch waits to fill")
+	fs.IntVar(&s.Batch.Refill, "refill", 0, "decode-first batching: admit prompts while fewer than this many requests decode")
+	fs.IntVar(&w.SharedPrefix, "shared-prefix-tokens", 0, "synthetic shared system prompt length")
+	fs.IntVar(&w.PrefixGroups, "prefix-groups", 0, "number of distinct shared system prompts")
 
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -146,6 +160,20 @@ var scenarioFlags = map[string]func(dst, src *experiments.Scenario){
 	"slo-tpot":               func(d, s *experiments.Scenario) { d.SLO.TPOTms = s.SLO.TPOTms },
 	"slo-e2e":                func(d, s *experiments.Scenario) { d.SLO.E2Ems = s.SLO.E2Ems },
 	"iteration-overhead-ms":  func(d, s *experiments.Scenario) { d.Hardware.IterOverheadMs = s.Hardware.IterOverheadMs },
+	"replicas":               func(d, s *experiments.Scenario) { d.Replicas = s.Replicas },
+	"router":                 func(d, s *experiments.Scenario) { d.Router.Policy = s.Router.Policy },
+	"router-staleness-ms":    func(d, s *experiments.Scenario) { d.Router.StalenessMs = s.Router.StalenessMs },
+	"scheduler":              func(d, s *experiments.Scenario) { d.Scheduler.Policy = s.Scheduler.Policy },
+	"predict-error":          func(d, s *experiments.Scenario) { d.Scheduler.PredictError = s.Scheduler.PredictError },
+	"admission":              func(d, s *experiments.Scenario) { d.Admission.Policy = s.Admission.Policy },
+	"queue-cap":              func(d, s *experiments.Scenario) { d.Admission.QueueCap = s.Admission.QueueCap },
+	"prefix-caching":         func(d, s *experiments.Scenario) { d.Batch.PrefixCaching = s.Batch.PrefixCaching },
+	"preemption":             func(d, s *experiments.Scenario) { d.Batch.Preemption = s.Batch.Preemption },
+	"victim":                 func(d, s *experiments.Scenario) { d.Batch.Victim = s.Batch.Victim },
+	"max-wait-ms":            func(d, s *experiments.Scenario) { d.Batch.MaxWaitMs = s.Batch.MaxWaitMs },
+	"refill":                 func(d, s *experiments.Scenario) { d.Batch.Refill = s.Batch.Refill },
+	"shared-prefix-tokens":   func(d, s *experiments.Scenario) { d.Workload.SharedPrefix = s.Workload.SharedPrefix },
+	"prefix-groups":          func(d, s *experiments.Scenario) { d.Workload.PrefixGroups = s.Workload.PrefixGroups },
 }
 
 func override(fs *pflag.FlagSet, dst, src *experiments.Scenario) {

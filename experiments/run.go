@@ -472,3 +472,11 @@ func (s Scenario) freshPolicies(cfg *serve.Config) error {
 	cfg.Admission, err = policies.AdmissionByName(ad.Policy, policies.AdmissionParams{QueueCap: ad.QueueCap, Rate: ad.Rate, Burst: ad.Burst, Defer: ad.Defer})
 	return err
 }
+
+// MkdirAll creates an output directory.
+func MkdirAll(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("experiments: output directory: %w", err)
+	}
+	return nil
+}

@@ -31,6 +31,8 @@ func init() {
 		{"run", "simulate one scenario and write its results", runCmd},
 		{"models", "list the model catalog", modelsCmd},
 		{"gpus", "list the GPU catalog", gpusCmd},
+		{"trace", "characterize request traces (trace stats FILE)", traceCmd},
+		{"sweep", "run an experiment file: a grid of scenarios in parallel", sweepCmd},
 	}
 }
 

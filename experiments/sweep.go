@@ -1,0 +1,355 @@
+package experiments
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Sweep is an experiment file: a base scenario and axes of values for any
+// scenario field (by its TOML path, e.g. "workload.rate"); the points are
+// the grid of all combinations, each run once per seed.
+type Sweep struct {
+	Name  string   `toml:"name"`
+	Base  Scenario `toml:"base"`
+	Axes  []Axis   `toml:"axis"`
+	Seeds []uint64 `toml:"seeds"` // replicate seeds (default: the base's seed)
+
+	dir string
+}
+
+// Axis is one swept field and its values. A value that is a table (an
+// inline TOML table) merges into the field's table, so one axis can set
+// several fields at once: field = "batch", values = [{policy = "chunked",
+// max_num_batched_tokens = 512}, {policy = "static"}].
+type Axis struct {
+	Field  string `toml:"field"`
+	Values []any  `toml:"values"`
+}
+
+// Point is one scenario of a sweep, with the axis values that made it.
+type Point struct {
+	Index  int
+	Values []any // one per axis
+	Seed   uint64
+	Plan   *Plan
+}
+
+// LoadSweep reads an experiment file strictly.
+func LoadSweep(path string) (*Sweep, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("experiments: %w", err)
+	}
+	var sw Sweep
+	md, err := toml.Decode(string(data), &sw)
+	if err != nil {
+		var pe toml.ParseError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("experiments: %s line %d: %s", path, pe.Position.Line, pe.Message)
+		}
+		return nil, fmt.Errorf("experiments: %s: %v", path, err)
+	}
+	for _, k := range md.Undecoded() {
+		if len(k) >= 2 && k[0] == "axis" && k[1] == "values" {
+			continue // keys of table values, checked when applied to the scenario
+		}
+		where := path
+		if line := keyLine(data, k); line > 0 {
+			where = fmt.Sprintf("%s line %d", path, line)
+		}
+		return nil, fmt.Errorf("experiments: %s: unknown field %q", where, k.String())
+	}
+	sw.dir = filepath.Dir(path)
+	sw.Base.dir = sw.dir
+	if sw.Name == "" {
+		sw.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	}
+	return &sw, nil
+}
+
+// Points expands the grid and resolves every point, so that a bad value in
+// any point is an error before anything runs.
+func (sw *Sweep) Points() ([]Point, error) {
+	for i, a := range sw.Axes {
+		if a.Field == "" {
+			return nil, fmt.Errorf("experiments: sweep %s: axis %d has no field", sw.Name, i+1)
+		}
+		if len(a.Values) == 0 {
+			return nil, fmt.Errorf("experiments: sweep %s: axis %q has no values", sw.Name, a.Field)
+		}
+		for j := range i {
+			if sw.Axes[j].Field == a.Field {
+				return nil, fmt.Errorf("experiments: sweep %s: field %q appears on two axes", sw.Name, a.Field)
+			}
+		}
+	}
+	seeds := sw.Seeds
+	if len(seeds) == 0 {
+		seeds = []uint64{sw.Base.Seed}
+	}
+	n := len(seeds)
+	for _, a := range sw.Axes {
+		n *= len(a.Values)
+	}
+	pts := make([]Point, 0, n)
+	idx := make([]int, len(sw.Axes))
+	for {
+		for _, seed := range seeds {
+			vals := make([]any, len(sw.Axes))
+			for k, a := range sw.Axes {
+				vals[k] = a.Values[idx[k]]
+			}
+			s, err := sw.scenario(vals, seed)
+			if err != nil {
+				return nil, err
+			}
+			plan, err := s.Resolve()
+			if err != nil {
+				return nil, fmt.Errorf("experiments: sweep %s point %s: %w", sw.Name, describe(sw.Axes, vals), err)
+			}
+			pts = append(pts, Point{Index: len(pts), Values: vals, Seed: seed, Plan: plan})
+		}
+		k := len(idx) - 1
+		for ; k >= 0; k-- {
+			idx[k]++
+			if idx[k] < len(sw.Axes[k].Values) {
+				break
+			}
+			idx[k] = 0
+		}
+		if k < 0 {
+			return pts, nil
+		}
+	}
+}
+
+// scenario applies axis values to the base through its TOML form, so that
+// any field can be swept and a misspelt field or a wrong type is the same
+// strict error as in a scenario file.
+func (sw *Sweep) scenario(vals []any, seed uint64) (Scenario, error) {
+	var buf bytes.Buffer
+	if err := toml.NewEncoder(&buf).Encode(sw.Base); err != nil {
+		return Scenario{}, fmt.Errorf("experiments: sweep %s: %v", sw.Name, err)
+	}
+	m := map[string]any{}
+	if _, err := toml.Decode(buf.String(), &m); err != nil {
+		return Scenario{}, fmt.Errorf("experiments: sweep %s: %v", sw.Name, err)
+	}
+	for k, a := range sw.Axes {
+		parts := strings.Split(a.Field, ".")
+		cur := m
+		for _, p := range parts[:len(parts)-1] {
+			next, ok := cur[p].(map[string]any)
+			if !ok {
+				next = map[string]any{}
+				cur[p] = next
+			}
+			cur = next
+		}
+		leaf := parts[len(parts)-1]
+		if tbl, ok := vals[k].(map[string]any); ok {
+			// A table value merges into the field's table, so one axis
+			// can vary several fields together ({policy = "chunked",
+			// max_num_batched_tokens = 512}).
+			dst, ok := cur[leaf].(map[string]any)
+			if !ok {
+				dst = map[string]any{}
+				cur[leaf] = dst
+			}
+			for key, v := range tbl {
+				dst[key] = v
+			}
+			continue
+		}
+		cur[leaf] = vals[k]
+	}
+	m["seed"] = int64(seed)
+	buf.Reset()
+	if err := toml.NewEncoder(&buf).Encode(m); err != nil {
+		return Scenario{}, fmt.Errorf("experiments: sweep %s: %v", sw.Name, err)
+	}
+	s, err := Parse(&buf, sw.Name+" (sweep point "+describe(sw.Axes, vals)+")")
+	if err != nil {
+		return s, err
+	}
+	s.dir = sw.dir
+	return s, nil
+}
+
+func describe(axes []Axis, vals []any) string {
+	parts := make([]string, len(axes))
+	for i, a := range axes {
+		parts[i] = fmt.Sprintf("%s=%s", a.Field, formatValue(vals[i]))
+	}
+	return strings.Join(parts, ",")
+}
+
+// formatValue prints an axis value compactly and deterministically: a table
+// as its sorted key=value pairs joined by spaces.
+func formatValue(v any) string {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return fmt.Sprint(v)
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%v", k, m[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+// PointResult is one finished point.
+type PointResult struct {
+	Point  Point
+	Report *Report
+}
+
+// RunSweep runs the points on workers goroutines (≤ 0: all cores). Results
+// come back in point order whatever the number of workers: each point is a
+// pure function of its plan.
+func RunSweep(pts []Point, workers int) ([]PointResult, error) {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	out := make([]PointResult, len(pts))
+	errs := make([]error, len(pts))
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range min(workers, max(1, len(pts))) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				rep, err := Run(pts[i].Plan, "")
+				out[i], errs[i] = PointResult{Point: pts[i], Report: rep}, err
+			}
+		}()
+	}
+	for i := range pts {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("experiments: point %d: %w", i, err)
+		}
+	}
+	return out, nil
+}
+
+// Column is one metric column of a sweep's results.
+type Column struct {
+	Name string
+	Get  func(r *Report) float64
+}
+
+// Columns are the metrics a sweep reports per point.
+var Columns = []Column{
+	{"request_throughput", func(r *Report) float64 { return r.Summary.RequestThroughput }},
+	{"output_tok_per_s", func(r *Report) float64 { return r.Summary.OutputThroughput }},
+	{"ttft_p50_ms", func(r *Report) float64 { return r.Summary.TTFT.Median }},
+	{"ttft_p99_ms", func(r *Report) float64 { return r.Summary.TTFT.P99 }},
+	{"tpot_p50_ms", func(r *Report) float64 { return r.Summary.TPOT.Median }},
+	{"tpot_p99_ms", func(r *Report) float64 { return r.Summary.TPOT.P99 }},
+	{"itl_p99_ms", func(r *Report) float64 { return r.Summary.ITL.P99 }},
+	{"e2e_p50_ms", func(r *Report) float64 { return r.Summary.E2E.Median }},
+	{"e2e_p99_ms", func(r *Report) float64 { return r.Summary.E2E.P99 }},
+	{"slo_attainment", func(r *Report) float64 { return r.Summary.Attainment }},
+	{"goodput_req_per_s", func(r *Report) float64 { return r.Summary.Goodput }},
+	{"mean_batch", func(r *Report) float64 { return r.Summary.MeanBatch }},
+	{"preemptions", func(r *Report) float64 { return float64(r.Result.Preemptions) }},
+	{"rejected", func(r *Report) float64 { return float64(r.Result.Rejected) }},
+	{"prefix_hit_rate", func(r *Report) float64 { return r.counts().PrefixHitRate }},
+}
+
+// WriteCSV writes one row per point: the axis values, the seed and every
+// column.
+func WriteCSV(w io.Writer, axes []Axis, res []PointResult) error {
+	var b strings.Builder
+	for _, a := range axes {
+		b.WriteString(a.Field + ",")
+	}
+	b.WriteString("seed")
+	for _, c := range Columns {
+		b.WriteString("," + c.Name)
+	}
+	b.WriteByte('\n')
+	for _, r := range res {
+		for _, v := range r.Point.Values {
+			b.WriteString(csvField(formatValue(v)) + ",")
+		}
+		b.WriteString(strconv.FormatUint(r.Point.Seed, 10))
+		for _, c := range Columns {
+			b.WriteString("," + strconv.FormatFloat(c.Get(r.Report), 'f', 4, 64))
+		}
+		b.WriteByte('\n')
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteTable writes the results as a Markdown table with the named columns.
+func WriteTable(w io.Writer, axes []Axis, res []PointResult, cols []string) error {
+	byName := map[string]Column{}
+	for _, c := range Columns {
+		byName[c.Name] = c
+	}
+	var b strings.Builder
+	b.WriteString("|")
+	for _, a := range axes {
+		b.WriteString(" " + a.Field + " |")
+	}
+	for _, c := range cols {
+		if _, ok := byName[c]; !ok {
+			known := make([]string, 0, len(Columns))
+			for _, k := range Columns {
+				known = append(known, k.Name)
+			}
+			sort.Strings(known)
+			return fmt.Errorf("experiments: unknown column %q (known: %s)", c, strings.Join(known, ", "))
+		}
+		b.WriteString(" " + c + " |")
+	}
+	b.WriteString("\n|")
+	for range len(axes) + len(cols) {
+		b.WriteString("---|")
+	}
+	b.WriteByte('\n')
+	for _, r := range res {
+		b.WriteString("|")
+		for _, v := range r.Point.Values {
+			fmt.Fprintf(&b, " %s |", formatValue(v))
+		}
+		for _, c := range cols {
+			fmt.Fprintf(&b, " %.2f |", byName[c].Get(r.Report))
+		}
+		b.WriteByte('\n')
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// csvField quotes a CSV field when it needs it.
+func csvField(s string) string {
+	if strings.ContainsAny(s, ",\"\n") {
+		return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+	}
+	return s
+}

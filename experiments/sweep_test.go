@@ -1,0 +1,136 @@
+package experiments
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeSweep(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "sweep.toml")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const smallSweep = `
+name = "small"
+seeds = [1, 2]
+[base]
+model = "llama-3.1-8b"
+gpu = "h100"
+[base.workload]
+requests = 150
+prompt = "lognormal:6.5,0.8"
+output = "lognormal:5,0.6"
+[[axis]]
+field = "batch"
+values = [{policy = "chunked", max_num_batched_tokens = 512}, {policy = "prefill-first"}]
+[[axis]]
+field = "workload.rate"
+values = [3, 9.5]
+`
+
+// Results do not depend on the number of workers.
+func TestSweepWorkersIdentical(t *testing.T) {
+	sw, err := LoadSweep(writeSweep(t, smallSweep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err := sw.Points()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pts) != 8 { // 2 batch values × 2 rates × 2 seeds
+		t.Fatalf("%d points, want 8", len(pts))
+	}
+	var out [2]bytes.Buffer
+	for i, workers := range []int{1, 8} {
+		res, err := RunSweep(pts, workers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteCSV(&out[i], sw.Axes, res); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out[0].String() != out[1].String() {
+		t.Fatal("1 and 8 workers give different results")
+	}
+	if !strings.Contains(out[0].String(), `"max_num_batched_tokens=512 policy=chunked"`) && !strings.Contains(out[0].String(), "max_num_batched_tokens=512 policy=chunked,") {
+		t.Fatalf("CSV lacks the table-valued axis:\n%s", out[0].String())
+	}
+}
+
+func TestSweepErrors(t *testing.T) {
+	cases := []struct{ name, text, want string }{
+		{"unknown field", strings.Replace(smallSweep, `field = "workload.rate"`, `field = "workload.rat"`, 1), "workload.rat"},
+		{"empty axis", smallSweep + "[[axis]]\nfield = \"tp\"\nvalues = []\n", `axis "tp" has no values`},
+		{"bad value", strings.Replace(smallSweep, "values = [3, 9.5]", "values = [3, -1]", 1), "workload.rate=-1"},
+		{"duplicate axis", smallSweep + "[[axis]]\nfield = \"workload.rate\"\nvalues = [1]\n", "two axes"},
+		{"unknown top-level", smallSweep + "bogus = 1\n", "bogus"},
+		{"bad policy in a table", strings.Replace(smallSweep, `{policy = "prefill-first"}`, `{policy = "magic"}`, 1), "magic"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sw, err := LoadSweep(writeSweep(t, c.text))
+			if err == nil {
+				_, err = sw.Points()
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want one containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestBatchingDirections runs experiments/batching.toml with fewer requests
+// and checks the published directions it is meant to show:
+//   - Orca (OSDI'22): iteration-level (continuous) batching serves far more
+//     than static batching: at the overload rate, where the completed rate
+//     is the capacity, continuous batching completes at least 1.3× as many
+//     requests per second, and at the busy rate its median TTFT is at least
+//     10× lower.
+//   - Sarathi-Serve (OSDI'24): chunked prefill cuts the tail time between
+//     tokens: at the overload rate, p99 ITL with 512-token chunks is less
+//     than half of prefill-prioritized continuous batching's.
+func TestBatchingDirections(t *testing.T) {
+	sw, err := LoadSweep("batching.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw.Base.Workload.Requests = 600
+	pts, err := sw.Points()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := RunSweep(pts, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(policy string, budget int64, rate float64) *Report {
+		for _, r := range res {
+			m := r.Point.Values[0].(map[string]any)
+			b, _ := m["max_num_batched_tokens"].(int64)
+			if m["policy"] == policy && (budget == 0 || b == budget) && r.Point.Values[1] == rate {
+				return r.Report
+			}
+		}
+		t.Fatalf("no point %s/%d/%g", policy, budget, rate)
+		return nil
+	}
+	static, cont := get("static", 0, 12), get("prefill-first", 0, 12)
+	if cont.Summary.RequestThroughput < 1.3*static.Summary.RequestThroughput {
+		t.Errorf("capacity: continuous %.2f req/s vs static %.2f: want ≥ 1.3×", cont.Summary.RequestThroughput, static.Summary.RequestThroughput)
+	}
+	if s, c := get("static", 0, 5).Summary.TTFT.Median, get("prefill-first", 0, 5).Summary.TTFT.Median; c*10 > s {
+		t.Errorf("median TTFT at 5 req/s: continuous %.0f ms vs static %.0f ms: want ≥ 10× lower", c, s)
+	}
+	if ch, pf := get("chunked", 512, 12).Summary.ITL.P99, cont.Summary.ITL.P99; ch*2 > pf {
+		t.Errorf("p99 ITL at overload: chunked-512 %.1f ms vs prefill-first %.1f ms: want < half", ch, pf)
+	}
+}

@@ -17,6 +17,12 @@ type Collector struct {
 
 	ttft, tpot, e2e []float64 // ms
 	itl             []itlRun
+	// Phases (ms): queueing (arrival → scheduled) and prefill (scheduled →
+	// first token) for every served request; transfer wait, transfer and
+	// decode for disaggregated ones.
+	queue, prefill, xferWait, xfer, decode []float64
+	classes                                map[string]*Collector
+	busyBy                                 []sim.Time
 
 	completed, rejected, good int
 	rejectedBy                map[string]int
@@ -78,12 +84,34 @@ func (c *Collector) Add(r *Record) {
 		c.firstArrival, c.seen = r.Arrival, true
 	}
 	c.preemptions += r.Preemptions
+	if r.Class != "" {
+		cc := c.classes[r.Class]
+		if cc == nil {
+			if c.classes == nil {
+				c.classes = map[string]*Collector{}
+			}
+			cc = NewCollector(c.slo)
+			c.classes[r.Class] = cc
+		}
+		rc := *r
+		rc.Class = ""
+		cc.Add(&rc)
+	}
 	if r.Rejected != "" {
 		c.rejected++
 		c.rejectedBy[r.Rejected]++
 		return
 	}
 	c.completed++
+	if r.Scheduled >= r.Arrival && (r.Scheduled > 0 || r.Arrival == 0) {
+		c.queue = append(c.queue, (r.Scheduled - r.Arrival).Milliseconds())
+		c.prefill = append(c.prefill, (r.FirstToken - r.Scheduled).Milliseconds())
+	}
+	if r.TransferEnd > 0 {
+		c.xferWait = append(c.xferWait, (r.TransferStart - r.FirstToken).Milliseconds())
+		c.xfer = append(c.xfer, (r.TransferEnd - r.TransferStart).Milliseconds())
+		c.decode = append(c.decode, (r.Finish - r.TransferEnd).Milliseconds())
+	}
 	c.inTok += int64(r.PromptTokens)
 	c.outTok += int64(r.OutputTokens)
 	c.lastFinish = max(c.lastFinish, r.Finish)
@@ -92,7 +120,7 @@ func (c *Collector) Add(r *Record) {
 	if ms, ok := r.TPOT(); ok {
 		c.tpot = append(c.tpot, ms)
 	}
-	if c.slo.Met(r) {
+	if c.slo.Override(r.SLO).Met(r) {
 		c.good++
 	}
 }
@@ -121,6 +149,12 @@ func (c *Collector) AddStep(s *Step) {
 	s.check()
 	c.steps++
 	c.busy += s.Duration
+	if s.Instance >= 0 {
+		if s.Instance >= len(c.busyBy) {
+			c.busyBy = append(c.busyBy, make([]sim.Time, s.Instance+1-len(c.busyBy))...)
+		}
+		c.busyBy[s.Instance] += s.Duration
+	}
 	c.batch += int64(s.Prefills + s.Decodes)
 	sec := s.Duration.Seconds()
 	if s.KVBlocksTotal > 0 {
@@ -206,6 +240,25 @@ func (c *Collector) Summary() Summary {
 	}
 	if c.bytesCap > 0 {
 		s.MBU = c.bytesPk / c.bytesCap
+	}
+	for _, b := range c.busyBy {
+		s.BusyByInstance = append(s.BusyByInstance, b.Seconds())
+	}
+	for _, ph := range []struct {
+		v   []float64
+		dst *Stats
+	}{{c.queue, &s.Phases.Queue}, {c.prefill, &s.Phases.Prefill}, {c.xferWait, &s.Phases.TransferWait},
+		{c.xfer, &s.Phases.Transfer}, {c.decode, &s.Phases.Decode}} {
+		slices.Sort(ph.v)
+		*ph.dst = sampleStats(ph.v)
+	}
+	if len(c.classes) > 0 {
+		s.ByClass = map[string]ClassSummary{}
+		for name, cc := range c.classes {
+			cs := cc.Summary()
+			s.ByClass[name] = ClassSummary{Completed: cs.Completed, Rejected: cs.Rejected, TTFT: cs.TTFT, TPOT: cs.TPOT,
+				E2E: cs.E2E, Attainment: cs.Attainment}
+		}
 	}
 	return s
 }

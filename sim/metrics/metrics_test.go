@@ -524,3 +524,34 @@ func BenchmarkRecordWriter(b *testing.B) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// Per-class results, per-request SLOs and phases. Two served requests:
+//
+//	a (class chat, own TTFT SLO 50 ms): arrival 0 ms, scheduled 10, first 40, finish 140, 11 tokens
+//	b (class batch): arrival 100 ms, scheduled 100, first 300, transfer 300→320, finish 620, 11 tokens
+//
+// a meets its own 50 ms TTFT SLO (TTFT 40); b misses the collector's 100 ms
+// (TTFT 200). Phases: queue 10 and 0 ms, prefill 30 and 200 ms; b alone is
+// disaggregated: transfer wait 0, transfer 20, decode 300 ms.
+func TestClassesSLOOverrideAndPhases(t *testing.T) {
+	ms := sim.Millisecond
+	c := NewCollector(SLO{TTFT: 100 * ms})
+	c.Add(&Record{ID: 1, Class: "chat", SLO: SLO{TTFT: 50 * ms}, Arrival: 0, Scheduled: 10 * ms, FirstToken: 40 * ms, Finish: 140 * ms, PromptTokens: 5, OutputTokens: 11})
+	c.Add(&Record{ID: 2, Class: "batch", Arrival: 100 * ms, Scheduled: 100 * ms, FirstToken: 300 * ms, TransferStart: 300 * ms, TransferEnd: 320 * ms, Finish: 620 * ms, PromptTokens: 5, OutputTokens: 11})
+	c.Add(&Record{ID: 3, Class: "batch", Arrival: 150 * ms, PromptTokens: 5, OutputTokens: 11, Rejected: "queue-full"})
+	s := c.Summary()
+	if s.Attainment != 1.0/3 {
+		t.Errorf("attainment %v, want 1/3 (a met; b missed; the rejection misses)", s.Attainment)
+	}
+	chat, batch := s.ByClass["chat"], s.ByClass["batch"]
+	if chat.Completed != 1 || chat.Attainment != 1 || chat.TTFT.Mean != 40 {
+		t.Errorf("chat %+v: want 1 completed, attainment 1, TTFT 40 ms", chat)
+	}
+	if batch.Completed != 1 || batch.Rejected != 1 || batch.Attainment != 0 || batch.TTFT.Mean != 200 {
+		t.Errorf("batch %+v: want 1 completed, 1 rejected, attainment 0, TTFT 200 ms", batch)
+	}
+	ph := s.Phases
+	if ph.Queue.N != 2 || ph.Queue.Mean != 5 || ph.Prefill.Mean != 115 || ph.Transfer.N != 1 || ph.Transfer.Mean != 20 || ph.Decode.Mean != 300 || ph.TransferWait.Mean != 0 {
+		t.Errorf("phases %+v", ph)
+	}
+}

@@ -20,6 +20,16 @@ type Record struct {
 	PromptTokens, OutputTokens int
 	Preemptions                int    // times the request was preempted
 	Rejected                   string // "" when served, else the reason (e.g. "too-long")
+
+	// Class is the request's traffic class ("" = none), for per-class
+	// reports; SLO, when any field is set, replaces the collector's
+	// objectives for this request field by field.
+	Class string
+	SLO   SLO
+	// Phase times (0 = not reached): Scheduled is when the request was
+	// first admitted to a batch; in disaggregated serving TransferStart and
+	// TransferEnd bound the KV transfer from the prefill to the decode pool.
+	Scheduled, TransferStart, TransferEnd sim.Time
 }
 
 // TTFT returns the time to first token, FirstToken − Arrival.
@@ -62,6 +72,20 @@ type SLO struct {
 
 // IsSet reports whether any objective is set.
 func (s SLO) IsSet() bool { return s.TTFT != 0 || s.TPOT != 0 || s.E2E != 0 }
+
+// Override returns s with the objectives o sets (non-zero) replacing its own.
+func (s SLO) Override(o SLO) SLO {
+	if o.TTFT > 0 {
+		s.TTFT = o.TTFT
+	}
+	if o.TPOT > 0 {
+		s.TPOT = o.TPOT
+	}
+	if o.E2E > 0 {
+		s.E2E = o.E2E
+	}
+	return s
+}
 
 // Validate reports whether every objective is ≥ 0.
 func (s SLO) Validate() error {

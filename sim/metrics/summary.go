@@ -65,6 +65,37 @@ type Summary struct {
 	AchievedBandwidth float64 `json:"achieved_bytes_per_s_per_gpu"`
 	MFU               float64 `json:"mfu"`
 	MBU               float64 `json:"mbu"`
+
+	// BusyByInstance is each instance's busy time in seconds (index =
+	// instance), for utilization per instance or pool.
+	BusyByInstance []float64 `json:"busy_by_instance_s"`
+	// Phases splits each served request's latency (ms).
+	Phases Phases `json:"phases_ms"`
+	// ByClass holds per-class results when requests carry classes. Rejected
+	// requests are counted in their class too.
+	ByClass map[string]ClassSummary `json:"by_class,omitempty"`
+}
+
+// Phases are the stages of a request's latency in milliseconds. Queue and
+// Prefill cover every served request (arrival → first scheduled → first
+// token); TransferWait (first token → KV transfer start), Transfer and
+// Decode (transfer end → last token) only disaggregated ones.
+type Phases struct {
+	Queue        Stats `json:"queue"`
+	Prefill      Stats `json:"prefill"`
+	TransferWait Stats `json:"transfer_wait"`
+	Transfer     Stats `json:"transfer"`
+	Decode       Stats `json:"decode"`
+}
+
+// ClassSummary is one request class's share of a Summary.
+type ClassSummary struct {
+	Completed  int     `json:"completed"`
+	Rejected   int     `json:"rejected"`
+	TTFT       Stats   `json:"ttft_ms"`
+	TPOT       Stats   `json:"tpot_ms"`
+	E2E        Stats   `json:"e2e_ms"`
+	Attainment float64 `json:"slo_attainment"`
 }
 
 // WriteText writes s laid out like the result block of vLLM's `bench serve`

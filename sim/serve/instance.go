@@ -368,7 +368,8 @@ func (in *Instance) admit(r *request) {
 		r.computed = n * r.unitToks
 		in.w.res.PrefixHitTokens += int64(r.computed)
 	}
-	if r.generated == 0 && r.preemptions == 0 {
+	if !r.wasScheduled {
+		r.scheduled, r.wasScheduled = in.Now(), true
 		in.w.res.PromptTokensAdmitted += int64(r.prompt)
 	}
 	r.state = statePrefill

@@ -51,6 +51,9 @@ type request struct {
 	hidx     int
 
 	firstToken, lastToken sim.Time
+	scheduled             sim.Time // first admission to a batch
+	wasScheduled          bool
+	xferStart, xferEnd    sim.Time // KV transfer (disaggregated serving)
 	preemptions           int
 	deferrals             int
 

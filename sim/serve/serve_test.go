@@ -192,7 +192,7 @@ func TestScaleTime(t *testing.T) {
 		}
 		for i, r := range rec1.recs {
 			s := rec2.recs[i]
-			r.Arrival, r.FirstToken, r.Finish = r.Arrival*k, r.FirstToken*k, r.Finish*k
+			r.Arrival, r.FirstToken, r.Finish, r.Scheduled = r.Arrival*k, r.FirstToken*k, r.Finish*k, r.Scheduled*k
 			if r != s {
 				t.Fatalf("%s: record %d: scaled %+v\nwant %+v", b.Name(), i, s, r)
 			}

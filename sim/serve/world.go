@@ -300,7 +300,8 @@ func (w *World) alloc() *request {
 }
 
 func (w *World) reject(r *request, inst int, reason string) {
-	w.rec = metrics.Record{ID: r.id, Instance: inst, Arrival: r.arrival, PromptTokens: r.prompt, OutputTokens: r.output, Rejected: reason}
+	w.rec = metrics.Record{ID: r.id, Instance: inst, Arrival: r.arrival, PromptTokens: r.prompt, OutputTokens: r.output, Rejected: reason,
+		Class: r.class, SLO: metrics.SLO{TTFT: r.ttftSLO, TPOT: r.tpotSLO}}
 	w.res.Rejected++
 	w.inFlight--
 	w.emit()
@@ -313,6 +314,8 @@ func (w *World) finish(r *request, inst int, now sim.Time) {
 	w.rec = metrics.Record{
 		ID: r.id, Instance: inst, Arrival: r.arrival, FirstToken: r.firstToken, Finish: now,
 		PromptTokens: r.prompt, OutputTokens: r.generated, Preemptions: r.preemptions,
+		Class: r.class, SLO: metrics.SLO{TTFT: r.ttftSLO, TPOT: r.tpotSLO},
+		Scheduled: r.scheduled, TransferStart: r.xferStart, TransferEnd: r.xferEnd,
 	}
 	w.res.Finished++
 	w.inFlight--

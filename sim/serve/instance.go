@@ -87,6 +87,20 @@ type Instance struct {
 	heap        finishHeap
 	outstanding int // admitted, not finished (waiting, swapped or running)
 
+	// Disaggregation: a prefill instance's finished prefills awaiting or in
+	// transfer (pending, at most maxPending before it stops admitting) and
+	// its KV link; a decode instance's handoffs waiting for room (pulls)
+	// and transfers it has reserved blocks for (incoming).
+	role           uint8
+	pending        int
+	maxPending     int
+	kvLink         *link
+	pulls          queue
+	incoming       int
+	incomingBlocks int        // blocks reserved for incoming transfers
+	handoffs       []*request // a prefill instance's pending handoffs (pending of them)
+	ready          []*request // a decode instance's delivered transfers, to join at the next iteration
+
 	usedBlocks int // occupied: requests' private blocks and all cached prefix units
 	cache      *prefixCache
 	swapBytes  float64 // host memory holding swapped KV
@@ -146,8 +160,8 @@ func (in *Instance) PrefillingAt(i int) policies.Candidate {
 // Waiting returns the queue length, or 0 while swapped requests wait to
 // come back (they go first, as in vLLM).
 func (in *Instance) Waiting() int {
-	if in.swapped.len() > 0 {
-		return 0
+	if in.swapped.len() > 0 || (in.maxPending > 0 && in.pending >= in.maxPending) {
+		return 0 // swapped requests first; or backpressure from the decode pool
 	}
 	return in.waiting.len()
 }
@@ -258,6 +272,16 @@ func (in *Instance) wake(now sim.Time) {
 // startStep asks the batcher for a decision, applies it and schedules the
 // iteration's end.
 func (in *Instance) startStep(now sim.Time) {
+	if len(in.ready) > 0 {
+		for i, r := range in.ready {
+			in.incomingBlocks -= r.blocks
+			in.incoming--
+			in.link(r)
+			in.enterDecode(r)
+			in.ready[i] = nil
+		}
+		in.ready = in.ready[:0]
+	}
 	if in.swapped.len() > 0 {
 		in.swapIn(now)
 	}
@@ -265,7 +289,22 @@ func (in *Instance) startStep(now sim.Time) {
 	in.cfg.Batcher.Batch(in.view, in.cfg.Limits, &in.dec)
 	if in.dec.Empty() {
 		if in.running > 0 {
-			panic(fmt.Sprintf("serve: instance %d: batcher %s ran nothing with %d requests running", in.id, in.cfg.Batcher.Name(), in.running))
+			if in.pending > 0 || in.incoming > 0 {
+				// Blocks are held by finished prefills awaiting transfer
+				// (prefill instance) or reserved for incoming transfers
+				// (decode instance): the next delivery wakes it.
+				in.busy = false
+				return
+			}
+			if in.running == 1 {
+				panic(fmt.Sprintf("serve: instance %d: a lone request cannot progress (a bug: admission checks that every request fits)", in.id))
+			}
+			// Partial prefills hold all the blocks and none can grow:
+			// preempt the newest, as vLLM does when a running request
+			// cannot get a slot, and decide again.
+			in.preempt(in.victim(), now)
+			in.startStep(now)
+			return
 		}
 		in.busy = false
 		if in.dec.WakeAt > now {
@@ -622,6 +661,10 @@ func (in *Instance) endStep(now sim.Time) {
 			in.finish(r, now)
 			continue
 		}
+		if in.role == rolePrefill {
+			in.handoff(r, now)
+			continue
+		}
 		in.enterDecode(r)
 	}
 	if completed {
@@ -639,6 +682,9 @@ func (in *Instance) endStep(now sim.Time) {
 	}
 	w.addStep()
 	in.preempted, in.swapSec = 0, 0
+	if in.pulls.len() > 0 {
+		in.tryPulls(now)
+	}
 	if checkAll {
 		in.checkInvariants()
 	}

@@ -42,9 +42,24 @@ func (in *Instance) checkInvariants() {
 			panic(fmt.Sprintf("serve: request %d in the running list in state %d", r.id, r.state))
 		}
 	}
+	used += in.incomingBlocks
+	for _, r := range in.handoffs {
+		if r.state != stateHandoff || r.src != in {
+			panic(fmt.Sprintf("serve: handoff %d in state %d", r.id, r.state))
+		}
+		used += r.blocks
+	}
+	if len(in.handoffs) != in.pending {
+		panic(fmt.Sprintf("serve: %d handoffs, pending counter %d", len(in.handoffs), in.pending))
+	}
 	if in.cache != nil {
 		evictable, refs := 0, map[*unit]int{}
 		for r := in.head; r != nil; r = r.next {
+			for _, u := range r.units {
+				refs[u]++
+			}
+		}
+		for _, r := range in.handoffs {
 			for _, u := range r.units {
 				refs[u]++
 			}

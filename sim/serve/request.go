@@ -10,6 +10,7 @@ const (
 	statePrefill       // running, prompt (or recompute) tokens left
 	stateDecode        // running, one token per decode iteration
 	stateSwapped       // preempted by swap: KV in host memory
+	stateHandoff       // prefilled on a prefill instance; its KV waits for or crosses the link
 	stateDone
 )
 
@@ -53,7 +54,9 @@ type request struct {
 	firstToken, lastToken sim.Time
 	scheduled             sim.Time // first admission to a batch
 	wasScheduled          bool
-	xferStart, xferEnd    sim.Time // KV transfer (disaggregated serving)
+	xferStart, xferEnd    sim.Time  // KV transfer (disaggregated serving)
+	src, dst              *Instance // prefill and decode instances of a handoff
+	dstBlocks             int       // blocks reserved on dst
 	preemptions           int
 	deferrals             int
 
@@ -174,6 +177,13 @@ func (q *queue) grow() {
 		nb[i] = q.at(i)
 	}
 	q.buf, q.head = nb, 0
+}
+
+// insertBack appends r, ignoring keys (a FIFO use of the queue).
+func (q *queue) insertBack(r *request) {
+	q.grow()
+	q.set(q.n, r)
+	q.n++
 }
 
 // insert adds r in order.

@@ -54,6 +54,10 @@ type Config struct {
 	// (EDF, SLO-aware admission) when a request has none of its own.
 	TTFTSLO sim.Time
 	Seed    uint64
+	// Disagg, when set, makes Instance, Replicas and Router describe the
+	// prefill pool of a disaggregated deployment, and gives the decode pool
+	// and the KV link between them.
+	Disagg *Disagg
 }
 
 // Result counts what happened in a run.
@@ -68,6 +72,9 @@ type Result struct {
 	PromptTokensAdmitted        int64   // prompt tokens of first admissions
 	PrefixHitTokens             int64   // prompt tokens served from the prefix cache
 	PrefixEvictions             int64   // cached prefix units evicted
+	TransferBytes               float64 // KV bytes moved from the prefill to the decode pool
+	Transfers                   int64
+	LinkBusySeconds             float64 // Σ over links of the time with a transfer in flight
 	Steps                       int64
 	Events                      uint64
 	End                         sim.Time // time of the last event
@@ -81,7 +88,10 @@ type World struct {
 	cfg      Config
 	coll     *metrics.Collector
 	sink     Sink
-	inst     []*Instance
+	inst     []*Instance // all instances, indexed by id
+	front    *pool       // where requests arrive: the colocated or the prefill pool
+	decode   *pool       // the decode pool when disaggregated
+	links    []*link     // per prefill instance, when disaggregated
 	free     []*request
 	next     workload.Request
 	arriveEv *sim.Event
@@ -91,11 +101,7 @@ type World struct {
 	res      Result
 	inFlight int64
 
-	predict  *rand.Rand
-	snap     []policies.InstanceState
-	snapAt   sim.Time
-	snapped  bool
-	routeReq *request // the request being routed (for PrefixMatch)
+	predict *rand.Rand
 }
 
 // Validate checks an instance configuration.
@@ -153,10 +159,20 @@ func Run(cfg Config) (Result, error) {
 	}
 	w := &World{src: cfg.Source, cfg: cfg, coll: cfg.Collector, sink: cfg.Sink}
 	w.predict = rand.New(rand.NewPCG(cfg.Seed, StreamPredictor))
-	for i := range cfg.Replicas {
-		w.inst = append(w.inst, newInstance(i, cfg.Instance, w))
+	w.front = &pool{w: w, router: cfg.Router, staleness: cfg.RouterStaleness}
+	role := roleColocated
+	if cfg.Disagg != nil {
+		role = rolePrefill
 	}
-	w.snap = make([]policies.InstanceState, cfg.Replicas)
+	for range cfg.Replicas {
+		in := newInstance(len(w.inst), cfg.Instance, w)
+		in.role = role
+		w.inst = append(w.inst, in)
+		w.front.insts = append(w.front.insts, in)
+	}
+	if err := w.setupDisagg(); err != nil {
+		return Result{}, err
+	}
 	w.arriveEv = sim.NewEvent(prioArrival, sim.HandlerFunc(w.arrive))
 	if w.src.Next(&w.next) {
 		w.eng.ScheduleEvent(w.arriveEv, w.next.Arrival)
@@ -216,13 +232,7 @@ func (w *World) arrive(now sim.Time) {
 // a deferred request.
 func (w *World) offer(r *request, now sim.Time) {
 	item := policies.QueueItem{ID: r.id, Arrival: r.arrival, Prompt: r.prompt, PredictedOutput: r.predOut, Deadline: r.deadline, Class: r.class}
-	w.routeReq = r
-	i := w.cfg.Router.Route(w, item)
-	w.routeReq = nil
-	if i < 0 || i >= len(w.inst) {
-		panic(fmt.Sprintf("serve: router %s chose instance %d of %d", w.cfg.Router.Name(), i, len(w.inst)))
-	}
-	in := w.inst[i]
+	in := w.front.route(r, item)
 	if r.prompt < 1 || r.output < 1 {
 		w.reject(r, in.id, RejectEmpty)
 		return
@@ -230,6 +240,12 @@ func (w *World) offer(r *request, now sim.Time) {
 	if reason := in.admitCheck(r); reason != "" {
 		w.reject(r, in.id, reason)
 		return
+	}
+	if w.decode != nil {
+		if reason := w.decode.insts[0].admitCheck(r); reason != "" {
+			w.reject(r, in.id, "decode-"+reason)
+			return
+		}
 	}
 	v := w.cfg.Admission.Admit(in, item)
 	switch {
@@ -249,43 +265,69 @@ func (w *World) offer(r *request, now sim.Time) {
 	}
 }
 
-// policies.RouteView.
+// pool is a set of identical instances behind a router; it implements
+// policies.RouteView, with the router's view refreshed at most once per
+// staleness interval.
+type pool struct {
+	w         *World
+	insts     []*Instance
+	router    policies.Router
+	staleness sim.Time
+	snap      []policies.InstanceState
+	snapAt    sim.Time
+	snapped   bool
+	routeReq  *request // the request being routed (for PrefixMatch)
+}
+
+// route picks an instance for r.
+func (p *pool) route(r *request, item policies.QueueItem) *Instance {
+	p.routeReq = r
+	i := p.router.Route(p, item)
+	p.routeReq = nil
+	if i < 0 || i >= len(p.insts) {
+		panic(fmt.Sprintf("serve: router %s chose instance %d of %d", p.router.Name(), i, len(p.insts)))
+	}
+	return p.insts[i]
+}
 
 // Instances returns the number of instances.
-func (w *World) Instances() int { return len(w.inst) }
+func (p *pool) Instances() int { return len(p.insts) }
 
 // State returns instance i's state as the router sees it: current, or as
 // of the last refresh when a staleness interval is set.
-func (w *World) State(i int) policies.InstanceState {
-	if w.cfg.RouterStaleness == 0 {
-		return w.inst[i].state()
+func (p *pool) State(i int) policies.InstanceState {
+	if p.staleness == 0 {
+		return p.insts[i].state()
 	}
-	now := w.eng.Now()
-	if !w.snapped || now-w.snapAt >= w.cfg.RouterStaleness {
-		for j, in := range w.inst {
-			w.snap[j] = in.state()
+	now := p.w.eng.Now()
+	if !p.snapped || now-p.snapAt >= p.staleness {
+		if p.snap == nil {
+			p.snap = make([]policies.InstanceState, len(p.insts))
 		}
-		w.snapAt, w.snapped = now, true
+		for j, in := range p.insts {
+			p.snap[j] = in.state()
+		}
+		p.snapAt, p.snapped = now, true
 	}
-	return w.snap[i]
+	return p.snap[i]
 }
 
 // PrefixMatch returns the leading prefix units of the request being routed
 // that instance i has cached (always current: a router asks the cache).
-func (w *World) PrefixMatch(i int) int {
-	in, r := w.inst[i], w.routeReq
+func (p *pool) PrefixMatch(i int) int {
+	in, r := p.insts[i], p.routeReq
 	if in.cache == nil || r == nil || r.unitToks == 0 {
 		return 0
 	}
 	return in.cache.match(r.hashes, len(r.hashes))
 }
 
-var _ policies.RouteView = (*World)(nil)
+var _ policies.RouteView = (*pool)(nil)
 
 func (in *Instance) state() policies.InstanceState {
 	return policies.InstanceState{
-		Outstanding: in.outstanding,
-		Waiting:     in.waiting.len() + in.swapped.len(),
+		Outstanding: in.outstanding + in.pulls.len() + in.incoming,
+		Waiting:     in.waiting.len() + in.swapped.len() + in.pulls.len(),
 		KVUse:       float64(in.cfg.Blocks-in.FreeBlocks()) / float64(in.cfg.Blocks),
 	}
 }

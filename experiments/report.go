@@ -88,6 +88,13 @@ func (p *Plan) Describe(w io.Writer) error {
 		p.Memory.Blocks, p.Memory.BlockSize, p.Memory.Blocks*p.Memory.BlockSize, p.Memory.KVBytesPerGPU/1e9, p.Memory.WeightBytesPerGPU/1e9,
 		p.Replicas, s.Router.Policy, s.Scheduler.Policy, s.Admission.Policy, s.Batch.Preemption, s.Batch.Victim, s.Batch.PrefixCaching,
 		n, wl.Arrival, wl.Rate, wl.Prompt, wl.Output, s.Seed)
+	if err == nil && p.Decode != nil {
+		d, dp := s.Disagg, p.Decode
+		l := p.Serve.Disagg.Link
+		_, err = fmt.Fprintf(w, "Disaggregated: %d prefill instance(s) (above) and %d decode instance(s) of %d× %s, TP %d, %s batching, max_num_seqs %d, %d KV blocks; KV link %s at %.0f GB/s per prefill instance, %v latency, streaming %v.\n",
+			p.Replicas, d.DecodeReplicas, dp.Parallel.TP, dp.GPU.Name, dp.Parallel.TP, dp.Batcher.Name(), dp.Limits.MaxNumSeqs, dp.Memory.Blocks,
+			d.Link, l.Bandwidth/1e9, l.Latency, d.Streaming)
+	}
 	return err
 }
 
@@ -137,6 +144,33 @@ func (r *Report) writeEngineCounts(w io.Writer) error {
 	if c.SwapOuts > 0 {
 		line("Swap-outs:", c.SwapOuts)
 		line("Swap transfer time (s):", fmt.Sprintf("%.2f", c.SwapSeconds))
+	}
+	if r.Plan.Decode != nil {
+		sum, res := r.Summary, r.Result
+		P, D := r.Plan.Replicas, r.Plan.Scenario.Disagg.DecodeReplicas
+		var pb, db float64
+		for i, b := range sum.BusyByInstance {
+			if i < P {
+				pb += b
+			} else {
+				db += b
+			}
+		}
+		if sum.Duration > 0 {
+			line("Prefill pool utilization (%):", fmt.Sprintf("%.2f", 100*pb/(float64(P)*sum.Duration)))
+			line("Decode pool utilization (%):", fmt.Sprintf("%.2f", 100*db/(float64(D)*sum.Duration)))
+			bw := r.Plan.Serve.Disagg.Link.Bandwidth
+			line("KV link utilization (%):", fmt.Sprintf("%.2f", 100*res.TransferBytes/(bw*float64(P)*sum.Duration)))
+		}
+		line("KV transfers:", res.Transfers)
+		line("KV bytes moved (GB):", fmt.Sprintf("%.2f", res.TransferBytes/1e9))
+		ph := sum.Phases
+		for _, x := range []struct {
+			name string
+			st   metrics.Stats
+		}{{"queue", ph.Queue}, {"prefill", ph.Prefill}, {"transfer wait", ph.TransferWait}, {"transfer", ph.Transfer}, {"decode", ph.Decode}} {
+			line(fmt.Sprintf("Phase %s mean/p99 (ms):", x.name), fmt.Sprintf("%.2f / %.2f", x.st.Mean, x.st.P99))
+		}
 	}
 	if r.Plan.Scenario.Batch.PrefixCaching {
 		line("Prefix cache hit rate (% of prompt):", fmt.Sprintf("%.2f", 100*c.PrefixHitRate))

@@ -27,8 +27,19 @@ const DefaultIterOverheadMs = 0.5
 
 // Plan is a validated scenario with every name resolved: what a run needs.
 type Plan struct {
-	Scenario    Scenario
-	Model       *models.Model
+	Scenario Scenario
+	Model    *models.Model
+	PoolPlan           // the colocated instances, or the prefill pool when disaggregated
+	Decode   *PoolPlan // the decode pool when disaggregated
+	Workload workload.Synthetic
+	SLO      metrics.SLO
+	Replicas int
+	Serve    serve.Config // policies and engine settings; Source and Collector are set per run
+}
+
+// PoolPlan is one pool's resolved instance: GPU, parallelism, batch policy,
+// memory and step model.
+type PoolPlan struct {
 	GPU         *hardware.GPU
 	Parallel    models.Parallel
 	Memory      hardware.MemoryPlan
@@ -36,10 +47,105 @@ type Plan struct {
 	Batcher     policies.Batcher
 	Limits      policies.Limits
 	MaxModelLen int
-	Workload    workload.Synthetic
-	SLO         metrics.SLO
-	Replicas    int
-	Serve       serve.Config // policies and engine settings; Source and Collector are set per run
+}
+
+// resolvePool resolves one pool's instance; prefix ("" or "disagg.decode_")
+// names its fields in errors.
+func (s *Scenario) resolvePool(gc *hardware.Catalog, m *models.Model, prefix, gpuName string, tp *int, b *Batch) (*PoolPlan, error) {
+	f := func(name string) string { return prefix + name }
+	p := &PoolPlan{}
+	var err error
+	if p.GPU, err = gc.Get(gpuName); err != nil {
+		return nil, fmt.Errorf("%w (field %q)", err, f("gpu"))
+	}
+	if *tp == 0 {
+		*tp = 1
+	}
+	if *tp < 0 {
+		return nil, fieldError(f("tp"), "tp", "%d must be ≥ 1", *tp)
+	}
+	p.Parallel.TP = *tp
+	if p.Parallel.Weights, err = models.ParseDType(s.Weights); err != nil {
+		return nil, fieldError("weights", "weights", "%v", err)
+	}
+	if p.Parallel.KV, err = models.ParseDType(s.KV); err != nil {
+		return nil, fieldError("kv", "kv", "%v", err)
+	}
+	if err := m.CheckParallel(p.Parallel); err != nil {
+		return nil, fmt.Errorf("%w (field %q, flag --tp)", err, f("tp"))
+	}
+	if b.BlockSize == 0 {
+		b.BlockSize = 16
+	}
+	if b.BlockSize < 0 {
+		return nil, fieldError(f("batch.block_size"), "block-size", "%d must be > 0", b.BlockSize)
+	}
+	if b.GPUMemUtil == 0 {
+		b.GPUMemUtil = 0.9
+	}
+	if !(b.GPUMemUtil > 0 && b.GPUMemUtil <= 1) {
+		return nil, fieldError(f("batch.gpu_memory_utilization"), "gpu-memory-utilization", "%g must be in (0, 1]", b.GPUMemUtil)
+	}
+	if b.MaxModelLen == 0 {
+		b.MaxModelLen = m.MaxContext
+	}
+	if b.MaxModelLen < 0 {
+		return nil, fieldError(f("batch.max_model_len"), "max-model-len", "%d must be > 0", b.MaxModelLen)
+	}
+	p.MaxModelLen = b.MaxModelLen
+	if b.MaxNumSeqs == 0 {
+		b.MaxNumSeqs = 256
+	}
+	if b.MaxNumSeqs < 0 {
+		return nil, fieldError(f("batch.max_num_seqs"), "max-num-seqs", "%d must be > 0", b.MaxNumSeqs)
+	}
+	if b.Policy == "" {
+		b.Policy = "chunked"
+	}
+	if b.Refill < 0 {
+		return nil, fieldError(f("batch.refill"), "refill", "%d must be ≥ 0", b.Refill)
+	}
+	if !(b.MaxWaitMs >= 0) || math.IsInf(b.MaxWaitMs, 0) {
+		return nil, fieldError(f("batch.max_wait_ms"), "max-wait-ms", "%g must be ≥ 0", b.MaxWaitMs)
+	}
+	var ok bool
+	p.Batcher, ok = policies.ByName(b.Policy, policies.BatchParams{Refill: b.Refill, MaxWait: sim.FromSeconds(b.MaxWaitMs / 1e3)})
+	if !ok {
+		return nil, fieldError(f("batch.policy"), "policy", "unknown policy %q (known: %s)", b.Policy, policies.BatcherNames)
+	}
+	if _, whole := p.Batcher.(interface{ MaxPrompt(policies.Limits) int }); whole {
+		if b.MaxNumBatchedTokens == 0 {
+			// vLLM's default with chunked prefill off.
+			b.MaxNumBatchedTokens = max(b.MaxModelLen, 2048)
+		}
+		if b.MaxNumBatchedTokens < b.MaxModelLen {
+			return nil, fieldError(f("batch.max_num_batched_tokens"), "max-num-batched-tokens",
+				"%d is smaller than max_model_len %d: without chunked prefill a whole prompt must fit one iteration (as vLLM requires); raise it, lower max_model_len, or use policy \"chunked\"",
+				b.MaxNumBatchedTokens, b.MaxModelLen)
+		}
+	} else if b.MaxNumBatchedTokens == 0 {
+		b.MaxNumBatchedTokens = 8192
+	}
+	if b.MaxNumBatchedTokens < 0 {
+		return nil, fieldError(f("batch.max_num_batched_tokens"), "max-num-batched-tokens", "%d must be > 0", b.MaxNumBatchedTokens)
+	}
+	p.Limits = policies.Limits{MaxNumSeqs: b.MaxNumSeqs, MaxNumBatchedTokens: b.MaxNumBatchedTokens}
+	if p.Memory, err = hardware.PlanMemory(m, p.GPU, p.Parallel, b.GPUMemUtil, b.BlockSize, hardware.DefaultActivationReserve); err != nil {
+		return nil, err
+	}
+	kern, overhead, err := s.kernelModel(p.GPU, *tp)
+	if err != nil {
+		return nil, err
+	}
+	if p.Step, err = hardware.NewStepModel(m, p.GPU, p.Parallel, kern, overhead); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// kernelModel returns the kernel-time model and per-iteration overhead (s).
+func (s *Scenario) kernelModel(g *hardware.GPU, tp int) (hardware.KernelModel, float64, error) {
+	return hardware.Roofline{GPU: g, Eff: hardware.DefaultEfficiency(), TP: tp}, s.Hardware.IterOverheadMs / 1e3, nil
 }
 
 // fieldError names the scenario field (and the flag that sets it).
@@ -72,92 +178,11 @@ func (s Scenario) Resolve() (*Plan, error) {
 	if s.GPU == "" {
 		return nil, fieldError("gpu", "gpu", "missing (see `servesim gpus`)")
 	}
-	if p.GPU, err = gc.Get(s.GPU); err != nil {
-		return nil, fmt.Errorf("%w (field \"gpu\", flag --gpu)", err)
-	}
-	if s.TP == 0 {
-		s.TP = 1
-	}
-	if s.TP < 0 {
-		return nil, fieldError("tp", "tp", "%d must be ≥ 1", s.TP)
-	}
-	p.Parallel.TP = s.TP
 	if s.Weights == "" {
 		s.Weights = "bf16"
 	}
-	if p.Parallel.Weights, err = models.ParseDType(s.Weights); err != nil {
-		return nil, fieldError("weights", "weights", "%v", err)
-	}
 	if s.KV == "" {
 		s.KV = "bf16"
-	}
-	if p.Parallel.KV, err = models.ParseDType(s.KV); err != nil {
-		return nil, fieldError("kv", "kv", "%v", err)
-	}
-	if err := p.Model.CheckParallel(p.Parallel); err != nil {
-		return nil, fmt.Errorf("%w (field \"tp\", flag --tp)", err)
-	}
-
-	b := &s.Batch
-	if b.BlockSize == 0 {
-		b.BlockSize = 16
-	}
-	if b.BlockSize < 0 {
-		return nil, fieldError("batch.block_size", "block-size", "%d must be > 0", b.BlockSize)
-	}
-	if b.GPUMemUtil == 0 {
-		b.GPUMemUtil = 0.9
-	}
-	if !(b.GPUMemUtil > 0 && b.GPUMemUtil <= 1) {
-		return nil, fieldError("batch.gpu_memory_utilization", "gpu-memory-utilization", "%g must be in (0, 1]", b.GPUMemUtil)
-	}
-	if b.MaxModelLen == 0 {
-		b.MaxModelLen = p.Model.MaxContext
-	}
-	if b.MaxModelLen < 0 {
-		return nil, fieldError("batch.max_model_len", "max-model-len", "%d must be > 0", b.MaxModelLen)
-	}
-	p.MaxModelLen = b.MaxModelLen
-	if b.MaxNumSeqs == 0 {
-		b.MaxNumSeqs = 256
-	}
-	if b.MaxNumSeqs < 0 {
-		return nil, fieldError("batch.max_num_seqs", "max-num-seqs", "%d must be > 0", b.MaxNumSeqs)
-	}
-	if b.Policy == "" {
-		b.Policy = "chunked"
-	}
-	if b.Refill < 0 {
-		return nil, fieldError("batch.refill", "refill", "%d must be ≥ 0", b.Refill)
-	}
-	if !(b.MaxWaitMs >= 0) || math.IsInf(b.MaxWaitMs, 0) {
-		return nil, fieldError("batch.max_wait_ms", "max-wait-ms", "%g must be ≥ 0", b.MaxWaitMs)
-	}
-	var ok bool
-	p.Batcher, ok = policies.ByName(b.Policy, policies.BatchParams{Refill: b.Refill, MaxWait: sim.FromSeconds(b.MaxWaitMs / 1e3)})
-	if !ok {
-		return nil, fieldError("batch.policy", "policy", "unknown policy %q (known: %s)", b.Policy, policies.BatcherNames)
-	}
-	if _, whole := p.Batcher.(interface{ MaxPrompt(policies.Limits) int }); whole {
-		if b.MaxNumBatchedTokens == 0 {
-			// vLLM's default with chunked prefill off.
-			b.MaxNumBatchedTokens = max(b.MaxModelLen, 2048)
-		}
-		if b.MaxNumBatchedTokens < b.MaxModelLen {
-			return nil, fieldError("batch.max_num_batched_tokens", "max-num-batched-tokens",
-				"%d is smaller than max_model_len %d: without chunked prefill a whole prompt must fit one iteration (as vLLM requires); raise it, lower max_model_len, or use policy \"chunked\"",
-				b.MaxNumBatchedTokens, b.MaxModelLen)
-		}
-	} else if b.MaxNumBatchedTokens == 0 {
-		b.MaxNumBatchedTokens = 8192
-	}
-	if b.MaxNumBatchedTokens < 0 {
-		return nil, fieldError("batch.max_num_batched_tokens", "max-num-batched-tokens", "%d must be > 0", b.MaxNumBatchedTokens)
-	}
-	p.Limits = policies.Limits{MaxNumSeqs: b.MaxNumSeqs, MaxNumBatchedTokens: b.MaxNumBatchedTokens}
-
-	if p.Memory, err = hardware.PlanMemory(p.Model, p.GPU, p.Parallel, b.GPUMemUtil, b.BlockSize, hardware.DefaultActivationReserve); err != nil {
-		return nil, err
 	}
 	if s.Hardware.IterOverheadMs == 0 {
 		s.Hardware.IterOverheadMs = DefaultIterOverheadMs
@@ -165,9 +190,24 @@ func (s Scenario) Resolve() (*Plan, error) {
 	if s.Hardware.IterOverheadMs < 0 || math.IsNaN(s.Hardware.IterOverheadMs) {
 		return nil, fieldError("hardware.iteration_overhead_ms", "iteration-overhead-ms", "%g must be ≥ 0", s.Hardware.IterOverheadMs)
 	}
-	kern := hardware.Roofline{GPU: p.GPU, Eff: hardware.DefaultEfficiency(), TP: s.TP}
-	if p.Step, err = hardware.NewStepModel(p.Model, p.GPU, p.Parallel, kern, s.Hardware.IterOverheadMs/1e3); err != nil {
+	pp, err := s.resolvePool(gc, p.Model, "", s.GPU, &s.TP, &s.Batch)
+	if err != nil {
 		return nil, err
+	}
+	p.PoolPlan = *pp
+	if s.Disagg.DecodeReplicas > 0 {
+		d := &s.Disagg
+		if d.DecodeGPU == "" {
+			d.DecodeGPU = s.GPU
+		}
+		if d.DecodeTP == 0 {
+			d.DecodeTP = s.TP
+		}
+		if p.Decode, err = s.resolvePool(gc, p.Model, "disagg.decode_", d.DecodeGPU, &d.DecodeTP, &d.DecodeBatch); err != nil {
+			return nil, err
+		}
+	} else if s.Disagg.DecodeReplicas < 0 {
+		return nil, fieldError("disagg.decode_replicas", "decode-replicas", "%d must be ≥ 0 (0 = colocated)", s.Disagg.DecodeReplicas)
 	}
 
 	wl := &s.Workload
@@ -308,6 +348,82 @@ func (s *Scenario) resolveServe(p *Plan) error {
 		RouterStaleness: sim.FromSeconds(rt.StalenessMs / 1e3), PredictError: sc.PredictError,
 		TTFTSLO: p.SLO.TTFT, Seed: s.Seed,
 	}
+	if p.Decode != nil {
+		if err := s.resolveDisagg(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Link presets: per-GPU bandwidth per direction and latency of the KV link
+// between a prefill and a decode instance. Bandwidths are the interconnects'
+// nominal rates; latencies are assumptions of the order NCCL reports for a
+// small send/recv, not measurements.
+var linkPresets = map[string]struct {
+	gbPerS    float64 // per GPU, GB/s per direction; 0 = the GPU's own figure
+	latencyUs float64
+	note      string
+}{
+	"nvlink": {0, 10, "the prefill GPU's NVLink bandwidth per direction (same node)"},
+	"ib":     {50, 10, "InfiniBand NDR, 400 Gb/s per GPU"},
+	"roce":   {25, 20, "RoCE / Ethernet, 200 Gb/s per GPU"},
+	"pcie":   {0, 10, "the prefill GPU's host PCIe link (through host memory)"},
+}
+
+// resolveDisagg fills p.Serve.Disagg from the [disagg] section.
+func (s *Scenario) resolveDisagg(p *Plan) error {
+	d := &s.Disagg
+	if d.Link == "" {
+		d.Link = "ib"
+	}
+	preset, ok := linkPresets[d.Link]
+	if !ok {
+		return fieldError("disagg.link", "link", "unknown link %q (known: nvlink, ib, roce, pcie)", d.Link)
+	}
+	perGPU := preset.gbPerS * 1e9
+	switch d.Link {
+	case "nvlink":
+		perGPU = p.GPU.LinkBW
+	case "pcie":
+		perGPU = p.GPU.HostBW
+	}
+	if d.LinkGBps != 0 {
+		perGPU = d.LinkGBps * 1e9
+	}
+	if !(perGPU > 0) || math.IsInf(perGPU, 0) {
+		return fieldError("disagg.link_gb_per_s", "link-gb-per-s", "%g must be > 0", d.LinkGBps)
+	}
+	if d.LinkLatencyUs == 0 {
+		d.LinkLatencyUs = preset.latencyUs
+	}
+	if !(d.LinkLatencyUs >= 0) || math.IsInf(d.LinkLatencyUs, 0) {
+		return fieldError("disagg.link_latency_us", "link-latency-us", "%g must be ≥ 0", d.LinkLatencyUs)
+	}
+	if d.MaxPending < 0 {
+		return fieldError("disagg.max_pending", "max-pending", "%d must be ≥ 0", d.MaxPending)
+	}
+	dp := p.Decode
+	router, err := policies.RouterByName(s.Router.Policy, rand.New(rand.NewPCG(s.Seed, serve.StreamRouting+1)))
+	if err != nil {
+		return err
+	}
+	p.Serve.Disagg = &serve.Disagg{
+		Decode: serve.InstanceConfig{
+			Step: dp.Step, Blocks: dp.Memory.Blocks, BlockSize: dp.Memory.BlockSize, Limits: dp.Limits,
+			Batcher: dp.Batcher, MaxModelLen: dp.MaxModelLen,
+			Preempt: s.Batch.Preemption, Victim: s.Batch.Victim, HostBW: dp.GPU.HostBW, SwapSpace: s.Batch.SwapSpaceGB * 1e9,
+			KVBytesPerToken: dp.Memory.KVBytesPerTokenPerGPU,
+		},
+		DecodeReplicas: d.DecodeReplicas,
+		DecodeRouter:   router,
+		// Each GPU of the prefill group sends its shard over its own link.
+		Link:            serve.Link{Bandwidth: perGPU * float64(p.Parallel.TP), Latency: sim.FromSeconds(d.LinkLatencyUs / 1e6)},
+		KVBytesPerToken: p.Model.KVBytesPerToken(p.Parallel.KV),
+		Streaming:       d.Streaming,
+		Layers:          p.Model.Layers,
+		MaxPending:      d.MaxPending,
+	}
 	return nil
 }
 
@@ -336,6 +452,11 @@ func Run(p *Plan, outDir string) (*Report, error) {
 	coll := metrics.NewCollector(p.SLO)
 	for i := range p.Replicas {
 		coll.SetPeak(i, p.GPU.PeakFLOPS(p.Parallel.Weights), p.GPU.MemBW)
+	}
+	if d := p.Decode; d != nil {
+		for i := range p.Scenario.Disagg.DecodeReplicas {
+			coll.SetPeak(p.Replicas+i, d.GPU.PeakFLOPS(d.Parallel.Weights), d.GPU.MemBW)
+		}
 	}
 	cfg := p.Serve
 	cfg.Source, cfg.Collector = src, coll
@@ -469,8 +590,17 @@ func (s Scenario) freshPolicies(cfg *serve.Config) error {
 		return err
 	}
 	ad := s.Admission
-	cfg.Admission, err = policies.AdmissionByName(ad.Policy, policies.AdmissionParams{QueueCap: ad.QueueCap, Rate: ad.Rate, Burst: ad.Burst, Defer: ad.Defer})
-	return err
+	if cfg.Admission, err = policies.AdmissionByName(ad.Policy, policies.AdmissionParams{QueueCap: ad.QueueCap, Rate: ad.Rate, Burst: ad.Burst, Defer: ad.Defer}); err != nil {
+		return err
+	}
+	if cfg.Disagg != nil {
+		d := *cfg.Disagg
+		if d.DecodeRouter, err = policies.RouterByName(s.Router.Policy, rand.New(rand.NewPCG(s.Seed, serve.StreamRouting+1))); err != nil {
+			return err
+		}
+		cfg.Disagg = &d
+	}
+	return nil
 }
 
 // MkdirAll creates an output directory.

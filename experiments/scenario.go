@@ -36,6 +36,7 @@ type Scenario struct {
 	Router    Router    `toml:"router" json:"router"`
 	SLO       SLO       `toml:"slo" json:"slo"`
 	Hardware  Hardware  `toml:"hardware" json:"hardware"`
+	Disagg    Disagg    `toml:"disagg" json:"disagg"`
 
 	dir string // directory of the scenario file, for relative paths
 }
@@ -98,6 +99,22 @@ type SLO struct {
 	TTFTms float64 `toml:"ttft_ms" json:"ttft_ms"`
 	TPOTms float64 `toml:"tpot_ms" json:"tpot_ms"`
 	E2Ems  float64 `toml:"e2e_ms"`
+}
+
+// Disagg makes the deployment prefill/decode-disaggregated when
+// decode_replicas > 0: the scenario's gpu, tp, batch and replicas then
+// describe the prefill pool, and these fields the decode pool and the KV
+// link between them.
+type Disagg struct {
+	DecodeReplicas int     `toml:"decode_replicas" json:"decode_replicas"`
+	DecodeGPU      string  `toml:"decode_gpu" json:"decode_gpu"` // default: the prefill GPU
+	DecodeTP       int     `toml:"decode_tp" json:"decode_tp"`   // default: the prefill TP
+	DecodeBatch    Batch   `toml:"decode_batch" json:"decode_batch"`
+	Link           string  `toml:"link" json:"link"`                       // nvlink | ib (default) | roce | pcie
+	LinkGBps       float64 `toml:"link_gb_per_s" json:"link_gb_per_s"`     // per GPU, per direction; overrides the preset
+	LinkLatencyUs  float64 `toml:"link_latency_us" json:"link_latency_us"` // overrides the preset
+	Streaming      bool    `toml:"streaming" json:"streaming"`             // layer-wise KV streaming during prefill
+	MaxPending     int     `toml:"max_pending" json:"max_pending"`         // finished prefills held before backpressure (default max_num_seqs)
 }
 
 // Hardware holds kernel-time model settings.

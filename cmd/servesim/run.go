@@ -75,6 +75,11 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&s.Batch.Refill, "refill", 0, "decode-first batching: admit prompts while fewer than this many requests decode")
 	fs.IntVar(&w.SharedPrefix, "shared-prefix-tokens", 0, "synthetic shared system prompt length")
 	fs.IntVar(&w.PrefixGroups, "prefix-groups", 0, "number of distinct shared system prompts")
+	fs.IntVar(&s.Disagg.DecodeReplicas, "decode-replicas", 0, "disaggregate: decode instances (the others flags describe the prefill pool)")
+	fs.StringVar(&s.Disagg.DecodeGPU, "decode-gpu", "", "decode pool GPU (default: the prefill GPU)")
+	fs.IntVar(&s.Disagg.DecodeTP, "decode-tp", 0, "decode pool TP (default: the prefill TP)")
+	fs.StringVar(&s.Disagg.Link, "link", "", "KV link: nvlink, ib (default), roce, pcie")
+	fs.BoolVar(&s.Disagg.Streaming, "streaming", false, "stream KV layer by layer during prefill")
 
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -174,6 +179,11 @@ var scenarioFlags = map[string]func(dst, src *experiments.Scenario){
 	"refill":                 func(d, s *experiments.Scenario) { d.Batch.Refill = s.Batch.Refill },
 	"shared-prefix-tokens":   func(d, s *experiments.Scenario) { d.Workload.SharedPrefix = s.Workload.SharedPrefix },
 	"prefix-groups":          func(d, s *experiments.Scenario) { d.Workload.PrefixGroups = s.Workload.PrefixGroups },
+	"decode-replicas":        func(d, s *experiments.Scenario) { d.Disagg.DecodeReplicas = s.Disagg.DecodeReplicas },
+	"decode-gpu":             func(d, s *experiments.Scenario) { d.Disagg.DecodeGPU = s.Disagg.DecodeGPU },
+	"decode-tp":              func(d, s *experiments.Scenario) { d.Disagg.DecodeTP = s.Disagg.DecodeTP },
+	"link":                   func(d, s *experiments.Scenario) { d.Disagg.Link = s.Disagg.Link },
+	"streaming":              func(d, s *experiments.Scenario) { d.Disagg.Streaming = s.Disagg.Streaming },
 }
 
 func override(fs *pflag.FlagSet, dst, src *experiments.Scenario) {

@@ -33,6 +33,7 @@ func init() {
 		{"gpus", "list the GPU catalog", gpusCmd},
 		{"trace", "characterize request traces (trace stats FILE)", traceCmd},
 		{"sweep", "run an experiment file: a grid of scenarios in parallel", sweepCmd},
+		{"place", "search colocated and disaggregated deployments for the best goodput per GPU", placeCmd},
 	}
 }
 
@@ -88,4 +89,14 @@ func newFlagSet(name, usageText string, stderr io.Writer) *pflag.FlagSet {
 		fs.PrintDefaults()
 	}
 	return fs
+}
+
+// isTerminal reports whether w is a terminal (progress output goes only there).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/servesim/servesim/experiments"
+)
+
+const placeUsage = `Usage: servesim place --config FILE --gpus N [flags]
+
+Searches deployments of the scenario's model, workload and SLOs within a
+budget of N GPUs of the scenario's GPU type — colocated (replicas × TP) and
+prefill/decode-disaggregated (P×TP + D×TP, with the scenario's [disagg] link)
+— for the highest goodput per GPU: for each, the highest arrival rate at
+which the attainment target holds (DistServe's max goodput rate). Prints a
+ranked table and writes it as CSV.
+
+Examples:
+  servesim place --config experiments/disagg-long.toml --gpus 4
+  servesim place --config experiments/disagg-short.toml --gpus 4 --tps 1,2 --target 0.9
+`
+
+func placeCmd(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("place", placeUsage, stderr)
+	config := fs.String("config", "", "scenario TOML file (model, workload, SLOs, GPU, [disagg] link)")
+	gpus := fs.Int("gpus", 0, "GPU budget")
+	tps := fs.String("tps", "1,2,4,8", "tensor-parallel degrees to try")
+	target := fs.Float64("target", 0.9, "SLO attainment target")
+	only := fs.String("only", "", "search only colocated or disagg deployments")
+	workers := fs.IntP("workers", "j", 0, "parallel candidates (default: all cores)")
+	out := fs.StringP("out", "o", "", "CSV file (default placements/NAME.csv; \"-\" writes none)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *config == "" || *gpus <= 0 {
+		fs.Usage()
+		return fmt.Errorf("place: --config and --gpus N > 0 are required")
+	}
+	base, err := experiments.LoadScenario(*config)
+	if err != nil {
+		return err
+	}
+	o := experiments.PlaceOptions{GPUs: *gpus, Target: *target, Workers: *workers}
+	for _, f := range strings.Split(*tps, ",") {
+		tp, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || tp <= 0 {
+			return fmt.Errorf("place: --tps: %q is not a positive integer", f)
+		}
+		o.TPs = append(o.TPs, tp)
+	}
+	switch *only {
+	case "":
+	case "colocated":
+		o.Colocated = true
+	case "disagg":
+		o.Disagg = true
+	default:
+		return fmt.Errorf("place: --only %q: want colocated or disagg", *only)
+	}
+	if isTerminal(stderr) {
+		o.OnProgress = func(done, total int) { fmt.Fprintf(stderr, "\rservesim: place: %d/%d deployments searched", done, total) }
+	}
+	ps, err := experiments.Place(base, o)
+	if o.OnProgress != nil {
+		fmt.Fprintln(stderr)
+	}
+	if err != nil {
+		return err
+	}
+	if err := experiments.WritePlacements(stdout, ps, *target); err != nil {
+		return err
+	}
+	path := *out
+	if path == "" {
+		name := base.Name
+		if name == "" {
+			name = strings.TrimSuffix(filepath.Base(*config), filepath.Ext(*config))
+		}
+		path = filepath.Join("placements", name+".csv")
+	}
+	if path != "-" {
+		var buf bytes.Buffer
+		if err := experiments.WritePlacementsCSV(&buf, ps); err != nil {
+			return err
+		}
+		if err := experiments.MkdirAll(filepath.Dir(path)); err != nil {
+			return err
+		}
+		if err := experiments.WriteFileAtomic(path, buf.Bytes()); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "Wrote %s.\n", path)
+	}
+	return nil
+}

@@ -1,0 +1,254 @@
+package experiments
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// PlaceOptions configure a placement search.
+type PlaceOptions struct {
+	GPUs       int     // GPU budget
+	TPs        []int   // tensor-parallel degrees to try (default 1, 2, 4, 8)
+	Target     float64 // SLO attainment target (default 0.9, DistServe's)
+	Colocated  bool    // search colocated deployments
+	Disagg     bool    // search disaggregated ones
+	Precision  float64 // relative precision of the rate search (default 0.02)
+	Workers    int     // parallel candidates (default all cores)
+	MaxRate    float64 // upper bound of the rate search, req/s (default 1e4)
+	// MinDuration is the shortest stretch of arrivals each simulation runs
+	// (s, default 60): at a high rate a fixed count of requests arrives in a
+	// burst that ends before queues reach their steady state.
+	MinDuration float64
+	OnProgress func(done, total int)
+}
+
+// Placement is one searched deployment and its max goodput rate.
+type Placement struct {
+	Name         string // e.g. "colocated 2×TP4" or "disagg 1×TP2 + 3×TP2"
+	Disagg       bool
+	Replicas, TP int // colocated instances, or the prefill pool
+	DecodeRep    int // decode pool (disaggregated)
+	DecodeTP     int
+	GPUs         int
+	Rate         float64 // max goodput rate: highest arrival rate with attainment ≥ target (req/s)
+	PerGPU       float64 // Rate / GPUs
+	Attainment   float64 // at Rate
+	CostPerMTok  float64 // $ per million output tokens at Rate
+	Err          string  // why the deployment cannot serve at all (does not fit, ...)
+}
+
+// Place searches deployments of the base scenario's model, workload and
+// SLOs within a GPU budget for the highest goodput per GPU (DistServe's
+// definition, DESIGN §2): for each candidate, the highest arrival rate at
+// which the attainment target holds, found by doubling then bisection.
+// Each rate is one simulation of arrivals over max(MinDuration, the base's
+// requests / rate) seconds, so that queues reach their steady state.
+func Place(base Scenario, o PlaceOptions) ([]Placement, error) {
+	if o.GPUs <= 0 {
+		return nil, fmt.Errorf("experiments: place: GPU budget %d: must be > 0", o.GPUs)
+	}
+	if len(o.TPs) == 0 {
+		o.TPs = []int{1, 2, 4, 8}
+	}
+	if o.Target == 0 {
+		o.Target = 0.9
+	}
+	if !(o.Target > 0 && o.Target <= 1) {
+		return nil, fmt.Errorf("experiments: place: attainment target %g: must be in (0, 1]", o.Target)
+	}
+	if o.Precision == 0 {
+		o.Precision = 0.02
+	}
+	if o.MaxRate == 0 {
+		o.MaxRate = 1e4
+	}
+	if o.MinDuration == 0 {
+		o.MinDuration = 60
+	}
+	if !o.Colocated && !o.Disagg {
+		o.Colocated, o.Disagg = true, true
+	}
+	if !base.SLO.isSet() {
+		return nil, fmt.Errorf("experiments: place: the scenario sets no SLO (slo.ttft_ms, slo.tpot_ms or slo.e2e_ms): goodput needs one")
+	}
+	if base.Workload.Rate == 0 {
+		base.Workload.Rate = 1 // any valid rate: the search sets it
+	}
+	var cands []Placement
+	for _, tp := range o.TPs {
+		if o.Colocated {
+			for r := 1; r*tp <= o.GPUs; r++ {
+				cands = append(cands, Placement{Name: fmt.Sprintf("colocated %d×TP%d", r, tp), Replicas: r, TP: tp, GPUs: r * tp})
+			}
+		}
+		if o.Disagg {
+			for _, dtp := range o.TPs {
+				for p := 1; p*tp+dtp <= o.GPUs; p++ {
+					for d := 1; p*tp+d*dtp <= o.GPUs; d++ {
+						cands = append(cands, Placement{Name: fmt.Sprintf("disagg %d×TP%d + %d×TP%d", p, tp, d, dtp), Disagg: true,
+							Replicas: p, TP: tp, DecodeRep: d, DecodeTP: dtp, GPUs: p*tp + d*dtp})
+					}
+				}
+			}
+		}
+	}
+	workers := o.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	done := 0
+	jobs := make(chan int)
+	for range min(workers, len(cands)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				searchRate(base, &cands[i], o)
+				if o.OnProgress != nil {
+					mu.Lock()
+					done++
+					o.OnProgress(done, len(cands))
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := range cands {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	sort.SliceStable(cands, func(i, j int) bool {
+		a, b := cands[i], cands[j]
+		if (a.Err == "") != (b.Err == "") {
+			return a.Err == ""
+		}
+		if a.PerGPU != b.PerGPU {
+			return a.PerGPU > b.PerGPU
+		}
+		return a.GPUs < b.GPUs
+	})
+	return cands, nil
+}
+
+func (s SLO) isSet() bool { return s.TTFTms > 0 || s.TPOTms > 0 || s.E2Ems > 0 }
+
+// scenarioFor returns the base scenario deployed as c at rate.
+func scenarioFor(base Scenario, c *Placement, rate float64, o PlaceOptions) Scenario {
+	s := base
+	s.Workload.Rate = rate
+	s.Workload.DurationS = max(o.MinDuration, float64(base.Workload.Requests)/rate)
+	s.Workload.Requests = 0
+	s.TP, s.Replicas = c.TP, c.Replicas
+	s.Disagg.DecodeReplicas = 0
+	if c.Disagg {
+		s.Disagg.DecodeReplicas, s.Disagg.DecodeTP = c.DecodeRep, c.DecodeTP
+	}
+	return s
+}
+
+// attainment runs c at rate and returns the SLO attainment and the report.
+func attainment(base Scenario, c *Placement, rate float64, o PlaceOptions) (float64, *Report, error) {
+	p, err := scenarioFor(base, c, rate, o).Resolve()
+	if err != nil {
+		return 0, nil, err
+	}
+	rep, err := Run(p, "")
+	if err != nil {
+		return 0, nil, err
+	}
+	return rep.Summary.Attainment, rep, nil
+}
+
+// searchRate finds c's max goodput rate: it doubles the rate from 0.25
+// req/s per GPU while the target holds, then bisects to o.Precision.
+func searchRate(base Scenario, c *Placement, o PlaceOptions) {
+	lo, hi := 0.0, 0.25*float64(c.GPUs)
+	var best *Report
+	bestAtt := 0.0
+	for {
+		att, rep, err := attainment(base, c, hi, o)
+		if err != nil {
+			c.Err = firstLine(err.Error())
+			return
+		}
+		if att < o.Target {
+			break
+		}
+		lo, best, bestAtt = hi, rep, att
+		if hi *= 2; hi > o.MaxRate {
+			c.Err = fmt.Sprintf("meets the target beyond %g req/s", o.MaxRate)
+			return
+		}
+	}
+	for hi-lo > o.Precision*hi {
+		mid := (lo + hi) / 2
+		att, rep, err := attainment(base, c, mid, o)
+		if err != nil {
+			c.Err = firstLine(err.Error())
+			return
+		}
+		if att >= o.Target {
+			lo, best, bestAtt = mid, rep, att
+		} else {
+			hi = mid
+		}
+	}
+	c.Rate, c.PerGPU, c.Attainment = lo, lo/float64(c.GPUs), bestAtt
+	if best == nil {
+		return // not even the lowest rate tried meets the target: goodput 0
+	}
+	price := best.Plan.GPU.PricePerHour * float64(c.Replicas*c.TP)
+	if best.Plan.Decode != nil {
+		price += best.Plan.Decode.GPU.PricePerHour * float64(c.DecodeRep*c.DecodeTP)
+	}
+	if tok := best.Summary.OutputThroughput; tok > 0 && price > 0 {
+		c.CostPerMTok = price / 3600 / tok * 1e6
+	}
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// WritePlacements writes the ranked table as Markdown.
+func WritePlacements(w io.Writer, ps []Placement, target float64) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "| rank | deployment | GPUs | max goodput rate (req/s) | per GPU | attainment | $/M output tokens |\n|---|---|---|---|---|---|---|\n")
+	for i, p := range ps {
+		if p.Err != "" {
+			fmt.Fprintf(&b, "| - | %s | %d | — | — | — | %s |\n", p.Name, p.GPUs, p.Err)
+			continue
+		}
+		cost := "—"
+		if p.CostPerMTok > 0 && !math.IsInf(p.CostPerMTok, 0) {
+			cost = fmt.Sprintf("%.3f", p.CostPerMTok)
+		}
+		fmt.Fprintf(&b, "| %d | %s | %d | %.2f | %.3f | %.3f | %s |\n", i+1, p.Name, p.GPUs, p.Rate, p.PerGPU, p.Attainment, cost)
+	}
+	fmt.Fprintf(&b, "\nMax goodput rate: the highest Poisson rate at which ≥ %.0f %% of requests meet every SLO (rejections count as misses).\n", 100*target)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WritePlacementsCSV writes the ranked table as CSV.
+func WritePlacementsCSV(w io.Writer, ps []Placement) error {
+	var b strings.Builder
+	b.WriteString("deployment,disaggregated,replicas,tp,decode_replicas,decode_tp,gpus,max_goodput_rate,per_gpu,attainment,cost_per_m_output_tokens,error\n")
+	for _, p := range ps {
+		fmt.Fprintf(&b, "%s,%v,%d,%d,%d,%d,%d,%.4f,%.4f,%.4f,%.4f,%s\n", p.Name, p.Disagg, p.Replicas, p.TP, p.DecodeRep, p.DecodeTP, p.GPUs,
+			p.Rate, p.PerGPU, p.Attainment, p.CostPerMTok, csvField(p.Err))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -12,19 +12,19 @@ import (
 
 // PlaceOptions configure a placement search.
 type PlaceOptions struct {
-	GPUs       int     // GPU budget
-	TPs        []int   // tensor-parallel degrees to try (default 1, 2, 4, 8)
-	Target     float64 // SLO attainment target (default 0.9, DistServe's)
-	Colocated  bool    // search colocated deployments
-	Disagg     bool    // search disaggregated ones
-	Precision  float64 // relative precision of the rate search (default 0.02)
-	Workers    int     // parallel candidates (default all cores)
-	MaxRate    float64 // upper bound of the rate search, req/s (default 1e4)
+	GPUs      int     // GPU budget
+	TPs       []int   // tensor-parallel degrees to try (default 1, 2, 4, 8)
+	Target    float64 // SLO attainment target (default 0.9, DistServe's)
+	Colocated bool    // search colocated deployments
+	Disagg    bool    // search disaggregated ones
+	Precision float64 // relative precision of the rate search (default 0.02)
+	Workers   int     // parallel candidates (default all cores)
+	MaxRate   float64 // upper bound of the rate search, req/s (default 1e4)
 	// MinDuration is the shortest stretch of arrivals each simulation runs
 	// (s, default 60): at a high rate a fixed count of requests arrives in a
 	// burst that ends before queues reach their steady state.
 	MinDuration float64
-	OnProgress func(done, total int)
+	OnProgress  func(done, total int)
 }
 
 // Placement is one searched deployment and its max goodput rate.

@@ -63,7 +63,9 @@ func placeCmd(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("place: --only %q: want colocated or disagg", *only)
 	}
 	if isTerminal(stderr) {
-		o.OnProgress = func(done, total int) { fmt.Fprintf(stderr, "\rservesim: place: %d/%d deployments searched", done, total) }
+		o.OnProgress = func(done, total int) {
+			fmt.Fprintf(stderr, "\rservesim: place: %d/%d deployments searched", done, total)
+		}
 	}
 	ps, err := experiments.Place(base, o)
 	if o.OnProgress != nil {

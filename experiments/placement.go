@@ -205,13 +205,7 @@ func searchRate(base Scenario, c *Placement, o PlaceOptions) {
 	if best == nil {
 		return // not even the lowest rate tried meets the target: goodput 0
 	}
-	price := best.Plan.GPU.PricePerHour * float64(c.Replicas*c.TP)
-	if best.Plan.Decode != nil {
-		price += best.Plan.Decode.GPU.PricePerHour * float64(c.DecodeRep*c.DecodeTP)
-	}
-	if tok := best.Summary.OutputThroughput; tok > 0 && price > 0 {
-		c.CostPerMTok = price / 3600 / tok * 1e6
-	}
+	c.CostPerMTok = perMillion(best.CostPerHour(), best.Summary.OutputThroughput)
 }
 
 func firstLine(s string) string {

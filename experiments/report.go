@@ -178,3 +178,24 @@ func (r *Report) writeEngineCounts(w io.Writer) error {
 	}
 	return err
 }
+
+// GPUs returns the GPUs the run's deployment uses.
+func (r *Report) GPUs() int {
+	p := r.Plan
+	n := p.Replicas * p.Parallel.TP
+	if p.Decode != nil {
+		n += p.Scenario.Disagg.DecodeReplicas * p.Decode.Parallel.TP
+	}
+	return n
+}
+
+// CostPerHour returns the deployment's price per hour from the GPUs'
+// prices per GPU-hour.
+func (r *Report) CostPerHour() float64 {
+	p := r.Plan
+	c := p.GPU.PricePerHour * float64(p.Replicas*p.Parallel.TP)
+	if p.Decode != nil {
+		c += p.Decode.GPU.PricePerHour * float64(p.Scenario.Disagg.DecodeReplicas*p.Decode.Parallel.TP)
+	}
+	return c
+}

@@ -2,8 +2,11 @@ package experiments
 
 import (
 	"bytes"
+	"slices"
+
 	"errors"
 	"fmt"
+	"github.com/servesim/servesim/sim/metrics"
 	"io"
 	"os"
 	"path/filepath"
@@ -260,23 +263,55 @@ type Column struct {
 	Get  func(r *Report) float64
 }
 
-// Columns are the metrics a sweep reports per point.
-var Columns = []Column{
-	{"request_throughput", func(r *Report) float64 { return r.Summary.RequestThroughput }},
-	{"output_tok_per_s", func(r *Report) float64 { return r.Summary.OutputThroughput }},
-	{"ttft_p50_ms", func(r *Report) float64 { return r.Summary.TTFT.Median }},
-	{"ttft_p99_ms", func(r *Report) float64 { return r.Summary.TTFT.P99 }},
-	{"tpot_p50_ms", func(r *Report) float64 { return r.Summary.TPOT.Median }},
-	{"tpot_p99_ms", func(r *Report) float64 { return r.Summary.TPOT.P99 }},
-	{"itl_p99_ms", func(r *Report) float64 { return r.Summary.ITL.P99 }},
-	{"e2e_p50_ms", func(r *Report) float64 { return r.Summary.E2E.Median }},
-	{"e2e_p99_ms", func(r *Report) float64 { return r.Summary.E2E.P99 }},
-	{"slo_attainment", func(r *Report) float64 { return r.Summary.Attainment }},
-	{"goodput_req_per_s", func(r *Report) float64 { return r.Summary.Goodput }},
-	{"mean_batch", func(r *Report) float64 { return r.Summary.MeanBatch }},
-	{"preemptions", func(r *Report) float64 { return float64(r.Result.Preemptions) }},
-	{"rejected", func(r *Report) float64 { return float64(r.Result.Rejected) }},
-	{"prefix_hit_rate", func(r *Report) float64 { return r.counts().PrefixHitRate }},
+func statCols(prefix string, get func(r *Report) metrics.Stats) []Column {
+	return []Column{
+		{prefix + "_mean_ms", func(r *Report) float64 { return get(r).Mean }},
+		{prefix + "_p50_ms", func(r *Report) float64 { return get(r).Median }},
+		{prefix + "_p90_ms", func(r *Report) float64 { return get(r).P90 }},
+		{prefix + "_p95_ms", func(r *Report) float64 { return get(r).P95 }},
+		{prefix + "_p99_ms", func(r *Report) float64 { return get(r).P99 }},
+	}
+}
+
+// Columns are the metrics a sweep reports per point: every summary metric.
+var Columns = slices.Concat(
+	[]Column{
+		{"completed", func(r *Report) float64 { return float64(r.Summary.Completed) }},
+		{"rejected", func(r *Report) float64 { return float64(r.Summary.Rejected) }},
+		{"duration_s", func(r *Report) float64 { return r.Summary.Duration }},
+		{"request_throughput", func(r *Report) float64 { return r.Summary.RequestThroughput }},
+		{"output_tok_per_s", func(r *Report) float64 { return r.Summary.OutputThroughput }},
+		{"total_tok_per_s", func(r *Report) float64 { return r.Summary.TotalThroughput }},
+	},
+	statCols("ttft", func(r *Report) metrics.Stats { return r.Summary.TTFT }),
+	statCols("tpot", func(r *Report) metrics.Stats { return r.Summary.TPOT }),
+	statCols("itl", func(r *Report) metrics.Stats { return r.Summary.ITL }),
+	statCols("e2e", func(r *Report) metrics.Stats { return r.Summary.E2E }),
+	[]Column{
+		{"slo_attainment", func(r *Report) float64 { return r.Summary.Attainment }},
+		{"goodput_req_per_s", func(r *Report) float64 { return r.Summary.Goodput }},
+		{"mean_batch", func(r *Report) float64 { return r.Summary.MeanBatch }},
+		{"mean_kv_use", func(r *Report) float64 { return r.Summary.MeanKVUse }},
+		{"peak_kv_use", func(r *Report) float64 { return r.Summary.PeakKVUse }},
+		{"mfu", func(r *Report) float64 { return r.Summary.MFU }},
+		{"mbu", func(r *Report) float64 { return r.Summary.MBU }},
+		{"preemptions", func(r *Report) float64 { return float64(r.Result.Preemptions) }},
+		{"prefix_hit_rate", func(r *Report) float64 { return r.counts().PrefixHitRate }},
+		{"gpus", func(r *Report) float64 { return float64(r.GPUs()) }},
+		{"tokens_per_gpu_s", func(r *Report) float64 { return r.Summary.TotalThroughput / float64(r.GPUs()) }},
+		{"cost_per_hour", func(r *Report) float64 { return r.CostPerHour() }},
+		{"cost_per_m_output_tokens", func(r *Report) float64 { return perMillion(r.CostPerHour(), r.Summary.OutputThroughput) }},
+		{"cost_per_m_tokens", func(r *Report) float64 { return perMillion(r.CostPerHour(), r.Summary.TotalThroughput) }},
+	},
+)
+
+// perMillion is the cost of a million tokens at a price per hour and a
+// throughput in tokens per second (0 when nothing was produced).
+func perMillion(perHour, tokPerSec float64) float64 {
+	if tokPerSec <= 0 {
+		return 0
+	}
+	return perHour / 3600 / tokPerSec * 1e6
 }
 
 // WriteCSV writes one row per point: the axis values, the seed and every

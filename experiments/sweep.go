@@ -97,6 +97,22 @@ func (sw *Sweep) Points() ([]Point, error) {
 			}
 		}
 	}
+	// Conflicting settings: a table value setting a field another axis sweeps.
+	for _, a := range sw.Axes {
+		for _, v := range a.Values {
+			tbl, ok := v.(map[string]any)
+			if !ok {
+				continue
+			}
+			for k := range tbl {
+				for _, b := range sw.Axes {
+					if b.Field == a.Field+"."+k {
+						return nil, fmt.Errorf("experiments: sweep %s: conflicting settings: axis %q sets %q, which axis %q also sweeps", sw.Name, a.Field, k, b.Field)
+					}
+				}
+			}
+		}
+	}
 	seeds := sw.Seeds
 	if len(seeds) == 0 {
 		seeds = []uint64{sw.Base.Seed}
@@ -316,23 +332,23 @@ func perMillion(perHour, tokPerSec float64) float64 {
 
 // WriteCSV writes one row per point: the axis values, the seed and every
 // column.
-func WriteCSV(w io.Writer, axes []Axis, res []PointResult) error {
+func WriteCSV(w io.Writer, axes []Axis, pts []PointFile) error {
 	var b strings.Builder
 	for _, a := range axes {
-		b.WriteString(a.Field + ",")
+		b.WriteString(csvField(a.Field) + ",")
 	}
 	b.WriteString("seed")
 	for _, c := range Columns {
 		b.WriteString("," + c.Name)
 	}
 	b.WriteByte('\n')
-	for _, r := range res {
-		for _, v := range r.Point.Values {
-			b.WriteString(csvField(formatValue(v)) + ",")
+	for _, p := range pts {
+		for _, v := range p.Axes {
+			b.WriteString(csvField(v) + ",")
 		}
-		b.WriteString(strconv.FormatUint(r.Point.Seed, 10))
+		b.WriteString(strconv.FormatUint(p.Seed, 10))
 		for _, c := range Columns {
-			b.WriteString("," + strconv.FormatFloat(c.Get(r.Report), 'f', 4, 64))
+			b.WriteString("," + strconv.FormatFloat(p.Metrics[c.Name], 'f', 4, 64))
 		}
 		b.WriteByte('\n')
 	}
@@ -341,44 +357,60 @@ func WriteCSV(w io.Writer, axes []Axis, res []PointResult) error {
 }
 
 // WriteTable writes the results as a Markdown table with the named columns.
-func WriteTable(w io.Writer, axes []Axis, res []PointResult, cols []string) error {
-	byName := map[string]Column{}
+func WriteTable(w io.Writer, axes []Axis, pts []PointFile, cols []string) error {
+	known := map[string]bool{}
 	for _, c := range Columns {
-		byName[c.Name] = c
+		known[c.Name] = true
 	}
 	var b strings.Builder
 	b.WriteString("|")
 	for _, a := range axes {
 		b.WriteString(" " + a.Field + " |")
 	}
+	seeds := hasSeeds(pts)
+	if seeds {
+		b.WriteString(" seed |")
+	}
 	for _, c := range cols {
-		if _, ok := byName[c]; !ok {
-			known := make([]string, 0, len(Columns))
+		if !known[c] {
+			names := make([]string, 0, len(Columns))
 			for _, k := range Columns {
-				known = append(known, k.Name)
+				names = append(names, k.Name)
 			}
-			sort.Strings(known)
-			return fmt.Errorf("experiments: unknown column %q (known: %s)", c, strings.Join(known, ", "))
+			sort.Strings(names)
+			return fmt.Errorf("experiments: unknown column %q (known: %s)", c, strings.Join(names, ", "))
 		}
 		b.WriteString(" " + c + " |")
 	}
-	b.WriteString("\n|")
-	for range len(axes) + len(cols) {
-		b.WriteString("---|")
+	n := len(axes) + len(cols)
+	if seeds {
+		n++
 	}
-	b.WriteByte('\n')
-	for _, r := range res {
+	b.WriteString("\n|" + strings.Repeat("---|", n) + "\n")
+	for _, p := range pts {
 		b.WriteString("|")
-		for _, v := range r.Point.Values {
-			fmt.Fprintf(&b, " %s |", formatValue(v))
+		for _, v := range p.Axes {
+			fmt.Fprintf(&b, " %s |", v)
+		}
+		if seeds {
+			fmt.Fprintf(&b, " %d |", p.Seed)
 		}
 		for _, c := range cols {
-			fmt.Fprintf(&b, " %.2f |", byName[c].Get(r.Report))
+			fmt.Fprintf(&b, " %.2f |", p.Metrics[c])
 		}
 		b.WriteByte('\n')
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+func hasSeeds(pts []PointFile) bool {
+	for _, p := range pts {
+		if p.Seed != pts[0].Seed {
+			return true
+		}
+	}
+	return false
 }
 
 // csvField quotes a CSV field when it needs it.

@@ -54,7 +54,11 @@ func TestSweepWorkersIdentical(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := WriteCSV(&out[i], sw.Axes, res); err != nil {
+		var pfs []PointFile
+		for _, r := range res {
+			pfs = append(pfs, PointFileOf(r))
+		}
+		if err := WriteCSV(&out[i], sw.Axes, pfs); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -73,6 +77,7 @@ func TestSweepErrors(t *testing.T) {
 		{"bad value", strings.Replace(smallSweep, "values = [3, 9.5]", "values = [3, -1]", 1), "workload.rate=-1"},
 		{"duplicate axis", smallSweep + "[[axis]]\nfield = \"workload.rate\"\nvalues = [1]\n", "two axes"},
 		{"unknown top-level", smallSweep + "bogus = 1\n", "bogus"},
+		{"conflicting settings", smallSweep + "[[axis]]\nfield = \"batch.policy\"\nvalues = [\"static\"]\n", "conflicting settings"},
 		{"bad policy in a table", strings.Replace(smallSweep, `{policy = "prefill-first"}`, `{policy = "magic"}`, 1), "magic"},
 	}
 	for _, c := range cases {
@@ -132,5 +137,87 @@ func TestBatchingDirections(t *testing.T) {
 	}
 	if ch, pf := get("chunked", 512, 12).Summary.ITL.P99, cont.Summary.ITL.P99; ch*2 > pf {
 		t.Errorf("p99 ITL at overload: chunked-512 %.1f ms vs prefill-first %.1f ms: want < half", ch, pf)
+	}
+}
+
+// A sweep stopped midway (here: two of its point files deleted) and run
+// again computes only the missing points, and its results equal a full run.
+func TestSweepResume(t *testing.T) {
+	sw, err := LoadSweep(writeSweep(t, smallSweep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err := sw.Points()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ran, found, err := RunSweepDir(pts, dir, DirOptions{Workers: 2})
+	if err != nil || ran != 8 || found != 0 {
+		t.Fatalf("first run: ran %d found %d err %v; want 8, 0", ran, found, err)
+	}
+	full, err := Collect(pts, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{2, 5} {
+		if err := os.Remove(filepath.Join(dir, "points", pts[i].Key()+".json")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Collect(pts, dir); err == nil || !strings.Contains(err.Error(), "2 of 8 points") {
+		t.Fatalf("collect with two points missing: %v", err)
+	}
+	ran, found, err = RunSweepDir(pts, dir, DirOptions{Workers: 2})
+	if err != nil || ran != 2 || found != 6 {
+		t.Fatalf("rerun: ran %d found %d err %v; want 2, 6", ran, found, err)
+	}
+	again, err := Collect(pts, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b bytes.Buffer
+	WriteCSV(&a, sw.Axes, full)
+	WriteCSV(&b, sw.Axes, again)
+	if a.String() != b.String() {
+		t.Fatal("resumed results differ from the full run")
+	}
+}
+
+// Shards run in separate directories merge into the full run's results.
+func TestSweepShardsMerge(t *testing.T) {
+	sw, err := LoadSweep(writeSweep(t, smallSweep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err := sw.Points()
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := t.TempDir()
+	if _, _, err := RunSweepDir(pts, full, DirOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var dirs []string
+	for i := range 3 {
+		d := t.TempDir()
+		if _, _, err := RunSweepDir(pts, d, DirOptions{Shard: i, Of: 3}); err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, d)
+	}
+	if _, err := Collect(pts, dirs[0]); err == nil {
+		t.Fatal("one shard alone collected as complete")
+	}
+	merged, err := Collect(pts, dirs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := Collect(pts, full)
+	var a, b bytes.Buffer
+	WriteCSV(&a, sw.Axes, want)
+	WriteCSV(&b, sw.Axes, merged)
+	if a.String() != b.String() {
+		t.Fatal("merged shards differ from the full run")
 	}
 }

@@ -33,6 +33,7 @@ func init() {
 		{"gpus", "list the GPU catalog", gpusCmd},
 		{"trace", "characterize request traces (trace stats FILE)", traceCmd},
 		{"sweep", "run an experiment file: a grid of scenarios in parallel", sweepCmd},
+		{"merge", "join the shards of a sweep", mergeCmd},
 		{"place", "search colocated and disaggregated deployments for the best goodput per GPU", placeCmd},
 	}
 }

@@ -1,34 +1,50 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
 
+	"github.com/schollz/progressbar/v3"
+
 	"github.com/servesim/servesim/experiments"
 )
 
-const sweepUsage = `Usage: servesim sweep FILE [-j N] [-o DIR] [--table COLS]
+const sweepUsage = `Usage: servesim sweep FILE [-j N] [-o DIR] [--shard i/n] [--table COLS]
 
 Runs an experiment file: a [base] scenario and [[axis]] tables, each a
 scenario field (its TOML path, e.g. "workload.rate" or "batch.policy") and
-values; every combination is a point, run once per seed in "seeds". Every
-point is resolved first, so a bad value stops the sweep before anything runs.
-Points run in parallel; results do not depend on the number of workers.
-Writes DIR/results.csv (one row per point) and prints a Markdown table.
+values (a table value sets several fields of that table at once); every
+combination is a point, run once per seed in "seeds". Every point is resolved
+first, so a bad value stops the sweep before anything runs. Points run in
+parallel; results do not depend on the number of workers.
+
+Each finished point is written to DIR/points/KEY.json at once, so a sweep
+stopped midway and run again computes only the missing points. When all
+points are present, DIR/results.csv (one row per point, every metric) and
+DIR/results.json are written and a Markdown table is printed.
+
+--shard i/n runs every n-th point starting at i, for array jobs on a batch
+system (Slurm job arrays, Kubernetes indexed Jobs: i = the task index);
+'servesim merge FILE DIR...' then joins the shards' directories.
 
 Examples:
   servesim sweep experiments/batching.toml
   servesim sweep experiments/batching.toml -j 1 --table request_throughput,ttft_p99_ms,itl_p99_ms
+  servesim sweep experiments/batching.toml -o out --shard $SLURM_ARRAY_TASK_ID/8
 `
+
+const defaultTable = "request_throughput,ttft_p50_ms,ttft_p99_ms,tpot_p50_ms,itl_p99_ms,e2e_p50_ms"
 
 func sweepCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("sweep", sweepUsage, stderr)
 	workers := fs.IntP("workers", "j", 0, "parallel workers (default: all cores)")
-	out := fs.StringP("out", "o", "", "output directory (default sweeps/NAME; \"-\" writes no files)")
-	table := fs.String("table", "request_throughput,ttft_p50_ms,ttft_p99_ms,tpot_p50_ms,itl_p99_ms,e2e_p50_ms", "columns of the printed table")
+	out := fs.StringP("out", "o", "", "output directory (default sweeps/NAME)")
+	shard := fs.String("shard", "", "run only shard i of n (i/n)")
+	keep := fs.Bool("keep-records", false, "also keep each point's requests.csv and steps.csv")
+	quiet := fs.BoolP("quiet", "q", false, "no progress bar")
+	table := fs.String("table", defaultTable, "columns of the printed table")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -44,30 +60,56 @@ func sweepCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "servesim: sweep %s: %d points\n", sw.Name, len(pts))
-	res, err := experiments.RunSweep(pts, *workers)
-	if err != nil {
-		return err
-	}
-	if err := experiments.WriteTable(stdout, sw.Axes, res, strings.Split(*table, ",")); err != nil {
-		return err
+	o := experiments.DirOptions{Workers: *workers, KeepRecords: *keep}
+	if *shard != "" {
+		if o.Shard, o.Of, err = experiments.ParseShard(*shard); err != nil {
+			return err
+		}
 	}
 	dir := *out
 	if dir == "" {
 		dir = filepath.Join("sweeps", sw.Name)
 	}
-	if dir != "-" {
-		var buf bytes.Buffer
-		if err := experiments.WriteCSV(&buf, sw.Axes, res); err != nil {
-			return err
+	var bar *progressbar.ProgressBar
+	if !*quiet && isTerminal(stderr) {
+		bar = progressbar.NewOptions(len(pts), progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("sweep "+sw.Name),
+			progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionClearOnFinish())
+		o.Progress = func(done, total int) {
+			bar.ChangeMax(total)
+			bar.Set(done)
 		}
-		if err := experiments.MkdirAll(dir); err != nil {
-			return err
-		}
-		if err := experiments.WriteFileAtomic(filepath.Join(dir, "results.csv"), buf.Bytes()); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "\nWrote %s.\n", filepath.Join(dir, "results.csv"))
 	}
+	ran, found, err := experiments.RunSweepDir(pts, dir, o)
+	if bar != nil {
+		bar.Finish()
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "servesim: sweep %s: %d points ran, %d already done, in %s\n", sw.Name, ran, found, dir)
+	if o.Of > 1 {
+		fmt.Fprintf(stdout, "Shard %d/%d done; join the shards with: servesim merge %s DIR...\n", o.Shard, o.Of, fs.Arg(0))
+		return nil
+	}
+	return finishSweep(sw, pts, dir, []string{dir}, *table, stdout)
+}
+
+// finishSweep collects the points, writes the result files and prints the
+// table.
+func finishSweep(sw *experiments.Sweep, pts []experiments.Point, out string, dirs []string, table string, stdout io.Writer) error {
+	pfs, err := experiments.Collect(pts, dirs...)
+	if err != nil {
+		return err
+	}
+	if err := experiments.MkdirAll(out); err != nil {
+		return err
+	}
+	if err := experiments.WriteResults(out, sw.Axes, pfs); err != nil {
+		return err
+	}
+	if err := experiments.WriteTable(stdout, sw.Axes, pfs, strings.Split(table, ",")); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\nWrote %s and %s.\n", filepath.Join(out, "results.csv"), filepath.Join(out, "results.json"))
 	return nil
 }

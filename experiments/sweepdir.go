@@ -231,4 +231,3 @@ func ParseShard(s string) (i, n int, err error) {
 	}
 	return i, n, nil
 }
-

@@ -34,6 +34,7 @@ func init() {
 		{"trace", "characterize request traces (trace stats FILE)", traceCmd},
 		{"sweep", "run an experiment file: a grid of scenarios in parallel", sweepCmd},
 		{"merge", "join the shards of a sweep", mergeCmd},
+		{"plan", "find the cheapest deployment that serves a rate within SLOs", planCmd},
 		{"place", "search colocated and disaggregated deployments for the best goodput per GPU", placeCmd},
 	}
 }

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/servesim/servesim/experiments"
+)
+
+const planUsage = `Usage: servesim plan --config FILE --rate R [--gpus h100,h200=3.5,b200] [flags]
+
+The capacity planner: for the scenario's model, workload and SLOs, finds for
+each candidate GPU type and TP the fewest instances — colocated, and with
+--disagg also prefill/decode-disaggregated — that serve R requests/s with the
+attainment target, and ranks them by cost per hour (prices per GPU-hour from
+the catalog, or given as NAME=PRICE). Prints a ranked table and writes CSV.
+
+Examples:
+  servesim plan --config experiments/examples/plan.toml --rate 20 --gpus h100,h200,b200
+  servesim plan --config scenario.toml --rate 50 --gpus h100=2.49,h200=3.59 --tps 1,2 --disagg
+`
+
+func planCmd(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("plan", planUsage, stderr)
+	config := fs.String("config", "", "scenario TOML file (model, workload, SLOs)")
+	rate := fs.Float64("rate", 0, "target request rate (req/s)")
+	gpus := fs.String("gpus", "", "candidate GPUs, NAME or NAME=$/hour, comma-separated (default: the scenario's)")
+	tps := fs.String("tps", "1,2,4,8", "tensor-parallel degrees to try")
+	target := fs.Float64("target", 0.9, "SLO attainment target")
+	disagg := fs.Bool("disagg", false, "also plan disaggregated deployments")
+	maxGPUs := fs.Int("max-gpus", 64, "largest deployment considered")
+	workers := fs.IntP("workers", "j", 0, "parallel searches (default: all cores)")
+	out := fs.StringP("out", "o", "", "CSV file (default plans/NAME.csv; \"-\" writes none)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *config == "" || *rate <= 0 {
+		fs.Usage()
+		return fmt.Errorf("plan: --config and --rate R > 0 are required")
+	}
+	base, err := experiments.LoadScenario(*config)
+	if err != nil {
+		return err
+	}
+	o := experiments.PlanOptions{Rate: *rate, Target: *target, Disagg: *disagg, MaxGPUs: *maxGPUs, Workers: *workers, Prices: map[string]float64{}}
+	for _, f := range strings.Split(*gpus, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		name, price, hasPrice := strings.Cut(f, "=")
+		if hasPrice {
+			p, err := strconv.ParseFloat(price, 64)
+			if err != nil || p < 0 {
+				return fmt.Errorf("plan: --gpus: price %q of %s is not a number ≥ 0", price, name)
+			}
+			o.Prices[name] = p
+		}
+		o.GPUs = append(o.GPUs, name)
+	}
+	for _, f := range strings.Split(*tps, ",") {
+		tp, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || tp <= 0 {
+			return fmt.Errorf("plan: --tps: %q is not a positive integer", f)
+		}
+		o.TPs = append(o.TPs, tp)
+	}
+	opts, err := experiments.PlanCapacity(base, o)
+	if err != nil {
+		return err
+	}
+	if err := experiments.WritePlan(stdout, opts, *rate, *target); err != nil {
+		return err
+	}
+	path := *out
+	if path == "" {
+		name := base.Name
+		if name == "" {
+			name = strings.TrimSuffix(filepath.Base(*config), filepath.Ext(*config))
+		}
+		path = filepath.Join("plans", name+".csv")
+	}
+	if path != "-" {
+		var buf bytes.Buffer
+		if err := experiments.WritePlanCSV(&buf, opts); err != nil {
+			return err
+		}
+		if err := experiments.MkdirAll(filepath.Dir(path)); err != nil {
+			return err
+		}
+		if err := experiments.WriteFileAtomic(path, buf.Bytes()); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "Wrote %s.\n", path)
+	}
+	return nil
+}

@@ -1,0 +1,273 @@
+package experiments
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// PlanOptions configure the capacity planner.
+type PlanOptions struct {
+	Rate     float64            // target arrival rate, req/s
+	GPUs     []string           // candidate GPU types (catalog names)
+	Prices   map[string]float64 // $/GPU-hour overrides by GPU name (default: the catalog's)
+	TPs      []int              // default 1, 2, 4, 8
+	Target   float64            // attainment target (default 0.9)
+	Disagg   bool               // also plan disaggregated deployments (same GPU type in both pools)
+	MaxGPUs  int                // largest deployment considered (default 64)
+	Duration float64            // seconds of arrivals per simulation (default 60)
+	Workers  int
+}
+
+// Option is one planned deployment: the smallest of its shape that meets
+// the target at the rate.
+type Option struct {
+	GPU              string
+	Name             string // e.g. "colocated 3×TP2" or "disagg 1×TP2 + 2×TP2"
+	Disagg           bool
+	Replicas, TP     int
+	DecodeRep        int
+	DecodeTP         int
+	GPUs             int
+	CostPerHour      float64
+	Attainment       float64
+	TTFTp90, TPOTp90 float64 // ms
+	CostPerMOutTok   float64
+	Err              string // why none of this shape meets the target
+}
+
+// PlanCapacity finds, for each GPU type, TP and shape (colocated, or
+// disaggregated with equal TP in both pools), the fewest instances that
+// serve the target rate with the attainment target, and ranks them by cost
+// per hour. Colocated: replicas are added one at a time from an estimate
+// (the rate over one instance's max goodput rate). Disaggregated: for each
+// prefill count, the fewest decode instances by bisection.
+func PlanCapacity(base Scenario, o PlanOptions) ([]Option, error) {
+	if !(o.Rate > 0) || math.IsInf(o.Rate, 0) {
+		return nil, fmt.Errorf("experiments: plan: target rate %g: must be > 0", o.Rate)
+	}
+	if len(o.GPUs) == 0 {
+		o.GPUs = []string{base.GPU}
+	}
+	if len(o.TPs) == 0 {
+		o.TPs = []int{1, 2, 4, 8}
+	}
+	if o.Target == 0 {
+		o.Target = 0.9
+	}
+	if o.MaxGPUs == 0 {
+		o.MaxGPUs = 64
+	}
+	if o.Duration == 0 {
+		o.Duration = 60
+	}
+	if !base.SLO.isSet() {
+		return nil, fmt.Errorf("experiments: plan: the scenario sets no SLO: the planner needs one")
+	}
+	type job struct {
+		gpu    string
+		tp     int
+		disagg bool
+	}
+	var jobs []job
+	for _, g := range o.GPUs {
+		for _, tp := range o.TPs {
+			jobs = append(jobs, job{g, tp, false})
+			if o.Disagg {
+				jobs = append(jobs, job{g, tp, true})
+			}
+		}
+	}
+	out := make([]Option, len(jobs))
+	workers := o.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	ch := make(chan int)
+	var wg sync.WaitGroup
+	for range min(workers, len(jobs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range ch {
+				j := jobs[i]
+				out[i] = planShape(base, o, j.gpu, j.tp, j.disagg)
+			}
+		}()
+	}
+	for i := range jobs {
+		ch <- i
+	}
+	close(ch)
+	wg.Wait()
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if (a.Err == "") != (b.Err == "") {
+			return a.Err == ""
+		}
+		if a.CostPerHour != b.CostPerHour {
+			return a.CostPerHour < b.CostPerHour
+		}
+		return a.GPUs < b.GPUs
+	})
+	return out, nil
+}
+
+// evaluate runs one deployment at the target rate.
+func evaluate(base Scenario, o PlanOptions, c *Placement) (*Report, error) {
+	p, err := scenarioFor(base, c, o.Rate, PlaceOptions{MinDuration: o.Duration}).Resolve()
+	if err != nil {
+		return nil, err
+	}
+	if price, ok := o.Prices[p.GPU.Name]; ok {
+		g := *p.GPU
+		g.PricePerHour = price
+		p.GPU = &g
+		if p.Decode != nil {
+			p.Decode.GPU = &g
+		}
+	}
+	return Run(p, "")
+}
+
+func planShape(base Scenario, o PlanOptions, gpu string, tp int, disagg bool) Option {
+	opt := Option{GPU: gpu, TP: tp, Disagg: disagg}
+	base.GPU, base.Disagg.DecodeGPU = gpu, gpu
+	meets := func(c *Placement) (*Report, bool, error) {
+		rep, err := evaluate(base, o, c)
+		if err != nil {
+			return nil, false, err
+		}
+		return rep, rep.Summary.Attainment >= o.Target, nil
+	}
+	var best *Report
+	var bestC Placement
+	if !disagg {
+		// Estimate from one instance's capacity, then step.
+		one := Placement{Replicas: 1, TP: tp, GPUs: tp}
+		searchRate(base, &one, PlaceOptions{Target: o.Target, Precision: 0.05, MaxRate: o.Rate, MinDuration: o.Duration})
+		if one.Err != "" && !strings.HasPrefix(one.Err, "meets the target beyond") {
+			opt.Err = one.Err
+			return opt
+		}
+		r := 1
+		if one.Rate > 0 {
+			r = max(1, int(math.Ceil(o.Rate/one.Rate*0.9)))
+		}
+		for ; r*tp <= o.MaxGPUs; r++ {
+			c := Placement{Replicas: r, TP: tp, GPUs: r * tp}
+			rep, ok, err := meets(&c)
+			if err != nil {
+				opt.Err = firstLine(err.Error())
+				return opt
+			}
+			if ok {
+				// Step down while a smaller deployment still meets it.
+				for r > 1 {
+					d := Placement{Replicas: r - 1, TP: tp, GPUs: (r - 1) * tp}
+					rep2, ok2, err := meets(&d)
+					if err != nil || !ok2 {
+						break
+					}
+					r, c, rep = r-1, d, rep2
+				}
+				best, bestC = rep, c
+				break
+			}
+		}
+	} else {
+		bestCost := math.Inf(1)
+		for p := 1; p*tp < o.MaxGPUs; p++ {
+			if best != nil && float64(p*tp) >= float64(bestC.GPUs) {
+				break // the prefill pool alone costs as much as the best found
+			}
+			maxD := (o.MaxGPUs - p*tp) / tp
+			c := Placement{Disagg: true, Replicas: p, TP: tp, DecodeRep: maxD, DecodeTP: tp, GPUs: p*tp + maxD*tp}
+			if _, ok, err := meets(&c); err != nil {
+				opt.Err = firstLine(err.Error())
+				return opt
+			} else if !ok {
+				continue // even the most decode instances do not meet it: more prefill
+			}
+			lo, hi := 0, maxD // hi meets, lo does not (0 decode instances never does)
+			var hiRep *Report
+			for hi-lo > 1 {
+				mid := (lo + hi) / 2
+				m := Placement{Disagg: true, Replicas: p, TP: tp, DecodeRep: mid, DecodeTP: tp, GPUs: p*tp + mid*tp}
+				rep, ok, err := meets(&m)
+				if err != nil {
+					opt.Err = firstLine(err.Error())
+					return opt
+				}
+				if ok {
+					hi, hiRep = mid, rep
+				} else {
+					lo = mid
+				}
+			}
+			c = Placement{Disagg: true, Replicas: p, TP: tp, DecodeRep: hi, DecodeTP: tp, GPUs: p*tp + hi*tp}
+			if hiRep == nil {
+				var err error
+				if hiRep, _, err = meets(&c); err != nil {
+					opt.Err = firstLine(err.Error())
+					return opt
+				}
+			}
+			if cost := hiRep.CostPerHour(); cost < bestCost {
+				best, bestC, bestCost = hiRep, c, cost
+			}
+		}
+	}
+	if best == nil {
+		if opt.Err == "" {
+			opt.Err = fmt.Sprintf("no deployment of up to %d GPUs meets the target", o.MaxGPUs)
+		}
+		return opt
+	}
+	opt.Replicas, opt.DecodeRep, opt.DecodeTP, opt.GPUs = bestC.Replicas, bestC.DecodeRep, bestC.DecodeTP, bestC.GPUs
+	opt.Name = fmt.Sprintf("colocated %d×TP%d", bestC.Replicas, tp)
+	if disagg {
+		opt.Name = fmt.Sprintf("disagg %d×TP%d + %d×TP%d", bestC.Replicas, tp, bestC.DecodeRep, tp)
+	}
+	opt.CostPerHour = best.CostPerHour()
+	opt.Attainment = best.Summary.Attainment
+	opt.TTFTp90, opt.TPOTp90 = best.Summary.TTFT.P90, best.Summary.TPOT.P90
+	opt.CostPerMOutTok = perMillion(opt.CostPerHour, best.Summary.OutputThroughput)
+	return opt
+}
+
+// WritePlan writes the ranked options as Markdown.
+func WritePlan(w io.Writer, opts []Option, rate, target float64) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "| rank | GPU | deployment | GPUs | $/hour | attainment | p90 TTFT (ms) | p90 TPOT (ms) | $/M output tokens |\n|---|---|---|---|---|---|---|---|---|\n")
+	for i, o := range opts {
+		if o.Err != "" {
+			shape := "colocated"
+			if o.Disagg {
+				shape = "disagg"
+			}
+			fmt.Fprintf(&b, "| - | %s | %s TP%d | — | — | — | — | — | %s |\n", o.GPU, shape, o.TP, o.Err)
+			continue
+		}
+		fmt.Fprintf(&b, "| %d | %s | %s | %d | %.2f | %.3f | %.1f | %.1f | %.3f |\n", i+1, o.GPU, o.Name, o.GPUs, o.CostPerHour, o.Attainment, o.TTFTp90, o.TPOTp90, o.CostPerMOutTok)
+	}
+	fmt.Fprintf(&b, "\nEach row: the fewest instances of that shape serving %g req/s with ≥ %.0f %% of requests meeting every SLO.\n", rate, 100*target)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WritePlanCSV writes the ranked options as CSV.
+func WritePlanCSV(w io.Writer, opts []Option) error {
+	var b strings.Builder
+	b.WriteString("gpu,deployment,disaggregated,replicas,tp,decode_replicas,decode_tp,gpus,cost_per_hour,attainment,ttft_p90_ms,tpot_p90_ms,cost_per_m_output_tokens,error\n")
+	for _, o := range opts {
+		fmt.Fprintf(&b, "%s,%s,%v,%d,%d,%d,%d,%d,%.4f,%.4f,%.3f,%.3f,%.4f,%s\n", o.GPU, o.Name, o.Disagg, o.Replicas, o.TP, o.DecodeRep, o.DecodeTP,
+			o.GPUs, o.CostPerHour, o.Attainment, o.TTFTp90, o.TPOTp90, o.CostPerMOutTok, csvField(o.Err))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

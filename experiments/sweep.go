@@ -36,14 +36,16 @@ type Sweep struct {
 // several fields at once: field = "batch", values = [{policy = "chunked",
 // max_num_batched_tokens = 512}, {policy = "static"}].
 type Axis struct {
-	Field  string `toml:"field"`
-	Values []any  `toml:"values"`
+	Field  string   `toml:"field" json:"field"` // "." is the scenario's top level (with table values)
+	Values []any    `toml:"values" json:"values"`
+	Labels []string `toml:"labels" json:"labels,omitempty"` // optional names of the values, for results and plots
 }
 
 // Point is one scenario of a sweep, with the axis values that made it.
 type Point struct {
 	Index  int
-	Values []any // one per axis
+	Values []any    // one per axis
+	Labels []string // one per axis: the value's label, or the value formatted
 	Seed   uint64
 	Plan   *Plan
 }
@@ -91,6 +93,9 @@ func (sw *Sweep) Points() ([]Point, error) {
 		if len(a.Values) == 0 {
 			return nil, fmt.Errorf("experiments: sweep %s: axis %q has no values", sw.Name, a.Field)
 		}
+		if len(a.Labels) > 0 && len(a.Labels) != len(a.Values) {
+			return nil, fmt.Errorf("experiments: sweep %s: axis %q has %d labels for %d values", sw.Name, a.Field, len(a.Labels), len(a.Values))
+		}
 		for j := range i {
 			if sw.Axes[j].Field == a.Field {
 				return nil, fmt.Errorf("experiments: sweep %s: field %q appears on two axes", sw.Name, a.Field)
@@ -105,8 +110,12 @@ func (sw *Sweep) Points() ([]Point, error) {
 				continue
 			}
 			for k := range tbl {
+				full := a.Field + "." + k
+				if a.Field == "." {
+					full = k
+				}
 				for _, b := range sw.Axes {
-					if b.Field == a.Field+"."+k {
+					if b.Field == full {
 						return nil, fmt.Errorf("experiments: sweep %s: conflicting settings: axis %q sets %q, which axis %q also sweeps", sw.Name, a.Field, k, b.Field)
 					}
 				}
@@ -126,8 +135,13 @@ func (sw *Sweep) Points() ([]Point, error) {
 	for {
 		for _, seed := range seeds {
 			vals := make([]any, len(sw.Axes))
+			labels := make([]string, len(sw.Axes))
 			for k, a := range sw.Axes {
 				vals[k] = a.Values[idx[k]]
+				labels[k] = formatValue(vals[k])
+				if len(a.Labels) > 0 {
+					labels[k] = a.Labels[idx[k]]
+				}
 			}
 			s, err := sw.scenario(vals, seed)
 			if err != nil {
@@ -137,7 +151,7 @@ func (sw *Sweep) Points() ([]Point, error) {
 			if err != nil {
 				return nil, fmt.Errorf("experiments: sweep %s point %s: %w", sw.Name, describe(sw.Axes, vals), err)
 			}
-			pts = append(pts, Point{Index: len(pts), Values: vals, Seed: seed, Plan: plan})
+			pts = append(pts, Point{Index: len(pts), Values: vals, Labels: labels, Seed: seed, Plan: plan})
 		}
 		k := len(idx) - 1
 		for ; k >= 0; k-- {
@@ -166,30 +180,37 @@ func (sw *Sweep) scenario(vals []any, seed uint64) (Scenario, error) {
 		return Scenario{}, fmt.Errorf("experiments: sweep %s: %v", sw.Name, err)
 	}
 	for k, a := range sw.Axes {
-		parts := strings.Split(a.Field, ".")
-		cur := m
-		for _, p := range parts[:len(parts)-1] {
-			next, ok := cur[p].(map[string]any)
-			if !ok {
-				next = map[string]any{}
-				cur[p] = next
+		cur, leaf := m, a.Field
+		if a.Field != "." {
+			parts := strings.Split(a.Field, ".")
+			for _, p := range parts[:len(parts)-1] {
+				next, ok := cur[p].(map[string]any)
+				if !ok {
+					next = map[string]any{}
+					cur[p] = next
+				}
+				cur = next
 			}
-			cur = next
+			leaf = parts[len(parts)-1]
 		}
-		leaf := parts[len(parts)-1]
 		if tbl, ok := vals[k].(map[string]any); ok {
-			// A table value merges into the field's table, so one axis
-			// can vary several fields together ({policy = "chunked",
+			// A table value merges (deeply) into the field's table, so one
+			// axis can vary several fields together ({policy = "chunked",
 			// max_num_batched_tokens = 512}).
-			dst, ok := cur[leaf].(map[string]any)
-			if !ok {
-				dst = map[string]any{}
-				cur[leaf] = dst
+			dst := cur
+			if a.Field != "." {
+				d, ok := cur[leaf].(map[string]any)
+				if !ok {
+					d = map[string]any{}
+					cur[leaf] = d
+				}
+				dst = d
 			}
-			for key, v := range tbl {
-				dst[key] = v
-			}
+			mergeInto(dst, tbl)
 			continue
+		}
+		if a.Field == "." {
+			return Scenario{}, fmt.Errorf("experiments: sweep %s: axis \".\" (the top level) takes table values, not %v", sw.Name, vals[k])
 		}
 		cur[leaf] = vals[k]
 	}
@@ -204,6 +225,19 @@ func (sw *Sweep) scenario(vals []any, seed uint64) (Scenario, error) {
 	}
 	s.dir = sw.dir
 	return s, nil
+}
+
+// mergeInto copies src into dst, merging nested tables.
+func mergeInto(dst, src map[string]any) {
+	for k, v := range src {
+		if sub, ok := v.(map[string]any); ok {
+			if d, ok := dst[k].(map[string]any); ok {
+				mergeInto(d, sub)
+				continue
+			}
+		}
+		dst[k] = v
+	}
 }
 
 func describe(axes []Axis, vals []any) string {
@@ -228,6 +262,10 @@ func formatValue(v any) string {
 	sort.Strings(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
+		if sub, ok := m[k].(map[string]any); ok {
+			parts[i] = fmt.Sprintf("%s={%s}", k, formatValue(sub))
+			continue
+		}
 		parts[i] = fmt.Sprintf("%s=%v", k, m[k])
 	}
 	return strings.Join(parts, " ")

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"strings"
+	"strconv"
 	"text/tabwriter"
 
 	"github.com/servesim/servesim/sim/workload/trace"
@@ -110,8 +110,7 @@ func writeTraceStats(w io.Writer, st *trace.Stats) error {
 	if st.Timed {
 		fmt.Fprintf(tw, "duration\t%.2f s (first to last arrival)\n", st.DurationS)
 		fmt.Fprintf(tw, "mean rate\t%.3f req/s = %.1f req/min\n", st.MeanRate, st.MeanPerMin)
-		fmt.Fprintf(tw, "peak rate\t%d req/min (the minute from %.0f s) = %.2f× the mean\n",
-			st.PeakPerMin, st.PeakMinuteS, float64(st.PeakPerMin)/math.Max(st.MeanPerMin, 1e-300))
+		fmt.Fprintf(tw, "peak rate\t%d req/min (the minute from %.0f s after the first arrival)\n", st.PeakPerMin, st.PeakMinuteS)
 		if math.IsNaN(st.GapCV) {
 			fmt.Fprintf(tw, "inter-arrival CV\tn/a\n")
 		} else {
@@ -142,10 +141,7 @@ func writeTraceStats(w io.Writer, st *trace.Stats) error {
 	return tw.Flush()
 }
 
-// num prints a percentile: whole when it is, else with one decimal.
+// num prints a percentile with at most two decimals and no trailing zeros.
 func num(v float64) string {
-	if v == math.Trunc(v) {
-		return fmt.Sprintf("%.0f", v)
-	}
-	return strings.TrimSuffix(fmt.Sprintf("%.1f", v), ".0")
+	return strconv.FormatFloat(math.Round(v*100)/100, 'f', -1, 64)
 }

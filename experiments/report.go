@@ -3,6 +3,7 @@ package experiments
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/servesim/servesim/sim/metrics"
 )
@@ -78,16 +79,27 @@ func (p *Plan) Describe(w io.Writer) error {
 	if wl.Requests == 0 {
 		n = fmt.Sprintf("%g s of requests", wl.DurationS)
 	}
+	work := fmt.Sprintf("%s, %s arrivals at %g req/s, prompt %s, output %s, seed %d", n, wl.Arrival, wl.Rate, wl.Prompt, wl.Output, s.Seed)
+	switch {
+	case p.Trace != nil:
+		work = fmt.Sprintf("trace %s (format %s)", p.Trace.File, orAuto(p.Trace.Format))
+	case p.Mix != nil:
+		names := make([]string, len(wl.Classes))
+		for i, c := range wl.Classes {
+			names[i] = fmt.Sprintf("%s ×%g", c.Name, c.Weight)
+		}
+		work = fmt.Sprintf("%s, %s arrivals at %g req/s, classes %s, seed %d", n, wl.Arrival, wl.Rate, strings.Join(names, ", "), s.Seed)
+	}
 	_, err := fmt.Fprintf(w,
 		"Scenario %q: %s (%s weights, %s KV) on %d× %s, TP %d; %s batching, max_num_seqs %d, max_num_batched_tokens %d.\n"+
 			"KV cache: %d blocks of %d tokens (%d tokens, %.1f GB per GPU; weights %.1f GB per GPU).\n"+
 			"Policies: %d replica(s), router %s, scheduler %s, admission %s, preemption %s (victim %s), prefix caching %v.\n"+
-			"Workload: %s, %s arrivals at %g req/s, prompt %s, output %s, seed %d.\n",
+			"Workload: %s.\n",
 		s.Name, p.Model.Name, p.Parallel.Weights, p.Parallel.KV, p.Parallel.TP, p.GPU.Name, p.Parallel.TP,
 		p.Batcher.Name(), p.Limits.MaxNumSeqs, p.Limits.MaxNumBatchedTokens,
 		p.Memory.Blocks, p.Memory.BlockSize, p.Memory.Blocks*p.Memory.BlockSize, p.Memory.KVBytesPerGPU/1e9, p.Memory.WeightBytesPerGPU/1e9,
 		p.Replicas, s.Router.Policy, s.Scheduler.Policy, s.Admission.Policy, s.Batch.Preemption, s.Batch.Victim, s.Batch.PrefixCaching,
-		n, wl.Arrival, wl.Rate, wl.Prompt, wl.Output, s.Seed)
+		work)
 	if err == nil && p.Decode != nil {
 		d, dp := s.Disagg, p.Decode
 		l := p.Serve.Disagg.Link
@@ -198,4 +210,11 @@ func (r *Report) CostPerHour() float64 {
 		c += p.Decode.GPU.PricePerHour * float64(p.Scenario.Disagg.DecodeReplicas*p.Decode.Parallel.TP)
 	}
 	return c
+}
+
+func orAuto(f string) string {
+	if f == "" {
+		return "auto"
+	}
+	return f
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/servesim/servesim/sim/metrics"
 	"github.com/servesim/servesim/sim/serve"
 	"github.com/servesim/servesim/sim/workload"
+	"github.com/servesim/servesim/sim/workload/trace"
 )
 
 // DefaultIterOverheadMs is the per-iteration CPU and scheduling time when a
@@ -32,6 +33,8 @@ type Plan struct {
 	PoolPlan           // the colocated instances, or the prefill pool when disaggregated
 	Decode   *PoolPlan // the decode pool when disaggregated
 	Workload workload.Synthetic
+	Trace    *trace.Options // replay this trace instead, when set
+	Mix      *trace.Mix     // or this class mix
 	SLO      metrics.SLO
 	Replicas int
 	Serve    serve.Config // policies and engine settings; Source and Collector are set per run
@@ -210,47 +213,8 @@ func (s Scenario) Resolve() (*Plan, error) {
 		return nil, fieldError("disagg.decode_replicas", "decode-replicas", "%d must be ≥ 0 (0 = colocated)", s.Disagg.DecodeReplicas)
 	}
 
-	wl := &s.Workload
-	if wl.Arrival == "" {
-		wl.Arrival = "poisson"
-	}
-	if wl.Burstiness == 0 {
-		wl.Burstiness = 1
-	}
-	if !(wl.Rate > 0) || math.IsInf(wl.Rate, 0) {
-		return nil, fieldError("workload.rate", "rate", "%g requests/s: must be a positive number", wl.Rate)
-	}
-	if wl.Requests < 0 {
-		return nil, fieldError("workload.requests", "requests", "%d must be ≥ 0", wl.Requests)
-	}
-	if !(wl.DurationS >= 0) || math.IsInf(wl.DurationS, 0) {
-		return nil, fieldError("workload.duration_s", "duration", "%g must be ≥ 0", wl.DurationS)
-	}
-	if wl.Requests == 0 && wl.DurationS == 0 {
-		return nil, fieldError("workload.requests", "requests", "give a number of requests or a duration_s")
-	}
-	p.Workload = workload.Synthetic{
-		Arrival: workload.Arrival{Process: wl.Arrival, Rate: wl.Rate, Burstiness: wl.Burstiness},
-		Count:   wl.Requests,
-		Seed:    s.Seed,
-	}
-	if wl.DurationS > 0 {
-		p.Workload.Duration = sim.FromSeconds(wl.DurationS)
-	}
-	if err := p.Workload.Arrival.Validate(); err != nil {
-		return nil, fieldError("workload.arrival", "arrival", "%v", err)
-	}
-	if wl.Prompt == "" || wl.Output == "" {
-		return nil, fieldError("workload.prompt", "prompt-len", "prompt and output length distributions are required, e.g. \"lognormal:6.5,0.8\"")
-	}
-	if p.Workload.Prompt, err = workload.ParseDist(wl.Prompt); err != nil {
-		return nil, fieldError("workload.prompt", "prompt-len", "%v", err)
-	}
-	if p.Workload.Output, err = workload.ParseDist(wl.Output); err != nil {
-		return nil, fieldError("workload.output", "output-len", "%v", err)
-	}
-	if err := p.Workload.Validate(); err != nil {
-		return nil, fmt.Errorf("experiments: workload: %w", err)
+	if err := s.resolveWorkload(p); err != nil {
+		return nil, err
 	}
 
 	for _, f := range []struct {
@@ -336,7 +300,6 @@ func (s *Scenario) resolveServe(p *Plan) error {
 		return fieldError("workload.prefix_groups", "prefix-groups", "shared_prefix_tokens %d with prefix_groups %d: both ≥ 0, and groups ≥ 1 when a prefix is set",
 			s.Workload.SharedPrefix, s.Workload.PrefixGroups)
 	}
-	p.Workload.SharedPrefix, p.Workload.PrefixGroups = s.Workload.SharedPrefix, s.Workload.PrefixGroups
 	p.Serve = serve.Config{
 		Instance: serve.InstanceConfig{
 			Step: p.Step, Blocks: p.Memory.Blocks, BlockSize: p.Memory.BlockSize, Limits: p.Limits,
@@ -445,10 +408,11 @@ type Report struct {
 // steps.csv and summary.json there, each whole or not at all (written to a
 // temporary file, then renamed).
 func Run(p *Plan, outDir string) (*Report, error) {
-	src, err := p.Workload.Source()
+	src, closeSrc, err := p.source()
 	if err != nil {
 		return nil, err
 	}
+	defer closeSrc()
 	coll := metrics.NewCollector(p.SLO)
 	for i := range p.Replicas {
 		coll.SetPeak(i, p.GPU.PeakFLOPS(p.Parallel.Weights), p.GPU.MemBW)
@@ -609,4 +573,104 @@ func MkdirAll(dir string) error {
 		return fmt.Errorf("experiments: output directory: %w", err)
 	}
 	return nil
+}
+
+// resolveWorkload checks the workload: a trace, a class mix, or synthetic.
+func (s *Scenario) resolveWorkload(p *Plan) error {
+	wl := &s.Workload
+	if wl.Arrival == "" {
+		wl.Arrival = "poisson"
+	}
+	if wl.Burstiness == 0 {
+		wl.Burstiness = 1
+	}
+	if wl.Trace != nil {
+		if len(wl.Classes) > 0 {
+			return fieldError("workload.classes", "classes", "a trace and a class mix exclude each other")
+		}
+		t := *wl.Trace
+		t.File = s.path(t.File)
+		if err := t.Validate(); err != nil {
+			return fmt.Errorf("experiments: workload.trace: %w", err)
+		}
+		p.Trace = &t
+		return nil
+	}
+	if !(wl.Rate > 0) || math.IsInf(wl.Rate, 0) {
+		return fieldError("workload.rate", "rate", "%g requests/s: must be a positive number", wl.Rate)
+	}
+	if wl.Requests < 0 {
+		return fieldError("workload.requests", "requests", "%d must be ≥ 0", wl.Requests)
+	}
+	if !(wl.DurationS >= 0) || math.IsInf(wl.DurationS, 0) {
+		return fieldError("workload.duration_s", "duration", "%g must be ≥ 0", wl.DurationS)
+	}
+	if wl.Requests == 0 && wl.DurationS == 0 {
+		return fieldError("workload.requests", "requests", "give a number of requests or a duration_s")
+	}
+	arrival := workload.Arrival{Process: wl.Arrival, Rate: wl.Rate, Burstiness: wl.Burstiness}
+	if err := arrival.Validate(); err != nil {
+		return fieldError("workload.arrival", "arrival", "%v", err)
+	}
+	var dur sim.Time
+	if wl.DurationS > 0 {
+		dur = sim.FromSeconds(wl.DurationS)
+	}
+	if len(wl.Classes) > 0 {
+		m := &trace.Mix{Arrival: arrival, Count: wl.Requests, Duration: dur, Seed: s.Seed}
+		for i, c := range wl.Classes {
+			field := fmt.Sprintf("workload.classes[%d]", i)
+			pd, err := trace.ParseDist(c.Prompt, s.dir)
+			if err != nil {
+				return fieldError(field+".prompt", "classes", "%v", err)
+			}
+			od, err := trace.ParseDist(c.Output, s.dir)
+			if err != nil {
+				return fieldError(field+".output", "classes", "%v", err)
+			}
+			if !(c.TTFTms >= 0) || !(c.TPOTms >= 0) {
+				return fieldError(field, "classes", "SLOs must be ≥ 0")
+			}
+			m.Classes = append(m.Classes, trace.Class{Name: c.Name, Weight: c.Weight, Prompt: pd, Output: od,
+				TTFTSLO: sim.FromSeconds(c.TTFTms / 1e3), TPOTSLO: sim.FromSeconds(c.TPOTms / 1e3)})
+		}
+		if err := m.Validate(); err != nil {
+			return fieldError("workload.classes", "classes", "%v", err)
+		}
+		p.Mix = m
+		return nil
+	}
+	p.Workload = workload.Synthetic{Arrival: arrival, Count: wl.Requests, Duration: dur, Seed: s.Seed,
+		SharedPrefix: wl.SharedPrefix, PrefixGroups: wl.PrefixGroups}
+	if wl.Prompt == "" || wl.Output == "" {
+		return fieldError("workload.prompt", "prompt-len", "prompt and output length distributions are required, e.g. \"lognormal:6.5,0.8\"")
+	}
+	var err error
+	if p.Workload.Prompt, err = workload.ParseDist(wl.Prompt); err != nil {
+		return fieldError("workload.prompt", "prompt-len", "%v", err)
+	}
+	if p.Workload.Output, err = workload.ParseDist(wl.Output); err != nil {
+		return fieldError("workload.output", "output-len", "%v", err)
+	}
+	if err := p.Workload.Validate(); err != nil {
+		return fmt.Errorf("experiments: workload: %w", err)
+	}
+	return nil
+}
+
+// source opens the plan's workload; close releases a trace file.
+func (p *Plan) source() (src workload.Source, close func() error, err error) {
+	switch {
+	case p.Trace != nil:
+		t, err := trace.Open(*p.Trace, p.Scenario.Seed)
+		if err != nil {
+			return nil, nil, err
+		}
+		return t, t.Close, nil
+	case p.Mix != nil:
+		m, err := p.Mix.Source()
+		return m, func() error { return nil }, err
+	}
+	s, err := p.Workload.Source()
+	return s, func() error { return nil }, err
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/servesim/servesim/sim/workload/trace"
 )
 
 // Scenario is one simulation as a user writes it: a TOML file, flags, or
@@ -54,6 +56,22 @@ type Workload struct {
 	// prefixes of SharedPrefix tokens (for prefix caching).
 	SharedPrefix int `toml:"shared_prefix_tokens" json:"shared_prefix_tokens"`
 	PrefixGroups int `toml:"prefix_groups" json:"prefix_groups"`
+	// Trace replays a request trace instead of the synthetic workload
+	// (rate, requests and lengths above are then the trace's concern).
+	Trace *trace.Options `toml:"trace" json:"trace,omitempty"`
+	// Classes mixes synthetic traffic classes, each with its own lengths
+	// and SLOs, at the rate above (prompt and output above are unused).
+	Classes []Class `toml:"classes" json:"classes,omitempty"`
+}
+
+// Class is one traffic class of a synthetic mix.
+type Class struct {
+	Name   string  `toml:"name" json:"name"`
+	Weight float64 `toml:"weight" json:"weight"`
+	Prompt string  `toml:"prompt" json:"prompt"` // as workload.prompt, plus zipf:S,LO,HI and empirical:FILE:prompt|output
+	Output string  `toml:"output" json:"output"`
+	TTFTms float64 `toml:"ttft_ms" json:"ttft_ms"` // the class's own SLOs (0 = the scenario's)
+	TPOTms float64 `toml:"tpot_ms" json:"tpot_ms"`
 }
 
 // Batch holds the batching policy and its limits (vLLM's names).

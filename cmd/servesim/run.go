@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/sim/workload/trace"
 )
 
 const runUsage = `Usage: servesim run [--config FILE] [flags]
@@ -22,6 +23,7 @@ Examples:
   servesim run --model llama-3.1-70b --gpu h200 --tp 4 --rate 8 --requests 2000
   servesim run --config scenario.toml --rate 12 --slo-ttft 300 --slo-tpot 40
   servesim run --prompt-len lognormal:7,0.6 --output-len uniform:50,400 --arrival gamma --burstiness 0.5
+  servesim run --trace ../shared/data/traces/azure-llm-2023/AzureLLMInferenceTrace_conv.csv --replicas 2
 `
 
 func runCmd(args []string, stdout, stderr io.Writer) error {
@@ -75,6 +77,8 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&s.Batch.Refill, "refill", 0, "decode-first batching: admit prompts while fewer than this many requests decode")
 	fs.IntVar(&w.SharedPrefix, "shared-prefix-tokens", 0, "synthetic shared system prompt length")
 	fs.IntVar(&w.PrefixGroups, "prefix-groups", 0, "number of distinct shared system prompts")
+	traceFile := fs.String("trace", "", "replay a request trace (Azure, Mooncake, BurstGPT, length-only or servesim; detected) instead of the synthetic workload")
+	traceScale := fs.Float64("trace-scale", 0, "multiply the trace's request rate by this factor")
 	fs.IntVar(&s.Disagg.DecodeReplicas, "decode-replicas", 0, "disaggregate: decode instances (the others flags describe the prefill pool)")
 	fs.StringVar(&s.Disagg.DecodeGPU, "decode-gpu", "", "decode pool GPU (default: the prefill GPU)")
 	fs.IntVar(&s.Disagg.DecodeTP, "decode-tp", 0, "decode pool TP (default: the prefill TP)")
@@ -108,6 +112,15 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	override(fs, &base, &s)
+	if *traceFile != "" {
+		base.Workload.Trace = &trace.Options{File: *traceFile}
+	}
+	if fs.Changed("trace-scale") {
+		if base.Workload.Trace == nil {
+			return fmt.Errorf("run: --trace-scale needs a trace (--trace or [workload.trace])")
+		}
+		base.Workload.Trace.Scale = *traceScale
+	}
 	plan, err := base.Resolve()
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ type SummaryFile struct {
 	Scenario Scenario        `json:"scenario"`
 	Instance InstanceInfo    `json:"instance"`
 	Counts   Counts          `json:"counts"`
+	Trace    *TraceCounts    `json:"trace,omitempty"`
 	Metrics  metrics.Summary `json:"metrics"`
 }
 
@@ -145,6 +146,21 @@ func (r *Report) writeEngineCounts(w io.Writer) error {
 	line := func(label string, v any) {
 		if err == nil {
 			_, err = fmt.Fprintf(w, "%-40s %-10v\n", label, v)
+		}
+	}
+	if t := r.Trace; t != nil {
+		line("Trace rows read:", t.Rows)
+		if t.Bad > 0 {
+			line("Trace rows skipped as bad:", t.Bad)
+		}
+		if t.Filtered > 0 {
+			line("Trace rows filtered out:", t.Filtered)
+		}
+		if t.Failed > 0 {
+			line("Trace rows with no output (failed):", t.Failed)
+		}
+		if t.Clipped > 0 {
+			line("Trace requests clipped to context:", t.Clipped)
 		}
 	}
 	if c.Deferrals > 0 {

@@ -402,6 +402,15 @@ type Report struct {
 	Plan    *Plan
 	Result  serve.Result
 	Summary metrics.Summary
+	// Trace counts a replayed trace's rows: read, skipped as bad, filtered,
+	// failed (zero output tokens), replayed; and requests clipped.
+	Trace *TraceCounts
+}
+
+// TraceCounts are a replay's row counts.
+type TraceCounts struct {
+	trace.Counts
+	Clipped int64 `json:"clipped"`
 }
 
 // Run simulates the plan. If outDir is not empty it writes requests.csv,
@@ -441,6 +450,9 @@ func Run(p *Plan, outDir string) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{Plan: p, Result: res, Summary: coll.Summary()}
+	if t, ok := src.(*trace.Trace); ok {
+		rep.Trace = &TraceCounts{Counts: t.Counts(), Clipped: t.Clipped()}
+	}
 	if files != nil {
 		if err := files.commit(rep); err != nil {
 			return nil, err

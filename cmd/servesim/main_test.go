@@ -117,3 +117,23 @@ func TestCatalogListings(t *testing.T) {
 		}
 	}
 }
+
+// A malformed trace row fails the run naming file, line and column; with
+// --skip-bad-rows it is skipped and counted in the output.
+func TestTraceBadRows(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "bad.csv")
+	os.WriteFile(f, []byte("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.9799600,100,20\n2023-11-16 18:17:04.0,1x0,20\n2023-11-16 18:17:06.0,50,5\n"), 0o644)
+	var out bytes.Buffer
+	err := dispatch([]string{"run", "--trace", f, "-o", "", "-q"}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "bad.csv:3:23") {
+		t.Fatalf("error %v, want one naming bad.csv:3:23", err)
+	}
+	out.Reset()
+	if err := dispatch([]string{"run", "--trace", f, "--skip-bad-rows", "-o", "", "-q"}, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "Trace rows skipped as bad:               1") || !strings.Contains(out.String(), "Successful requests:                     2") {
+		t.Fatalf("output lacks the skipped row or the two served requests:\n%s", out.String())
+	}
+}

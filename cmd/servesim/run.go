@@ -79,6 +79,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&w.PrefixGroups, "prefix-groups", 0, "number of distinct shared system prompts")
 	traceFile := fs.String("trace", "", "replay a request trace (Azure, Mooncake, BurstGPT, length-only or servesim; detected) instead of the synthetic workload")
 	traceScale := fs.Float64("trace-scale", 0, "multiply the trace's request rate by this factor")
+	skipBad := fs.Bool("skip-bad-rows", false, "skip (and count) malformed trace rows instead of failing")
 	fs.IntVar(&s.Disagg.DecodeReplicas, "decode-replicas", 0, "disaggregate: decode instances (the others flags describe the prefill pool)")
 	fs.StringVar(&s.Disagg.DecodeGPU, "decode-gpu", "", "decode pool GPU (default: the prefill GPU)")
 	fs.IntVar(&s.Disagg.DecodeTP, "decode-tp", 0, "decode pool TP (default: the prefill TP)")
@@ -114,6 +115,12 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	override(fs, &base, &s)
 	if *traceFile != "" {
 		base.Workload.Trace = &trace.Options{File: *traceFile}
+	}
+	if fs.Changed("skip-bad-rows") {
+		if base.Workload.Trace == nil {
+			return fmt.Errorf("run: --skip-bad-rows needs a trace (--trace or [workload.trace])")
+		}
+		base.Workload.Trace.SkipBadRows = *skipBad
 	}
 	if fs.Changed("trace-scale") {
 		if base.Workload.Trace == nil {

@@ -4,10 +4,8 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"runtime"
 	"sort"
 	"strings"
-	"sync"
 )
 
 // PlaceOptions configure a placement search.
@@ -97,34 +95,7 @@ func Place(base Scenario, o PlaceOptions) ([]Placement, error) {
 			}
 		}
 	}
-	workers := o.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	done := 0
-	jobs := make(chan int)
-	for range min(workers, len(cands)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				searchRate(base, &cands[i], o)
-				if o.OnProgress != nil {
-					mu.Lock()
-					done++
-					o.OnProgress(done, len(cands))
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for i := range cands {
-		jobs <- i
-	}
-	close(jobs)
-	wg.Wait()
+	parallel(len(cands), o.Workers, func(i int) { searchRate(base, &cands[i], o) }, o.OnProgress)
 	sort.SliceStable(cands, func(i, j int) bool {
 		a, b := cands[i], cands[j]
 		if (a.Err == "") != (b.Err == "") {

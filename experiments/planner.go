@@ -4,10 +4,8 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"runtime"
 	"sort"
 	"strings"
-	"sync"
 )
 
 // PlanOptions configure the capacity planner.
@@ -83,27 +81,10 @@ func PlanCapacity(base Scenario, o PlanOptions) ([]Option, error) {
 		}
 	}
 	out := make([]Option, len(jobs))
-	workers := o.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	ch := make(chan int)
-	var wg sync.WaitGroup
-	for range min(workers, len(jobs)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range ch {
-				j := jobs[i]
-				out[i] = planShape(base, o, j.gpu, j.tp, j.disagg)
-			}
-		}()
-	}
-	for i := range jobs {
-		ch <- i
-	}
-	close(ch)
-	wg.Wait()
+	parallel(len(jobs), o.Workers, func(i int) {
+		j := jobs[i]
+		out[i] = planShape(base, o, j.gpu, j.tp, j.disagg)
+	}, nil)
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if (a.Err == "") != (b.Err == "") {

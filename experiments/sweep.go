@@ -10,11 +10,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/BurntSushi/toml"
 )
@@ -281,28 +279,12 @@ type PointResult struct {
 // come back in point order whatever the number of workers: each point is a
 // pure function of its plan.
 func RunSweep(pts []Point, workers int) ([]PointResult, error) {
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
 	out := make([]PointResult, len(pts))
 	errs := make([]error, len(pts))
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	for range min(workers, max(1, len(pts))) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range jobs {
-				rep, err := Run(pts[i].Plan, "")
-				out[i], errs[i] = PointResult{Point: pts[i], Report: rep}, err
-			}
-		}()
-	}
-	for i := range pts {
-		jobs <- i
-	}
-	close(jobs)
-	wg.Wait()
+	parallel(len(pts), workers, func(i int) {
+		rep, err := Run(pts[i].Plan, "")
+		out[i], errs[i] = PointResult{Point: pts[i], Report: rep}, err
+	}, nil)
 	for i, err := range errs {
 		if err != nil {
 			return nil, fmt.Errorf("experiments: point %d: %w", i, err)

@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -90,43 +89,25 @@ func RunSweepDir(pts []Point, dir string, o DirOptions) (ran, found int, err err
 	if o.Progress != nil {
 		o.Progress(found, mine)
 	}
-	workers := o.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
 	var (
-		wg       sync.WaitGroup
 		mu       sync.Mutex
 		firstErr error
-		done     = found
 	)
-	jobs := make(chan Point)
-	for range min(workers, max(1, len(todo))) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for p := range jobs {
-				err := runPoint(p, pdir, o.KeepRecords)
-				mu.Lock()
-				if err != nil && firstErr == nil {
-					firstErr = err
-				}
-				if err == nil {
-					ran++
-				}
-				done++
-				if o.Progress != nil {
-					o.Progress(done, mine)
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	for _, p := range todo {
-		jobs <- p
-	}
-	close(jobs)
-	wg.Wait()
+	parallel(len(todo), o.Workers, func(i int) {
+		err := runPoint(todo[i], pdir, o.KeepRecords)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+		if err == nil {
+			ran++
+		}
+	}, func(done, _ int) {
+		if o.Progress != nil {
+			o.Progress(found+done, mine)
+		}
+	})
 	return ran, found, firstErr
 }
 

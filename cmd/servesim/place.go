@@ -1,12 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"io"
-	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/servesim/servesim/experiments"
 )
@@ -46,12 +42,8 @@ func placeCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	o := experiments.PlaceOptions{GPUs: *gpus, Target: *target, Workers: *workers}
-	for _, f := range strings.Split(*tps, ",") {
-		tp, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || tp <= 0 {
-			return fmt.Errorf("place: --tps: %q is not a positive integer", f)
-		}
-		o.TPs = append(o.TPs, tp)
+	if o.TPs, err = positiveInts("place", "tps", *tps); err != nil {
+		return err
 	}
 	switch *only {
 	case "":
@@ -77,26 +69,5 @@ func placeCmd(args []string, stdout, stderr io.Writer) error {
 	if err := experiments.WritePlacements(stdout, ps, *target); err != nil {
 		return err
 	}
-	path := *out
-	if path == "" {
-		name := base.Name
-		if name == "" {
-			name = strings.TrimSuffix(filepath.Base(*config), filepath.Ext(*config))
-		}
-		path = filepath.Join("placements", name+".csv")
-	}
-	if path != "-" {
-		var buf bytes.Buffer
-		if err := experiments.WritePlacementsCSV(&buf, ps); err != nil {
-			return err
-		}
-		if err := experiments.MkdirAll(filepath.Dir(path)); err != nil {
-			return err
-		}
-		if err := experiments.WriteFileAtomic(path, buf.Bytes()); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "Wrote %s.\n", path)
-	}
-	return nil
+	return writeResultCSV(*out, "placements", base, *config, func(w io.Writer) error { return experiments.WritePlacementsCSV(w, ps) }, stdout)
 }

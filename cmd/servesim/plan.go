@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -62,12 +60,8 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		o.GPUs = append(o.GPUs, name)
 	}
-	for _, f := range strings.Split(*tps, ",") {
-		tp, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || tp <= 0 {
-			return fmt.Errorf("plan: --tps: %q is not a positive integer", f)
-		}
-		o.TPs = append(o.TPs, tp)
+	if o.TPs, err = positiveInts("plan", "tps", *tps); err != nil {
+		return err
 	}
 	opts, err := experiments.PlanCapacity(base, o)
 	if err != nil {
@@ -76,26 +70,5 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 	if err := experiments.WritePlan(stdout, opts, *rate, *target); err != nil {
 		return err
 	}
-	path := *out
-	if path == "" {
-		name := base.Name
-		if name == "" {
-			name = strings.TrimSuffix(filepath.Base(*config), filepath.Ext(*config))
-		}
-		path = filepath.Join("plans", name+".csv")
-	}
-	if path != "-" {
-		var buf bytes.Buffer
-		if err := experiments.WritePlanCSV(&buf, opts); err != nil {
-			return err
-		}
-		if err := experiments.MkdirAll(filepath.Dir(path)); err != nil {
-			return err
-		}
-		if err := experiments.WriteFileAtomic(path, buf.Bytes()); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "Wrote %s.\n", path)
-	}
-	return nil
+	return writeResultCSV(*out, "plans", base, *config, func(w io.Writer) error { return experiments.WritePlanCSV(w, opts) }, stdout)
 }

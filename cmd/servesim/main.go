@@ -31,11 +31,13 @@ func init() {
 		{"run", "simulate one scenario and write its results", runCmd},
 		{"models", "list the model catalog", modelsCmd},
 		{"gpus", "list the GPU catalog", gpusCmd},
+		{"calibrate", "fit kernel-time profiles to kernel traces; accuracy report", calibrateCmd},
 		{"trace", "characterize request traces (trace stats FILE)", traceCmd},
 		{"sweep", "run an experiment file: a grid of scenarios in parallel", sweepCmd},
 		{"merge", "join the shards of a sweep", mergeCmd},
 		{"plan", "find the cheapest deployment that serves a rate within SLOs", planCmd},
 		{"place", "search colocated and disaggregated deployments for the best goodput per GPU", placeCmd},
+		{"plot", "draw PNG plots from sweep results or run directories", plotCmd},
 	}
 }
 

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/servesim/servesim/plots"
+)
+
+const plotUsage = `Usage: servesim plot KIND [flags] INPUT...
+
+Draws a PNG (or .svg/.pdf, by the -o extension) from result files, 1600×1000
+pixels unless --width/--height say otherwise. Kinds and their inputs:
+
+  batch-latency RESULTS.csv  throughput against TTFT and TPOT as the max batch
+                             size grows, one curve per group (GPU, policy),
+                             cost per million output tokens, the gain per step,
+                             the sweet spot ringed (x: batch.max_num_seqs)
+  goodput RESULTS.csv        goodput and raw throughput against request rate,
+                             SLO attainment, the max-goodput rate marked
+                             (x: workload.rate)
+  perception RESULTS.csv     configurations in p95 TTFT × throughput with
+                             quadrant lines at the TTFT SLO and a target
+                             throughput (each the median when not given)
+  provider-fit RESULTS.csv   TTFT against throughput, colour = cost per million
+                             output tokens, the cheapest within the SLO ringed
+  cdf RUNDIR...              TTFT and TPOT CDFs, one curve per run directory
+  dashboard RUNDIR           goodput and throughput over time, TTFT and TPOT
+                             histograms, SLO-compliance gauge, prefill/decode
+                             utilization and KV use over time
+
+RESULTS.csv is a sweep's results.csv (servesim sweep); RUNDIR is a run's
+output directory (servesim run -o RUNDIR: requests.csv, steps.csv,
+summary.json). A sweep's points are averaged over its replicate seeds. The x
+axis and the axis that tells curves apart are detected from the file's
+axes; name them with --x and --group. SLOs of runs come from summary.json;
+--slo-* override them. -o defaults to KIND.png beside the first input.
+--numbers prints the numbers behind the plot.
+
+Examples:
+  servesim sweep experiments/batching.toml -o sweeps/batching
+  servesim plot goodput sweeps/batching/results.csv --group batch
+  servesim plot perception sweeps/batching/results.csv --slo-ttft 2000 --target-throughput 2500
+  servesim plot batch-latency results.csv --x batch.max_num_seqs --group gpu --slo-ttft 2000 --slo-tpot 50
+  servesim run -o runs/chunked && servesim run --policy prefill-first -o runs/v0
+  servesim plot cdf runs/chunked runs/v0 --label "chunked,prefill-first" -o cdf.png
+  servesim plot dashboard runs/chunked --window 10 --numbers
+`
+
+var plotKinds = []string{"batch-latency", "goodput", "perception", "provider-fit", "cdf", "dashboard"}
+
+func plotCmd(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stdout, plotUsage)
+		if len(args) == 0 {
+			return fmt.Errorf("plot: name a kind (%s)", strings.Join(plotKinds, ", "))
+		}
+		return nil
+	}
+	kind := args[0]
+	known := false
+	for _, k := range plotKinds {
+		known = known || k == kind
+	}
+	if !known {
+		fmt.Fprint(stderr, plotUsage)
+		return fmt.Errorf("plot: unknown kind %q (known: %s)", kind, strings.Join(plotKinds, ", "))
+	}
+	fs := newFlagSet("plot "+kind, plotUsage, stderr)
+	out := fs.StringP("out", "o", "", "output image: .png, .svg or .pdf (default KIND.png beside the first input)")
+	x := fs.String("x", "", "sweep axis along x (default: detected, e.g. batch.max_num_seqs or workload.rate)")
+	group := fs.String("group", "", "sweep axis whose values are separate curves (default: every other axis that varies)")
+	sloTTFT := fs.Float64("slo-ttft", 0, "TTFT SLO in ms (0 = none, or the run's own)")
+	sloTPOT := fs.Float64("slo-tpot", 0, "TPOT SLO in ms (0 = none, or the run's own)")
+	sloE2E := fs.Float64("slo-e2e", 0, "E2E latency SLO in ms (dashboard; 0 = the run's own)")
+	target := fs.Float64("target", 0.9, "goodput: SLO attainment the max-goodput rate must reach")
+	targetThr := fs.Float64("target-throughput", 0, "perception, provider-fit: target output throughput in tokens/s (0 = the median, or none)")
+	stat := fs.String("stat", "p95", "latency statistic of a sweep: mean, p50, p90, p95, p99")
+	labels := fs.String("label", "", "cdf, dashboard: comma-separated labels for the runs (default: directory names)")
+	window := fs.Float64("window", 0, "dashboard: time window in seconds (0 = automatic, at most 60 windows)")
+	width := fs.Int("width", plots.DefaultWidth, "image width in pixels")
+	height := fs.Int("height", plots.DefaultHeight, "image height in pixels")
+	numbers := fs.Bool("numbers", false, "print the numbers behind the plot")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	inputs := fs.Args()
+	if len(inputs) == 0 {
+		fs.Usage()
+		return fmt.Errorf("plot %s: name an input", kind)
+	}
+	if kind != "cdf" && len(inputs) != 1 {
+		fs.Usage()
+		return fmt.Errorf("plot %s: want one input, got %d", kind, len(inputs))
+	}
+	slo := plots.SLO{TTFTms: *sloTTFT, TPOTms: *sloTPOT, E2Ems: *sloE2E}
+	var runLabels []string
+	if *labels != "" {
+		runLabels = strings.Split(*labels, ",")
+		if len(runLabels) != len(inputs) {
+			return fmt.Errorf("plot %s: %d labels for %d inputs", kind, len(runLabels), len(inputs))
+		}
+	}
+	path := *out
+	if path == "" {
+		path = defaultPlotPath(kind, inputs[0])
+	}
+
+	var d plots.Drawer
+	var nums fmt.Stringer
+	switch kind {
+	case "batch-latency", "goodput", "perception", "provider-fit":
+		res, err := plots.ReadResultsFile(inputs[0])
+		if err != nil {
+			return err
+		}
+		mo := plots.MatrixOptions{X: *x, Group: *group, SLO: slo, TargetThroughput: *targetThr, Stat: *stat}
+		switch kind {
+		case "batch-latency":
+			d, nums, err = pair(plots.BatchLatency(res, plots.BatchLatencyOptions{X: *x, Group: *group, SLO: slo, Stat: *stat}))
+		case "goodput":
+			d, nums, err = pair(plots.Goodput(res, plots.GoodputOptions{X: *x, Group: *group, Target: *target}))
+		case "perception":
+			d, nums, err = pair(plots.Perception(res, mo))
+		case "provider-fit":
+			d, nums, err = pair(plots.ProviderFit(res, mo))
+		}
+		if err != nil {
+			return err
+		}
+	case "cdf", "dashboard":
+		runs := make([]*plots.Run, len(inputs))
+		for i, dir := range inputs {
+			r, err := plots.LoadRun(dir)
+			if err != nil {
+				return err
+			}
+			if runLabels != nil {
+				r.Label = runLabels[i]
+			}
+			runs[i] = r
+		}
+		var err error
+		if kind == "cdf" {
+			d, nums, err = pair(plots.CDF(runs, plots.CDFOptions{SLO: slo}))
+		} else {
+			if runs[0].Steps == nil {
+				fmt.Fprintf(stderr, "servesim: plot dashboard: %s has no steps.csv; the utilization and KV panels stay empty\n", inputs[0])
+			}
+			d, nums, err = pair(plots.Dashboard(runs[0], plots.DashboardOptions{Window: *window, SLO: slo}))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if err := plots.Save(d, path, *width, *height); err != nil {
+		return err
+	}
+	if *numbers {
+		fmt.Fprint(stdout, nums.String())
+	}
+	fmt.Fprintf(stdout, "Wrote %s.\n", path)
+	return nil
+}
+
+// pair adapts a plots function's three results to a Drawer and a Stringer.
+func pair[D plots.Drawer, N fmt.Stringer](d D, n N, err error) (plots.Drawer, fmt.Stringer, error) {
+	if err != nil {
+		return nil, nil, err
+	}
+	return d, n, nil
+}
+
+// defaultPlotPath is KIND.png beside the input: in a results file's
+// directory, in a run directory itself (dashboard), or beside the first run
+// directory (cdf).
+func defaultPlotPath(kind, input string) string {
+	st, err := os.Stat(input)
+	switch {
+	case err == nil && st.IsDir() && kind == "dashboard":
+		return filepath.Join(input, kind+".png")
+	case err == nil && st.IsDir():
+		return filepath.Join(filepath.Dir(filepath.Clean(input)), kind+".png")
+	case errors.Is(err, os.ErrNotExist):
+		return kind + ".png"
+	}
+	return filepath.Join(filepath.Dir(input), kind+".png")
+}

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bytes"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func pngSize(t *testing.T, path string) (int, int) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	cfg, err := png.DecodeConfig(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return cfg.Width, cfg.Height
+}
+
+func TestPlotCmd(t *testing.T) {
+	td := "../../plots/testdata"
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		w, h int
+	}{
+		{[]string{"batch-latency", td + "/batch-latency.csv", "--slo-ttft", "2000", "--slo-tpot", "50"}, 1600, 1000},
+		{[]string{"goodput", td + "/goodput.csv", "--target", "0.95"}, 1600, 1000},
+		{[]string{"perception", td + "/batching.csv", "--slo-ttft", "2000", "--target-throughput", "2500"}, 1600, 1000},
+		{[]string{"provider-fit", td + "/batch-latency.csv", "--slo-ttft", "2000", "--stat", "p99"}, 1600, 1000},
+		{[]string{"cdf", td + "/run-chunked", td + "/run-prefill-first", "--label", "chunked,prefill-first"}, 1600, 1000},
+		{[]string{"dashboard", td + "/run-chunked", "--window", "0.5", "--width", "1200", "--height", "800"}, 1200, 800},
+	} {
+		t.Run(tc.args[0], func(t *testing.T) {
+			out := filepath.Join(dir, tc.args[0]+".png")
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"plot"}, append(tc.args, "-o", out, "--numbers")...)
+			if err := dispatch(args, &stdout, &stderr); err != nil {
+				t.Fatalf("%v\n%s", err, stderr.String())
+			}
+			if w, h := pngSize(t, out); w != tc.w || h != tc.h {
+				t.Errorf("%s: %d×%d, want %d×%d", out, w, h, tc.w, tc.h)
+			}
+			if !strings.Contains(stdout.String(), "Wrote "+out) || !strings.HasPrefix(stdout.String(), strings.Split(tc.args[0], "-")[0]) {
+				t.Errorf("output:\n%s", stdout.String())
+			}
+		})
+	}
+}
+
+// TestPlotFreshRun plots what the simulator writes now, so a change in its
+// output format shows here.
+func TestPlotFreshRun(t *testing.T) {
+	dir := t.TempDir()
+	var out bytes.Buffer
+	if err := dispatch([]string{"run", "-o", dir, "--requests", "150", "-q"}, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := dispatch([]string{"plot", "dashboard", dir}, &out, &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	// Default output: dashboard.png in the run directory.
+	if w, h := pngSize(t, filepath.Join(dir, "dashboard.png")); w != 1600 || h != 1000 {
+		t.Errorf("%d×%d", w, h)
+	}
+}
+
+func TestPlotCmdErrors(t *testing.T) {
+	td := "../../plots/testdata"
+	for _, tc := range []struct {
+		args []string
+		err  string
+	}{
+		{[]string{"plot"}, "name a kind"},
+		{[]string{"plot", "pie", "x"}, `unknown kind "pie"`},
+		{[]string{"plot", "goodput"}, "name an input"},
+		{[]string{"plot", "goodput", "a.csv", "b.csv"}, "want one input, got 2"},
+		{[]string{"plot", "cdf", td + "/run-chunked", "--label", "a,b"}, "2 labels for 1 inputs"},
+		{[]string{"plot", "goodput", td + "/nonexistent.csv"}, "nonexistent.csv"},
+		{[]string{"plot", "goodput", td + "/goodput.csv", "--x", "nope"}, `no axis "nope"`},
+		{[]string{"plot", "goodput", td + "/goodput.csv", "-o", filepath.Join(t.TempDir(), "x.gif")}, "unknown image format"},
+		{[]string{"plot", "dashboard", td + "/goodput.csv"}, "requests.csv"},
+	} {
+		var out bytes.Buffer
+		err := dispatch(tc.args, &out, &out)
+		if err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%v: error %v, want %q", tc.args, err, tc.err)
+		}
+	}
+}

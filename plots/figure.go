@@ -1,0 +1,615 @@
+package plots
+
+import (
+	"fmt"
+	"image"
+	"image/color"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+// SLO holds latency objectives in milliseconds; 0 means not set.
+type SLO struct {
+	TTFTms, TPOTms, E2Ems float64
+}
+
+// IsSet reports whether any objective is set.
+func (s SLO) IsSet() bool { return s.TTFTms > 0 || s.TPOTms > 0 || s.E2Ems > 0 }
+
+// Override returns s with the objectives o sets (> 0) replacing its own.
+func (s SLO) Override(o SLO) SLO {
+	if o.TTFTms > 0 {
+		s.TTFTms = o.TTFTms
+	}
+	if o.TPOTms > 0 {
+		s.TPOTms = o.TPOTms
+	}
+	if o.E2Ems > 0 {
+		s.E2Ems = o.E2Ems
+	}
+	return s
+}
+
+func (s SLO) validate() error {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"ttft", s.TTFTms}, {"tpot", s.TPOTms}, {"e2e", s.E2Ems}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 0) {
+			return fmt.Errorf("SLO %s %v ms: must be a finite number >= 0 (0 = not set)", f.name, f.v)
+		}
+	}
+	return nil
+}
+
+// String describes the set objectives: "TTFT ≤ 500 ms, TPOT ≤ 50 ms".
+func (s SLO) String() string {
+	var parts []string
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"TTFT", s.TTFTms}, {"TPOT", s.TPOTms}, {"E2E", s.E2Ems}} {
+		if f.v > 0 {
+			parts = append(parts, fmt.Sprintf("%s ≤ %s ms", f.name, num(f.v)))
+		}
+	}
+	if len(parts) == 0 {
+		return "no SLO"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Drawer draws itself on a canvas: *plot.Plot and *Figure are Drawers.
+type Drawer interface {
+	Draw(draw.Canvas)
+}
+
+var (
+	_ Drawer = (*plot.Plot)(nil)
+	_ Drawer = (*Figure)(nil)
+)
+
+// Figure is several plots on one canvas: a title over a grid of panels
+// whose data areas are aligned (plot.Align).
+type Figure struct {
+	Title   string
+	Caption string         // small text under the panels (definitions, notes); may hold newlines
+	Panels  [][]*plot.Plot // rows of panels; every row has the same length and no nil panel
+}
+
+// Draw draws the title and the panels on c.
+func (f *Figure) Draw(c draw.Canvas) {
+	c.SetColor(color.White)
+	c.Fill(c.Rectangle.Path())
+	if f.Title != "" {
+		sty := textStyle(titleSize + 2)
+		sty.XAlign = draw.XCenter
+		sty.YAlign = draw.YTop
+		c.FillText(sty, vg.Point{X: c.Center().X, Y: c.Max.Y - vg.Points(6)}, f.Title)
+		c.Max.Y -= sty.Rectangle(f.Title).Size().Y + vg.Points(14)
+	}
+	if f.Caption != "" {
+		sty := textStyle(noteSize)
+		sty.Color = grey
+		sty.XAlign = draw.XLeft
+		sty.YAlign = draw.YBottom
+		c.FillText(sty, vg.Point{X: c.Min.X + vg.Points(10), Y: c.Min.Y + vg.Points(4)}, f.Caption)
+		c.Min.Y += sty.Rectangle(f.Caption).Size().Y + vg.Points(10)
+	}
+	rows := len(f.Panels)
+	if rows == 0 {
+		return
+	}
+	tiles := draw.Tiles{
+		Rows: rows, Cols: len(f.Panels[0]),
+		PadX: vg.Points(24), PadY: vg.Points(22),
+		PadLeft: vg.Points(8), PadRight: vg.Points(12), PadBottom: vg.Points(6),
+	}
+	for _, row := range f.Panels {
+		for _, p := range row {
+			settleAxes(p)
+		}
+	}
+	canvases := plot.Align(f.Panels, tiles, c)
+	for j, row := range f.Panels {
+		for i, p := range row {
+			p.Draw(canvases[j][i])
+		}
+	}
+}
+
+// DefaultWidth and DefaultHeight are the default image size in pixels.
+const (
+	DefaultWidth  = 1600
+	DefaultHeight = 1000
+)
+
+// DPI is the resolution Save draws PNGs at: gonum's vgimg default, 96 dots
+// per inch. A vg.Length is a point, 1/72 inch, so n pixels are n·72/96
+// points.
+const DPI = vgimg.DefaultDPI
+
+// Length returns the vg.Length that is px pixels at DPI, for callers that
+// save with (*plot.Plot).Save: p.Save(plots.Length(1600), plots.Length(1000),
+// "x.png") writes a 1600×1000 image.
+func Length(px int) vg.Length { return vg.Length(px) * vg.Inch / DPI }
+
+// Save draws d into path, widthPx × heightPx pixels at DPI; the format
+// follows the extension: .png (the exact pixel size), .svg or .pdf (the same
+// size in points). The file is written under a temporary name and renamed,
+// so it is whole or absent.
+func Save(d Drawer, path string, widthPx, heightPx int) error {
+	if widthPx <= 0 || heightPx <= 0 {
+		return fmt.Errorf("plots: %s: image size %d×%d: want positive pixels", path, widthPx, heightPx)
+	}
+	if widthPx > 20000 || heightPx > 20000 {
+		return fmt.Errorf("plots: %s: image size %d×%d: at most 20000 pixels a side", path, widthPx, heightPx)
+	}
+	ext := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), "."))
+	var canvas vg.CanvasWriterTo
+	switch ext {
+	case "png":
+		img := image.NewRGBA(image.Rect(0, 0, widthPx, heightPx))
+		c := vgimg.NewWith(vgimg.UseImage(img), vgimg.UseDPI(DPI))
+		drawMargin(d, draw.New(c))
+		canvas = vgimg.PngCanvas{Canvas: c}
+	case "svg", "pdf":
+		c, err := draw.NewFormattedCanvas(Length(widthPx), Length(heightPx), ext)
+		if err != nil {
+			return fmt.Errorf("plots: %s: %v", path, err)
+		}
+		drawMargin(d, draw.New(c))
+		canvas = c
+	default:
+		return fmt.Errorf("plots: %s: unknown image format %q (want .png, .svg or .pdf)", path, filepath.Ext(path))
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("plots: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // no-op after the rename
+	if _, err := canvas.WriteTo(tmp); err != nil {
+		tmp.Close()
+		return fmt.Errorf("plots: writing %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("plots: writing %s: %w", path, err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return fmt.Errorf("plots: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("plots: %w", err)
+	}
+	return nil
+}
+
+// drawMargin fills c white and draws d inside a margin of 8 points.
+func drawMargin(d Drawer, c draw.Canvas) {
+	c.SetColor(color.White)
+	c.Fill(c.Rectangle.Path())
+	m := vg.Points(8)
+	if p, ok := d.(*plot.Plot); ok {
+		settleAxes(p)
+	}
+	d.Draw(draw.Crop(c, m, -m, m, -m))
+}
+
+// Font sizes in points (1600×1000 px is 1200×750 pt: 11 pt is about 15 px).
+const (
+	titleSize  = 15
+	labelSize  = 13
+	tickSize   = 11
+	legendSize = 11
+	noteSize   = 10
+)
+
+func textStyle(size float64) text.Style {
+	return text.Style{
+		Color:   color.Black,
+		Font:    font.From(plot.DefaultFont, vg.Points(size)),
+		Handler: plot.DefaultTextHandler,
+	}
+}
+
+// newPlot returns a plot with the package's fonts, a title, axis labels
+// and a light grid.
+func newPlot(title, xLabel, yLabel string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.Title.TextStyle.Font.Size = vg.Points(titleSize)
+	p.Title.Padding = vg.Points(6)
+	p.X.Label.Text = xLabel
+	p.Y.Label.Text = yLabel
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		a.Label.TextStyle.Font.Size = vg.Points(labelSize)
+		a.Tick.Label.Font.Size = vg.Points(tickSize)
+		a.Label.Padding = vg.Points(4)
+	}
+	p.Legend.TextStyle.Font.Size = vg.Points(legendSize)
+	p.Legend.ThumbnailWidth = vg.Points(24)
+	p.Legend.Top = true
+	p.Legend.Padding = vg.Points(1)
+	g := plotter.NewGrid()
+	g.Vertical.Color = gridColor
+	g.Horizontal.Color = gridColor
+	p.Add(g)
+	return p
+}
+
+var (
+	gridColor = color.Gray{Y: 225}
+	grey      = color.Gray{Y: 110}
+	sloRed    = color.RGBA{R: 200, G: 30, B: 30, A: 255}
+)
+
+// seriesColors is the Okabe–Ito colour-blind-safe palette (M. Okabe and
+// K. Ito, "Color Universal Design", 2008; https://jfly.uni-koeln.de/color/),
+// black moved last.
+var seriesColors = []color.Color{
+	color.RGBA{R: 0, G: 114, B: 178, A: 255},   // blue
+	color.RGBA{R: 213, G: 94, B: 0, A: 255},    // vermillion
+	color.RGBA{R: 0, G: 158, B: 115, A: 255},   // bluish green
+	color.RGBA{R: 204, G: 121, B: 167, A: 255}, // reddish purple
+	color.RGBA{R: 230, G: 159, B: 0, A: 255},   // orange
+	color.RGBA{R: 86, G: 180, B: 233, A: 255},  // sky blue
+	color.RGBA{R: 0, G: 0, B: 0, A: 255},       // black
+	color.RGBA{R: 240, G: 228, B: 66, A: 255},  // yellow
+}
+
+// seriesColor returns curve i's colour; after eight the colours repeat
+// (with a different glyph, see seriesGlyph).
+func seriesColor(i int) color.Color { return seriesColors[i%len(seriesColors)] }
+
+var glyphs = []draw.GlyphDrawer{
+	draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.PlusGlyph{},
+	draw.CrossGlyph{}, draw.RingGlyph{}, draw.BoxGlyph{}, draw.PyramidGlyph{},
+}
+
+func seriesGlyph(i int) draw.GlyphDrawer { return glyphs[(i/len(seriesColors)+i)%len(glyphs)] }
+
+var dashes = [][]vg.Length{nil, {vg.Points(6), vg.Points(3)}, {vg.Points(2), vg.Points(2)}, {vg.Points(8), vg.Points(3), vg.Points(2), vg.Points(3)}}
+
+// num formats a number for text: up to 3 significant decimals, no
+// exponent below 1e9, thousands unseparated.
+func num(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "n/a"
+	case math.Abs(v) >= 100 || v == math.Trunc(v):
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case math.Abs(v) >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	case math.Abs(v) >= 1:
+		return strings.TrimSuffix(strings.TrimRight(strconv.FormatFloat(v, 'f', 2, 64), "0"), ".")
+	case v == 0:
+		return "0"
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
+}
+
+// tickLabel formats an axis tick: thousands separated by commas.
+func tickLabel(v float64) string {
+	if math.Abs(v) < 1000 || math.Abs(v) >= 1e15 {
+		s := strconv.FormatFloat(v, 'f', -1, 64)
+		if len(s) > 8 {
+			s = strconv.FormatFloat(v, 'g', 4, 64)
+		}
+		return s
+	}
+	s := strconv.FormatFloat(math.Round(v), 'f', 0, 64)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// linearTicks labels about six ticks at multiples of 1, 2 or 5 times a
+// power of ten (formatted by tickLabel), with unlabelled minor ticks
+// between them.
+type linearTicks struct{}
+
+func (linearTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(hi > lo) || math.IsInf(hi-lo, 0) {
+		return plot.DefaultTicks{}.Ticks(lo, hi)
+	}
+	raw := (hi - lo) / 6
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step, minor := 10*mag, 5
+	for _, m := range []struct {
+		f float64
+		n int
+	}{{1, 5}, {2, 4}, {5, 5}} {
+		if m.f*mag >= raw {
+			step, minor = m.f*mag, m.n
+			break
+		}
+	}
+	sub := step / float64(minor)
+	var ts []plot.Tick
+	for k := math.Ceil(lo / sub); k*sub <= hi*(1+1e-12)+1e-300; k++ {
+		v := k * sub
+		if math.Abs(v) < sub*1e-9 {
+			v = 0
+		}
+		t := plot.Tick{Value: v}
+		if int64(k)%int64(minor) == 0 {
+			t.Label = tickLabel(round12(v))
+		}
+		ts = append(ts, t)
+		if len(ts) > 1000 {
+			break
+		}
+	}
+	return ts
+}
+
+// round12 rounds to 12 significant digits, removing float noise such as
+// 0.30000000000000004.
+func round12(v float64) float64 {
+	if v == 0 {
+		return 0
+	}
+	f, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 12, 64), 64)
+	return f
+}
+
+// logTicks marks 1, 2 and 5 times each power of ten (labelled) when the
+// range spans at most three decades, else each power of ten; minor ticks at
+// the other multiples.
+type logTicks struct{}
+
+func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(lo > 0) || !(hi >= lo) {
+		return nil
+	}
+	major := map[int]bool{1: true}
+	if math.Log10(hi/lo) <= 3 {
+		major[2], major[5] = true, true
+	}
+	var ts []plot.Tick
+	for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
+		p := math.Pow(10, e)
+		for m := 1; m <= 9; m++ {
+			v := float64(m) * p
+			if v < lo*(1-1e-9) || v > hi*(1+1e-9) {
+				continue
+			}
+			t := plot.Tick{Value: v}
+			if major[m] {
+				t.Label = tickLabel(v)
+			}
+			ts = append(ts, t)
+		}
+	}
+	return ts
+}
+
+// valueTicks labels exactly the given values (e.g. a sweep's batch sizes).
+func valueTicks(vs []float64) plot.ConstantTicks {
+	ts := make(plot.ConstantTicks, len(vs))
+	for i, v := range vs {
+		ts[i] = plot.Tick{Value: v, Label: tickLabel(v)}
+	}
+	return ts
+}
+
+// useLog puts axis a on a log scale when every value is positive and they
+// span more than a factor spread; it reports whether it did.
+func useLog(a *plot.Axis, vs []float64, spread float64) bool {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, v := range vs {
+		if math.IsNaN(v) {
+			continue
+		}
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
+	}
+	if !(lo > 0) || hi/lo <= spread {
+		a.Tick.Marker = linearTicks{}
+		return false
+	}
+	a.Scale = plot.LogScale{}
+	a.Tick.Marker = logTicks{}
+	return true
+}
+
+// vline is a vertical line across the data area at X, with a legend
+// thumbnail; it widens the x range to include X but leaves y alone. With
+// Top in (0, 1) it stops at that fraction of the height (below a legend).
+type vline struct {
+	X float64
+	draw.LineStyle
+	Top float64
+}
+
+func (l vline) Plot(c draw.Canvas, p *plot.Plot) {
+	if l.X < p.X.Min || l.X > p.X.Max {
+		return
+	}
+	x, _ := p.Transforms(&c)
+	top := c.Max.Y
+	if l.Top > 0 && l.Top < 1 {
+		top = c.Min.Y + vg.Length(l.Top)*(c.Max.Y-c.Min.Y)
+	}
+	c.StrokeLine2(l.LineStyle, x(l.X), c.Min.Y, x(l.X), top)
+}
+
+func (l vline) DataRange() (xmin, xmax, ymin, ymax float64) {
+	return l.X, l.X, math.Inf(1), math.Inf(-1)
+}
+
+func (l vline) Thumbnail(c *draw.Canvas) {
+	y := c.Center().Y
+	c.StrokeLine2(l.LineStyle, c.Min.X, y, c.Max.X, y)
+}
+
+// hline is a horizontal line across the data area at Y.
+type hline struct {
+	Y float64
+	draw.LineStyle
+}
+
+func (l hline) Plot(c draw.Canvas, p *plot.Plot) {
+	if l.Y < p.Y.Min || l.Y > p.Y.Max {
+		return
+	}
+	_, y := p.Transforms(&c)
+	c.StrokeLine2(l.LineStyle, c.Min.X, y(l.Y), c.Max.X, y(l.Y))
+}
+
+func (l hline) DataRange() (xmin, xmax, ymin, ymax float64) {
+	return math.Inf(1), math.Inf(-1), l.Y, l.Y
+}
+
+func (l hline) Thumbnail(c *draw.Canvas) {
+	y := c.Center().Y
+	c.StrokeLine2(l.LineStyle, c.Min.X, y, c.Max.X, y)
+}
+
+// note is text placed at a fraction (0..1) of the data area, anchored by
+// its alignment.
+type note struct {
+	FX, FY float64
+	Text   string
+	Style  text.Style
+}
+
+func (n note) Plot(c draw.Canvas, _ *plot.Plot) {
+	pt := vg.Point{X: c.Min.X + vg.Length(n.FX)*(c.Max.X-c.Min.X), Y: c.Min.Y + vg.Length(n.FY)*(c.Max.Y-c.Min.Y)}
+	c.FillText(n.Style, pt, n.Text)
+}
+
+func newNote(fx, fy float64, s string, xa draw.XAlignment, ya draw.YAlignment) note {
+	sty := textStyle(noteSize)
+	sty.Color = grey
+	sty.XAlign, sty.YAlign = xa, ya
+	return note{FX: fx, FY: fy, Text: s, Style: sty}
+}
+
+// pointLabels writes a text label beside each point, placed at draw time
+// clear of the labels already placed: right-above the point, else
+// right-below, left-above, left-below; a label that fits nowhere is left
+// out, and none leaves the data area. Points of one colour at the same place
+// share one label ("128, 256").
+type pointLabels struct {
+	xys    plotter.XYs
+	text   []string
+	colors []color.Color
+}
+
+// add adds labels for points, in a colour.
+func (l *pointLabels) add(xys plotter.XYs, texts []string, clr color.Color) {
+	at := map[plotter.XY]int{}
+	for i, p := range xys {
+		if j, ok := at[p]; ok {
+			l.text[j] += ", " + texts[i]
+			continue
+		}
+		at[p] = len(l.xys)
+		l.xys = append(l.xys, p)
+		l.text = append(l.text, texts[i])
+		l.colors = append(l.colors, clr)
+	}
+}
+
+func (l *pointLabels) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, trY := p.Transforms(&c)
+	var placed []vg.Rectangle
+	gap := vg.Points(4)
+	for i, t := range l.text {
+		pt := vg.Point{X: trX(l.xys[i].X), Y: trY(l.xys[i].Y)}
+		if !c.Contains(pt) {
+			continue
+		}
+		sty := textStyle(noteSize)
+		sty.Color = l.colors[i]
+		w, h := sty.Width(t), sty.Height(t)
+		for _, off := range []vg.Point{{X: gap, Y: gap}, {X: gap, Y: -gap - h}, {X: -gap - w, Y: gap}, {X: -gap - w, Y: -gap - h}} {
+			r := vg.Rectangle{Min: pt.Add(off), Max: pt.Add(off).Add(vg.Point{X: w, Y: h})}
+			if r.Min.X < c.Min.X || r.Max.X > c.Max.X || r.Min.Y < c.Min.Y || r.Max.Y > c.Max.Y || overlaps(r, placed) {
+				continue
+			}
+			placed = append(placed, r)
+			sty.XAlign, sty.YAlign = draw.XLeft, draw.YBottom
+			c.FillText(sty, r.Min, t)
+			break
+		}
+	}
+}
+
+func overlaps(r vg.Rectangle, rs []vg.Rectangle) bool {
+	for _, o := range rs {
+		if r.Min.X < o.Max.X && o.Min.X < r.Max.X && r.Min.Y < o.Max.Y && o.Min.Y < r.Max.Y {
+			return true
+		}
+	}
+	return false
+}
+
+// finiteXYs keeps the points whose coordinates are finite (and positive on
+// a log axis), and returns their indices in xys.
+func finiteXYs(xys plotter.XYs, logX, logY bool) (plotter.XYs, []int) {
+	var out plotter.XYs
+	var kept []int
+	for i, p := range xys {
+		if math.IsNaN(p.X) || math.IsNaN(p.Y) || math.IsInf(p.X, 0) || math.IsInf(p.Y, 0) ||
+			(logX && p.X <= 0) || (logY && p.Y <= 0) {
+			continue
+		}
+		out = append(out, p)
+		kept = append(kept, i)
+	}
+	return out, kept
+}
+
+// headroom raises the y axis maximum so the top share frac of the data
+// area is free for the legend. It first settles the axes (settleAxes).
+func headroom(p *plot.Plot, frac float64) {
+	settleAxes(p)
+	if !finite(p.Y.Min) || !finite(p.Y.Max) || !(p.Y.Max > p.Y.Min) {
+		return
+	}
+	if isLog(&p.Y) {
+		p.Y.Max *= math.Pow(p.Y.Max/p.Y.Min, frac/(1-frac))
+		return
+	}
+	p.Y.Max += (p.Y.Max - p.Y.Min) * frac / (1 - frac)
+}
+
+// legendRoom is the share of a panel's height to keep free above the data
+// for a legend of n entries in the top half of a 1600×1000 figure (a data
+// area about 280 points high; an entry about 14 points).
+func legendRoom(n int) float64 {
+	return math.Min(0.6, 0.05+float64(n)*14/280)
+}
+
+// settleAxes turns a log axis back to linear when its range is not
+// positive (no positive data reached it), where gonum's log scale would
+// panic.
+func settleAxes(p *plot.Plot) {
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		if isLog(a) && !(a.Min > 0 && a.Max >= a.Min && finite(a.Max)) {
+			a.Scale, a.Tick.Marker = plot.LinearScale{}, linearTicks{}
+		}
+	}
+}

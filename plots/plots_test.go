@@ -1,0 +1,691 @@
+package plots
+
+import (
+	"flag"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
+
+// golden compares got with testdata/golden/NAME.golden (rewritten with
+// -update: go test ./plots -update, then read the diff).
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name+".golden")
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./plots -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from %s (go test ./plots -update rewrites it; read the diff):\n--- got\n%s\n--- want\n%s", name, path, got, want)
+	}
+}
+
+// checkPNG decodes a PNG and checks its size and that it is not blank: more
+// than two distinct colours, and between 2 % and 60 % of the pixels not
+// white (a plot with titles, axes and data, not an empty or solid image).
+func checkPNG(t *testing.T, path string, w, h int) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if b := img.Bounds(); b.Dx() != w || b.Dy() != h {
+		t.Fatalf("%s: %d×%d pixels, want %d×%d", path, b.Dx(), b.Dy(), w, h)
+	}
+	colors := map[[4]uint8]bool{}
+	ink := 0
+	b := img.Bounds()
+	var pix []uint8 // 4 bytes a pixel, rows packed
+	switch m := img.(type) {
+	case *image.RGBA:
+		pix = m.Pix
+	case *image.NRGBA:
+		pix = m.Pix
+	default:
+		for y := b.Min.Y; y < b.Max.Y; y++ {
+			for x := b.Min.X; x < b.Max.X; x++ {
+				c := color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)
+				pix = append(pix, c.R, c.G, c.B, c.A)
+			}
+		}
+	}
+	for i := 0; i+3 < len(pix); i += 4 {
+		c := [4]uint8{pix[i], pix[i+1], pix[i+2], pix[i+3]}
+		if len(colors) < 1000 {
+			colors[c] = true
+		}
+		if c != [4]uint8{255, 255, 255, 255} {
+			ink++
+		}
+	}
+	frac := float64(ink) / float64(w*h)
+	if len(colors) <= 2 || frac < 0.02 || frac > 0.6 {
+		t.Errorf("%s looks blank or solid: %d colours, %.1f %% non-white pixels", path, len(colors), 100*frac)
+	}
+}
+
+func readResults(t *testing.T, name string) *Results {
+	t.Helper()
+	res, err := ReadResultsFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func loadRun(t *testing.T, dir string) *Run {
+	t.Helper()
+	r, err := LoadRun(filepath.Join("testdata", dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// save draws d to a temporary PNG of the default size and checks it.
+func save(t *testing.T, d Drawer, name string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name+".png")
+	if err := Save(d, path, DefaultWidth, DefaultHeight); err != nil {
+		t.Fatal(err)
+	}
+	checkPNG(t, path, DefaultWidth, DefaultHeight)
+}
+
+func TestBatchLatencyFixture(t *testing.T) {
+	res := readResults(t, "batch-latency.csv")
+	fig, nums, err := BatchLatency(res, BatchLatencyOptions{SLO: SLO{TTFTms: 2000, TPOTms: 50}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	save(t, fig, "batch-latency")
+	golden(t, "batch-latency", nums.String())
+	// From the fixture (mean of seeds 1 and 2), first step gain g1 = T(2) − T(1):
+	//   h200: g1 = 331.96 − 168.82 = 163.14 tok/s per sequence; 32→64 gains
+	//   (4081.69 − 3213.48)/32 = 27.13 = 0.166·g1 ≥ 0.1·g1, 64→128 gains
+	//   (4125.10 − 4081.69)/64 = 0.68 = 0.004·g1 < 0.1·g1: knee 64, whose p95
+	//   TTFT 1088 ms ≤ 2000 and TPOT 14.1 ms ≤ 50: sweet spot 64.
+	//   h100: g1 = 127.08; 64→128: (3695.13 − 3394.33)/64 = 4.70 = 0.037·g1:
+	//   knee 64, but its TTFT 5836 ms > 2000, as every smaller batch's; the
+	//   next, 128, has TTFT 146.6 ms and TPOT 22.8 ms: sweet spot 128.
+	//   a100: the smallest p95 TTFT is 19,098 ms > 2000: no sweet spot.
+	want := map[string]struct{ knee, spot float64 }{"h200": {64, 64}, "h100": {64, 128}, "a100": {64, -1}}
+	for _, c := range nums.Curves {
+		w := want[c.Label]
+		spot := -1.0
+		if c.SweetSpot >= 0 {
+			spot = c.X[c.SweetSpot]
+		}
+		if c.X[c.Knee] != w.knee || spot != w.spot {
+			t.Errorf("%s: knee %g, sweet spot %g; want %g, %g", c.Label, c.X[c.Knee], spot, w.knee, w.spot)
+		}
+	}
+}
+
+func TestSweetSpot(t *testing.T) {
+	// Throughput 100, 200, 380, 400 at x = 1, 2, 4, 8: g1 = 100/1 = 100,
+	// g2 = 180/2 = 90 (0.9·g1), g3 = 20/4 = 5 (0.05·g1 < 0.1·g1): knee at
+	// x = 4 (index 2).
+	xs, thr := []float64{1, 2, 4, 8}, []float64{100, 200, 380, 400}
+	tpotOK := []float64{10, 10, 10, 10}
+	for _, tc := range []struct {
+		name       string
+		thr, ttft  []float64
+		tpot       []float64
+		slo        SLO
+		knee, spot int
+	}{
+		{"knee meets", thr, []float64{5000, 3000, 800, 500}, tpotOK, SLO{TTFTms: 1000}, 2, 2},
+		{"no SLO: the knee", thr, []float64{5000, 3000, 800, 500}, tpotOK, SLO{}, 2, 2},
+		{"above the knee", thr, []float64{5000, 3000, 1500, 500}, tpotOK, SLO{TTFTms: 1000}, 2, 3},
+		{"below the knee (TPOT)", thr, []float64{50, 50, 50, 50}, []float64{10, 20, 60, 90}, SLO{TPOTms: 50}, 2, 1},
+		{"none meets", thr, []float64{5000, 3000, 1500, 1100}, tpotOK, SLO{TTFTms: 1000}, 2, -1},
+		{"NaN latency never meets", thr, []float64{5000, 3000, math.NaN(), 500}, tpotOK, SLO{TTFTms: 1000}, 2, 3},
+		// g1 = 0: no gain to taper from, knee at the first point.
+		{"flat first step", []float64{100, 100, 200, 300}, []float64{1, 1, 1, 1}, tpotOK, SLO{TTFTms: 10}, 0, 0},
+		// Gains 100, 100/1·… stay ≥ 0.1·g1: no taper, knee at the last point.
+		{"no taper", []float64{100, 200, 400, 800}, []float64{1, 1, 1, 1}, tpotOK, SLO{}, 3, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := BatchLatencyCurve{X: xs, Throughput: tc.thr, TTFT: tc.ttft, TPOT: tc.tpot}
+			c.sweetSpot(tc.slo, 0.1)
+			if c.Knee != tc.knee || c.SweetSpot != tc.spot {
+				t.Errorf("knee %d, sweet spot %d; want %d, %d (rel gains %v)", c.Knee, c.SweetSpot, tc.knee, tc.spot, c.RelGain)
+			}
+		})
+	}
+	one := BatchLatencyCurve{X: []float64{4}, Throughput: []float64{1}, TTFT: []float64{1}, TPOT: []float64{1}}
+	one.sweetSpot(SLO{}, 0.1)
+	if one.Knee != 0 || one.SweetSpot != 0 {
+		t.Errorf("one point: knee %d, sweet spot %d; want 0, 0", one.Knee, one.SweetSpot)
+	}
+}
+
+func TestGoodputFixture(t *testing.T) {
+	fig, nums, err := Goodput(readResults(t, "goodput.csv"), GoodputOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	save(t, fig, "goodput")
+	golden(t, "goodput", nums.String())
+	// Mean attainment over the two seeds: chunked 0.9620 at 20 req/s and
+	// 0.5745 at 24: 20 + (0.9620 − 0.9)/(0.9620 − 0.5745)·4 = 20.640;
+	// prefill-first 0.9925 at 16 and 0.7990 at 20: 16 + 0.0925/0.1935·4 = 17.912.
+	for i, want := range []float64{20.640, 17.912} {
+		if got := nums.Curves[i].MaxRate; math.Abs(got-want) > 0.001 {
+			t.Errorf("%s: max goodput rate %.4f, want %.3f", nums.Curves[i].Label, got, want)
+		}
+	}
+	// batching.csv: one seed, seven batch policies at 2, 5 and 12 req/s.
+	fig, nums, err = Goodput(readResults(t, "batching.csv"), GoodputOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	save(t, fig, "goodput-batching")
+	golden(t, "goodput-batching", nums.String())
+}
+
+func TestMaxGoodputRate(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		att      []float64
+		want     float64
+		censored bool
+	}{
+		// 4 + (0.95 − 0.9)/(0.95 − 0.7)·(6 − 4) = 4 + 0.2·2 = 4.4
+		{"interpolated", []float64{1, 0.95, 0.7}, 4.4, false},
+		// crosses exactly at a grid point: 4 + (0.9 − 0.9)/… = 4
+		{"on the target", []float64{1, 0.9, 0.5}, 4, false},
+		{"never below", []float64{1, 0.99, 0.95}, 6, true},
+		{"below at the lowest rate", []float64{0.8, 0.5, 0.1}, math.NaN(), false},
+		// first crossing wins: 2 + (1 − 0.9)/(1 − 0.8)·2 = 3, the recovery at 6 ignored
+		{"noisy recovery", []float64{1, 0.8, 0.95}, 3, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := GoodputCurve{Rate: []float64{2, 4, 6}, Attainment: tc.att}
+			c.maxGoodputRate(0.9)
+			ok := math.Abs(c.MaxRate-tc.want) <= 1e-12 || math.IsNaN(c.MaxRate) && math.IsNaN(tc.want)
+			if !ok || c.Censored != tc.censored {
+				t.Errorf("max rate %v censored %v; want %v, %v", c.MaxRate, c.Censored, tc.want, tc.censored)
+			}
+		})
+	}
+}
+
+func TestPerceptionFixture(t *testing.T) {
+	res := readResults(t, "batching.csv")
+	p, nums, err := Perception(res, MatrixOptions{SLO: SLO{TTFTms: 2000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	save(t, p, "perception")
+	golden(t, "perception", nums.String())
+	// 21 configurations; the median of 21 output throughputs is the 11th.
+	if len(nums.Points) != 21 || !nums.ThroughputFromMedian || nums.TTFTFromMedian || nums.TTFTLine != 2000 {
+		t.Errorf("%d points, lines %+v", len(nums.Points), nums)
+	}
+	counts := map[string]int{}
+	for _, pt := range nums.Points {
+		counts[pt.Quadrant]++
+		if (pt.TTFT <= 2000) != strings.HasPrefix(pt.Quadrant, "feels fast") || (pt.Throughput >= nums.ThroughputLine) != strings.HasSuffix(pt.Quadrant, "has capacity") {
+			t.Errorf("%s in quadrant %q at TTFT %g, throughput %g", pt.Config, pt.Quadrant, pt.TTFT, pt.Throughput)
+		}
+	}
+	// At least half the points are at or above the median throughput.
+	if counts[FastHasCapacity]+counts[SlowHasCapacity] < 11 {
+		t.Errorf("quadrant counts %v", counts)
+	}
+}
+
+func TestQuadrant(t *testing.T) {
+	for _, tc := range []struct {
+		ttft, thr float64
+		want      string
+	}{
+		{100, 500, FastHasCapacity}, {200, 500, FastHasCapacity}, // on the TTFT line: fast
+		{100, 499, FastLowCapacity}, {201, 500, SlowHasCapacity}, {201, 10, SlowLowCapacity},
+	} {
+		if got := quadrant(tc.ttft, tc.thr, 200, 500); got != tc.want {
+			t.Errorf("quadrant(%g, %g) = %q, want %q", tc.ttft, tc.thr, got, tc.want)
+		}
+	}
+}
+
+func TestProviderFitFixture(t *testing.T) {
+	res := readResults(t, "batch-latency.csv")
+	p, nums, err := ProviderFit(res, MatrixOptions{SLO: SLO{TTFTms: 2000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	save(t, p, "provider-fit")
+	golden(t, "provider-fit", nums.String())
+	// Within TTFT ≤ 2000 ms: h100 at 128 and 256 ($0.2258 each, the first
+	// wins), h200 at 64 ($0.2725), 128 and 256 ($0.2699): the cheapest is
+	// h100 at 128.
+	if c := nums.Cheapest; c < 0 || nums.Points[c].Config != "gpu=h100, batch.max_num_seqs=128" {
+		t.Errorf("cheapest %d", c)
+	}
+	// With a floor of 4000 tok/s only h200 at 64, 128, 256 qualify (4081.69,
+	// 4125.10, 4125.10): the cheapest is 128 at $0.2699.
+	_, nums, err = ProviderFit(res, MatrixOptions{SLO: SLO{TTFTms: 2000}, TargetThroughput: 4000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := nums.Cheapest; c < 0 || nums.Points[c].Config != "gpu=h200, batch.max_num_seqs=128" {
+		t.Errorf("cheapest with a throughput floor: %d", c)
+	}
+}
+
+func TestCostBins(t *testing.T) {
+	// 0.2 to 6.4 spans 32× > 4: log bins, edges 0.2·32^(i/5) = 0.2, 0.4, 0.8, 1.6, 3.2, 6.4.
+	e := costEdges(0.2, 6.4, 5)
+	for i, want := range []float64{0.2, 0.4, 0.8, 1.6, 3.2, 6.4} {
+		if math.Abs(e[i]-want) > 1e-12 {
+			t.Errorf("edge %d = %v, want %v", i, e[i], want)
+		}
+	}
+	for _, tc := range []struct {
+		v    float64
+		want int
+	}{{0.2, 0}, {0.39, 0}, {0.4, 1}, {3.3, 4}, {6.4, 4}} {
+		if got := costBin(e, tc.v); got != tc.want {
+			t.Errorf("bin of %v = %d, want %d", tc.v, got, tc.want)
+		}
+	}
+	// 1 to 3: equal bins of 0.4.
+	if e := costEdges(1, 3, 5); math.Abs(e[1]-1.4) > 1e-12 {
+		t.Errorf("linear edges %v", e)
+	}
+}
+
+func TestCDFFixture(t *testing.T) {
+	runs := []*Run{loadRun(t, "run-chunked"), loadRun(t, "run-prefill-first")}
+	fig, nums, err := CDF(runs, CDFOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	save(t, fig, "cdf")
+	golden(t, "cdf", nums.String())
+	// The quantiles, from requests.csv, equal the simulator's own in
+	// summary.json (the same linear interpolation); TPOT in requests.csv is
+	// rounded to the nanosecond, so they agree to 1e-6 ms.
+	for i, r := range runs {
+		s := nums.Series[i]
+		for _, c := range []struct {
+			name      string
+			got, want float64
+		}{
+			{"ttft p50", s.TTFT.Values[3], r.Summary.TTFT.Median}, {"ttft p90", s.TTFT.Values[5], r.Summary.TTFT.P90},
+			{"ttft p99", s.TTFT.Values[7], r.Summary.TTFT.P99}, {"tpot p50", s.TPOT.Values[3], r.Summary.TPOT.Median},
+			{"tpot p99", s.TPOT.Values[7], r.Summary.TPOT.P99},
+		} {
+			if math.Abs(c.got-c.want) > 2e-6 {
+				t.Errorf("%s %s: %v from requests.csv, %v in summary.json", r.Label, c.name, c.got, c.want)
+			}
+		}
+		if s.TTFT.N != r.Summary.TTFT.N || s.TPOT.N != r.Summary.TPOT.N {
+			t.Errorf("%s: n %d/%d, summary %d/%d", r.Label, s.TTFT.N, s.TPOT.N, r.Summary.TTFT.N, r.Summary.TPOT.N)
+		}
+	}
+}
+
+func TestQuantileAndECDF(t *testing.T) {
+	s := []float64{1, 2, 3, 4}
+	// h = p·(n−1): p50 → h 1.5 → 2 + 0.5·(3−2) = 2.5; p90 → h 2.7 → 3 + 0.7·1 = 3.7.
+	if q := quantile(s, 0.5); q != 2.5 {
+		t.Errorf("p50 %v", q)
+	}
+	if q := quantile(s, 0.9); math.Abs(q-3.7) > 1e-12 {
+		t.Errorf("p90 %v", q)
+	}
+	if q := quantile(s, 1); q != 4 {
+		t.Errorf("p100 %v", q)
+	}
+	// Three of four ranks (m = 3): i = 0, round(1·3/2) = 2, 3; y = 100·(i+1)/4.
+	got := ecdf(s, 3, false)
+	want := plotter.XYs{{X: 1, Y: 25}, {X: 3, Y: 75}, {X: 4, Y: 100}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("ecdf %v, want %v", got, want)
+	}
+}
+
+func TestDashboardFixture(t *testing.T) {
+	for _, name := range []string{"run-chunked", "run-prefill-first"} {
+		t.Run(name, func(t *testing.T) {
+			r := loadRun(t, name)
+			fig, nums, err := Dashboard(r, DashboardOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			save(t, fig, "dashboard-"+name)
+			golden(t, "dashboard-"+name, nums.String())
+			// The attainment recomputed from requests.csv in integer
+			// nanoseconds equals the simulator's (summary.json).
+			if nums.Attainment != r.Summary.Attainment {
+				t.Errorf("attainment %v, summary.json %v", nums.Attainment, r.Summary.Attainment)
+			}
+			// 194 served (run-chunked) / 25 = 7 → clamped to 10 windows.
+			if len(nums.WindowStart) != 10 {
+				t.Errorf("%d windows, want 10", len(nums.WindowStart))
+			}
+			for k := range nums.Prefill {
+				if u := nums.Prefill[k] + nums.Decode[k]; u < 0 || u > 1+1e-9 {
+					t.Errorf("window %d utilization %v", k, u)
+				}
+			}
+			// Every completion lands in one window: Σ throughput·length = served.
+			sum := 0.0
+			for k, v := range nums.Throughput {
+				sum += v * math.Min(nums.Window, nums.End-nums.WindowStart[k])
+			}
+			if math.Abs(sum-float64(nums.Served)) > 1e-6 {
+				t.Errorf("completions over windows %v, served %d", sum, nums.Served)
+			}
+		})
+	}
+}
+
+// TestDashboardArithmetic checks the windows on a hand-built run.
+func TestDashboardArithmetic(t *testing.T) {
+	const s = int64(1e9) // one second in ns
+	run := &Run{
+		Label: "hand",
+		Requests: []Request{
+			// TTFT 0.5 s, 11 tokens over 1 s after the first: TPOT 100 ms.
+			{Arrival: 0, FirstToken: s / 2, Finish: 3 * s / 2, Output: 11, TTFTms: 500, TPOTms: 100},
+			// TTFT 2 s: misses a 1 s TTFT objective.
+			{Arrival: s, FirstToken: 3 * s, Finish: 7 * s / 2, Output: 2, TTFTms: 2000, TPOTms: 500},
+			{Arrival: 2 * s, FirstToken: -1, Finish: -1, Rejected: "queue-full", TTFTms: math.NaN(), TPOTms: math.NaN()},
+		},
+		Steps: []Step{
+			// Instance 0: a prefill step 0.25–0.75 s, a decode step 0.75–1.25 s (crosses into window 1).
+			{Instance: 0, Start: s / 4, Duration: s / 2, Prefills: 1, PrefillTokens: 100, KVUsed: 10, KVTotal: 100},
+			{Instance: 0, Start: 3 * s / 4, Duration: s / 2, Decodes: 1, KVUsed: 30, KVTotal: 100},
+			// Instance 1: a decode step 3–4 s.
+			{Instance: 1, Start: 3 * s, Duration: s, Decodes: 1, KVUsed: 50, KVTotal: 100},
+		},
+	}
+	_, n, err := Dashboard(run, DashboardOptions{Window: 1, SLO: SLO{TTFTms: 1000, TPOTms: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Span 0 → 4 s (the last step's end): four 1 s windows.
+	if n.Start != 0 || n.End != 4 || len(n.WindowStart) != 4 {
+		t.Fatalf("start %v end %v windows %d", n.Start, n.End, len(n.WindowStart))
+	}
+	// Request 1 meets (TTFT 500 ≤ 1000 ms, 1 s ≤ 100 ms × 10); request 2
+	// misses TTFT; request 3 is rejected: attainment 1/3, red.
+	if n.Met != 1 || n.Served != 2 || n.Rejected != 1 || math.Abs(n.Attainment-1.0/3) > 1e-15 || n.Gauge != GaugeRed {
+		t.Errorf("met %d served %d rejected %d attainment %v gauge %s", n.Met, n.Served, n.Rejected, n.Attainment, n.Gauge)
+	}
+	// Duration: first arrival 0 → last completion 3.5 s.
+	if n.Duration != 3.5 {
+		t.Errorf("duration %v", n.Duration)
+	}
+	want := map[string][]float64{
+		"arrivals":   {1, 1, 1, 0}, // at 0, 1 and 2 s
+		"throughput": {0, 1, 0, 1}, // finishes at 1.5 and 3.5 s
+		"goodput":    {0, 1, 0, 0},
+		// Two instances. Window 0: prefill 0.5 s, decode 0.25 s → 0.5/2, 0.25/2.
+		// Window 1: decode 0.25 s → 0.125. Window 3: decode 1 s on instance 1 → 0.5.
+		"prefill": {0.25, 0, 0, 0},
+		"decode":  {0.125, 0.125, 0, 0.5},
+		// KV use weighted by step time in the window: window 0 (0.5·0.1 +
+		// 0.25·0.3)/0.75 = 0.125/0.75 = 1/6; window 1: 0.3; window 2 none; window 3: 0.5.
+		"kv": {1.0 / 6, 0.3, math.NaN(), 0.5},
+	}
+	got := map[string][]float64{"arrivals": n.Arrivals, "throughput": n.Throughput, "goodput": n.Goodput, "prefill": n.Prefill, "decode": n.Decode, "kv": n.KVUse}
+	for k, w := range want {
+		for i := range w {
+			g := got[k][i]
+			if !(math.Abs(g-w[i]) < 1e-12 || math.IsNaN(g) && math.IsNaN(w[i])) {
+				t.Errorf("%s = %v, want %v", k, got[k], w)
+				break
+			}
+		}
+	}
+	// TTFT samples 500 and 2000 ms, SLO 1000: p99 = 500 + 0.99·1500 = 1985;
+	// range 1.1·1985 = 2183.5 over 40 bins of 54.5875 ms; 500 → bin 9
+	// (500/54.5875 = 9.16), 2000 → bin 36 (36.64).
+	h := n.TTFT
+	if math.Abs(h.Width-54.5875) > 1e-9 || h.Counts[9] != 1 || h.Counts[36] != 1 || h.Above != 0 {
+		t.Errorf("ttft histogram %+v", h)
+	}
+}
+
+func TestGaugeColor(t *testing.T) {
+	for _, tc := range []struct {
+		a    float64
+		want string
+	}{{1, GaugeGreen}, {0.95, GaugeGreen}, {0.9499, GaugeYellow}, {0.9, GaugeYellow}, {0.8999, GaugeRed}, {0, GaugeRed}} {
+		if got := GaugeColor(tc.a); got != tc.want {
+			t.Errorf("GaugeColor(%v) = %s, want %s", tc.a, got, tc.want)
+		}
+	}
+}
+
+func TestMet(t *testing.T) {
+	const ms = int64(1e6)
+	q := Request{Arrival: 0, FirstToken: 500 * ms, Finish: 500*ms + 9*50*ms, Output: 10}
+	// TTFT exactly 500 ms and TPOT exactly 450/9 = 50 ms meet ≤ objectives.
+	if !met(&q, SLO{TTFTms: 500, TPOTms: 50}) {
+		t.Error("boundary request does not meet TTFT ≤ 500, TPOT ≤ 50")
+	}
+	// One nanosecond more of decode: 450 ms + 1 ns > 50 ms × 9.
+	q.Finish++
+	if met(&q, SLO{TPOTms: 50}) {
+		t.Error("TPOT 1 ns over meets the SLO")
+	}
+	// E2E 950 ms + 1 ns > 950 ms.
+	if met(&q, SLO{E2Ems: 950}) || !met(&q, SLO{E2Ems: 951}) {
+		t.Error("E2E objective")
+	}
+	one := Request{Arrival: 0, FirstToken: 10 * ms, Finish: 10 * ms, Output: 1}
+	if !met(&one, SLO{TPOTms: 1}) {
+		t.Error("a one-token request has no TPOT to miss")
+	}
+	rej := Request{Rejected: "x", FirstToken: -1, Finish: -1}
+	if met(&rej, SLO{}) {
+		t.Error("a rejected request meets the SLO")
+	}
+}
+
+func TestErrorsNotPanics(t *testing.T) {
+	empty, _ := ReadResults(strings.NewReader("gpu,batch.max_num_seqs,seed,output_tok_per_s,ttft_p95_ms,tpot_p95_ms,cost_per_m_output_tokens,goodput_req_per_s,request_throughput,slo_attainment\n"), "e.csv")
+	allNaN, _ := ReadResults(strings.NewReader("gpu,batch.max_num_seqs,seed,output_tok_per_s,ttft_p95_ms,tpot_p95_ms,cost_per_m_output_tokens,goodput_req_per_s,request_throughput,slo_attainment\n"+
+		"a,1,1,NaN,NaN,NaN,NaN,NaN,NaN,NaN\na,2,1,NaN,NaN,NaN,NaN,NaN,NaN,NaN\n"), "n.csv")
+	noMetrics, _ := ReadResults(strings.NewReader("gpu,seed,x\na,1,2\n"), "m.csv")
+	for _, tc := range []struct {
+		name string
+		f    func() error
+		err  string
+	}{
+		{"batch-latency empty", func() error { _, _, err := BatchLatency(empty, BatchLatencyOptions{}); return err }, "no rows"},
+		{"goodput empty", func() error { _, _, err := Goodput(empty, GoodputOptions{}); return err }, "no rows"},
+		{"perception empty", func() error { _, _, err := Perception(empty, MatrixOptions{}); return err }, "no rows"},
+		{"provider-fit all NaN", func() error { _, _, err := ProviderFit(allNaN, MatrixOptions{}); return err }, "every configuration has a NaN"},
+		{"perception all NaN", func() error { _, _, err := Perception(allNaN, MatrixOptions{}); return err }, "every configuration has a NaN"},
+		{"missing metric", func() error { _, _, err := Goodput(noMetrics, GoodputOptions{}); return err }, `no metric column "goodput_req_per_s"`},
+		{"bad stat", func() error { _, _, err := BatchLatency(empty, BatchLatencyOptions{Stat: "p42"}); return err }, `latency statistic "p42"`},
+		{"bad target", func() error { _, _, err := Goodput(empty, GoodputOptions{Target: 2}); return err }, "target attainment 2"},
+		{"bad taper", func() error { _, _, err := BatchLatency(empty, BatchLatencyOptions{Taper: 1.5}); return err }, "taper 1.5"},
+		{"negative SLO", func() error { _, _, err := Perception(empty, MatrixOptions{SLO: SLO{TTFTms: -1}}); return err }, "SLO ttft -1"},
+		{"cdf no runs", func() error { _, _, err := CDF(nil, CDFOptions{}); return err }, "no runs"},
+		{"cdf nothing served", func() error {
+			_, _, err := CDF([]*Run{{Dir: "d", Requests: []Request{{Rejected: "x"}}}}, CDFOptions{})
+			return err
+		}, "no served request"},
+		{"dashboard no requests", func() error { _, _, err := Dashboard(&Run{Dir: "d"}, DashboardOptions{}); return err }, "no requests"},
+		{"dashboard bad window", func() error {
+			_, _, err := Dashboard(&Run{Requests: []Request{{Rejected: "x"}}}, DashboardOptions{Window: math.NaN()})
+			return err
+		}, "window NaN"},
+		{"dashboard too many windows", func() error {
+			_, _, err := Dashboard(&Run{Requests: []Request{{Arrival: 0, Finish: 1e12, FirstToken: 1}}}, DashboardOptions{Window: 1e-6})
+			return err
+		}, "at most 100000"},
+		{"save bad size", func() error { return Save(plot.New(), filepath.Join(t.TempDir(), "x.png"), 0, 10) }, "want positive pixels"},
+		{"save bad format", func() error { return Save(plot.New(), filepath.Join(t.TempDir(), "x.gif"), 10, 10) }, "unknown image format"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.f()
+			if err == nil || !strings.HasPrefix(err.Error(), "plots: ") || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("error %v, want one holding %q", err, tc.err)
+			}
+		})
+	}
+}
+
+// TestNaNPointsSkipped: a NaN throughput drops the point, a NaN latency only
+// leaves it out of its panel; the figure still draws.
+func TestNaNPointsSkipped(t *testing.T) {
+	res, err := ReadResults(strings.NewReader("batch.max_num_seqs,seed,output_tok_per_s,ttft_p95_ms,tpot_p95_ms,cost_per_m_output_tokens\n"+
+		"1,1,100,5000,10,1\n2,1,NaN,3000,10,1\n4,1,380,NaN,10,0.5\n8,1,400,500,NaN,0.4\n"), "nan.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fig, nums, err := BatchLatency(res, BatchLatencyOptions{SLO: SLO{TTFTms: 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := nums.Curves[0]
+	// x = 2 dropped; gains: (380 − 100)/(4 − 1) = 93.3 first, (400 − 380)/4 =
+	// 5 = 0.054·g1 < 0.1: knee x = 4 (NaN TTFT: misses), so the sweet spot is
+	// the smallest meeting point above it, x = 8 (TTFT 500 ≤ 1000).
+	if c.Dropped != 1 || len(c.X) != 3 || c.X[c.Knee] != 4 || c.SweetSpot != 2 {
+		t.Errorf("curve %+v", c)
+	}
+	save(t, fig, "nan")
+}
+
+func TestPixelSize(t *testing.T) {
+	// 1600 px at 96 dpi = 1600/96 in = 1200 points.
+	if l := Length(1600); l != 1200 {
+		t.Errorf("Length(1600) = %v points, want 1200", l)
+	}
+	// gonum's own Save with Length gives the exact pixel size too, odd sizes included.
+	p := plot.New()
+	p.Title.Text = "size"
+	for _, wh := range [][2]int{{1600, 1000}, {801, 333}} {
+		path := filepath.Join(t.TempDir(), "p.png")
+		if err := p.Save(Length(wh[0]), Length(wh[1]), path); err != nil {
+			t.Fatal(err)
+		}
+		f, _ := os.Open(path)
+		cfg, err := png.DecodeConfig(f)
+		f.Close()
+		if err != nil || cfg.Width != wh[0] || cfg.Height != wh[1] {
+			t.Errorf("p.Save(Length(%d), Length(%d)) → %d×%d, %v", wh[0], wh[1], cfg.Width, cfg.Height, err)
+		}
+	}
+	// Save honours any size exactly.
+	path := filepath.Join(t.TempDir(), "s.png")
+	fig, _, err := Goodput(readResults(t, "goodput.csv"), GoodputOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Save(fig, path, 1201, 777); err != nil {
+		t.Fatal(err)
+	}
+	checkPNG(t, path, 1201, 777)
+	for _, ext := range []string{"svg", "pdf"} {
+		path := filepath.Join(t.TempDir(), "s."+ext)
+		if err := Save(fig, path, 800, 500); err != nil {
+			t.Fatal(err)
+		}
+		if st, err := os.Stat(path); err != nil || st.Size() < 1000 {
+			t.Errorf("%s: %v", path, err)
+		}
+	}
+}
+
+func TestDrawSweep(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		want []string
+	}{
+		{"goodput.csv", []string{"goodput.png", "perception.png", "provider-fit.png"}},
+		{"batch-latency.csv", []string{"batch-latency.png", "perception.png", "provider-fit.png"}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			dir := t.TempDir()
+			files, err := DrawSweep(dir, filepath.Join("testdata", tc.file), SweepOptions{SLO: SLO{TTFTms: 300, TPOTms: 30}, Width: 800, Height: 500})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(files) != len(tc.want) {
+				t.Fatalf("wrote %v, want %v", files, tc.want)
+			}
+			for i, f := range files {
+				if filepath.Base(f) != tc.want[i] {
+					t.Errorf("file %d %s, want %s", i, f, tc.want[i])
+				}
+				checkPNG(t, f, 800, 500)
+			}
+			ents, _ := os.ReadDir(dir)
+			if len(ents) != len(tc.want) {
+				t.Errorf("directory holds %d entries (temporary files left?), want %d", len(ents), len(tc.want))
+			}
+		})
+	}
+	if _, err := DrawSweep(t.TempDir(), "testdata/nonexistent.csv", SweepOptions{}); err == nil {
+		t.Error("no error for a missing results file")
+	}
+}
+
+func TestTicks(t *testing.T) {
+	// 0–160 ms: raw step 160/6 = 26.7 → 50; labels at 0, 50, 100, 150.
+	var labels []string
+	for _, tk := range (linearTicks{}).Ticks(0, 160) {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	if strings.Join(labels, " ") != "0 50 100 150" {
+		t.Errorf("linear labels %v", labels)
+	}
+	labels = nil
+	for _, tk := range (logTicks{}).Ticks(115.98, 1805410.08) {
+		if tk.Label != "" {
+			labels = append(labels, tk.Label)
+		}
+	}
+	// More than three decades: powers of ten only, thousands separated.
+	if strings.Join(labels, " ") != "1,000 10,000 100,000 1,000,000" {
+		t.Errorf("log labels %v", labels)
+	}
+	for _, tc := range []struct {
+		v    float64
+		want string
+	}{{0.5, "0.5"}, {1500, "1,500"}, {-25000, "-25,000"}, {0.30000000000000004, "0.3"}} {
+		if got := tickLabel(round12(tc.v)); got != tc.want {
+			t.Errorf("tickLabel(%v) = %q, want %q", tc.v, got, tc.want)
+		}
+	}
+}

@@ -37,6 +37,15 @@ type Axis struct {
 	Field  string   `toml:"field" json:"field"` // "." is the scenario's top level (with table values)
 	Values []any    `toml:"values" json:"values"`
 	Labels []string `toml:"labels" json:"labels,omitempty"` // optional names of the values, for results and plots
+	Name   string   `toml:"name" json:"name,omitempty"`     // optional column name in results (default: Field)
+}
+
+// Column returns the axis's column name in results.
+func (a Axis) Column() string {
+	if a.Name != "" {
+		return a.Name
+	}
+	return a.Field
 }
 
 // Point is one scenario of a sweep, with the axis values that made it.
@@ -54,29 +63,36 @@ func LoadSweep(path string) (*Sweep, error) {
 	if err != nil {
 		return nil, fmt.Errorf("experiments: %w", err)
 	}
+	name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	return ParseSweep(data, path, name, filepath.Dir(path))
+}
+
+// ParseSweep decodes an experiment file's text strictly; file names it in
+// errors, name is the default sweep name, and dir resolves relative paths.
+func ParseSweep(data []byte, file, name, dir string) (*Sweep, error) {
 	var sw Sweep
 	md, err := toml.Decode(string(data), &sw)
 	if err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("experiments: %s line %d: %s", path, pe.Position.Line, pe.Message)
+			return nil, fmt.Errorf("experiments: %s line %d: %s", file, pe.Position.Line, pe.Message)
 		}
-		return nil, fmt.Errorf("experiments: %s: %v", path, err)
+		return nil, fmt.Errorf("experiments: %s: %v", file, err)
 	}
 	for _, k := range md.Undecoded() {
 		if len(k) >= 2 && k[0] == "axis" && k[1] == "values" {
 			continue // keys of table values, checked when applied to the scenario
 		}
-		where := path
+		where := file
 		if line := keyLine(data, k); line > 0 {
-			where = fmt.Sprintf("%s line %d", path, line)
+			where = fmt.Sprintf("%s line %d", file, line)
 		}
 		return nil, fmt.Errorf("experiments: %s: unknown field %q", where, k.String())
 	}
-	sw.dir = filepath.Dir(path)
-	sw.Base.dir = sw.dir
+	sw.dir = dir
+	sw.Base.dir = dir
 	if sw.Name == "" {
-		sw.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+		sw.Name = name
 	}
 	return &sw, nil
 }
@@ -355,7 +371,7 @@ func perMillion(perHour, tokPerSec float64) float64 {
 func WriteCSV(w io.Writer, axes []Axis, pts []PointFile) error {
 	var b strings.Builder
 	for _, a := range axes {
-		b.WriteString(csvField(a.Field) + ",")
+		b.WriteString(csvField(a.Column()) + ",")
 	}
 	b.WriteString("seed")
 	for _, c := range Columns {
@@ -385,7 +401,7 @@ func WriteTable(w io.Writer, axes []Axis, pts []PointFile, cols []string) error 
 	var b strings.Builder
 	b.WriteString("|")
 	for _, a := range axes {
-		b.WriteString(" " + a.Field + " |")
+		b.WriteString(" " + a.Column() + " |")
 	}
 	seeds := hasSeeds(pts)
 	if seeds {

@@ -689,3 +689,22 @@ func TestTicks(t *testing.T) {
 		}
 	}
 }
+
+func TestPlanChart(t *testing.T) {
+	opts := []PlanOption{{"b200 colocated 2×TP2", 24, 4}, {"h100 colocated 6×TP2", 36, 12}, {"h200 colocated 5×TP2", 40, 10}}
+	p, err := PlanChart(opts, "Cheapest deployments")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "plan.png")
+	if err := Save(p, path, 1600, 1000); err != nil {
+		t.Fatal(err)
+	}
+	checkPNG(t, path, 1600, 1000)
+	if _, err := PlanChart(nil, "x"); err == nil {
+		t.Error("no error for an empty plan")
+	}
+	if _, err := PlanChart([]PlanOption{{"x", math.NaN(), 1}}, "x"); err == nil {
+		t.Error("no error for a NaN cost")
+	}
+}

@@ -36,6 +36,7 @@ func init() {
 		{"sweep", "run an experiment file: a grid of scenarios in parallel", sweepCmd},
 		{"merge", "join the shards of a sweep", mergeCmd},
 		{"plan", "find the cheapest deployment that serves a rate within SLOs", planCmd},
+		{"examples", "run the example experiments and draw their plots", examplesCmd},
 		{"place", "search colocated and disaggregated deployments for the best goodput per GPU", placeCmd},
 		{"plot", "draw PNG plots from sweep results or run directories", plotCmd},
 	}

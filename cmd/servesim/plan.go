@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/plots"
 )
 
 const planUsage = `Usage: servesim plan --config FILE --rate R [--gpus h100,h200=3.5,b200] [flags]
@@ -33,6 +34,7 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 	maxGPUs := fs.Int("max-gpus", 64, "largest deployment considered")
 	workers := fs.IntP("workers", "j", 0, "parallel searches (default: all cores)")
 	out := fs.StringP("out", "o", "", "CSV file (default plans/NAME.csv; \"-\" writes none)")
+	chart := fs.String("plot", "", "also draw the ranking as a PNG chart to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -70,5 +72,26 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 	if err := experiments.WritePlan(stdout, opts, *rate, *target); err != nil {
 		return err
 	}
+	if *chart != "" {
+		if err := planChart(opts, *rate, *chart); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "Wrote %s.\n", *chart)
+	}
 	return writeResultCSV(*out, "plans", base, *config, func(w io.Writer) error { return experiments.WritePlanCSV(w, opts) }, stdout)
+}
+
+// planChart draws the deployments that meet the target, cheapest first.
+func planChart(opts []experiments.Option, rate float64, file string) error {
+	var bars []plots.PlanOption
+	for _, o := range opts {
+		if o.Err == "" {
+			bars = append(bars, plots.PlanOption{Label: o.GPU + " " + o.Name, CostPerHour: o.CostPerHour, GPUs: o.GPUs})
+		}
+	}
+	p, err := plots.PlanChart(bars, fmt.Sprintf("Deployments serving %g req/s within the SLOs, by cost", rate))
+	if err != nil {
+		return err
+	}
+	return plots.Save(p, file, 1600, 1000)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/plots"
 )
 
 const sweepUsage = `Usage: servesim sweep FILE [-j N] [-o DIR] [--shard i/n] [--table COLS]
@@ -111,5 +112,13 @@ func finishSweep(sw *experiments.Sweep, pts []experiments.Point, out string, dir
 		return err
 	}
 	fmt.Fprintf(stdout, "\nWrote %s and %s.\n", filepath.Join(out, "results.csv"), filepath.Join(out, "results.json"))
+	slo := sw.Base.SLO
+	files, err := plots.DrawSweep(out, filepath.Join(out, "results.csv"), plots.SweepOptions{SLO: plots.SLO{TTFTms: slo.TTFTms, TPOTms: slo.TPOTms, E2Ems: slo.E2Ems}})
+	if len(files) > 0 {
+		fmt.Fprintf(stdout, "Plots: %s\n", strings.Join(files, ", "))
+	}
+	if err != nil {
+		return fmt.Errorf("sweep: some plots failed (the results are written): %w", err)
+	}
 	return nil
 }

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/servesim/servesim/hardware"
+	"github.com/servesim/servesim/hardware/calibrate"
+	"github.com/servesim/servesim/models"
+)
+
+const calibrateUsage = `Usage: servesim calibrate --trace PATH --gpu GPU [-o FILE] [flags]
+       servesim calibrate --report --trace DIR [--measured FILE]...
+       servesim calibrate --transfer FILE --gpu GPU [-o FILE]
+       servesim calibrate --builtin GPU
+
+Fits servesim's kernel-time model to measured kernel timings and writes a
+calibrated profile (TOML) for ` + "`servesim run --profile FILE`" + `: per operator
+class a fixed overhead, a compute efficiency that saturates in the token
+count and a memory efficiency; per TP degree the all-reduce latency and link
+efficiency; the per-iteration CPU overhead; the fit errors; and where it all
+came from. Attention kernels, absent from Vidur's traces, are priced by a
+FlashAttention-like roofline, and the profile says so.
+
+Traces (--format, guessed from --trace when not given):
+  vidur   a copy of Vidur's data/profiling: compute/<gpu>/<org>/<model>/mlp.csv,
+          network/<gpu>_dgx/all_reduce.csv, historical/<gpu>/cpu_overheads.csv
+  native  servesim's CSV, one kernel timing per row:
+          gpu,op,model,tp,tokens,precision,flops,bytes,comm_bytes,time_us
+          (op: embed, norm, qkv, rope, attn_prefill, attn_decode, out_proj,
+          all_reduce, moe_router, mlp_up, act, mlp_down, add, lm_head; a row
+          names a catalog model with tokens and tp, or gives flops and bytes;
+          '#' starts a comment; see hardware/calibrate/native.go)
+
+--report prints the accuracy report on a Vidur trace directory: in-sample,
+held out by model, held out by GPU (A100 <-> H100 through the specs), the
+floor of a smooth model, and per-layer step times. --transfer moves a fitted
+profile to another GPU through its specs (same efficiencies, the new peaks).
+The built-in profiles (a100, h100 fitted; h200, b200 transferred from h100)
+are regenerated with ` + "`go generate ./hardware/calibrate`" + `.
+
+Examples:
+  servesim calibrate --trace ../shared/data/vidur-profiling --gpu h100 -o h100.toml
+  servesim calibrate --trace my-h200-kernels.csv --gpu h200 -o h200.toml
+  servesim calibrate --report --trace ../shared/data/vidur-profiling --measured hardware/calibrate/testdata/h200_randn.csv
+  servesim calibrate --transfer h100.toml --gpu b200 -o b200.toml
+  servesim calibrate --builtin h200
+`
+
+func calibrateCmd(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("calibrate", calibrateUsage, stderr)
+	trace := fs.String("trace", "", "trace: a Vidur data/profiling directory or a native CSV file")
+	format := fs.String("format", "", "trace format: vidur or native (default: vidur for a directory, native for a file)")
+	gpu := fs.String("gpu", "", "GPU to fit (or transfer to), a catalog name (see `servesim gpus`)")
+	out := fs.StringP("output", "o", "", "write the profile (or report) here instead of to stdout")
+	node := fs.String("node", "", "Vidur network/<node> directory of the all-reduce profile (default <gpu>_dgx)")
+	cpu := fs.String("cpu-overheads", "", "Vidur cpu_overheads.csv, relative to --trace (default historical/<gpu>/, else the only historical/*/ one)")
+	report := fs.Bool("report", false, "print the accuracy report of a Vidur trace directory (Markdown)")
+	measured := fs.StringArray("measured", nil, "with --report: native CSV of a GPU without a trace, predicted by the transferred H100 fit (repeatable)")
+	transfer := fs.String("transfer", "", "transfer this fitted profile to --gpu through the specs")
+	builtin := fs.String("builtin", "", "print the built-in profile of a GPU (a100, h100, h200, b200)")
+	modelsFile := fs.String("models-file", "", "TOML file of extra models (for traces of models outside the catalog)")
+	gpusFile := fs.String("gpus-file", "", "TOML file of extra GPUs")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("calibrate: unexpected arguments %q", fs.Args())
+	}
+	modes := 0
+	for _, on := range []bool{*report, *transfer != "", *builtin != ""} {
+		if on {
+			modes++
+		}
+	}
+	if modes > 1 {
+		return fmt.Errorf("calibrate: --report, --transfer and --builtin are exclusive")
+	}
+	gpus := hardware.Builtin()
+	if *gpusFile != "" {
+		if err := gpus.LoadFile(*gpusFile); err != nil {
+			return err
+		}
+	}
+	cat := models.Builtin()
+	if *modelsFile != "" {
+		if err := cat.LoadFile(*modelsFile); err != nil {
+			return err
+		}
+	}
+	emit := func(data []byte, what string) error {
+		if *out == "" {
+			_, err := stdout.Write(data)
+			return err
+		}
+		if err := writeFileAtomic(*out, data); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "Wrote %s to %s.\n", what, *out)
+		return nil
+	}
+
+	switch {
+	case *builtin != "":
+		p, ok := calibrate.Builtin(*builtin)
+		if !ok {
+			return fmt.Errorf("calibrate: no built-in profile for %q (built in: %s)", *builtin, strings.Join(calibrate.BuiltinGPUs, ", "))
+		}
+		return emit(p.WriteTOML(), "the built-in "+p.GPU+" profile")
+
+	case *report:
+		if *trace == "" {
+			return fmt.Errorf("calibrate: --report needs --trace DIR (a copy of Vidur's data/profiling)")
+		}
+		acc, err := calibrate.Evaluate(*trace, calibrate.ReportOptions{Measured: *measured})
+		if err != nil {
+			return err
+		}
+		var b strings.Builder
+		if err := acc.Markdown(&b); err != nil {
+			return err
+		}
+		return emit([]byte(b.String()), "the accuracy report")
+
+	case *transfer != "":
+		if *gpu == "" {
+			return fmt.Errorf("calibrate: --transfer needs --gpu, the GPU to transfer to")
+		}
+		g, err := gpus.Get(*gpu)
+		if err != nil {
+			return err
+		}
+		p, err := calibrate.LoadProfile(*transfer)
+		if err != nil {
+			return err
+		}
+		t, err := calibrate.Transfer(p, g)
+		if err != nil {
+			return err
+		}
+		if err := emit(t.WriteTOML(), "the "+g.Name+" profile"); err != nil {
+			return err
+		}
+		if *out != "" {
+			fmt.Fprintln(stdout, t.Describe())
+		}
+		return nil
+	}
+
+	if *trace == "" || *gpu == "" {
+		fs.Usage()
+		return fmt.Errorf("calibrate: --trace and --gpu are required")
+	}
+	g, err := gpus.Get(*gpu)
+	if err != nil {
+		return err
+	}
+	info, err := os.Stat(*trace)
+	if err != nil {
+		return fmt.Errorf("calibrate: %w", err)
+	}
+	f := *format
+	if f == "" {
+		f = "native"
+		if info.IsDir() {
+			f = "vidur"
+		}
+	}
+	var tr *calibrate.Trace
+	opt := calibrate.FitOptions{Trace: filepath.Base(filepath.Clean(*trace)), Format: f}
+	switch f {
+	case "vidur":
+		if !info.IsDir() {
+			return fmt.Errorf("calibrate: --format vidur needs a directory (a copy of Vidur's data/profiling), not %s", *trace)
+		}
+		tr, err = calibrate.LoadVidur(*trace, g.Name, calibrate.VidurOptions{Node: *node, Catalog: cat, CPUOverheads: *cpu})
+		if err != nil {
+			return err
+		}
+		opt.Notes = calibrate.VidurNotes(g.Name)
+	case "native":
+		if info.IsDir() {
+			return fmt.Errorf("calibrate: --format native needs a CSV file, not the directory %s", *trace)
+		}
+		file, err := os.Open(*trace)
+		if err != nil {
+			return fmt.Errorf("calibrate: %w", err)
+		}
+		ss, err := calibrate.ReadNative(file, filepath.Base(*trace), cat)
+		file.Close()
+		if err != nil {
+			return err
+		}
+		tr = &calibrate.Trace{Samples: ss, Sources: []string{filepath.Base(*trace)}}
+	default:
+		return fmt.Errorf("calibrate: --format %q: want vidur or native", f)
+	}
+	p, err := calibrate.FitProfile(tr, g, opt)
+	if err != nil {
+		return err
+	}
+	if err := emit(p.WriteTOML(), "the "+g.Name+" profile"); err != nil {
+		return err
+	}
+	if *out != "" {
+		fmt.Fprintln(stdout, p.Describe())
+	}
+	return nil
+}
+
+// writeFileAtomic writes data to a temporary file beside path and renames
+// it, so that path is whole or untouched.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("calibrate: %w", err)
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return fmt.Errorf("calibrate: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("calibrate: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("calibrate: %w", err)
+	}
+	return nil
+}

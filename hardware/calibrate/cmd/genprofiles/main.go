@@ -1,0 +1,63 @@
+// Command genprofiles regenerates servesim's built-in calibrated profiles
+// (hardware/calibrate/profiles/{a100,h100,h200,b200}.toml) from a copy of
+// Vidur's profiling data: A100 and H100 are fitted to their traces, H200
+// and B200 are the H100 fit transferred through their specs.
+//
+// From the repository root:
+//
+//	go run ./hardware/calibrate/cmd/genprofiles -data ../shared/data/vidur-profiling \
+//	    -measured hardware/calibrate/testdata/h200_randn.csv -out hardware/calibrate/profiles
+//
+// or, equivalently, `go generate ./hardware/calibrate`. The result is
+// deterministic; TestBuiltinProfilesUpToDate checks that the shipped files
+// equal what this command makes.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/servesim/servesim/hardware/calibrate"
+)
+
+func main() {
+	data := flag.String("data", "../shared/data/vidur-profiling", "copy of Vidur's data/profiling")
+	out := flag.String("out", "hardware/calibrate/profiles", "directory to write the profiles to")
+	measured := flag.String("measured", "hardware/calibrate/testdata/h200_randn.csv", "native CSV of a transferred GPU to quote the error against (\"\" for none)")
+	flag.Parse()
+	var m []string
+	if *measured != "" {
+		m = []string{*measured}
+	}
+	if err := run(*data, *out, m); err != nil {
+		fmt.Fprintln(os.Stderr, "genprofiles:", err)
+		os.Exit(1)
+	}
+}
+
+func run(data, out string, measured []string) error {
+	files, err := calibrate.GenerateBuiltin(data, measured)
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		path := filepath.Join(out, n+".toml")
+		tmp := path + ".tmp"
+		if err := os.WriteFile(tmp, files[n], 0o644); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			return err
+		}
+		fmt.Println("wrote", path)
+	}
+	return nil
+}

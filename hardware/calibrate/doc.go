@@ -1,0 +1,108 @@
+// Package calibrate fits servesim's kernel-time model to measured kernel
+// timings and serves the result as a hardware.KernelModel (DESIGN §3,
+// "Calibrated"). Datasheet peaks are not what GPUs deliver; a calibrated
+// profile says what they do deliver, per operator class, and how well that
+// description matches the measurements.
+//
+// # Traces
+//
+// A trace is a set of [Sample]s: the median time of one occurrence of an
+// operator on one GPU, with the operator's FLOPs and bytes as package models
+// computes them for the same shape. Two formats are read:
+//
+//   - Vidur's profiling data ([LoadVidur]; ../shared/data/vidur-profiling,
+//     its SOURCE.md gives columns and units): compute/<gpu>/<org>/<model>/mlp.csv
+//     ([ReadVidurMLP]: per-layer times of the QKV, output, up and down
+//     GEMMs, the norms, activation, RoPE, residual add and embedding vs
+//     num_tokens and TP), network/<node>/{all_reduce,send_recv}.csv
+//     ([ReadVidurCollective]: NCCL times vs bytes and GPUs) and
+//     historical/a100/cpu_overheads.csv ([ReadVidurCPUOverheads]:
+//     sarathi-serve's CPU time per iteration). The <org>/<model> directory
+//     names the model by its HuggingFace name (models.Catalog.ByHFName), and
+//     the file's shape columns must match the catalog's.
+//   - servesim's native CSV ([ReadNative], [NativeColumns]): one row per
+//     operator timing with GPU, operator, shape (a catalog model with tokens,
+//     TP and precision, or explicit FLOPs and bytes) and time in µs, for
+//     measurements from any profiler. [WriteNative] writes it.
+//
+// Malformed files are errors that name the file, the line and the column
+// ([LineError]); every reader has a fuzz test.
+//
+// # The model and the fit
+//
+// One occurrence of an operator of class k with t tokens takes
+//
+//	o_k + max(FLOPs / (peak · η_k) · (1 + h_k/t), bytes / (MemBW · μ_k), bytes/t / (MemBW · ρ_k))
+//
+// a fixed overhead plus the slowest of a compute term, a memory term and a
+// row term. The compute efficiency η_k·t/(t + h_k) saturates in the token
+// count (small GEMMs cannot fill the GPU). The row term is the latency of
+// one token's row in the kernels that give each token to one thread block
+// (norm, activation, RoPE, add, embedding): it makes a one-token norm of
+// Llama-2-70B (hidden 8192) slower than one of Llama-2-7B (4096), as
+// measured. GEMM classes (qkv, out_proj, mlp_up, mlp_down) fit o, η, h and
+// μ (ρ = 0); bandwidth-bound classes fit o, μ and ρ (η = 1, h = 0: their
+// nominal FLOPs run on CUDA cores).
+// [FitProfile] fits each class per GPU by Levenberg–Marquardt least squares
+// (gonum/mat) on log(predicted/measured), so a 5 µs and a 5 ms kernel weigh
+// the same; the all-reduce, per TP degree, is latency + 2(n−1)/n ·
+// bytes/(LinkBW · link_eff), fitted by linear least squares on the relative
+// error. Classes without samples borrow a fitted class (lm_head takes
+// mlp_up's parameters, moe_router out_proj's) or take
+// hardware.DefaultEfficiency, and say so in the profile.
+//
+// Attention is missing from the Vidur data (SOURCE.md: attention.csv was
+// not obtained), so unless a native trace has attention timings it is
+// priced by roofline with a FlashAttention-like efficiency: 50 % of the
+// BF16 peak on FLOPs, 80 % of HBM bandwidth on bytes, 4 µs per kernel
+// (hardware.DefaultEfficiency); every profile says so in [Attention].
+//
+// The per-iteration CPU overhead comes from cpu_overheads.csv: sarathi-serve's
+// schedule + sampler + prepare-inputs + process-outputs time is fitted as
+// a + b·batch over the TP-1 rows ([FitIterOverhead]); [Profile.IterOverhead]
+// is a, and b is recorded, not applied.
+//
+// What the smooth model cannot follow is cuBLAS's tile and wave quantization:
+// a GEMM's time steps by up to 2× between neighbouring token counts (256 →
+// 264 tokens doubles Llama-2-70B's up-projection at TP 4 on H100), at
+// shape-dependent places. [Evaluate] measures how much error that leaves,
+// including the floor: the same model fitted to each shape alone.
+//
+// # Profiles
+//
+// A [Profile] is TOML: the GPU, how it was derived ([Source]: trace, files,
+// models, sample count, or the GPU it was transferred from), the peaks its
+// efficiencies are fractions of, one [OpParams] per operator class with its
+// in-sample fit statistics, the all-reduce per TP, the attention assumption,
+// the iteration overhead and notes. [LoadProfile] reads one strictly
+// (unknown keys, wrong types and invalid values name the file, line and
+// field); [Profile.WriteTOML] writes one deterministically.
+//
+// [Profile.Kernel] returns the [Calibrated] kernel model for a GPU and TP
+// degree. It refuses a GPU other than the profile's, and a GPU whose peaks
+// differ from the profile's: efficiencies are fractions of those peaks.
+// Using a profile on another GPU is an explicit step, [Transfer], which keeps
+// every efficiency and overhead, takes the new GPU's peaks, clears the fit
+// statistics and says so in a note. [Calibrated.OpTime] is on the
+// simulator's hot path: a pure function of the operator, no allocation, a
+// division and a few multiplications more than hardware.Roofline.
+//
+// [Builtin] returns the embedded profiles: a100 and h100 fitted to the Vidur
+// data, h200 and b200 the h100 fit transferred through their specs, each
+// saying what it was derived from and, for the transferred ones, what error
+// such a transfer showed where it could be measured. They are regenerated
+// from ../shared/data by
+//
+//	go generate ./hardware/calibrate
+//
+// (cmd/genprofiles; TestBuiltinProfilesUpToDate checks the shipped files
+// against it, and skips when ../shared is absent). `servesim calibrate`
+// fits a profile to a user's trace, transfers one, and prints the accuracy
+// report ([Evaluate], [Accuracy.Markdown]): in-sample, held out by model,
+// held out by GPU (A100 ↔ H100), the smooth-model floor, the transfer to
+// the H200 against this project's own measurements
+// (testdata/h200_*.csv, measured with testdata/measure_gemm.py), and
+// per-layer step times against the measured sums.
+package calibrate
+
+//go:generate go run ./cmd/genprofiles -data ../../../shared/data/vidur-profiling -measured testdata/h200_randn.csv -out profiles

@@ -1,0 +1,430 @@
+package calibrate
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/servesim/servesim/hardware"
+	"github.com/servesim/servesim/models"
+)
+
+// gemmKinds are the classes fitted with the saturating compute efficiency
+// (four parameters: overhead, compute and memory efficiency, half-saturation
+// tokens); the others are bandwidth- and launch-bound and get three
+// (overhead, memory efficiency, row memory efficiency), with compute_eff 1
+// and half_tokens 0: their FLOPs are nominal and run on CUDA cores.
+var gemmKinds = []models.OpKind{models.OpQKV, models.OpOutProj, models.OpMLPUp, models.OpMLPDown, models.OpLMHead, models.OpMoERouter}
+
+func isGEMM(k models.OpKind) bool {
+	for _, g := range gemmKinds {
+		if g == k {
+			return true
+		}
+	}
+	return false
+}
+
+// borrow says which fitted class prices a class the trace has no samples
+// of: the LM head is a GEMM with K = hidden and a wide N, as the MLP
+// up-projection; the MoE router is a narrow GEMM, as the output projection
+// (the smallest GEMM profiled).
+var borrow = map[models.OpKind]models.OpKind{
+	models.OpLMHead:    models.OpMLPUp,
+	models.OpMoERouter: models.OpOutProj,
+}
+
+// Minimum samples to fit a class: twice its parameters.
+const (
+	minGEMMSamples = 8
+	minElemSamples = 6
+)
+
+// DefaultIterOverhead is the per-iteration overhead of a profile fitted to
+// a trace without CPU overheads: servesim's default (0.5 ms, an
+// assumption; see experiments.DefaultIterOverheadMs).
+const DefaultIterOverhead = 0.5e-3
+
+// FitOptions adds provenance to a fit.
+type FitOptions struct {
+	// Trace names the trace ("vidur-profiling"); Format is "vidur" or
+	// "native"; Note is free text for source.note.
+	Trace, Format, Note string
+	// Notes are added to the profile's notes.
+	Notes []string
+	// IterOverhead overrides the trace's CPU-overhead fit (nil: use the
+	// trace's; none: DefaultIterOverhead).
+	IterOverhead *IterOverheadFit
+}
+
+// FitProfile fits a profile for GPU g to the samples of tr that are g's:
+// per operator class, the parameters of the calibrated model by
+// Levenberg–Marquardt least squares on the log of predicted over measured
+// time (so that a 10 µs and a 10 ms kernel weigh the same); per TP degree,
+// all-reduce latency and link efficiency by linear least squares on the
+// relative error. Classes without enough samples borrow a fitted class's
+// parameters or take hardware.DefaultEfficiency, and say so in From.
+// Attention is fitted only if the trace has attention samples; otherwise it
+// is the documented FlashAttention-like roofline. The fit is deterministic.
+func FitProfile(tr *Trace, g *hardware.GPU, opt FitOptions) (*Profile, error) {
+	var own []Sample
+	for _, s := range tr.Samples {
+		if s.GPU == g.Name {
+			own = append(own, s)
+		}
+	}
+	if len(own) == 0 {
+		return nil, fmt.Errorf("calibrate: the trace has no samples for gpu %q (it has %v)", g.Name, tr.GPUs())
+	}
+	p := &Profile{
+		Format:     FormatVersion,
+		GPU:        g.Name,
+		Derivation: DerivationFitted,
+		Source: Source{Trace: opt.Trace, Format: opt.Format, Files: append([]string(nil), tr.Sources...),
+			Models: (&Trace{Samples: own}).Models(), Samples: len(own), Note: opt.Note},
+		Peaks: Peaks{BF16FLOPS: g.BF16FLOPS, MemBW: g.MemBW, LinkBW: g.LinkBW},
+	}
+	byKind := map[models.OpKind][]Sample{}
+	for _, s := range own {
+		byKind[s.Op.Kind] = append(byKind[s.Op.Kind], s)
+	}
+	fitted := map[models.OpKind]OpParams{}
+	for _, k := range fittedKinds {
+		ss := byKind[k]
+		need := minElemSamples
+		if isGEMM(k) {
+			need = minGEMMSamples
+		}
+		if len(ss) >= need {
+			fitted[k] = fitClass(k, ss, g)
+		}
+	}
+	def := hardware.DefaultEfficiency()
+	for _, k := range fittedKinds {
+		o, ok := fitted[k]
+		if !ok {
+			if b, has := borrow[k]; has {
+				if bo, fit := fitted[b]; fit {
+					o = bo
+					o.From = "as " + b.String()
+					o.Fit = FitStats{}
+					ok = true
+				}
+			}
+		}
+		if !ok {
+			o = OpParams{OverheadS: def.OpOverhead, ComputeEff: def.Compute, MemoryEff: def.Memory, From: "default"}
+			if !isGEMM(k) {
+				o.ComputeEff = 1
+			}
+		}
+		o.Op = k.String()
+		p.Ops = append(p.Ops, o)
+	}
+	att := append(byKind[models.OpAttnPrefill], byKind[models.OpAttnDecode]...)
+	if len(att) >= minGEMMSamples {
+		o := fitAttention(att, g)
+		p.Attention = Attention{ComputeEff: o.ComputeEff, MemoryEff: o.MemoryEff, OverheadS: o.OverheadS,
+			Source: fmt.Sprintf("fit to %d attention timings of the trace: in-sample median error %.1f %%, p90 %.1f %%", o.Fit.Samples, o.Fit.MedianAPE, o.Fit.P90APE)}
+	} else {
+		p.Attention = Attention{ComputeEff: def.AttnCompute, MemoryEff: def.Memory, OverheadS: def.OpOverhead, Source: attentionAssumption}
+	}
+	ar, err := fitAllReduce(byKind[models.OpAllReduce], g)
+	if err != nil {
+		return nil, err
+	}
+	p.AllReduce = ar
+	io := opt.IterOverhead
+	if io == nil {
+		io = tr.IterOverhead
+	}
+	if io != nil {
+		p.Iteration = Iteration{OverheadS: io.Fixed, PerRequestS: io.PerRequest, Source: fmt.Sprintf(
+			"%s: sarathi-serve CPU time per iteration (schedule + sampler_e2e + prepare_inputs_e2e + process_model_outputs, medians) "+
+				"fitted as %.3g ms + %.3g ms per request over %d rows at TP 1, batches %d–%d; overhead_s is the batch-independent part, "+
+				"per_request_s is recorded but not applied (a step model takes one fixed overhead)",
+			io.Source, io.Fixed*1e3, io.PerRequest*1e3, io.Rows, io.MinBatch, io.MaxBatch)}
+	} else {
+		p.Iteration = Iteration{OverheadS: DefaultIterOverhead, Source: "assumption: servesim's default 0.5 ms; the trace has no CPU overheads"}
+	}
+	p.Notes = append(p.Notes, opt.Notes...)
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("calibrate: fit produced an invalid profile (a bug): %w", err)
+	}
+	return p, nil
+}
+
+// attentionAssumption documents the attention roofline of profiles fitted
+// to traces without attention kernels.
+const attentionAssumption = "assumption, no attention kernels in the trace (Vidur's attention.csv files were not obtained, see " +
+	"vidur-profiling/SOURCE.md): FlashAttention-like roofline at 50 % of the BF16 peak on FLOPs (FlashAttention-2 reaches " +
+	"50–73 % on A100, arXiv:2307.08691; serving chunks are short, so the low end), 80 % of HBM bandwidth on Q/O and KV-cache " +
+	"bytes and 4 µs per kernel (hardware.DefaultEfficiency)"
+
+// point is a sample reduced to what the model needs.
+type point struct {
+	a, bm, n, y float64 // FLOPs/peak (s at 100 %), bytes/MemBW (s at 100 %), tokens, log(measured s)
+}
+
+func points(ss []Sample, g *hardware.GPU) []point {
+	pts := make([]point, len(ss))
+	for i, s := range ss {
+		pts[i] = point{a: s.Op.FLOPs / g.PeakFLOPS(s.Op.Compute), bm: s.Op.Bytes / g.MemBW,
+			n: float64(max(s.Op.Tokens, 1)), y: math.Log(s.Seconds)}
+	}
+	return pts
+}
+
+func logistic(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
+func logit(p float64) float64    { return math.Log(p / (1 - p)) }
+
+// params are the parameters of one class in the units of OpParams, with
+// lam = 1/RowMemoryEff (0: no per-row term).
+type params struct {
+	o, em, ec, h, lam float64
+}
+
+// at is Calibrated.OpTime on a point.
+func (m params) at(pt *point) float64 {
+	tc := pt.a / m.ec
+	if m.h > 0 {
+		tc *= 1 + m.h/pt.n
+	}
+	t := max(tc, pt.bm/m.em)
+	if m.lam > 0 {
+		t = max(t, pt.bm/pt.n*m.lam)
+	}
+	return m.o + t
+}
+
+// grad returns m.at(pt) and fills d with its derivatives with respect to
+// the unconstrained parameters of a form: d[0] by log o, d[1] by logit μ,
+// d[2] by logit η (GEMM, attention) or by log(λ − 1) (bandwidth-bound),
+// d[3] by log h (GEMM). Only the active branch of the max contributes.
+func (m params) grad(pt *point, elem bool, d []float64) float64 {
+	for i := range d {
+		d[i] = 0
+	}
+	d[0] = m.o
+	sat := 1.0
+	if m.h > 0 {
+		sat = 1 + m.h/pt.n
+	}
+	tc := pt.a / m.ec * sat
+	tm := pt.bm / m.em
+	tr := 0.0
+	if m.lam > 0 {
+		tr = pt.bm / pt.n * m.lam
+	}
+	switch {
+	case tr > tc && tr > tm:
+		d[2] = pt.bm / pt.n * (m.lam - 1)
+		return m.o + tr
+	case tm >= tc:
+		d[1] = -tm * (1 - m.em)
+		return m.o + tm
+	}
+	if !elem {
+		d[2] = -tc * (1 - m.ec)
+		if len(d) > 3 {
+			d[3] = pt.a / m.ec * m.h / pt.n
+		}
+	}
+	return m.o + tc
+}
+
+// A form is one of the fitted model shapes: its unconstrained starting
+// vectors and how a vector decodes to parameters (logistic for
+// efficiencies in (0, 1), exp for positive numbers).
+type form struct {
+	elem   bool // bandwidth-bound: x[2] is log(λ − 1), not logit η
+	starts [][]float64
+	decode func(x []float64) params
+}
+
+var (
+	// GEMMs: x = [log o, logit μ, logit η, log h].
+	gemmForm = form{
+		starts: [][]float64{
+			{math.Log(4e-6), logit(0.8), logit(0.75), math.Log(64)},
+			{math.Log(2e-6), logit(0.6), logit(0.6), math.Log(16)},
+			{math.Log(8e-6), logit(0.95), logit(0.85), math.Log(256)},
+		},
+		decode: func(x []float64) params {
+			return params{o: math.Exp(x[0]), em: logistic(x[1]), ec: logistic(x[2]), h: math.Exp(x[3])}
+		},
+	}
+	// Bandwidth-bound kernels: x = [log o, logit μ, log(λ − 1)], with
+	// η = 1 (nominal FLOPs) and the per-row term at 1/λ of the bandwidth.
+	elemForm = form{
+		elem: true,
+		starts: [][]float64{
+			{math.Log(2e-6), logit(0.8), math.Log(100)},
+			{math.Log(1e-6), logit(0.5), math.Log(10)},
+			{math.Log(3e-6), logit(0.9), math.Log(1000)},
+		},
+		decode: func(x []float64) params {
+			return params{o: math.Exp(x[0]), em: logistic(x[1]), ec: 1, lam: 1 + math.Exp(x[2])}
+		},
+	}
+	// Attention: x = [log o, logit μ, logit η], no saturation.
+	attForm = form{
+		starts: [][]float64{{math.Log(4e-6), logit(0.8), logit(0.5)}, {math.Log(10e-6), logit(0.6), logit(0.3)}},
+		decode: func(x []float64) params {
+			return params{o: math.Exp(x[0]), em: logistic(x[1]), ec: logistic(x[2])}
+		},
+	}
+)
+
+// fit fits form f to the points from each start and returns the best
+// parameters: least squares on r_i = log(predicted) − log(measured), with
+// the analytic Jacobian ∂r_i/∂x = (∂predicted/∂x)/predicted.
+func (f form) fit(pts []point) params {
+	res := func(x, r []float64) {
+		m := f.decode(x)
+		for i := range pts {
+			r[i] = math.Log(m.at(&pts[i])) - pts[i].y
+		}
+	}
+	d := make([]float64, len(f.starts[0]))
+	jac := func(x []float64, J *mat.Dense) {
+		m := f.decode(x)
+		for i := range pts {
+			p := m.grad(&pts[i], f.elem, d)
+			for j, v := range d {
+				J.Set(i, j, v/p)
+			}
+		}
+	}
+	var best []float64
+	bestCost := math.Inf(1)
+	for _, x0 := range f.starts {
+		x, c := levenbergMarquardt(res, jac, x0, len(pts), 200)
+		if c < bestCost {
+			best, bestCost = x, c
+		}
+	}
+	return f.decode(best)
+}
+
+func fitClass(k models.OpKind, ss []Sample, g *hardware.GPU) OpParams {
+	pts := points(ss, g)
+	f := elemForm
+	if isGEMM(k) {
+		f = gemmForm
+	}
+	m := f.fit(pts)
+	op := OpParams{Op: k.String(), OverheadS: m.o, ComputeEff: m.ec, HalfTokens: m.h, MemoryEff: m.em, From: "fit"}
+	if m.lam > 0 {
+		op.RowMemoryEff = 1 / m.lam
+	}
+	op.Fit = stats(pts, m.at)
+	return op
+}
+
+func fitAttention(ss []Sample, g *hardware.GPU) OpParams {
+	pts := points(ss, g)
+	m := attForm.fit(pts)
+	op := OpParams{OverheadS: m.o, ComputeEff: m.ec, MemoryEff: m.em, From: "fit"}
+	op.Fit = stats(pts, m.at)
+	return op
+}
+
+func stats(pts []point, pred func(*point) float64) FitStats {
+	ape := make([]float64, len(pts))
+	for i := range pts {
+		ape[i] = 100 * math.Abs(pred(&pts[i])/math.Exp(pts[i].y)-1)
+	}
+	return statsOf(ape)
+}
+
+// statsOf summarises absolute percentage errors.
+func statsOf(ape []float64) FitStats {
+	if len(ape) == 0 {
+		return FitStats{}
+	}
+	s := append([]float64(nil), ape...)
+	sort.Float64s(s)
+	return FitStats{Samples: len(s), MedianAPE: quantile(s, 0.5), P90APE: quantile(s, 0.9), MaxAPE: s[len(s)-1]}
+}
+
+// quantile of sorted data by linear interpolation between order statistics
+// (numpy's default).
+func quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return math.NaN()
+	}
+	pos := q * float64(len(sorted)-1)
+	i := int(pos)
+	if i >= len(sorted)-1 {
+		return sorted[len(sorted)-1]
+	}
+	f := pos - float64(i)
+	return sorted[i] + f*(sorted[i+1]-sorted[i])
+}
+
+// fitAllReduce fits, per TP degree, t = lat + c/η with c = 2(n−1)/n ·
+// bytes/LinkBW, minimising Σ ((lat + c·b)/y − 1)² (relative error, linear
+// in lat and b = 1/η) with gonum/mat's least-squares solve. (Weighting each
+// octave of message size equally, or a max(lat, c·b) form, fit the
+// kilobyte messages of decode steps no better: NCCL switches protocols
+// there; see the report's all_reduce rows by size.) A negative
+// latency is clamped to 0 and b refitted alone.
+func fitAllReduce(ss []Sample, g *hardware.GPU) ([]AllReduceParams, error) {
+	byTP := map[int][]Sample{}
+	var tps []int
+	for _, s := range ss {
+		if _, ok := byTP[s.TP]; !ok {
+			tps = append(tps, s.TP)
+		}
+		byTP[s.TP] = append(byTP[s.TP], s)
+	}
+	sort.Ints(tps)
+	var out []AllReduceParams
+	for _, tp := range tps {
+		group := byTP[tp]
+		if tp < 2 || len(group) < 2 {
+			continue
+		}
+		n := float64(tp)
+		cs := make([]float64, len(group))
+		A := mat.NewDense(len(group), 2, nil)
+		rhs := mat.NewVecDense(len(group), nil)
+		for i, s := range group {
+			cs[i] = 2 * (n - 1) / n * s.Op.CommBytes / g.LinkBW
+			A.Set(i, 0, 1/s.Seconds)
+			A.Set(i, 1, cs[i]/s.Seconds)
+			rhs.SetVec(i, 1)
+		}
+		var x mat.VecDense
+		if err := x.SolveVec(A, rhs); err != nil {
+			return nil, fmt.Errorf("calibrate: all-reduce fit at tp %d: %v", tp, err)
+		}
+		lat, b := x.AtVec(0), x.AtVec(1)
+		if lat < 0 {
+			lat = 0
+			var num, den float64
+			for i, s := range group {
+				u := cs[i] / s.Seconds
+				num += u
+				den += u * u
+			}
+			b = num / den
+		}
+		if !(b > 0) {
+			return nil, fmt.Errorf("calibrate: all-reduce fit at tp %d: time does not grow with message size (slope %g)", tp, b)
+		}
+		eff := 1 / b
+		ape := make([]float64, len(group))
+		for i, s := range group {
+			ape[i] = 100 * math.Abs((lat+cs[i]*b)/s.Seconds-1)
+		}
+		if eff > 2 {
+			return nil, fmt.Errorf("calibrate: all-reduce fit at tp %d: link efficiency %.3g > 2 of link_bw %g: is the GPU's link_bw right?", tp, eff, g.LinkBW)
+		}
+		out = append(out, AllReduceParams{TP: tp, LatencyS: lat, LinkEff: eff, Fit: statsOf(ape)})
+	}
+	return out, nil
+}

@@ -1,0 +1,169 @@
+package calibrate
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/servesim/servesim/hardware"
+	"github.com/servesim/servesim/models"
+)
+
+// synthetic returns samples of the operators of the given models, TPs and
+// token counts, timed exactly by kernel k (a perfect trace of k).
+func synthetic(t *testing.T, k hardware.KernelModel, gpu string, names []string, tps, tokens []int) []Sample {
+	t.Helper()
+	var out []Sample
+	for _, name := range names {
+		m := mustModel(t, name)
+		for _, tp := range tps {
+			par := models.Parallel{TP: tp, Weights: models.BF16, KV: models.BF16}
+			for _, n := range tokens {
+				for _, op := range m.Ops(models.Batch{Decodes: n}, par, nil) {
+					if !models.TokenOnly(op.Kind) || op.Kind == models.OpAllReduce {
+						continue
+					}
+					op.Count = 1
+					out = append(out, Sample{GPU: gpu, Model: name, TP: tp, Op: op, Seconds: k.OpTime(&op)})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Fitting a perfect trace of a known profile recovers its parameters.
+func TestFitRecoversParameters(t *testing.T) {
+	g := mustGPU(t, "h100")
+	truth := handProfile(g)
+	// A GEMM with every term active: o = 6 µs, η = 0.7, h = 120 tokens, μ = 0.85;
+	// an activation with o = 3 µs, μ = 0.6 and a row term at ρ = 0.005.
+	for i := range truth.Ops {
+		if truth.Ops[i].Op == "mlp_up" {
+			truth.Ops[i] = OpParams{Op: "mlp_up", OverheadS: 6e-6, ComputeEff: 0.7, HalfTokens: 120, MemoryEff: 0.85, From: "fit"}
+		}
+		if truth.Ops[i].Op == "act" {
+			truth.Ops[i] = OpParams{Op: "act", OverheadS: 3e-6, ComputeEff: 1, MemoryEff: 0.6, RowMemoryEff: 0.005, From: "fit"}
+		}
+	}
+	k, err := truth.Calibrated(g, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := []int{1, 2, 4, 8, 16, 32, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 2048, 4096}
+	ss := synthetic(t, k, "h100", []string{"llama-2-7b", "llama-2-70b"}, []int{1, 2, 4}, tokens)
+	for _, kind := range []models.OpKind{models.OpMLPUp, models.OpAct} {
+		want, _ := truth.Op(kind)
+		c := struct {
+			kind models.OpKind
+			want OpParams
+		}{kind, want}
+		var cls []Sample
+		for _, s := range ss {
+			if s.Op.Kind == c.kind {
+				cls = append(cls, s)
+			}
+		}
+		got := fitClass(c.kind, cls, g)
+		for _, f := range []struct {
+			name      string
+			got, want float64
+		}{{"overhead", got.OverheadS, c.want.OverheadS}, {"compute_eff", got.ComputeEff, c.want.ComputeEff},
+			{"half_tokens", got.HalfTokens, c.want.HalfTokens}, {"memory_eff", got.MemoryEff, c.want.MemoryEff},
+			{"row_memory_eff", got.RowMemoryEff, c.want.RowMemoryEff}} {
+			if math.Abs(f.got-f.want) > 1e-4*math.Max(math.Abs(f.want), 1e-9) {
+				t.Errorf("%s %s: fitted %.8g, true %.8g", c.kind, f.name, f.got, f.want)
+			}
+		}
+		if got.Fit.P90APE > 1e-3 {
+			t.Errorf("%s: in-sample p90 error %.3g %% on a perfect trace", c.kind, got.Fit.P90APE)
+		}
+	}
+}
+
+// The all-reduce fit recovers latency and link efficiency from exact
+// times t = 20 µs + 2(n−1)/n · bytes / (450e9 · 0.8).
+func TestFitAllReduce(t *testing.T) {
+	g := mustGPU(t, "h100")
+	var ss []Sample
+	for _, tp := range []int{2, 8} {
+		n := float64(tp)
+		for b := 2048.0; b <= 64<<20; b *= 4 {
+			ss = append(ss, Sample{GPU: "h100", TP: tp, Op: models.Op{Kind: models.OpAllReduce, CommBytes: b},
+				Seconds: 20e-6 + 2*(n-1)/n*b/(450e9*0.8)})
+		}
+	}
+	ar, err := fitAllReduce(ss, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ar) != 2 || ar[0].TP != 2 || ar[1].TP != 8 {
+		t.Fatalf("entries %+v", ar)
+	}
+	for _, a := range ar {
+		if math.Abs(a.LatencyS-20e-6) > 1e-12 || math.Abs(a.LinkEff-0.8) > 1e-9 || a.Fit.MaxAPE > 1e-6 {
+			t.Errorf("tp %d: latency %g, link_eff %g, max error %g %%", a.TP, a.LatencyS, a.LinkEff, a.Fit.MaxAPE)
+		}
+	}
+}
+
+// Classes without samples borrow or default, and the profile says so.
+func TestFitProfileFallbacks(t *testing.T) {
+	g := mustGPU(t, "h100")
+	k, _ := handProfile(g).Calibrated(g, 1)
+	ss := synthetic(t, k, "h100", []string{"llama-2-7b"}, []int{1}, []int{1, 8, 64, 256, 1024, 4096, 16, 32, 128})
+	p, err := FitProfile(&Trace{Samples: ss, Sources: []string{"x.csv"}}, g, FitOptions{Trace: "x", Format: "native"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := map[string]string{}
+	for _, o := range p.Ops {
+		from[o.Op] = o.From
+	}
+	// Llama-2-7B is dense: no moe_router samples; lm_head is not token-only.
+	if from["qkv"] != "fit" || from["lm_head"] != "as mlp_up" || from["moe_router"] != "as out_proj" {
+		t.Errorf("from: %v", from)
+	}
+	if len(p.AllReduce) != 0 || !strings.Contains(p.Describe(), "all-reduce by roofline") {
+		t.Errorf("all-reduce: %+v; %s", p.AllReduce, p.Describe())
+	}
+	if p.Iteration.OverheadS != DefaultIterOverhead || !strings.Contains(p.Iteration.Source, "assumption") {
+		t.Errorf("iteration: %+v", p.Iteration)
+	}
+	if !strings.Contains(p.Attention.Source, "assumption") {
+		t.Errorf("attention: %+v", p.Attention)
+	}
+	// No samples of the GPU at all.
+	if _, err := FitProfile(&Trace{Samples: ss}, mustGPU(t, "a100"), FitOptions{}); err == nil || !strings.Contains(err.Error(), `no samples for gpu "a100"`) {
+		t.Errorf("other GPU: %v", err)
+	}
+	// Only a few embed samples: below the minimum, the class takes the defaults.
+	few := []Sample{ss[0], ss[1]}
+	p, err = FitProfile(&Trace{Samples: few}, g, FitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := p.Op(models.OpEmbed); o.From != "default" || o.ComputeEff != 1 || o.MemoryEff != hardware.DefaultEfficiency().Memory {
+		t.Errorf("embed from 2 samples: %+v", o)
+	}
+}
+
+// Attention timings in a native trace are fitted instead of assumed.
+func TestFitAttention(t *testing.T) {
+	g := mustGPU(t, "h100")
+	var ss []Sample
+	// Exact times 3 µs + max(FLOPs/(989.4e12·0.6), bytes/(3.35e12·0.7)).
+	for i := 1; i <= 40; i++ {
+		f, b := float64(i)*1e10, float64(41-i)*2e7
+		ss = append(ss, Sample{GPU: "h100", Op: models.Op{Kind: models.OpAttnPrefill, Tokens: 100 * i, FLOPs: f, Bytes: b},
+			Seconds: 3e-6 + math.Max(f/(989.4e12*0.6), b/(3.35e12*0.7))})
+	}
+	p, err := FitProfile(&Trace{Samples: ss}, g, FitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := p.Attention
+	if math.Abs(a.ComputeEff-0.6) > 1e-4 || math.Abs(a.MemoryEff-0.7) > 1e-4 || math.Abs(a.OverheadS-3e-6) > 1e-9 || !strings.HasPrefix(a.Source, "fit to 40") {
+		t.Errorf("attention %+v", a)
+	}
+}

@@ -1,0 +1,160 @@
+package calibrate
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/servesim/servesim/hardware"
+	"github.com/servesim/servesim/models"
+)
+
+// Calibrated is the calibrated kernel-time model of one GPU at one TP
+// degree, built by Profile.Kernel. One occurrence of an operator of class k
+// with t tokens takes
+//
+//	o_k + max(FLOPs / (peak(op.Compute) · η_k) · (1 + h_k/t), Bytes / (MemBW · μ_k), Bytes/t / (MemBW · ρ_k))
+//
+// (the compute efficiency η_k·t/(t+h_k) saturates in the token count; the
+// last term, a row's latency, only where ρ_k > 0; see OpParams); an
+// operator with no FLOPs and no bytes takes 0. Attention uses the profile's
+// [attention] roofline (h = 0). An all-reduce is
+//
+//	latency + 2·(TP−1)/TP · CommBytes / (LinkBW · link_eff)
+//
+// with the profile's entry for TP (or the nearest TP it has), and 0 at
+// TP ≤ 1 or for an empty message. OpTime is a pure function of the
+// operator and does not allocate; with its reciprocals precomputed it is
+// cheaper than hardware.Roofline (BenchmarkOpTime). A Calibrated is
+// immutable, so goroutines may share one.
+type Calibrated struct {
+	gpu     *hardware.GPU
+	tp      int
+	cls     [models.NumOpKinds]class
+	invPeak [3]float64 // 1/PeakFLOPS by models.DType (BF16, FP8, FP4)
+	arLat   float64    // all-reduce latency at tp
+	arInv   float64    // 2(tp−1)/tp / (LinkBW·link_eff)
+}
+
+type class struct {
+	o      float64 // fixed seconds
+	invC   float64 // 1/η (compute efficiency)
+	h      float64 // half-saturation tokens
+	invM   float64 // 1/(MemBW·μ)
+	invRow float64 // 1/(MemBW·row_memory_eff); 0: no per-row term
+}
+
+var (
+	_ hardware.KernelModel = (*Calibrated)(nil)
+)
+
+// Kernel returns the calibrated kernel model for GPU g at tensor-parallel
+// degree tp. The profile must be for g (same catalog name) and its peaks
+// must be g's: the efficiencies are fractions of those peaks. To use a
+// profile on another GPU, Transfer it first (`servesim calibrate
+// --transfer`), which states the assumption in the new profile; Kernel never
+// transfers silently. An all-reduce at a TP the profile has no entry for
+// uses the entry of the nearest TP (the larger one on a tie); a profile
+// with no entries prices all-reduces by roofline
+// (hardware.DefaultEfficiency().Link and g.LinkLatency).
+func (p *Profile) Kernel(g *hardware.GPU, tp int) (hardware.KernelModel, error) {
+	return p.Calibrated(g, tp)
+}
+
+// Calibrated is Kernel with the concrete type.
+func (p *Profile) Calibrated(g *hardware.GPU, tp int) (*Calibrated, error) {
+	if g == nil {
+		return nil, fmt.Errorf("calibrate: nil GPU")
+	}
+	if tp < 1 {
+		return nil, fmt.Errorf("calibrate: tp must be >= 1, got %d", tp)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if g.Name != p.GPU {
+		return nil, fmt.Errorf("calibrate: the profile is for gpu %q, not %q: transfer it first (servesim calibrate --transfer FILE --gpu %s)", p.GPU, g.Name, g.Name)
+	}
+	for _, c := range []struct {
+		key        string
+		prof, spec float64
+	}{{"bf16_flops", p.Peaks.BF16FLOPS, g.BF16FLOPS}, {"mem_bw", p.Peaks.MemBW, g.MemBW}, {"link_bw", p.Peaks.LinkBW, g.LinkBW}} {
+		if math.Abs(c.prof-c.spec) > 1e-6*c.spec {
+			return nil, fmt.Errorf("calibrate: the %s profile's efficiencies are fractions of %s = %g, but gpu %q has %g: refit, or transfer the profile to this GPU definition", p.GPU, c.key, c.prof, g.Name, c.spec)
+		}
+	}
+	k := &Calibrated{gpu: g, tp: tp}
+	for _, d := range []models.DType{models.BF16, models.FP8, models.FP4} {
+		k.invPeak[d] = 1 / g.PeakFLOPS(d)
+	}
+	for _, o := range p.Ops {
+		kind, _ := models.ParseOpKind(o.Op) // Validate checked it
+		c := class{o: o.OverheadS, invC: 1 / o.ComputeEff, h: o.HalfTokens, invM: 1 / (g.MemBW * o.MemoryEff)}
+		if o.RowMemoryEff > 0 {
+			c.invRow = 1 / (g.MemBW * o.RowMemoryEff)
+		}
+		k.cls[kind] = c
+	}
+	att := class{o: p.Attention.OverheadS, invC: 1 / p.Attention.ComputeEff, invM: 1 / (g.MemBW * p.Attention.MemoryEff)}
+	k.cls[models.OpAttnPrefill] = att
+	k.cls[models.OpAttnDecode] = att
+	if tp > 1 {
+		n := float64(tp)
+		lat, eff := g.LinkLatency, hardware.DefaultEfficiency().Link
+		if a, ok := p.allReduceFor(tp); ok {
+			lat, eff = a.LatencyS, a.LinkEff
+		}
+		k.arLat = lat
+		k.arInv = 2 * (n - 1) / n / (g.LinkBW * eff)
+	}
+	return k, nil
+}
+
+// allReduceFor returns the all-reduce entry for tp: exact, else the nearest
+// TP (the larger on a tie).
+func (p *Profile) allReduceFor(tp int) (AllReduceParams, bool) {
+	best, bestD := -1, 0
+	for i, a := range p.AllReduce {
+		d := a.TP - tp
+		if d < 0 {
+			d = -d
+		}
+		if best < 0 || d < bestD || d == bestD && a.TP > p.AllReduce[best].TP {
+			best, bestD = i, d
+		}
+	}
+	if best < 0 {
+		return AllReduceParams{}, false
+	}
+	return p.AllReduce[best], true
+}
+
+// OpTime returns the seconds of one occurrence of op. It panics if op.Kind
+// or op.Compute is out of range (a programmer error).
+func (k *Calibrated) OpTime(op *models.Op) float64 {
+	if op.Kind == models.OpAllReduce {
+		if k.tp <= 1 || op.CommBytes == 0 {
+			return 0
+		}
+		return k.arLat + op.CommBytes*k.arInv
+	}
+	if op.FLOPs == 0 && op.Bytes == 0 {
+		return 0
+	}
+	c := &k.cls[op.Kind]
+	n := float64(max(op.Tokens, 1))
+	tc := op.FLOPs * k.invPeak[op.Compute] * c.invC
+	if c.h > 0 {
+		tc *= 1 + c.h/n
+	}
+	t := max(tc, op.Bytes*c.invM)
+	if c.invRow > 0 {
+		t = max(t, op.Bytes/n*c.invRow)
+	}
+	return c.o + t
+}
+
+// TP returns the tensor-parallel degree k was built for.
+func (k *Calibrated) TP() int { return k.tp }
+
+// GPU returns the GPU k was built for.
+func (k *Calibrated) GPU() *hardware.GPU { return k.gpu }

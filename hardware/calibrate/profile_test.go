@@ -1,0 +1,208 @@
+package calibrate
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/servesim/servesim/models"
+)
+
+func TestProfileRoundTrip(t *testing.T) {
+	profiles := []*Profile{handProfile(mustGPU(t, "h100"))}
+	for _, g := range BuiltinGPUs {
+		p, ok := Builtin(g)
+		if !ok {
+			t.Fatalf("no built-in profile for %s", g)
+		}
+		profiles = append(profiles, p)
+	}
+	for _, p := range profiles {
+		data := p.WriteTOML()
+		q, err := ParseProfile(data, p.GPU+".toml")
+		if err != nil {
+			t.Fatalf("%s: %v", p.GPU, err)
+		}
+		if again := q.WriteTOML(); !bytes.Equal(again, data) {
+			t.Errorf("%s: write → parse → write differs", p.GPU)
+		}
+	}
+}
+
+// LoadProfile is strict: each broken file names the file, the line and the field.
+func TestLoadProfileErrors(t *testing.T) {
+	good := string(handProfile(mustGPU(t, "h100")).WriteTOML())
+	cases := []struct {
+		name    string
+		edit    func(string) string
+		want    string
+		wantAt  string // the text on the line the error must name
+		atIndex int    // which occurrence of wantAt (0 = first)
+	}{
+		{"unknown top-level key", func(s string) string { return strings.Replace(s, "format = 1\n", "format = 1\nfromat = 2\n", 1) },
+			`unknown field "fromat"`, "fromat = 2", 0},
+		{"unknown key in an op", func(s string) string { return strings.Replace(s, `from = "fit"`, "from = \"fit\"\nspeed = 3.0", 1) },
+			`unknown field "op.speed"`, "speed = 3.0", 0},
+		{"wrong type", func(s string) string { return strings.Replace(s, "format = 1", `format = "one"`, 1) },
+			`field "format"`, `format = "one"`, 0},
+		{"efficiency above 1", func(s string) string { return strings.Replace(s, "compute_eff = 0.8\n", "compute_eff = 1.4\n", 1) },
+			`field "op[0].compute_eff": must be in (0, 1], got 1.4`, "compute_eff = 1.4", 0},
+		{"row efficiency above 1", func(s string) string {
+			return strings.Replace(s, "row_memory_eff = 0.01\n", "row_memory_eff = 2.0\n", 1)
+		},
+			`field "op[1].row_memory_eff": must be in [0, 1]`, "row_memory_eff = 2.0", 0},
+		{"negative overhead", func(s string) string { return strings.Replace(s, "overhead_s = 0.001", "overhead_s = -0.001", 1) },
+			`field "iteration.overhead_s"`, "overhead_s = -0.001", 0},
+		{"unknown operator", func(s string) string { return strings.Replace(s, `op = "rope"`, `op = "rotary"`, 1) },
+			`field "op[3].op": unknown operator "rotary"`, `op = "rotary"`, 0},
+		{"duplicate operator", func(s string) string { return strings.Replace(s, `op = "rope"`, `op = "norm"`, 1) },
+			`field "op[3].op": "norm" again (also op[1])`, `op = "norm"`, 1},
+		{"all-reduce out of order", func(s string) string { return strings.Replace(s, "tp = 8", "tp = 2", 1) },
+			`field "all_reduce[1].tp"`, "tp = 2", 1},
+		{"wrong format version", func(s string) string { return strings.Replace(s, "format = 1", "format = 7", 1) },
+			`field "format": 7: this servesim reads format 1`, "format = 7", 0},
+		{"transferred without origin", func(s string) string {
+			return strings.Replace(s, `derivation = "fitted"`, `derivation = "transferred"`, 1)
+		},
+			`field "source.transferred_from"`, `transferred_from = ""`, 0},
+		{"syntax error", func(s string) string { return strings.Replace(s, "\nmem_bw = ", "\nmem_bw = = ", 1) },
+			`field "peaks.mem_bw"`, "mem_bw = = ", 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src := c.edit(good)
+			if src == good {
+				t.Fatal("edit did nothing")
+			}
+			path := filepath.Join(t.TempDir(), "bad.toml")
+			if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := LoadProfile(path)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			// The line of the offending text.
+			s, ln := src, 0
+			for i := 0; i <= c.atIndex; i++ {
+				j := strings.Index(s, c.wantAt)
+				if j < 0 {
+					t.Fatalf("%q not in the edited file", c.wantAt)
+				}
+				ln += strings.Count(s[:j], "\n")
+				if i < c.atIndex {
+					ln += strings.Count(c.wantAt, "\n")
+					s = s[j+len(c.wantAt):]
+				}
+			}
+			wantLine := "bad.toml line " + strconv.Itoa(ln+1) + ":"
+			msg := err.Error()
+			if !strings.HasPrefix(msg, "calibrate: ") || !strings.Contains(msg, wantLine) || !strings.Contains(msg, c.want) {
+				t.Errorf("error %q\nwant it to start with calibrate:, contain %q and %q", msg, wantLine, c.want)
+			}
+		})
+	}
+	if _, err := LoadProfile(filepath.Join(t.TempDir(), "missing.toml")); err == nil {
+		t.Error("missing file accepted")
+	}
+}
+
+// modelsAddOp is a residual add of 4096 tokens × 4096: 3·4096·4096·2 bytes.
+func modelsAddOp() models.Op {
+	return models.Op{Kind: models.OpAdd, Count: 1, Tokens: 4096, FLOPs: 4096 * 4096, Bytes: 3 * 4096 * 4096 * 2}
+}
+
+func TestMissingOpIsAnError(t *testing.T) {
+	p := handProfile(mustGPU(t, "h100"))
+	p.Ops = p.Ops[:len(p.Ops)-1] // drop lm_head
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), `no [[op]] entry for "lm_head"`) {
+		t.Errorf("got %v", err)
+	}
+}
+
+func TestBuiltinProfiles(t *testing.T) {
+	for _, name := range BuiltinGPUs {
+		p, ok := Builtin(name)
+		if !ok {
+			t.Fatalf("%s: no built-in profile", name)
+		}
+		g := mustGPU(t, name)
+		if _, err := p.Kernel(g, 8); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if d := p.Describe(); !strings.HasPrefix(d, name+": ") || !strings.Contains(d, "attention by roofline") {
+			t.Errorf("%s: Describe() = %q", name, d)
+		}
+		wantDeriv := DerivationFitted
+		if name == "h200" || name == "b200" {
+			wantDeriv = DerivationTransferred
+			if p.Source.TransferredFrom != "h100" {
+				t.Errorf("%s transferred from %q, want h100", name, p.Source.TransferredFrom)
+			}
+		}
+		if p.Derivation != wantDeriv {
+			t.Errorf("%s: derivation %q, want %q", name, p.Derivation, wantDeriv)
+		}
+		if !strings.Contains(p.Attention.Source, "FlashAttention") {
+			t.Errorf("%s: attention source does not state the assumption: %q", name, p.Attention.Source)
+		}
+	}
+	// Transferred profiles keep the H100 efficiencies.
+	h100, _ := Builtin("h100")
+	for _, name := range []string{"h200", "b200"} {
+		p, _ := Builtin(name)
+		for i, o := range p.Ops {
+			h := h100.Ops[i]
+			if o.Op != h.Op || o.ComputeEff != h.ComputeEff || o.MemoryEff != h.MemoryEff || o.OverheadS != h.OverheadS || o.HalfTokens != h.HalfTokens {
+				t.Errorf("%s %s differs from h100's: %+v vs %+v", name, o.Op, o, h)
+			}
+		}
+	}
+	if _, ok := Builtin("H100-SXM"); !ok {
+		t.Error("alias H100-SXM not resolved")
+	}
+	if _, ok := Builtin("tpu-v5"); ok {
+		t.Error("unknown GPU has a profile")
+	}
+	a, _ := Builtin("a100")
+	a.Ops[0].OverheadS = 99
+	if b, _ := Builtin("a100"); b.Ops[0].OverheadS == 99 {
+		t.Error("Builtin returns shared state")
+	}
+}
+
+func TestTransfer(t *testing.T) {
+	h100, h200 := mustGPU(t, "h100"), mustGPU(t, "h200")
+	p := handProfile(h100)
+	p.Ops[2].Fit = FitStats{Samples: 10, MedianAPE: 3}
+	q, err := Transfer(p, h200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.GPU != "h200" || q.Derivation != DerivationTransferred || q.Source.TransferredFrom != "h100" || q.Peaks.MemBW != h200.MemBW {
+		t.Errorf("transferred profile: %+v", q)
+	}
+	if q.Ops[2].Fit != (FitStats{}) {
+		t.Error("fit statistics of the source GPU kept")
+	}
+	if p.GPU != "h100" || p.Ops[2].Fit.Samples != 10 {
+		t.Error("Transfer changed its input")
+	}
+	if _, err := q.Kernel(h200, 1); err != nil {
+		t.Error(err)
+	}
+	if _, err := Transfer(q, h100); err == nil {
+		t.Error("transfer of a transferred profile accepted")
+	}
+	// A memory-bound operator speeds up by the bandwidth ratio 4.8/3.35.
+	k1, _ := p.Calibrated(h100, 1)
+	k2, _ := q.Calibrated(h200, 1)
+	op := modelsAddOp()
+	t1, t2 := k1.OpTime(&op)-2e-6, k2.OpTime(&op)-2e-6 // less the 2 µs overhead
+	if r := t1 / t2; r < 4.8/3.35-1e-9 || r > 4.8/3.35+1e-9 {
+		t.Errorf("memory-bound speed-up %.6f, want 4.8/3.35 = %.6f", r, 4.8/3.35)
+	}
+}

@@ -1,0 +1,704 @@
+package calibrate
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/servesim/servesim/hardware"
+	"github.com/servesim/servesim/models"
+)
+
+// ErrStats summarises percentage errors 100·(predicted/measured − 1).
+type ErrStats struct {
+	N           int
+	Median, P90 float64 // of the absolute errors, percent
+	// Bias is the median of the signed errors, percent: > 0 means the
+	// model predicts slower kernels than measured.
+	Bias float64
+}
+
+// ErrTable is an error table: rows (operator groups) by columns (GPUs or
+// transfers).
+type ErrTable struct {
+	Title   string
+	Note    string
+	Columns []string
+	Rows    []string
+	Cells   [][]ErrStats // [row][column]; N = 0 where there is no data
+}
+
+// Cell returns the stats of (row, column), or false.
+func (t *ErrTable) Cell(row, col string) (ErrStats, bool) {
+	for i, r := range t.Rows {
+		if r != row {
+			continue
+		}
+		for j, c := range t.Columns {
+			if c == col && t.Cells[i][j].N > 0 {
+				return t.Cells[i][j], true
+			}
+		}
+	}
+	return ErrStats{}, false
+}
+
+// Row groups of the error tables, beyond one row per operator class.
+const (
+	RowGEMMs      = "GEMMs (qkv, out_proj, mlp_up, mlp_down)"
+	RowGEMMsSmall = "GEMMs, 1–128 tokens"
+	RowGEMMsLarge = "GEMMs, > 128 tokens"
+	RowARSmall    = "all_reduce, < 1 MiB"
+	RowARLarge    = "all_reduce, ≥ 1 MiB"
+	RowAll        = "all operators"
+)
+
+// reportKinds are the operator rows of the tables, in this order.
+var reportKinds = []models.OpKind{models.OpEmbed, models.OpNorm, models.OpQKV, models.OpRoPE, models.OpOutProj,
+	models.OpMLPUp, models.OpAct, models.OpMLPDown, models.OpAdd, models.OpAllReduce}
+
+var reportGEMMs = []models.OpKind{models.OpQKV, models.OpOutProj, models.OpMLPUp, models.OpMLPDown}
+
+// StepRow compares one layer's time (the operators of Vidur's mlp.csv and
+// the TP all-reduces; no attention) with the measured sum.
+type StepRow struct {
+	Model  string
+	TP     int
+	Tokens int
+	// Measured is Σ over servesim's per-layer operators of the measured
+	// median time × occurrences per layer (2 norms, 2 residual adds, 2
+	// all-reduces at TP > 1), seconds.
+	Measured float64
+	// Calibrated uses the in-sample profile, HeldOut the profile fitted
+	// without this model, Roofline hardware.DefaultEfficiency.
+	Calibrated, HeldOut, Roofline float64
+}
+
+// Accuracy is the accuracy report of the calibration on the Vidur data.
+type Accuracy struct {
+	InSample     *ErrTable
+	HeldOutModel *ErrTable
+	HeldOutGPU   *ErrTable
+	// Floor bounds what a smooth function of the token count can do on
+	// the GEMMs: rows "smooth, per shape" (the model fitted to each
+	// (model, TP) curve alone) and "neighbours" (each timing predicted by
+	// the median of its two neighbours on the token grid, same curve).
+	Floor *ErrTable
+	// Measured compares transferred profiles with this project's own
+	// measurements (nil when none are given).
+	Measured *ErrTable
+	Steps    []StepRow
+	// Profiles are the in-sample fits by GPU.
+	Profiles map[string]*Profile
+}
+
+// ReportOptions say what Evaluate reads besides the Vidur data.
+type ReportOptions struct {
+	// Measured are native CSVs of other GPUs (e.g. testdata/h200_*.csv):
+	// each is predicted by the H100 fit transferred to that GPU.
+	Measured []string
+}
+
+// traceGPUs are the GPUs of the Vidur data.
+var traceGPUs = []string{"a100", "h100"}
+
+// cpuOverheadsFile is the only CPU-overhead profile in the Vidur data; the
+// built-in profiles of every GPU take their iteration overhead from it.
+const cpuOverheadsFile = "historical/a100/cpu_overheads.csv"
+
+// loadVidurGPU reads the Vidur trace of a catalog GPU.
+func loadVidurGPU(dir, gpu string) (*Trace, *hardware.GPU, error) {
+	g, err := hardware.Builtin().Get(gpu)
+	if err != nil {
+		return nil, nil, err
+	}
+	tr, err := LoadVidur(dir, gpu, VidurOptions{CPUOverheads: cpuOverheadsFile})
+	if err != nil {
+		return nil, nil, err
+	}
+	return tr, g, nil
+}
+
+// Evaluate computes the accuracy report from dir, a copy of Vidur's
+// data/profiling (../shared/data/vidur-profiling):
+//
+//   - in-sample: each GPU's fit on all its samples, evaluated on them;
+//   - held out by model: for each model, the fit on the GPU's other models
+//     (and its all-reduce profile) predicts that model's operators;
+//   - held out by GPU: the A100 fit transferred to the H100 through the
+//     specs predicts every H100 sample, and the reverse;
+//   - measured: the H100 fit transferred to another GPU predicts this
+//     project's measurements of it (ReportOptions.Measured);
+//   - per-layer step times of Llama-2-7B (TP 1) and Llama-2-70B (TP 4) on
+//     H100 at 1, 16, 256 and 4096 tokens.
+func Evaluate(dir string, opt ReportOptions) (*Accuracy, error) {
+	acc := &Accuracy{Profiles: map[string]*Profile{}}
+	traces := map[string]*Trace{}
+	gpus := map[string]*hardware.GPU{}
+	inCols := make([][]labelled, 0, len(traceGPUs))
+	for _, name := range traceGPUs {
+		tr, g, err := loadVidurGPU(dir, name)
+		if err != nil {
+			return nil, err
+		}
+		traces[name], gpus[name] = tr, g
+		p, err := FitProfile(tr, g, FitOptions{Trace: "vidur-profiling", Format: "vidur"})
+		if err != nil {
+			return nil, err
+		}
+		acc.Profiles[name] = p
+		l, err := predictAll(p, g, tr.Samples)
+		if err != nil {
+			return nil, err
+		}
+		inCols = append(inCols, l)
+	}
+	acc.InSample = table("In-sample: each GPU's profile fitted to all its samples, evaluated on them", traceGPUs, inCols)
+
+	// Held out by model.
+	var hoCols [][]labelled
+	heldOut := map[string]*Profile{} // "gpu/model"
+	for _, name := range traceGPUs {
+		tr, g := traces[name], gpus[name]
+		var col []labelled
+		for _, m := range tr.Models() {
+			train := &Trace{Samples: tr.Filter(func(s *Sample) bool { return s.Model != m }), IterOverhead: tr.IterOverhead}
+			p, err := FitProfile(train, g, FitOptions{Trace: "vidur-profiling", Format: "vidur"})
+			if err != nil {
+				return nil, err
+			}
+			heldOut[name+"/"+m] = p
+			l, err := predictAll(p, g, tr.Filter(func(s *Sample) bool { return s.Model == m }))
+			if err != nil {
+				return nil, err
+			}
+			col = append(col, l...)
+		}
+		hoCols = append(hoCols, col)
+	}
+	acc.HeldOutModel = table("Held out by model: fit on the GPU's other models, predict this one (pooled over models)", traceGPUs, hoCols)
+	acc.Floor = floorTable(traces, gpus)
+
+	// Held out by GPU.
+	var hgCols [][]labelled
+	var hgNames []string
+	for _, pair := range [][2]string{{"a100", "h100"}, {"h100", "a100"}} {
+		t, err := Transfer(acc.Profiles[pair[0]], gpus[pair[1]])
+		if err != nil {
+			return nil, err
+		}
+		l, err := predictAll(t, gpus[pair[1]], traces[pair[1]].Samples)
+		if err != nil {
+			return nil, err
+		}
+		hgCols = append(hgCols, l)
+		hgNames = append(hgNames, pair[0]+" → "+pair[1])
+	}
+	acc.HeldOutGPU = table("Held out by GPU: one GPU's fit transferred through the specs predicts the other GPU's samples", hgNames, hgCols)
+
+	// This project's measurements of GPUs without a Vidur trace.
+	if len(opt.Measured) > 0 {
+		var cols [][]labelled
+		var names []string
+		for _, path := range opt.Measured {
+			ss, err := readFile(path, filepath.Base(path), func(r io.Reader, name string) ([]Sample, error) { return ReadNative(r, name, nil) })
+			if err != nil {
+				return nil, err
+			}
+			g, err := hardware.Builtin().Get(ss[0].GPU)
+			if err != nil {
+				return nil, fmt.Errorf("calibrate: %s: %w", path, err)
+			}
+			t, err := Transfer(acc.Profiles["h100"], g)
+			if err != nil {
+				return nil, err
+			}
+			l, err := predictAll(t, g, ss)
+			if err != nil {
+				return nil, err
+			}
+			base := strings.TrimSuffix(filepath.Base(path), ".csv")
+			cols = append(cols, l)
+			names = append(names, "h100 → "+g.Name+" ("+base+")")
+			// The same measurements fitted in-sample: what the model form
+			// does on this GPU and software stack once calibrated to it.
+			own, err := FitProfile(&Trace{Samples: ss}, g, FitOptions{Trace: base, Format: "native"})
+			if err != nil {
+				return nil, err
+			}
+			if l, err = predictAll(own, g, ss); err != nil {
+				return nil, err
+			}
+			cols = append(cols, l)
+			names = append(names, g.Name+" fitted to "+base+" (in-sample)")
+		}
+		acc.Measured = table("A GPU without a trace: the H100 fit transferred through the specs, and a fit to the measurements themselves, "+
+			"against this project's own measurements (hardware/calibrate/testdata)", names, cols)
+	}
+
+	steps, err := stepRows(dir, traces["h100"], gpus["h100"], acc.Profiles["h100"], heldOut)
+	if err != nil {
+		return nil, err
+	}
+	acc.Steps = steps
+	return acc, nil
+}
+
+// floorTable computes Accuracy.Floor.
+func floorTable(traces map[string]*Trace, gpus map[string]*hardware.GPU) *ErrTable {
+	t := &ErrTable{
+		Title: "What a smooth model of the token count can reach on the GEMMs",
+		Note: "smooth, per shape: the calibrated model fitted to each (model, TP, operator) curve alone, evaluated on it. " +
+			"neighbours: each timing predicted by the median of its two neighbours on the token grid of the same curve " +
+			"(the point-to-point jitter of cuBLAS's tile and wave quantization).",
+		Columns: traceGPUs,
+		Rows:    []string{"smooth, per shape", "neighbours"},
+		Cells:   [][]ErrStats{make([]ErrStats, len(traceGPUs)), make([]ErrStats, len(traceGPUs))},
+	}
+	for j, name := range traceGPUs {
+		tr, g := traces[name], gpus[name]
+		type key struct {
+			model string
+			tp    int
+			kind  models.OpKind
+		}
+		groups := map[key][]Sample{}
+		var keys []key
+		for _, s := range tr.Samples {
+			if !isGEMM(s.Op.Kind) || s.Model == "" {
+				continue
+			}
+			k := key{s.Model, s.TP, s.Op.Kind}
+			if _, ok := groups[k]; !ok {
+				keys = append(keys, k)
+			}
+			groups[k] = append(groups[k], s)
+		}
+		var smooth, nb []float64
+		for _, k := range keys {
+			ss := groups[k]
+			op := fitClass(k.kind, ss, g)
+			pts := points(ss, g)
+			m := params{o: op.OverheadS, em: op.MemoryEff, ec: op.ComputeEff, h: op.HalfTokens}
+			for i := range pts {
+				smooth = append(smooth, 100*(m.at(&pts[i])/ss[i].Seconds-1))
+			}
+			sort.Slice(ss, func(a, b int) bool { return ss[a].Op.Tokens < ss[b].Op.Tokens })
+			for i := range ss {
+				var v []float64
+				if i > 0 {
+					v = append(v, ss[i-1].Seconds)
+				}
+				if i+1 < len(ss) {
+					v = append(v, ss[i+1].Seconds)
+				}
+				sort.Float64s(v)
+				nb = append(nb, 100*(quantile(v, 0.5)/ss[i].Seconds-1))
+			}
+		}
+		t.Cells[0][j] = errStats(smooth)
+		t.Cells[1][j] = errStats(nb)
+	}
+	return t
+}
+
+// labelled is one prediction error with what it is about.
+type labelled struct {
+	kind   models.OpKind
+	tokens int
+	bytes  float64 // all-reduce message bytes
+	pe     float64 // signed percentage error
+}
+
+// predictAll returns the absolute percentage error of p on each sample.
+func predictAll(p *Profile, g *hardware.GPU, ss []Sample) ([]labelled, error) {
+	kernels := map[int]*Calibrated{}
+	out := make([]labelled, 0, len(ss))
+	for i := range ss {
+		s := &ss[i]
+		k := kernels[s.TP]
+		if k == nil {
+			var err error
+			if k, err = p.Calibrated(g, s.TP); err != nil {
+				return nil, err
+			}
+			kernels[s.TP] = k
+		}
+		out = append(out, labelled{kind: s.Op.Kind, tokens: s.Op.Tokens, bytes: s.Op.CommBytes, pe: 100 * (k.OpTime(&s.Op)/s.Seconds - 1)})
+	}
+	return out, nil
+}
+
+// table groups labelled errors into the report's rows.
+func table(title string, cols []string, data [][]labelled) *ErrTable {
+	t := &ErrTable{Title: title, Columns: cols}
+	rows := map[string][][]float64{}
+	add := func(row string, col int, v float64) {
+		if rows[row] == nil {
+			rows[row] = make([][]float64, len(cols))
+		}
+		rows[row][col] = append(rows[row][col], v)
+	}
+	isReportGEMM := func(k models.OpKind) bool {
+		for _, g := range reportGEMMs {
+			if g == k {
+				return true
+			}
+		}
+		return false
+	}
+	for j, col := range data {
+		for _, l := range col {
+			add(l.kind.String(), j, l.pe)
+			add(RowAll, j, l.pe)
+			if l.kind == models.OpAllReduce {
+				if l.bytes < 1<<20 {
+					add(RowARSmall, j, l.pe)
+				} else {
+					add(RowARLarge, j, l.pe)
+				}
+			}
+			if isReportGEMM(l.kind) {
+				add(RowGEMMs, j, l.pe)
+				if l.tokens <= 128 {
+					add(RowGEMMsSmall, j, l.pe)
+				} else {
+					add(RowGEMMsLarge, j, l.pe)
+				}
+			}
+		}
+	}
+	var order []string
+	for _, k := range reportKinds {
+		order = append(order, k.String())
+		if k == models.OpAllReduce {
+			order = append(order, RowARSmall, RowARLarge)
+		}
+	}
+	order = append(order, RowGEMMs, RowGEMMsSmall, RowGEMMsLarge, RowAll)
+	for _, r := range order {
+		cells, ok := rows[r]
+		if !ok {
+			continue
+		}
+		t.Rows = append(t.Rows, r)
+		line := make([]ErrStats, len(cols))
+		for j := range cols {
+			line[j] = errStats(cells[j])
+		}
+		t.Cells = append(t.Cells, line)
+	}
+	return t
+}
+
+// errStats summarises signed percentage errors.
+func errStats(pe []float64) ErrStats {
+	if len(pe) == 0 {
+		return ErrStats{}
+	}
+	signed := append([]float64(nil), pe...)
+	sort.Float64s(signed)
+	abs := make([]float64, len(pe))
+	for i, v := range pe {
+		abs[i] = math.Abs(v)
+	}
+	sort.Float64s(abs)
+	return ErrStats{N: len(pe), Median: quantile(abs, 0.5), P90: quantile(abs, 0.9), Bias: quantile(signed, 0.5)}
+}
+
+// stepCases are the per-layer step-time comparisons: Llama-2-7B at TP 1 and
+// Llama-2-70B at TP 4 (the smallest power of two whose weights fit an
+// 80 GB H100 with room for KV: 140 GB / 4 = 35 GB per GPU).
+var stepCases = []struct {
+	model string
+	tp    int
+}{{"llama-2-7b", 1}, {"llama-2-70b", 4}}
+
+var stepTokens = []int{1, 16, 256, 4096}
+
+// stepKinds are the per-layer operators of Vidur's mlp.csv plus the TP
+// all-reduce.
+var stepKinds = []models.OpKind{models.OpNorm, models.OpQKV, models.OpRoPE, models.OpOutProj, models.OpAllReduce,
+	models.OpMLPUp, models.OpAct, models.OpMLPDown, models.OpAdd}
+
+func stepRows(dir string, tr *Trace, g *hardware.GPU, p *Profile, heldOut map[string]*Profile) ([]StepRow, error) {
+	cat := models.Builtin()
+	ar, err := allReduceMedians(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []StepRow
+	for _, c := range stepCases {
+		m, err := cat.Get(c.model)
+		if err != nil {
+			return nil, err
+		}
+		par := models.Parallel{TP: c.tp, Weights: models.BF16, KV: models.BF16}
+		cal, err := p.Calibrated(g, c.tp)
+		if err != nil {
+			return nil, err
+		}
+		ho, err := heldOut["h100/"+c.model].Calibrated(g, c.tp)
+		if err != nil {
+			return nil, err
+		}
+		rf := hardware.Roofline{GPU: g, Eff: hardware.DefaultEfficiency(), TP: c.tp}
+		for _, n := range stepTokens {
+			row := StepRow{Model: c.model, TP: c.tp, Tokens: n}
+			// Measured: the samples of this (model, TP, tokens), by Vidur operator.
+			var norms, others float64
+			found := 0
+			for _, s := range tr.Samples {
+				if s.Model != c.model || s.TP != c.tp || s.Op.Tokens != n {
+					continue
+				}
+				switch s.Op.Kind {
+				case models.OpEmbed:
+					continue
+				case models.OpNorm:
+					norms += s.Seconds
+				case models.OpAdd:
+					others += 2 * s.Seconds // servesim counts 2 residual adds per layer; Vidur profiles one add kernel
+				default:
+					others += s.Seconds
+				}
+				found++
+			}
+			if found == 0 {
+				return nil, fmt.Errorf("calibrate: no H100 samples of %s at tp %d and %d tokens", c.model, c.tp, n)
+			}
+			row.Measured = norms + others
+			if c.tp > 1 {
+				row.Measured += 2 * ar.at(c.tp, float64(n)*float64(m.Hidden)*2)
+			}
+			ops := m.Ops(models.Batch{Decodes: n}, par, nil)
+			for _, kind := range stepKinds {
+				op, ok := opOf(ops, kind)
+				if !ok {
+					continue
+				}
+				per := float64(op.Count) / float64(m.Layers)
+				row.Calibrated += per * cal.OpTime(&op)
+				row.HeldOut += per * ho.OpTime(&op)
+				row.Roofline += per * rf.OpTime(&op)
+			}
+			out = append(out, row)
+		}
+	}
+	return out, nil
+}
+
+// arTable holds the H100 DGX all-reduce medians by TP and size.
+type arTable map[int][][2]float64 // tp → sorted (bytes, seconds)
+
+// at interpolates linearly in message size between measured sizes.
+func (a arTable) at(tp int, bytes float64) float64 {
+	pts := a[tp]
+	if len(pts) == 0 {
+		return math.NaN()
+	}
+	i := sort.Search(len(pts), func(i int) bool { return pts[i][0] >= bytes })
+	switch {
+	case i == 0:
+		return pts[0][1]
+	case i == len(pts):
+		return pts[len(pts)-1][1]
+	}
+	lo, hi := pts[i-1], pts[i]
+	return lo[1] + (hi[1]-lo[1])*(bytes-lo[0])/(hi[0]-lo[0])
+}
+
+func allReduceMedians(dir string) (arTable, error) {
+	rel := "network/h100_dgx/all_reduce.csv"
+	rows, err := readFile(filepath.Join(dir, filepath.FromSlash(rel)), rel, ReadVidurCollective)
+	if err != nil {
+		return nil, err
+	}
+	by := map[int]map[float64][]float64{}
+	for _, r := range rows {
+		if r.Workers != r.DevicesPerNode {
+			continue
+		}
+		if by[r.Workers] == nil {
+			by[r.Workers] = map[float64][]float64{}
+		}
+		by[r.Workers][r.Bytes] = append(by[r.Workers][r.Bytes], r.Seconds)
+	}
+	out := arTable{}
+	for tp, sizes := range by {
+		for b, v := range sizes {
+			sort.Float64s(v)
+			out[tp] = append(out[tp], [2]float64{b, quantile(v, 0.5)})
+		}
+		sort.Slice(out[tp], func(i, j int) bool { return out[tp][i][0] < out[tp][j][0] })
+	}
+	return out, nil
+}
+
+// Markdown writes the report as Markdown tables: each error table with
+// median and p90 absolute percentage error (and sample counts), then the
+// per-layer step times.
+func (a *Accuracy) Markdown(w io.Writer) error {
+	var b strings.Builder
+	b.WriteString("Cells: median / p90 of the absolute percentage error |predicted/measured − 1|, the median signed error " +
+		"(> 0: predicted slower than measured), and the number of kernel timings.\n\n")
+	for _, t := range []*ErrTable{a.InSample, a.HeldOutModel, a.Floor, a.HeldOutGPU, a.Measured} {
+		if t == nil {
+			continue
+		}
+		fmt.Fprintf(&b, "**%s**\n\n", t.Title)
+		if t.Note != "" {
+			fmt.Fprintf(&b, "%s\n\n", t.Note)
+		}
+		b.WriteString("| operator |")
+		for _, c := range t.Columns {
+			fmt.Fprintf(&b, " %s |", c)
+		}
+		b.WriteString("\n|---|")
+		for range t.Columns {
+			b.WriteString("---|")
+		}
+		b.WriteString("\n")
+		for i, r := range t.Rows {
+			fmt.Fprintf(&b, "| %s |", r)
+			for _, c := range t.Cells[i] {
+				if c.N == 0 {
+					b.WriteString(" — |")
+					continue
+				}
+				fmt.Fprintf(&b, " %.1f / %.1f / %+.1f (%d) |", c.Median, c.P90, c.Bias, c.N)
+			}
+			b.WriteString("\n")
+		}
+		b.WriteString("\n")
+	}
+	if len(a.Steps) > 0 {
+		b.WriteString("**One layer on H100 without attention** (the operators of Vidur's mlp.csv plus the TP all-reduces), µs: " +
+			"measured = Σ measured median × occurrences per layer; calibrated = built-in H100 profile; held out = H100 profile fitted " +
+			"without this model; roofline = hardware.DefaultEfficiency\n\n")
+		b.WriteString("| model | TP | tokens | measured | calibrated | held out | roofline |\n|---|---|---|---|---|---|---|\n")
+		for _, r := range a.Steps {
+			e := func(v float64) string { return fmt.Sprintf("%.1f (%+.1f %%)", v*1e6, 100*(v/r.Measured-1)) }
+			fmt.Fprintf(&b, "| %s | %d | %d | %.1f | %s | %s | %s |\n", r.Model, r.TP, r.Tokens, r.Measured*1e6, e(r.Calibrated), e(r.HeldOut), e(r.Roofline))
+		}
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// GenerateBuiltin fits the built-in profiles from dir, a copy of Vidur's
+// data/profiling: A100 and H100 fitted to their traces, H200 and B200 the
+// H100 fit transferred through their specs. It returns the TOML of each,
+// by GPU name. The A100 → H100 transfer error is written into the notes of
+// the transferred profiles, and so is the error against measured, native
+// CSVs of their GPU (this project's H200 measurements).
+func GenerateBuiltin(dir string, measured []string) (map[string][]byte, error) {
+	if _, err := os.Stat(filepath.Join(dir, "compute")); err != nil {
+		return nil, fmt.Errorf("calibrate: %s is not a copy of Vidur's data/profiling: %w", dir, err)
+	}
+	fitted := map[string]*Profile{}
+	gpus := map[string]*hardware.GPU{}
+	traces := map[string]*Trace{}
+	for _, name := range traceGPUs {
+		tr, g, err := loadVidurGPU(dir, name)
+		if err != nil {
+			return nil, err
+		}
+		p, err := FitProfile(tr, g, FitOptions{Trace: "vidur-profiling", Format: "vidur",
+			Note:  "Vidur (github.com/microsoft/vidur) data/profiling at commit 7d47513363ec447a741ac5e47241580b47724fbf; cpu_overheads.csv from commit 6d98aa8f71696520acc603d87439e77cc78160a7 (see ../shared/data/vidur-profiling/SOURCE.md)",
+			Notes: VidurNotes(name)})
+		if err != nil {
+			return nil, err
+		}
+		fitted[name], gpus[name], traces[name] = p, g, tr
+	}
+	// A100 → H100 transfer error, for the transferred profiles' notes.
+	t, err := Transfer(fitted["a100"], gpus["h100"])
+	if err != nil {
+		return nil, err
+	}
+	l, err := predictAll(t, gpus["h100"], traces["h100"].Samples)
+	if err != nil {
+		return nil, err
+	}
+	tt := table("", []string{"a100 → h100"}, [][]labelled{l})
+	gemm, _ := tt.Cell(RowGEMMs, "a100 → h100")
+	all, _ := tt.Cell(RowAll, "a100 → h100")
+	out := map[string][]byte{}
+	for _, name := range traceGPUs {
+		out[name] = fitted[name].WriteTOML()
+	}
+	for _, name := range []string{"h200", "b200"} {
+		g, err := hardware.Builtin().Get(name)
+		if err != nil {
+			return nil, err
+		}
+		p, err := Transfer(fitted["h100"], g)
+		if err != nil {
+			return nil, err
+		}
+		trust := fmt.Sprintf("How far such a transfer can be trusted, measured between the two traced GPUs: the A100 fit transferred to the H100 "+
+			"predicts the H100 GEMMs with a median absolute error of %.1f %% (p90 %.1f %%) and all H100 operators with %.1f %% (p90 %.1f %%); "+
+			"see the README's calibration section and `servesim calibrate --report`.", gemm.Median, gemm.P90, all.Median, all.P90)
+		notes := []string{p.Notes[0], trust}
+		notes = append(notes, transferNotes(name)...)
+		for _, path := range measured {
+			ss, err := readFile(path, filepath.Base(path), func(r io.Reader, n string) ([]Sample, error) { return ReadNative(r, n, nil) })
+			if err != nil {
+				return nil, err
+			}
+			if ss[0].GPU != name {
+				continue
+			}
+			l, err := predictAll(p, g, ss)
+			if err != nil {
+				return nil, err
+			}
+			mt := table("", []string{"m"}, [][]labelled{l})
+			c, _ := mt.Cell(RowGEMMs, "m")
+			notes = append(notes, fmt.Sprintf("Against this project's %s measurements (hardware/calibrate/testdata/%s, %d kernel timings, "+
+				"a 2026 PyTorch/cuBLAS stack): GEMMs median absolute error %.1f %%, p90 %.1f %%, median signed error %+.1f %% "+
+				"(> 0: this profile predicts slower kernels than measured).", name, filepath.Base(path), len(ss), c.Median, c.P90, c.Bias))
+		}
+		p.Notes = append(notes, p.Notes[1:]...)
+		out[name] = p.WriteTOML()
+	}
+	return out, nil
+}
+
+// VidurNotes are the caveats of profiles fitted to Vidur-format traces,
+// for FitOptions.Notes.
+func VidurNotes(gpu string) []string {
+	notes := []string{
+		"Kernel times are Vidur's medians of sarathi-serve FP16 kernels (CUPTI, 1 µs resolution), one transformer layer on one GPU, repeated on the same weights.",
+		"GEMM times step with cuBLAS's tile and wave quantization (up to 2× between neighbouring token counts); the smooth model fits through the steps, which bounds its error (see the README).",
+		"lm_head takes mlp_up's parameters and moe_router out_proj's (no samples); MoE expert GEMMs use the dense GEMM parameters.",
+	}
+	if gpu != "a100" {
+		notes = append(notes, "iteration overhead: the only CPU-overhead profile is sarathi-serve's on an A100 host; the CPU side of an iteration does not depend on the GPU, so it is used as is.")
+	}
+	return notes
+}
+
+// transferNotes say what the transferred built-in profiles assume.
+func transferNotes(gpu string) []string {
+	switch gpu {
+	case "h200":
+		return []string{
+			"H200 is the H100's GH100 chip with HBM3e at 4.8 TB/s (gpu-specs.md): the same tensor-core peak and NVLink, 1.43× the bandwidth. " +
+				"Assumed: the same kernels reach the same fractions of the peaks, so memory-bound operators speed up 1.43× and compute-bound ones not at all. " +
+				"Measured by this project on an H200 (hardware/calibrate/testdata/h200_*.csv): see the README's calibration section.",
+		}
+	case "b200":
+		return []string{
+			"B200 (Blackwell) has no trace and was not measured: the H100 (Hopper) efficiencies are assumed to carry over to its 2.27× BF16 peak, " +
+				"2.39× HBM bandwidth and 2× NVLink. New tensor-core instructions and larger tiles make this the least certain profile; its error is unknown.",
+		}
+	}
+	return nil
+}

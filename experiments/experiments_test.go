@@ -196,3 +196,46 @@ func TestGolden(t *testing.T) {
 		})
 	}
 }
+
+// The kernel-time model follows hardware.profile: the built-in calibrated
+// profile by default, the roofline on request, a profile file by path, and
+// the roofline for a GPU without a built-in profile; a profile for another
+// GPU is an error naming the field.
+func TestKernelProfileChoice(t *testing.T) {
+	cases := []struct {
+		profile, gpu, want string
+	}{
+		{"", "h100", "calibrated: h100"},
+		{"builtin", "a100", "calibrated: a100"},
+		{"roofline", "h100", "roofline"},
+	}
+	for _, c := range cases {
+		s := Default()
+		s.Hardware.Profile, s.GPU = c.profile, c.gpu
+		p, err := s.Resolve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(p.Kernel, c.want) {
+			t.Errorf("profile %q on %s: kernel %q, want prefix %q", c.profile, c.gpu, p.Kernel, c.want)
+		}
+	}
+	// A user GPU without a built-in profile falls back to the roofline, and says so.
+	dir := t.TempDir()
+	gpus := filepath.Join(dir, "gpus.toml")
+	os.WriteFile(gpus, []byte("[[gpu]]\nname = \"x1\"\nbf16_flops = 500e12\nmem_bytes = 96e9\nmem_bw = 4e12\nlink_bw = 450e9\nhost_bw = 64e9\n"), 0o644)
+	s := Default()
+	s.GPUsFile, s.GPU = gpus, "x1"
+	p, err := s.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(p.Kernel, "no built-in calibrated profile for x1") {
+		t.Errorf("kernel %q", p.Kernel)
+	}
+	s = Default()
+	s.Hardware.Profile = "../hardware/calibrate/profiles/a100.toml"
+	if _, err := s.Resolve(); err == nil || !strings.Contains(err.Error(), "hardware.profile") {
+		t.Errorf("an A100 profile on an H100: error %v, want one naming hardware.profile", err)
+	}
+}

@@ -95,12 +95,13 @@ func (p *Plan) Describe(w io.Writer) error {
 		"Scenario %q: %s (%s weights, %s KV) on %d× %s, TP %d; %s batching, max_num_seqs %d, max_num_batched_tokens %d.\n"+
 			"KV cache: %d blocks of %d tokens (%d tokens, %.1f GB per GPU; weights %.1f GB per GPU).\n"+
 			"Policies: %d replica(s), router %s, scheduler %s, admission %s, preemption %s (victim %s), prefix caching %v.\n"+
+			"Kernel times: %s.\n"+
 			"Workload: %s.\n",
 		s.Name, p.Model.Name, p.Parallel.Weights, p.Parallel.KV, p.Parallel.TP, p.GPU.Name, p.Parallel.TP,
 		p.Batcher.Name(), p.Limits.MaxNumSeqs, p.Limits.MaxNumBatchedTokens,
 		p.Memory.Blocks, p.Memory.BlockSize, p.Memory.Blocks*p.Memory.BlockSize, p.Memory.KVBytesPerGPU/1e9, p.Memory.WeightBytesPerGPU/1e9,
 		p.Replicas, s.Router.Policy, s.Scheduler.Policy, s.Admission.Policy, s.Batch.Preemption, s.Batch.Victim, s.Batch.PrefixCaching,
-		work)
+		p.Kernel, work)
 	if err == nil && p.Decode != nil {
 		d, dp := s.Disagg, p.Decode
 		l := p.Serve.Disagg.Link

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/servesim/servesim/hardware"
+	"github.com/servesim/servesim/hardware/calibrate"
 	"github.com/servesim/servesim/models"
 	"github.com/servesim/servesim/policies"
 	"github.com/servesim/servesim/sim"
@@ -50,6 +51,7 @@ type PoolPlan struct {
 	Batcher     policies.Batcher
 	Limits      policies.Limits
 	MaxModelLen int
+	Kernel      string // which kernel-time model, for reports
 }
 
 // resolvePool resolves one pool's instance; prefix ("" or "disagg.decode_")
@@ -136,19 +138,60 @@ func (s *Scenario) resolvePool(gc *hardware.Catalog, m *models.Model, prefix, gp
 	if p.Memory, err = hardware.PlanMemory(m, p.GPU, p.Parallel, b.GPUMemUtil, b.BlockSize, hardware.DefaultActivationReserve); err != nil {
 		return nil, err
 	}
-	kern, overhead, err := s.kernelModel(p.GPU, *tp)
+	kern, overhead, desc, err := s.kernelModel(p.GPU, *tp)
 	if err != nil {
 		return nil, err
 	}
+	p.Kernel = desc
 	if p.Step, err = hardware.NewStepModel(m, p.GPU, p.Parallel, kern, overhead); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-// kernelModel returns the kernel-time model and per-iteration overhead (s).
-func (s *Scenario) kernelModel(g *hardware.GPU, tp int) (hardware.KernelModel, float64, error) {
-	return hardware.Roofline{GPU: g, Eff: hardware.DefaultEfficiency(), TP: tp}, s.Hardware.IterOverheadMs / 1e3, nil
+// kernelModel returns the kernel-time model of hardware.profile for GPU g
+// at tp, the per-iteration overhead in seconds (the scenario's
+// iteration_overhead_ms when set, else the profile's, else
+// DefaultIterOverheadMs), and a description for reports.
+//
+//   - "" or "builtin": the GPU's built-in calibrated profile (a100, h100,
+//     h200, b200); a GPU without one, or whose numbers a gpus_file changed,
+//     uses the roofline, and the description says so;
+//   - "roofline": the roofline with hardware.DefaultEfficiency;
+//   - anything else: a profile file (servesim calibrate -o), which must be
+//     for this GPU.
+func (s *Scenario) kernelModel(g *hardware.GPU, tp int) (hardware.KernelModel, float64, string, error) {
+	overhead := func(profile float64) float64 {
+		if s.Hardware.IterOverheadMs > 0 {
+			return s.Hardware.IterOverheadMs / 1e3
+		}
+		return profile
+	}
+	roofline := hardware.Roofline{GPU: g, Eff: hardware.DefaultEfficiency(), TP: tp}
+	switch prof := s.Hardware.Profile; prof {
+	case "roofline":
+		return roofline, overhead(DefaultIterOverheadMs / 1e3), "roofline (default efficiencies)", nil
+	case "", "builtin":
+		p, ok := calibrate.Builtin(g.Name)
+		if !ok {
+			return roofline, overhead(DefaultIterOverheadMs / 1e3), fmt.Sprintf("roofline (no built-in calibrated profile for %s)", g.Name), nil
+		}
+		k, err := p.Kernel(g, tp)
+		if err != nil {
+			return roofline, overhead(DefaultIterOverheadMs / 1e3), fmt.Sprintf("roofline (the built-in %s profile does not fit this GPU's numbers: %v)", g.Name, err), nil
+		}
+		return k, overhead(p.IterOverhead()), "calibrated: " + p.Describe(), nil
+	default:
+		p, err := calibrate.LoadProfile(s.path(prof))
+		if err != nil {
+			return nil, 0, "", fmt.Errorf("%w (field \"hardware.profile\", flag --profile)", err)
+		}
+		k, err := p.Kernel(g, tp)
+		if err != nil {
+			return nil, 0, "", fmt.Errorf("%w (field \"hardware.profile\", flag --profile)", err)
+		}
+		return k, overhead(p.IterOverhead()), "calibrated: " + p.Describe(), nil
+	}
 }
 
 // fieldError names the scenario field (and the flag that sets it).
@@ -186,9 +229,6 @@ func (s Scenario) Resolve() (*Plan, error) {
 	}
 	if s.KV == "" {
 		s.KV = "bf16"
-	}
-	if s.Hardware.IterOverheadMs == 0 {
-		s.Hardware.IterOverheadMs = DefaultIterOverheadMs
 	}
 	if s.Hardware.IterOverheadMs < 0 || math.IsNaN(s.Hardware.IterOverheadMs) {
 		return nil, fieldError("hardware.iteration_overhead_ms", "iteration-overhead-ms", "%g must be ≥ 0", s.Hardware.IterOverheadMs)

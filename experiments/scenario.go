@@ -137,7 +137,11 @@ type Disagg struct {
 
 // Hardware holds kernel-time model settings.
 type Hardware struct {
-	IterOverheadMs float64 `toml:"iteration_overhead_ms" json:"iteration_overhead_ms"` // per-iteration CPU/scheduling time
+	// Profile chooses the kernel-time model: "builtin" (default: the GPU's
+	// calibrated profile, roofline for GPUs without one), "roofline", or a
+	// profile file written by servesim calibrate.
+	Profile        string  `toml:"profile" json:"profile"`
+	IterOverheadMs float64 `toml:"iteration_overhead_ms" json:"iteration_overhead_ms"` // per-iteration CPU/scheduling time (0: the profile's, or 0.5 ms for the roofline)
 }
 
 //go:embed default.toml

@@ -62,7 +62,8 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&s.SLO.TTFTms, "slo-ttft", 0, "TTFT SLO in ms (0 = none)")
 	fs.Float64Var(&s.SLO.TPOTms, "slo-tpot", 0, "TPOT SLO in ms (0 = none)")
 	fs.Float64Var(&s.SLO.E2Ems, "slo-e2e", 0, "E2E latency SLO in ms (0 = none)")
-	fs.Float64Var(&s.Hardware.IterOverheadMs, "iteration-overhead-ms", 0, "per-iteration CPU overhead in ms (default 0.5)")
+	fs.Float64Var(&s.Hardware.IterOverheadMs, "iteration-overhead-ms", 0, "per-iteration CPU overhead in ms (default: the profile's; 0.5 for the roofline)")
+	fs.StringVar(&s.Hardware.Profile, "profile", "", "kernel-time model: builtin (calibrated, default), roofline, or a profile file from servesim calibrate")
 	fs.IntVar(&s.Replicas, "replicas", 0, "identical instances behind the router (default 1)")
 	fs.StringVar(&s.Router.Policy, "router", "", "routing: round-robin, least-outstanding, least-kv, power-of-two, prefix-affinity")
 	fs.Float64Var(&s.Router.StalenessMs, "router-staleness-ms", 0, "how stale the router's view of the instances may be, in ms")
@@ -185,6 +186,7 @@ var scenarioFlags = map[string]func(dst, src *experiments.Scenario){
 	"slo-tpot":               func(d, s *experiments.Scenario) { d.SLO.TPOTms = s.SLO.TPOTms },
 	"slo-e2e":                func(d, s *experiments.Scenario) { d.SLO.E2Ems = s.SLO.E2Ems },
 	"iteration-overhead-ms":  func(d, s *experiments.Scenario) { d.Hardware.IterOverheadMs = s.Hardware.IterOverheadMs },
+	"profile":                func(d, s *experiments.Scenario) { d.Hardware.Profile = s.Hardware.Profile },
 	"replicas":               func(d, s *experiments.Scenario) { d.Replicas = s.Replicas },
 	"router":                 func(d, s *experiments.Scenario) { d.Router.Policy = s.Router.Policy },
 	"router-staleness-ms":    func(d, s *experiments.Scenario) { d.Router.StalenessMs = s.Router.StalenessMs },

@@ -10,15 +10,17 @@ import (
 
 // PlanOptions configure the capacity planner.
 type PlanOptions struct {
-	Rate     float64            // target arrival rate, req/s
-	GPUs     []string           // candidate GPU types (catalog names)
-	Prices   map[string]float64 // $/GPU-hour overrides by GPU name (default: the catalog's)
-	TPs      []int              // default 1, 2, 4, 8
-	Target   float64            // attainment target (default 0.9)
-	Disagg   bool               // also plan disaggregated deployments (same GPU type in both pools)
-	MaxGPUs  int                // largest deployment considered (default 64)
-	Duration float64            // seconds of arrivals per simulation (default 60)
-	Workers  int
+	Rate   float64            // target arrival rate, req/s
+	GPUs   []string           // candidate GPU types (catalog names)
+	Prices map[string]float64 // $/GPU-hour overrides by GPU name (default: the catalog's)
+	TPs    []int              // default 1, 2, 4, 8
+	// MaxNumSeqs are batch limits to try (default: the scenario's).
+	MaxNumSeqs []int
+	Target     float64 // attainment target (default 0.9)
+	Disagg     bool    // also plan disaggregated deployments (same GPU type in both pools)
+	MaxGPUs    int     // largest deployment considered (default 64)
+	Duration   float64 // seconds of arrivals per simulation (default 60)
+	Workers    int
 }
 
 // Option is one planned deployment: the smallest of its shape that meets
@@ -28,6 +30,7 @@ type Option struct {
 	Name             string // e.g. "colocated 3×TP2" or "disagg 1×TP2 + 2×TP2"
 	Disagg           bool
 	Replicas, TP     int
+	MaxNumSeqs       int // the batch limit (0: the scenario's)
 	DecodeRep        int
 	DecodeTP         int
 	GPUs             int
@@ -69,21 +72,33 @@ func PlanCapacity(base Scenario, o PlanOptions) ([]Option, error) {
 	type job struct {
 		gpu    string
 		tp     int
+		seqs   int
 		disagg bool
+	}
+	seqs := o.MaxNumSeqs
+	if len(seqs) == 0 {
+		seqs = []int{0}
 	}
 	var jobs []job
 	for _, g := range o.GPUs {
 		for _, tp := range o.TPs {
-			jobs = append(jobs, job{g, tp, false})
-			if o.Disagg {
-				jobs = append(jobs, job{g, tp, true})
+			for _, n := range seqs {
+				jobs = append(jobs, job{g, tp, n, false})
+				if o.Disagg {
+					jobs = append(jobs, job{g, tp, n, true})
+				}
 			}
 		}
 	}
 	out := make([]Option, len(jobs))
 	parallel(len(jobs), o.Workers, func(i int) {
 		j := jobs[i]
-		out[i] = planShape(base, o, j.gpu, j.tp, j.disagg)
+		b := base
+		if j.seqs > 0 {
+			b.Batch.MaxNumSeqs, b.Disagg.DecodeBatch.MaxNumSeqs = j.seqs, j.seqs
+		}
+		out[i] = planShape(b, o, j.gpu, j.tp, j.disagg)
+		out[i].MaxNumSeqs = j.seqs
 	}, nil)
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
@@ -214,6 +229,9 @@ func planShape(base Scenario, o PlanOptions, gpu string, tp int, disagg bool) Op
 	if disagg {
 		opt.Name = fmt.Sprintf("disagg %d×TP%d + %d×TP%d", bestC.Replicas, tp, bestC.DecodeRep, tp)
 	}
+	if base.Batch.MaxNumSeqs > 0 {
+		opt.Name += fmt.Sprintf(", max_num_seqs %d", base.Batch.MaxNumSeqs)
+	}
 	opt.CostPerHour = best.CostPerHour()
 	opt.Attainment = best.Summary.Attainment
 	opt.TTFTp90, opt.TPOTp90 = best.Summary.TTFT.P90, best.Summary.TPOT.P90
@@ -244,9 +262,9 @@ func WritePlan(w io.Writer, opts []Option, rate, target float64) error {
 // WritePlanCSV writes the ranked options as CSV.
 func WritePlanCSV(w io.Writer, opts []Option) error {
 	var b strings.Builder
-	b.WriteString("gpu,deployment,disaggregated,replicas,tp,decode_replicas,decode_tp,gpus,cost_per_hour,attainment,ttft_p90_ms,tpot_p90_ms,cost_per_m_output_tokens,error\n")
+	b.WriteString("gpu,deployment,disaggregated,replicas,tp,max_num_seqs,decode_replicas,decode_tp,gpus,cost_per_hour,attainment,ttft_p90_ms,tpot_p90_ms,cost_per_m_output_tokens,error\n")
 	for _, o := range opts {
-		fmt.Fprintf(&b, "%s,%s,%v,%d,%d,%d,%d,%d,%.4f,%.4f,%.3f,%.3f,%.4f,%s\n", o.GPU, o.Name, o.Disagg, o.Replicas, o.TP, o.DecodeRep, o.DecodeTP,
+		fmt.Fprintf(&b, "%s,%s,%v,%d,%d,%d,%d,%d,%d,%.4f,%.4f,%.3f,%.3f,%.4f,%s\n", o.GPU, csvField(o.Name), o.Disagg, o.Replicas, o.TP, o.MaxNumSeqs, o.DecodeRep, o.DecodeTP,
 			o.GPUs, o.CostPerHour, o.Attainment, o.TTFTp90, o.TPOTp90, o.CostPerMOutTok, csvField(o.Err))
 	}
 	_, err := io.WriteString(w, b.String())

@@ -13,7 +13,7 @@ import (
 const planUsage = `Usage: servesim plan --config FILE --rate R [--gpus h100,h200=3.5,b200] [flags]
 
 The capacity planner: for the scenario's model, workload and SLOs, finds for
-each candidate GPU type and TP the fewest instances — colocated, and with
+each candidate GPU type, TP and batch limit the fewest instances — colocated, and with
 --disagg also prefill/decode-disaggregated — that serve R requests/s with the
 attainment target, and ranks them by cost per hour (prices per GPU-hour from
 the catalog, or given as NAME=PRICE). Prints a ranked table and writes CSV.
@@ -29,6 +29,7 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 	rate := fs.Float64("rate", 0, "target request rate (req/s)")
 	gpus := fs.String("gpus", "", "candidate GPUs, NAME or NAME=$/hour, comma-separated (default: the scenario's)")
 	tps := fs.String("tps", "1,2,4,8", "tensor-parallel degrees to try")
+	seqs := fs.String("max-num-seqs", "", "batch limits to try, comma-separated (default: the scenario's)")
 	target := fs.Float64("target", 0.9, "SLO attainment target")
 	disagg := fs.Bool("disagg", false, "also plan disaggregated deployments")
 	maxGPUs := fs.Int("max-gpus", 64, "largest deployment considered")
@@ -64,6 +65,11 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	if o.TPs, err = positiveInts("plan", "tps", *tps); err != nil {
 		return err
+	}
+	if *seqs != "" {
+		if o.MaxNumSeqs, err = positiveInts("plan", "max-num-seqs", *seqs); err != nil {
+			return err
+		}
 	}
 	opts, err := experiments.PlanCapacity(base, o)
 	if err != nil {

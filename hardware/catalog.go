@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -247,7 +248,7 @@ func tomlError(name string, err error) error {
 type gpuField struct {
 	key   string
 	index int
-	kind  reflect.Kind // Float64, String or Slice (of string)
+	kind  reflect.Kind // Float64, Int, String or Slice (of string)
 }
 
 var gpuFields = func() map[string]gpuField {
@@ -326,6 +327,15 @@ func setField(dst reflect.Value, kind reflect.Kind, val any) error {
 		default:
 			return fmt.Errorf("want a number, got %s", tomlType(val))
 		}
+	case reflect.Int:
+		x, ok := val.(int64)
+		if !ok {
+			return fmt.Errorf("want an integer, got %s", tomlType(val))
+		}
+		if x < math.MinInt32 || x > math.MaxInt32 {
+			return fmt.Errorf("%d is out of range", x)
+		}
+		dst.SetInt(x)
 	case reflect.String:
 		s, ok := val.(string)
 		if !ok {

@@ -179,6 +179,12 @@ func TestLoadErrors(t *testing.T) {
 			[]string{"gpus.toml line 3:", `field "name"`, "lower case"}},
 		{"alias element type", strings.Replace(goodTOML, `aliases = ["l40s-48gb"]`, `aliases = ["a", 7]`, 1),
 			[]string{"gpus.toml line 4:", `field "aliases"`, "element 2: want a string, got an integer"}},
+		{"fractional sms", strings.Replace(goodTOML, "mem_bw = 864e9", "mem_bw = 864e9\nsms = 142.5", 1),
+			[]string{"gpus.toml line 10:", `field "sms"`, "want an integer, got a float"}},
+		{"negative sms", strings.Replace(goodTOML, "mem_bw = 864e9", "mem_bw = 864e9\nsms = -1", 1),
+			[]string{"gpus.toml line 10:", `field "sms"`, "must be >= 0"}},
+		{"huge sms", strings.Replace(goodTOML, "mem_bw = 864e9", "mem_bw = 864e9\nsms = 9999999999", 1),
+			[]string{"gpus.toml line 10:", `field "sms"`, "out of range"}},
 		{"nan", strings.Replace(goodTOML, "fp8_flops = 733e12", "fp8_flops = nan", 1),
 			[]string{"gpus.toml line 7:", `field "fp8_flops"`, "finite"}},
 		{"subtable", goodTOML + "[gpu.clocks]\nboost = 1\n",
@@ -270,6 +276,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add(builtinTOML)
 	f.Add("[[gpu]]\nname = \"x\"\nbf16_flops = 1\nmem_bytes = 1\nmem_bw = 1\nlink_bw = 1\nhost_bw = 1\n")
 	f.Add("[[gpu]]\nname = \"x\"\nsources = [\n  \"a = b\",\n  'c [d',\n]\nmem_bw = -1\n")
+	f.Add("[[gpu]]\nname = \"x\"\nbf16_flops = 1\nmem_bytes = 1\nmem_bw = 1\nlink_bw = 1\nhost_bw = 1\nsms = 142\n")
 	f.Add("[gpu.x]\ny = 1\n")
 	f.Add(`gpu = [{name = "x", bf16_flops = 1}]`)
 	f.Add("[[gpu]]\nname = \"\"\"x\n\"\"\"\n")

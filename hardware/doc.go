@@ -8,7 +8,8 @@
 // A [GPU] holds what the cost model needs: dense tensor-core peaks per
 // precision, HBM capacity and bandwidth, NVLink and PCIe bandwidth (per
 // direction: datasheets quote NVLink as the bidirectional aggregate, twice
-// the figure here), an all-reduce latency, power and a price. [Builtin]
+// the figure here), an all-reduce latency, the number of SMs (for the wave
+// quantization of calibrated GEMM models; 0 = unknown), power and a price. [Builtin]
 // returns the A100 SXM4 80GB, H100 SXM5, H200 SXM and B200, whose numbers
 // come from ../shared/data/gpu-specs.md with its source tags, one Sources
 // line per number. They live in the embedded gpus.toml, read by the same

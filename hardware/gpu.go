@@ -46,6 +46,10 @@ type GPU struct {
 	// all-reduce (the α of an α-β model). A TOML entry without it gets
 	// DefaultLinkLatency.
 	LinkLatency float64 `toml:"link_latency"`
+	// SMs is the number of streaming multiprocessors: how many GEMM output
+	// tiles run at once, which calibrated kernel models use for wave
+	// quantization (hardware/calibrate). 0 = unknown: no wave model.
+	SMs int `toml:"sms"`
 	// HostBW is the PCIe bandwidth to host memory in bytes/s per direction
 	// (used when KV blocks are swapped out).
 	HostBW float64 `toml:"host_bw"`
@@ -104,8 +108,8 @@ type fieldError struct {
 func (e *fieldError) Error() string { return fmt.Sprintf("field %q: %s", e.field, e.msg) }
 
 // Validate checks g: a well-formed name, BF16FLOPS, MemBytes, MemBW, LinkBW
-// and HostBW positive, every other number non-negative, nothing NaN or
-// infinite. It fills FullName from Name when empty; it sets no other
+// and HostBW positive, every other number (SMs included) non-negative,
+// nothing NaN or infinite. It fills FullName from Name when empty; it sets no other
 // defaults. Errors start with "hardware:" and name the field by its TOML key.
 func (g *GPU) Validate() error {
 	if err := g.validate(); err != nil {
@@ -145,6 +149,9 @@ func (g *GPU) validate() error {
 		{"host_bw", g.HostBW, true},
 		{"tdp", g.TDP, false},
 		{"price_per_hour", g.PricePerHour, false},
+	}
+	if g.SMs < 0 {
+		return &fieldError{"sms", fmt.Sprintf("must be >= 0 (0: unknown), got %d", g.SMs)}
 	}
 	for _, n := range nums {
 		switch {

@@ -17,19 +17,21 @@ func TestBuiltinNumbers(t *testing.T) {
 		bf16, fp8, fp4           float64
 		mem, bw, link, host, tdp float64
 		lat, price               float64
+		sms                      int
 	}
 	rows := []row{
 		// A100 SXM4 80GB: 312 TFLOPS [S1†,S15†]; no FP8/FP4; 80 GB [S1†]; 2,039 GB/s [S1†,S2†];
-		// NVLink 600 GB/s / 2 = 300 GB/s [S1†]; PCIe Gen4 32+32 GB/s [S1†]; 400 W [S1†].
-		{"a100", 312e12, 0, 0, 80e9, 2039e9, 300e9, 32e9, 400, 32.5e-6, 1.50},
+		// NVLink 600 GB/s / 2 = 300 GB/s [S1†]; PCIe Gen4 32+32 GB/s [S1†]; 400 W [S1†]; 108 SMs [S1†,S4†].
+		{"a100", 312e12, 0, 0, 80e9, 2039e9, 300e9, 32e9, 400, 32.5e-6, 1.50, 108},
 		// H100 SXM5: 989.4 / 1,978.9 TFLOPS dense [S8†,S15†]; 80 GB [S5†]; 3,350 GB/s [S5†,S8†];
-		// NVLink 900 / 2 = 450 GB/s [S5†]; PCIe Gen5 128 / 2 = 64 GB/s [S5†]; 700 W [S5†].
-		{"h100", 989.4e12, 1978.9e12, 0, 80e9, 3350e9, 450e9, 64e9, 700, 35.5e-6, 3.00},
-		// H200 SXM: 989 / 1,979 [S15†,S19†]; 141 GB [S9,S10]; 4,800 GB/s [S9]; 900 / 2 [S10]; 700 W [S10].
-		{"h200", 989e12, 1979e12, 0, 141e9, 4800e9, 450e9, 64e9, 700, 35.5e-6, 4.00},
+		// NVLink 900 / 2 = 450 GB/s [S5†]; PCIe Gen5 128 / 2 = 64 GB/s [S5†]; 700 W [S5†]; 132 SMs [S5†,S8†].
+		{"h100", 989.4e12, 1978.9e12, 0, 80e9, 3350e9, 450e9, 64e9, 700, 35.5e-6, 3.00, 132},
+		// H200 SXM: 989 / 1,979 [S15†,S19†]; 141 GB [S9,S10]; 4,800 GB/s [S9]; 900 / 2 [S10]; 700 W [S10];
+		// 132 SMs [S21†] ‡ (inferred: the H100's GH100 die).
+		{"h200", 989e12, 1979e12, 0, 141e9, 4800e9, 450e9, 64e9, 700, 35.5e-6, 4.00, 132},
 		// B200: 2,250 / 4,500 / 9,000 [S12†,S15†]; 180 GB [S10,S11]; 8,000 GB/s [S12†,S14†];
-		// 1,800 / 2 = 900 GB/s [S11,S12†]; 1,000 W [S10,S11].
-		{"b200", 2250e12, 4500e12, 9000e12, 180e9, 8000e9, 900e9, 64e9, 1000, 35.5e-6, 6.00},
+		// 1,800 / 2 = 900 GB/s [S11,S12†]; 1,000 W [S10,S11]; 148 SMs [S16⚠].
+		{"b200", 2250e12, 4500e12, 9000e12, 180e9, 8000e9, 900e9, 64e9, 1000, 35.5e-6, 6.00, 148},
 	}
 	c := Builtin()
 	if got := strings.Join(c.Names(), ","); got != "a100,b200,h100,h200" {
@@ -48,6 +50,9 @@ func TestBuiltinNumbers(t *testing.T) {
 				t.Errorf("%s %s = %g, want %g", r.name, keys[i], got[i], want[i])
 			}
 		}
+		if g.SMs != r.sms {
+			t.Errorf("%s sms = %d, want %d", r.name, g.SMs, r.sms)
+		}
 		if !strings.HasPrefix(g.FullName, "NVIDIA ") {
 			t.Errorf("%s full name %q", r.name, g.FullName)
 		}
@@ -58,7 +63,7 @@ func TestBuiltinNumbers(t *testing.T) {
 // built-in GPU, citing the data file, a Vidur profile or (for the price) the
 // word "assumption".
 func TestBuiltinSources(t *testing.T) {
-	keys := []string{"bf16_flops", "fp8_flops", "fp4_flops", "mem_bytes", "mem_bw", "link_bw", "link_latency", "host_bw", "tdp", "price_per_hour"}
+	keys := []string{"bf16_flops", "fp8_flops", "fp4_flops", "mem_bytes", "mem_bw", "link_bw", "link_latency", "sms", "host_bw", "tdp", "price_per_hour"}
 	for _, g := range Builtin().All() {
 		for _, k := range keys {
 			n := 0
@@ -132,6 +137,8 @@ func TestValidate(t *testing.T) {
 		{"negative latency", func(g *GPU) { g.LinkLatency = -1e-6 }, "link_latency"},
 		{"zero host", func(g *GPU) { g.HostBW = 0 }, "host_bw"},
 		{"negative tdp", func(g *GPU) { g.TDP = -1 }, "tdp"},
+		{"negative sms", func(g *GPU) { g.SMs = -1 }, "sms"},
+		{"unknown sms", func(g *GPU) { g.SMs = 0 }, ""},
 		{"negative price", func(g *GPU) { g.PricePerHour = -2 }, "price_per_hour"},
 	}
 	for _, tc := range cases {

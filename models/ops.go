@@ -27,7 +27,9 @@ func (m *Model) normFLOPs() float64 {
 
 // gemm is the cost of an M×K by K×N product on one GPU: 2·M·K·N FLOPs;
 // bytes are the weights read (weightElems at wb bytes each) plus the
-// activations read (M×K) and written (M×N) in BF16.
+// activations read (M×K) and written (M×N) in BF16. N and K are recorded as
+// integers, rounded up (a dimension split unevenly by TP is as wide as its
+// widest shard; the catalog's dimensions divide evenly).
 func gemm(kind OpKind, count, tokens int, mm, k, n, weightElems, wb float64, compute DType) Op {
 	return Op{
 		Kind:    kind,
@@ -35,6 +37,8 @@ func gemm(kind OpKind, count, tokens int, mm, k, n, weightElems, wb float64, com
 		Tokens:  tokens,
 		FLOPs:   2 * mm * k * n,
 		Bytes:   weightElems*wb + (mm*k+mm*n)*actBytes,
+		N:       int(math.Ceil(n)),
+		K:       int(math.Ceil(k)),
 		Compute: compute,
 	}
 }

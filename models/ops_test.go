@@ -93,6 +93,64 @@ func TestOpsQKV(t *testing.T) {
 	}
 }
 
+// TestOpsGEMMDims checks N and K, the per-GPU output and reduction
+// dimensions of each GEMM (llama-3.1-8b: hidden 4096, 32 heads and 8 KV
+// heads of 128, ffn 14336, gated, vocab 128256; mixtral-8x7b: hidden 4096,
+// 8 experts of ffn 14336, top 2), and that a GEMM's FLOPs are 2·M·N·K with
+// M = Tokens (the LM head adds its final norm's 4·T·hidden).
+func TestOpsGEMMDims(t *testing.T) {
+	tests := []struct {
+		model string
+		tp    int
+		kind  OpKind
+		n, k  int
+	}{
+		// QKV at TP 2: N = (4096 + 2·1024)/2 = 3072, K = 4096.
+		{"llama-3.1-8b", 2, OpQKV, 3072, 4096},
+		// QKV at TP 1: N = 4096 + 2·8·128 = 6144.
+		{"llama-3.1-8b", 1, OpQKV, 6144, 4096},
+		// Output projection at TP 2: K = 32·128/2 = 2048, N = 4096.
+		{"llama-3.1-8b", 2, OpOutProj, 4096, 2048},
+		// Gate+up at TP 2: N = 2·14336/2 = 14336; down: K = 14336/2 = 7168.
+		{"llama-3.1-8b", 2, OpMLPUp, 14336, 4096},
+		{"llama-3.1-8b", 2, OpMLPDown, 4096, 7168},
+		// LM head at TP 2: N = 128256/2 = 64128.
+		{"llama-3.1-8b", 2, OpLMHead, 64128, 4096},
+		// Mixtral at TP 2: one expert's gate+up N = 2·14336/2 = 14336, down K = 7168;
+		// the router is replicated: N = 8 experts.
+		{"mixtral-8x7b", 2, OpMLPUp, 14336, 4096},
+		{"mixtral-8x7b", 2, OpMLPDown, 4096, 7168},
+		{"mixtral-8x7b", 2, OpMoERouter, 8, 4096},
+	}
+	b := Batch{Prefills: 1, PrefillTokens: 300, PrefillPairs: 300 * 150.5, Decodes: 7, DecodeCtx: 700}
+	for _, tc := range tests {
+		op := opOf(t, builtin(t, tc.model).Ops(b, Parallel{TP: tc.tp}, nil), tc.kind)
+		if op.N != tc.n || op.K != tc.k {
+			t.Errorf("%s TP %d %v: N, K = %d, %d, want %d, %d", tc.model, tc.tp, tc.kind, op.N, op.K, tc.n, tc.k)
+		}
+		flops := 2 * float64(op.Tokens) * float64(op.N) * float64(op.K)
+		if tc.kind == OpLMHead {
+			flops += 4 * 307 * 4096 // RMSNorm over T = 307 tokens
+		}
+		if relErr(op.FLOPs, flops) > 1e-12 {
+			t.Errorf("%s TP %d %v: FLOPs %g, want 2·M·N·K = %g", tc.model, tc.tp, tc.kind, op.FLOPs, flops)
+		}
+	}
+	// Operators that are not GEMMs have none.
+	for _, op := range builtin(t, "mixtral-8x7b").Ops(b, Parallel{TP: 2}, nil) {
+		switch op.Kind {
+		case OpQKV, OpOutProj, OpMoERouter, OpMLPUp, OpMLPDown, OpLMHead:
+			if op.N <= 0 || op.K <= 0 {
+				t.Errorf("%v: N, K = %d, %d", op.Kind, op.N, op.K)
+			}
+		default:
+			if op.N != 0 || op.K != 0 {
+				t.Errorf("%v is not a GEMM but has N, K = %d, %d", op.Kind, op.N, op.K)
+			}
+		}
+	}
+}
+
 // weightBytes is the part of an op's bytes that does not grow with the
 // batch: Bytes(T) = W + a·T for GEMMs and norms, so W = 2·Bytes(1) − Bytes(2).
 func weightBytes(t *testing.T, m *Model, p Parallel, k OpKind) float64 {

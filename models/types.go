@@ -71,6 +71,13 @@ type Op struct {
 	Tokens int     // rows processed by one occurrence (GEMM M dimension)
 	FLOPs  float64 // floating-point operations of one occurrence, on one GPU
 	Bytes  float64 // HBM bytes read and written by one occurrence, on one GPU
+	// N and K are the per-GPU output and reduction dimensions of a GEMM
+	// (OpQKV, OpOutProj, OpMoERouter, OpMLPUp, OpMLPDown, OpLMHead): one
+	// occurrence multiplies an M×K activation by a K×N weight, M = Tokens.
+	// For MoE expert GEMMs they are one expert's, with M the (token, expert)
+	// rows of all touched experts. Kernel models use them for tile and wave
+	// quantization. 0 for operators that are not GEMMs.
+	N, K int
 	// CommBytes is the message size of one occurrence of a collective
 	// (OpAllReduce), in bytes; 0 for other operators.
 	CommBytes float64

@@ -3,6 +3,7 @@ package experiments
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 
 	"github.com/servesim/servesim/sim/metrics"
@@ -199,6 +200,20 @@ func (r *Report) writeEngineCounts(w io.Writer) error {
 			st   metrics.Stats
 		}{{"queue", ph.Queue}, {"prefill", ph.Prefill}, {"transfer wait", ph.TransferWait}, {"transfer", ph.Transfer}, {"decode", ph.Decode}} {
 			line(fmt.Sprintf("Phase %s mean/p99 (ms):", x.name), fmt.Sprintf("%.2f / %.2f", x.st.Mean, x.st.P99))
+		}
+	}
+	if len(r.Summary.ByClass) > 0 {
+		names := make([]string, 0, len(r.Summary.ByClass))
+		for n := range r.Summary.ByClass {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			c := r.Summary.ByClass[n]
+			line(fmt.Sprintf("Class %s: served/rejected:", n), fmt.Sprintf("%d/%d", c.Completed, c.Rejected))
+			line(fmt.Sprintf("Class %s: SLO attainment (%%):", n), fmt.Sprintf("%.2f", 100*c.Attainment))
+			line(fmt.Sprintf("Class %s: TTFT p50/p99 (ms):", n), fmt.Sprintf("%.2f / %.2f", c.TTFT.Median, c.TTFT.P99))
+			line(fmt.Sprintf("Class %s: TPOT p50/p99 (ms):", n), fmt.Sprintf("%.2f / %.2f", c.TPOT.Median, c.TPOT.P99))
 		}
 	}
 	if r.Plan.Scenario.Batch.PrefixCaching {

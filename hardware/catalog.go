@@ -235,6 +235,9 @@ func (c *Catalog) clone() *Catalog {
 func tomlError(name string, err error) error {
 	var pe toml.ParseError
 	if errors.As(err, &pe) {
+		if pe.Position.Line < 1 { // the decoder gives no line for some errors at the end of the input
+			return fmt.Errorf("hardware: %s: %s", name, pe.Message)
+		}
 		return fmt.Errorf("hardware: %s line %d: %s", name, pe.Position.Line, pe.Message)
 	}
 	msg := strings.TrimPrefix(err.Error(), "toml: ")

@@ -20,7 +20,8 @@ const calibrateUsage = `Usage: servesim calibrate --trace PATH --gpu GPU [-o FIL
 Fits servesim's kernel-time model to measured kernel timings and writes a
 calibrated profile (TOML) for ` + "`servesim run --profile FILE`" + `: per operator
 class a fixed overhead, a compute efficiency that saturates in the token
-count and a memory efficiency; per TP degree the all-reduce latency and link
+count (for GEMMs, or the time of whole waves of output tiles on the GPU's
+SMs, whichever is faster) and a memory efficiency; per TP degree the all-reduce latency and link
 efficiency; the per-iteration CPU overhead; the fit errors; and where it all
 came from. Attention kernels, absent from Vidur's traces, are priced by a
 FlashAttention-like roofline, and the profile says so.
@@ -36,8 +37,9 @@ Traces (--format, guessed from --trace when not given):
           '#' starts a comment; see hardware/calibrate/native.go)
 
 --report prints the accuracy report on a Vidur trace directory: in-sample,
-held out by model, held out by GPU (A100 <-> H100 through the specs), the
-floor of a smooth model, and per-layer step times. --transfer moves a fitted
+held out by model, held out by GPU (A100 <-> H100 through the specs), what
+the model reaches fitted to each GEMM shape alone (with and without waves),
+and per-layer step times. --transfer moves a fitted
 profile to another GPU through its specs (same efficiencies, the new peaks).
 The built-in profiles (a100, h100 fitted; h200, b200 transferred from h100)
 are regenerated with ` + "`go generate ./hardware/calibrate`" + `.

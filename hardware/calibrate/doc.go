@@ -32,7 +32,7 @@
 //
 // One occurrence of an operator of class k with t tokens takes
 //
-//	o_k + max(FLOPs / (peak · η_k) · (1 + h_k/t), bytes / (MemBW · μ_k), bytes/t / (MemBW · ρ_k))
+//	o_k + max(min(FLOPs / (peak · η_k) · (1 + h_k/t), W_k / (peak · ω_k)), bytes / (MemBW · μ_k), bytes/t / (MemBW · ρ_k))
 //
 // a fixed overhead plus the slowest of a compute term, a memory term and a
 // row term. The compute efficiency η_k·t/(t + h_k) saturates in the token
@@ -43,6 +43,30 @@
 // measured. GEMM classes (qkv, out_proj, mlp_up, mlp_down) fit o, η, h and
 // μ (ρ = 0); bandwidth-bound classes fit o, μ and ρ (η = 1, h = 0: their
 // nominal FLOPs run on CUDA cores).
+//
+// W_k is the wave term of a GEMM class (0: none), cuBLAS's tile and wave
+// quantization: a kernel with tm × tn output tiles runs a GEMM of M = t
+// rows, N columns and depth K (models.Op.N and K) in
+// ⌈⌈M/tm⌉·⌈N/tn⌉ / SMs⌉ waves on a GPU with SMs multiprocessors
+// (hardware.GPU.SMs), each costing 2·K·tm·tn·SMs FLOPs however few of its
+// tiles are busy; W_k is that padded work, at efficiency ω_k. It reproduces
+// steps such as Llama-2-70B's up-projection at TP 4 on H100 (N = 14,336,
+// K = 8,192) going from one wave at 256 tokens (2·56 = 112 tiles of
+// 128 × 256 on 132 SMs) to two at 264 (168 tiles): 101 µs → 199 µs
+// measured. The faster of the two compute terms applies, as cuBLAS picks
+// among its kernels. The tile is discrete: [FitProfile] fits the other
+// parameters for each of nine tiles (64, 128 or 256 on a side), started
+// from the fit without a wave term, and keeps the best, or none unless it
+// lowers the squared log error by 1 %. Simpler forms did worse on the
+// Vidur data (see the README): the padded work in place of the FLOPs, with
+// or without the saturation, and a min of two tiles.
+//
+// The wave term follows only part of the steps: cuBLAS chooses its kernel
+// per shape, and the Vidur timings are not monotone in the token count
+// (Llama-2-7B's up-projection on H100: 128 µs at 200 tokens, 110 µs at
+// 264), which no one-tile-per-class model can follow. [Evaluate] measures
+// the error that leaves, and the floor: the model fitted to each shape alone.
+//
 // [FitProfile] fits each class per GPU by Levenberg–Marquardt least squares
 // (gonum/mat) on log(predicted/measured), so a 5 µs and a 5 ms kernel weigh
 // the same; the all-reduce, per TP degree, is latency + 2(n−1)/n ·
@@ -62,12 +86,6 @@
 // a + b·batch over the TP-1 rows ([FitIterOverhead]); [Profile.IterOverhead]
 // is a, and b is recorded, not applied.
 //
-// What the smooth model cannot follow is cuBLAS's tile and wave quantization:
-// a GEMM's time steps by up to 2× between neighbouring token counts (256 →
-// 264 tokens doubles Llama-2-70B's up-projection at TP 4 on H100), at
-// shape-dependent places. [Evaluate] measures how much error that leaves,
-// including the floor: the same model fitted to each shape alone.
-//
 // # Profiles
 //
 // A [Profile] is TOML: the GPU, how it was derived ([Source]: trace, files,
@@ -82,10 +100,13 @@
 // degree. It refuses a GPU other than the profile's, and a GPU whose peaks
 // differ from the profile's: efficiencies are fractions of those peaks.
 // Using a profile on another GPU is an explicit step, [Transfer], which keeps
-// every efficiency and overhead, takes the new GPU's peaks, clears the fit
-// statistics and says so in a note. [Calibrated.OpTime] is on the
-// simulator's hot path: a pure function of the operator, no allocation, a
-// division and a few multiplications more than hardware.Roofline.
+// every efficiency, tile and overhead, takes the new GPU's peaks and SM
+// count (the wave term counts waves on the target's SMs), clears the fit
+// statistics and says so in a note. A profile with a wave term also
+// requires the GPU's SM count to be its peaks.sms. [Calibrated.OpTime] is on the
+// simulator's hot path: a pure function of the operator, no allocation;
+// with its reciprocals precomputed it is cheaper than hardware.Roofline
+// even with the wave term's three integer divisions.
 //
 // [Builtin] returns the embedded profiles: a100 and h100 fitted to the Vidur
 // data, h200 and b200 the h100 fit transferred through their specs, each
@@ -99,7 +120,7 @@
 // against it, and skips when ../shared is absent). `servesim calibrate`
 // fits a profile to a user's trace, transfers one, and prints the accuracy
 // report ([Evaluate], [Accuracy.Markdown]): in-sample, held out by model,
-// held out by GPU (A100 ↔ H100), the smooth-model floor, the transfer to
+// held out by GPU (A100 ↔ H100), the per-shape floor, the transfer to
 // the H200 against this project's own measurements
 // (testdata/h200_*.csv, measured with testdata/measure_gemm.py), and
 // per-layer step times against the measured sums.

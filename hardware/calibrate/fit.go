@@ -3,7 +3,9 @@ package calibrate
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"sort"
+	"sync"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -84,7 +86,7 @@ func FitProfile(tr *Trace, g *hardware.GPU, opt FitOptions) (*Profile, error) {
 		Derivation: DerivationFitted,
 		Source: Source{Trace: opt.Trace, Format: opt.Format, Files: append([]string(nil), tr.Sources...),
 			Models: (&Trace{Samples: own}).Models(), Samples: len(own), Note: opt.Note},
-		Peaks: Peaks{BF16FLOPS: g.BF16FLOPS, MemBW: g.MemBW, LinkBW: g.LinkBW},
+		Peaks: Peaks{BF16FLOPS: g.BF16FLOPS, MemBW: g.MemBW, LinkBW: g.LinkBW, SMs: g.SMs},
 	}
 	byKind := map[models.OpKind][]Sample{}
 	for _, s := range own {
@@ -166,24 +168,72 @@ const attentionAssumption = "assumption, no attention kernels in the trace (Vidu
 // point is a sample reduced to what the model needs.
 type point struct {
 	a, bm, n, y float64 // FLOPs/peak (s at 100 %), bytes/MemBW (s at 100 %), tokens, log(measured s)
+	// w is the padded work of the wave term at 100 % of the peak (s) for
+	// the tile set by withTile; 0: no wave term.
+	w float64
+	// GEMM dimensions (M = tokens), 0 when not a GEMM or unknown, and the
+	// FLOPs beyond the GEMM's 2·M·N·K (the LM head's final norm) over the peak.
+	gm, gn, gk     int
+	invPeak, extra float64
 }
 
 func points(ss []Sample, g *hardware.GPU) []point {
 	pts := make([]point, len(ss))
 	for i, s := range ss {
-		pts[i] = point{a: s.Op.FLOPs / g.PeakFLOPS(s.Op.Compute), bm: s.Op.Bytes / g.MemBW,
-			n: float64(max(s.Op.Tokens, 1)), y: math.Log(s.Seconds)}
+		inv := 1 / g.PeakFLOPS(s.Op.Compute)
+		pts[i] = point{a: s.Op.FLOPs * inv, bm: s.Op.Bytes / g.MemBW,
+			n: float64(max(s.Op.Tokens, 1)), y: math.Log(s.Seconds), invPeak: inv}
+		if s.Op.N > 0 && s.Op.K > 0 && s.Op.Tokens > 0 {
+			pts[i].gm, pts[i].gn, pts[i].gk = s.Op.Tokens, s.Op.N, s.Op.K
+			pts[i].extra = max(0, s.Op.FLOPs-2*float64(s.Op.Tokens)*float64(s.Op.N)*float64(s.Op.K)) * inv
+		}
 	}
 	return pts
+}
+
+// tile is the output tile of a GEMM kernel: m rows (tokens) by n columns
+// of the product per thread block. {0, 0} is no tile model.
+type tile struct{ m, n int }
+
+// tileCandidates are the output tiles a GEMM class's fit tries: the CTA
+// shapes of cuBLAS's and CUTLASS's tensor-core GEMM kernels on Ampere and
+// Hopper are built from 64-, 128- and 256-wide sides.
+var tileCandidates = []tile{{64, 64}, {64, 128}, {128, 64}, {128, 128}, {64, 256}, {256, 64}, {128, 256}, {256, 128}, {256, 256}}
+
+// waves is the number of waves of a GEMM of M×N outputs in tiles of t on
+// sms SMs: ⌈⌈M/t.m⌉·⌈N/t.n⌉ / sms⌉.
+func waves(M, N int, t tile, sms int) int {
+	tiles := ((M + t.m - 1) / t.m) * ((N + t.n - 1) / t.n)
+	return (tiles + sms - 1) / sms
+}
+
+// paddedWork is the FLOPs a GEMM's kernel spends when every wave counts as
+// full: 2·K·tm·tn·sms per wave.
+func paddedWork(M, N, K int, t tile, sms int) float64 {
+	return 2 * float64(K) * float64(t.m) * float64(t.n) * float64(sms) * float64(waves(M, N, t, sms))
+}
+
+// withTile sets each GEMM point's wave term to the padded work of tile t on
+// sms SMs, plus its FLOPs beyond the GEMM (t = {0, 0}: no wave term).
+func withTile(pts []point, t tile, sms int) {
+	for i := range pts {
+		p := &pts[i]
+		if t.m == 0 || sms <= 0 || p.gn == 0 {
+			p.w = 0
+			continue
+		}
+		p.w = paddedWork(p.gm, p.gn, p.gk, t, sms)*p.invPeak + p.extra
+	}
 }
 
 func logistic(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
 func logit(p float64) float64    { return math.Log(p / (1 - p)) }
 
 // params are the parameters of one class in the units of OpParams, with
-// lam = 1/RowMemoryEff (0: no per-row term).
+// lam = 1/RowMemoryEff (0: no per-row term) and ew = WaveEff (0: no wave
+// term).
 type params struct {
-	o, em, ec, h, lam float64
+	o, em, ec, h, lam, ew float64
 }
 
 // at is Calibrated.OpTime on a point.
@@ -191,6 +241,9 @@ func (m params) at(pt *point) float64 {
 	tc := pt.a / m.ec
 	if m.h > 0 {
 		tc *= 1 + m.h/pt.n
+	}
+	if m.ew > 0 && pt.w > 0 {
+		tc = min(tc, pt.w/m.ew)
 	}
 	t := max(tc, pt.bm/m.em)
 	if m.lam > 0 {
@@ -202,7 +255,8 @@ func (m params) at(pt *point) float64 {
 // grad returns m.at(pt) and fills d with its derivatives with respect to
 // the unconstrained parameters of a form: d[0] by log o, d[1] by logit μ,
 // d[2] by logit η (GEMM, attention) or by log(λ − 1) (bandwidth-bound),
-// d[3] by log h (GEMM). Only the active branch of the max contributes.
+// d[3] by log h and d[4] by logit η_w (GEMM). Only the active branch of
+// the max and the min contributes.
 func (m params) grad(pt *point, elem bool, d []float64) float64 {
 	for i := range d {
 		d[i] = 0
@@ -213,18 +267,26 @@ func (m params) grad(pt *point, elem bool, d []float64) float64 {
 		sat = 1 + m.h/pt.n
 	}
 	tc := pt.a / m.ec * sat
+	tw := math.Inf(1)
+	if m.ew > 0 && pt.w > 0 {
+		tw = pt.w / m.ew
+	}
 	tm := pt.bm / m.em
 	tr := 0.0
 	if m.lam > 0 {
 		tr = pt.bm / pt.n * m.lam
 	}
+	tcw := min(tc, tw)
 	switch {
-	case tr > tc && tr > tm:
+	case tr > tcw && tr > tm:
 		d[2] = pt.bm / pt.n * (m.lam - 1)
 		return m.o + tr
-	case tm >= tc:
+	case tm >= tcw:
 		d[1] = -tm * (1 - m.em)
 		return m.o + tm
+	case tw < tc:
+		d[4] = -tw * (1 - m.ew)
+		return m.o + tw
 	}
 	if !elem {
 		d[2] = -tc * (1 - m.ec)
@@ -256,6 +318,13 @@ var (
 			return params{o: math.Exp(x[0]), em: logistic(x[1]), ec: logistic(x[2]), h: math.Exp(x[3])}
 		},
 	}
+	// GEMMs with a wave term: x = [log o, logit μ, logit η, log h, logit η_w].
+	// The starts are set from the fit without it (fitGEMM).
+	waveForm = form{
+		decode: func(x []float64) params {
+			return params{o: math.Exp(x[0]), em: logistic(x[1]), ec: logistic(x[2]), h: math.Exp(x[3]), ew: logistic(x[4])}
+		},
+	}
 	// Bandwidth-bound kernels: x = [log o, logit μ, log(λ − 1)], with
 	// η = 1 (nominal FLOPs) and the per-row term at 1/λ of the bandwidth.
 	elemForm = form{
@@ -282,13 +351,20 @@ var (
 // parameters: least squares on r_i = log(predicted) − log(measured), with
 // the analytic Jacobian ∂r_i/∂x = (∂predicted/∂x)/predicted.
 func (f form) fit(pts []point) params {
+	m, _, _ := f.fitFrom(pts, f.starts)
+	return m
+}
+
+// fitFrom is fit from the given starts; it also returns the best
+// unconstrained vector and its sum of squared log residuals.
+func (f form) fitFrom(pts []point, starts [][]float64) (params, []float64, float64) {
 	res := func(x, r []float64) {
 		m := f.decode(x)
 		for i := range pts {
 			r[i] = math.Log(m.at(&pts[i])) - pts[i].y
 		}
 	}
-	d := make([]float64, len(f.starts[0]))
+	d := make([]float64, len(starts[0]))
 	jac := func(x []float64, J *mat.Dense) {
 		m := f.decode(x)
 		for i := range pts {
@@ -300,28 +376,100 @@ func (f form) fit(pts []point) params {
 	}
 	var best []float64
 	bestCost := math.Inf(1)
-	for _, x0 := range f.starts {
+	for _, x0 := range starts {
 		x, c := levenbergMarquardt(res, jac, x0, len(pts), 200)
 		if c < bestCost {
 			best, bestCost = x, c
 		}
 	}
-	return f.decode(best)
+	return f.decode(best), best, bestCost
 }
 
 func fitClass(k models.OpKind, ss []Sample, g *hardware.GPU) OpParams {
 	pts := points(ss, g)
-	f := elemForm
-	if isGEMM(k) {
-		f = gemmForm
+	var m params
+	var t tile
+	switch {
+	case isGEMM(k):
+		m, t = fitGEMM(pts, g.SMs)
+	default:
+		m = elemForm.fit(pts)
 	}
-	m := f.fit(pts)
-	op := OpParams{Op: k.String(), OverheadS: m.o, ComputeEff: m.ec, HalfTokens: m.h, MemoryEff: m.em, From: "fit"}
+	op := OpParams{Op: k.String(), OverheadS: m.o, ComputeEff: m.ec, HalfTokens: m.h, MemoryEff: m.em,
+		WaveEff: m.ew, TileM: t.m, TileN: t.n, From: "fit"}
 	if m.lam > 0 {
 		op.RowMemoryEff = 1 / m.lam
 	}
 	op.Fit = stats(pts, m.at)
 	return op
+}
+
+// fitGEMM fits a GEMM class: first without a wave term, then, where the
+// GPU's SM count and every sample's N and K are known, with the wave term
+// of each candidate tile, started from the fit without it (the wave
+// efficiency one logit above the compute efficiency). It keeps the fit
+// with the least squared log error (a wave term only if it lowers it by
+// waveGain; the earlier candidate among equal ones), and leaves pts priced
+// with its tile. Candidates are fitted in parallel on copies of pts; the result
+// does not depend on the scheduling.
+func fitGEMM(pts []point, sms int) (params, tile) {
+	withTile(pts, tile{}, sms)
+	best, x0, bestCost := gemmForm.fitFrom(pts, gemmForm.starts)
+	var bestT tile
+	if sms <= 0 || !hasDims(pts) {
+		return best, bestT
+	}
+	start := [][]float64{append(append([]float64(nil), x0...), x0[2]+1)}
+	type result struct {
+		m    params
+		cost float64
+	}
+	res := make([]result, len(tileCandidates))
+	next := make(chan int, len(tileCandidates))
+	for i := range tileCandidates {
+		next <- i
+	}
+	close(next)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(tileCandidates)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			own := append([]point(nil), pts...)
+			for i := range next {
+				withTile(own, tileCandidates[i], sms)
+				m, _, c := waveForm.fitFrom(own, start)
+				res[i] = result{m, c}
+			}
+		}()
+	}
+	wg.Wait()
+	// A wave term must earn its place: lower the cost by 1 % at least (and
+	// by more than rounding on a perfect trace), so that a tie, or a
+	// difference in the last digits between platforms, keeps the model
+	// without one.
+	need := bestCost - max(waveGain*bestCost, 1e-6*float64(len(pts)))
+	for i, r := range res {
+		if r.cost < need && r.cost < bestCost {
+			best, bestT, bestCost = r.m, tileCandidates[i], r.cost
+		}
+	}
+	withTile(pts, bestT, sms)
+	return best, bestT
+}
+
+// waveGain is the least relative reduction of a GEMM class's squared log
+// error for which its fit takes a wave term.
+const waveGain = 0.01
+
+// hasDims reports whether every point is a GEMM with known N and K.
+func hasDims(pts []point) bool {
+	for i := range pts {
+		if pts[i].gn == 0 {
+			return false
+		}
+	}
+	return len(pts) > 0
 }
 
 func fitAttention(ss []Sample, g *hardware.GPU) OpParams {

@@ -78,6 +78,9 @@ func TestFitRecoversParameters(t *testing.T) {
 		if got.Fit.P90APE > 1e-3 {
 			t.Errorf("%s: in-sample p90 error %.3g %% on a perfect trace", c.kind, got.Fit.P90APE)
 		}
+		if got.TileM != 0 || got.WaveEff != 0 {
+			t.Errorf("%s: a wave term (%d × %d at %g) fitted to a trace without one", c.kind, got.TileM, got.TileN, got.WaveEff)
+		}
 	}
 }
 
@@ -165,5 +168,64 @@ func TestFitAttention(t *testing.T) {
 	a := p.Attention
 	if math.Abs(a.ComputeEff-0.6) > 1e-4 || math.Abs(a.MemoryEff-0.7) > 1e-4 || math.Abs(a.OverheadS-3e-6) > 1e-9 || !strings.HasPrefix(a.Source, "fit to 40") {
 		t.Errorf("attention %+v", a)
+	}
+}
+
+// Fitting a perfect trace of a profile with a wave term recovers its tile
+// and parameters; on a trace without one (TestFitRecoversParameters), the
+// fit takes none.
+func TestFitRecoversWaveTerm(t *testing.T) {
+	g := mustGPU(t, "h100")
+	truth := waveProfile(g) // mlp_up: o 2 µs, η 0.8, h 200, μ 0.9, η_w 0.75, 128 × 256 tiles
+	want, _ := truth.Op(models.OpMLPUp)
+	k, err := truth.Calibrated(g, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tokens []int
+	for n := 1; n <= 4096; n = n*5/4 + 8 {
+		tokens = append(tokens, n)
+	}
+	var ss []Sample
+	for _, s := range synthetic(t, k, "h100", []string{"llama-2-7b", "llama-2-70b", "llama-3-8b"}, []int{1, 2, 4, 8}, tokens) {
+		if s.Op.Kind == models.OpMLPUp {
+			ss = append(ss, s)
+		}
+	}
+	got := fitClass(models.OpMLPUp, ss, g)
+	if got.TileM != 128 || got.TileN != 256 {
+		t.Fatalf("tile %d × %d, want 128 × 256", got.TileM, got.TileN)
+	}
+	for _, f := range []struct {
+		name      string
+		got, want float64
+	}{{"overhead", got.OverheadS, want.OverheadS}, {"compute_eff", got.ComputeEff, want.ComputeEff},
+		{"half_tokens", got.HalfTokens, want.HalfTokens}, {"memory_eff", got.MemoryEff, want.MemoryEff},
+		{"wave_eff", got.WaveEff, want.WaveEff}} {
+		if math.Abs(f.got-f.want) > 1e-4*f.want {
+			t.Errorf("%s: fitted %.8g, true %.8g", f.name, f.got, f.want)
+		}
+	}
+	if got.Fit.P90APE > 1e-3 {
+		t.Errorf("in-sample p90 error %.3g %% on a perfect trace", got.Fit.P90APE)
+	}
+	// The wave term must be active on part of the trace, or the test shows nothing.
+	pts := points(ss, g)
+	withTile(pts, tile{128, 256}, g.SMs)
+	waveWins := 0
+	m := params{o: want.OverheadS, em: want.MemoryEff, ec: want.ComputeEff, h: want.HalfTokens}
+	for i := range pts {
+		if pts[i].w/want.WaveEff < math.Max(m.at(&pts[i])-m.o, pts[i].bm/want.MemoryEff) {
+			waveWins++
+		}
+	}
+	if waveWins < len(pts)/10 {
+		t.Errorf("the wave term prices %d of %d samples; want at least a tenth", waveWins, len(pts))
+	}
+	// Without the GPU's SM count there is no wave term to fit.
+	noSMs := *g
+	noSMs.SMs = 0
+	if o := fitClass(models.OpMLPUp, ss, &noSMs); o.TileM != 0 || o.WaveEff != 0 {
+		t.Errorf("fit without SMs took a wave term: %+v", o)
 	}
 }

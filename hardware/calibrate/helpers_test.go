@@ -66,3 +66,17 @@ func handProfile(g *hardware.GPU) *Profile {
 	}
 	return p
 }
+
+// waveProfile is handProfile with a wave term on mlp_up: o = 2 µs, η = 0.8,
+// h = 200 tokens, μ = 0.9, η_w = 0.75 on 128 × 256 tiles, waves counted on
+// g's SMs.
+func waveProfile(g *hardware.GPU) *Profile {
+	p := handProfile(g)
+	p.Peaks.SMs = g.SMs
+	for i := range p.Ops {
+		if p.Ops[i].Op == "mlp_up" {
+			p.Ops[i].HalfTokens, p.Ops[i].WaveEff, p.Ops[i].TileM, p.Ops[i].TileN = 200, 0.75, 128, 256
+		}
+	}
+	return p
+}

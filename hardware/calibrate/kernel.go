@@ -12,10 +12,13 @@ import (
 // degree, built by Profile.Kernel. One occurrence of an operator of class k
 // with t tokens takes
 //
-//	o_k + max(FLOPs / (peak(op.Compute) · η_k) · (1 + h_k/t), Bytes / (MemBW · μ_k), Bytes/t / (MemBW · ρ_k))
+//	o_k + max(min(FLOPs / (peak(op.Compute) · η_k) · (1 + h_k/t), W_k / (peak(op.Compute) · ω_k)),
+//	          Bytes / (MemBW · μ_k), Bytes/t / (MemBW · ρ_k))
 //
-// (the compute efficiency η_k·t/(t+h_k) saturates in the token count; the
-// last term, a row's latency, only where ρ_k > 0; see OpParams); an
+// (the compute efficiency η_k·t/(t+h_k) saturates in the token count; W_k,
+// the padded work of whole waves of the class's GEMM tiles on the GPU's
+// SMs, only for GEMM classes with a wave term and operators with N and K;
+// the last term, a row's latency, only where ρ_k > 0; see OpParams); an
 // operator with no FLOPs and no bytes takes 0. Attention uses the profile's
 // [attention] roofline (h = 0). An all-reduce is
 //
@@ -33,6 +36,7 @@ type Calibrated struct {
 	invPeak [3]float64 // 1/PeakFLOPS by models.DType (BF16, FP8, FP4)
 	arLat   float64    // all-reduce latency at tp
 	arInv   float64    // 2(tp−1)/tp / (LinkBW·link_eff)
+	sms     int        // the GPU's SMs (waves of the tile model)
 }
 
 type class struct {
@@ -41,6 +45,9 @@ type class struct {
 	h      float64 // half-saturation tokens
 	invM   float64 // 1/(MemBW·μ)
 	invRow float64 // 1/(MemBW·row_memory_eff); 0: no per-row term
+	tm, tn int     // GEMM output tile; tm = 0: no wave term
+	wave   float64 // 2·tm·tn·SMs: FLOPs of one wave per unit of K
+	invW   float64 // 1/η_w (wave efficiency)
 }
 
 var (
@@ -49,7 +56,8 @@ var (
 
 // Kernel returns the calibrated kernel model for GPU g at tensor-parallel
 // degree tp. The profile must be for g (same catalog name) and its peaks
-// must be g's: the efficiencies are fractions of those peaks. To use a
+// must be g's: the efficiencies are fractions of those peaks; a profile
+// with a wave term also needs g's SM count to be its peaks.sms. To use a
 // profile on another GPU, Transfer it first (`servesim calibrate
 // --transfer`), which states the assumption in the new profile; Kernel never
 // transfers silently. An all-reduce at a TP the profile has no entry for
@@ -82,7 +90,10 @@ func (p *Profile) Calibrated(g *hardware.GPU, tp int) (*Calibrated, error) {
 			return nil, fmt.Errorf("calibrate: the %s profile's efficiencies are fractions of %s = %g, but gpu %q has %g: refit, or transfer the profile to this GPU definition", p.GPU, c.key, c.prof, g.Name, c.spec)
 		}
 	}
-	k := &Calibrated{gpu: g, tp: tp}
+	if p.hasTiles() && g.SMs != p.Peaks.SMs {
+		return nil, fmt.Errorf("calibrate: the %s profile's GEMM tile model counts waves on peaks.sms = %d SMs, but gpu %q has sms = %d: set sms in the GPU definition, or transfer the profile to it", p.GPU, p.Peaks.SMs, g.Name, g.SMs)
+	}
+	k := &Calibrated{gpu: g, tp: tp, sms: g.SMs}
 	for _, d := range []models.DType{models.BF16, models.FP8, models.FP4} {
 		k.invPeak[d] = 1 / g.PeakFLOPS(d)
 	}
@@ -91,6 +102,10 @@ func (p *Profile) Calibrated(g *hardware.GPU, tp int) (*Calibrated, error) {
 		c := class{o: o.OverheadS, invC: 1 / o.ComputeEff, h: o.HalfTokens, invM: 1 / (g.MemBW * o.MemoryEff)}
 		if o.RowMemoryEff > 0 {
 			c.invRow = 1 / (g.MemBW * o.RowMemoryEff)
+		}
+		if o.TileM > 0 && g.SMs > 0 {
+			c.tm, c.tn, c.invW = o.TileM, o.TileN, 1/o.WaveEff
+			c.wave = 2 * float64(o.TileM) * float64(o.TileN) * float64(g.SMs)
 		}
 		k.cls[kind] = c
 	}
@@ -142,9 +157,17 @@ func (k *Calibrated) OpTime(op *models.Op) float64 {
 	}
 	c := &k.cls[op.Kind]
 	n := float64(max(op.Tokens, 1))
-	tc := op.FLOPs * k.invPeak[op.Compute] * c.invC
+	inv := k.invPeak[op.Compute]
+	tc := op.FLOPs * inv * c.invC
 	if c.h > 0 {
 		tc *= 1 + c.h/n
+	}
+	if c.tm > 0 && op.N > 0 && op.K > 0 && op.Tokens > 0 {
+		// The wave term: the padded work of whole waves, plus the FLOPs
+		// beyond the GEMM's (the LM head's norm).
+		tiles := ((op.Tokens + c.tm - 1) / c.tm) * ((op.N + c.tn - 1) / c.tn)
+		w := c.wave*float64(op.K)*float64((tiles+k.sms-1)/k.sms) + max(0, op.FLOPs-2*float64(op.Tokens)*float64(op.N)*float64(op.K))
+		tc = min(tc, w*inv*c.invW)
 	}
 	t := max(tc, op.Bytes*c.invM)
 	if c.invRow > 0 {

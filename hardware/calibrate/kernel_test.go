@@ -2,6 +2,7 @@ package calibrate
 
 import (
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -164,20 +165,26 @@ func TestKernelErrors(t *testing.T) {
 // The calibrated kernel is on the simulator's hot path: no allocation.
 func TestOpTimeDoesNotAllocate(t *testing.T) {
 	g := mustGPU(t, "h100")
-	k, _ := handProfile(g).Kernel(g, 4)
+	builtin, _ := Builtin("h100")
 	m := mustModel(t, "llama-3.1-70b")
 	ops := m.Ops(models.Batch{Prefills: 1, PrefillTokens: 512, PrefillPairs: 512 * 513 / 2, Decodes: 8, DecodeCtx: 8000},
 		models.Parallel{TP: 4, Weights: models.BF16, KV: models.BF16}, nil)
-	sum := 0.0
-	if a := testing.AllocsPerRun(100, func() {
-		for i := range ops {
-			sum += k.OpTime(&ops[i])
+	for _, p := range []*Profile{handProfile(g), waveProfile(g), builtin} {
+		k, err := p.Kernel(g, 4)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}); a != 0 {
-		t.Errorf("%v allocations per call", a)
-	}
-	if !(sum > 0) {
-		t.Error("no time")
+		sum := 0.0
+		if a := testing.AllocsPerRun(100, func() {
+			for i := range ops {
+				sum += k.OpTime(&ops[i])
+			}
+		}); a != 0 {
+			t.Errorf("%s: %v allocations per call", p.Source.Trace, a)
+		}
+		if !(sum > 0) {
+			t.Error("no time")
+		}
 	}
 }
 
@@ -205,5 +212,112 @@ func TestStepModelWithCalibrated(t *testing.T) {
 	}
 	if got := s.StepTime(b); math.Abs(got-sum) > 1e-12*sum {
 		t.Errorf("StepTime %.9g, breakdown sum %.9g", got, sum)
+	}
+}
+
+// The wave term: Llama-2-70B's up-projection at TP 4 (N = 2·28672/4 =
+// 14336, K = 8192) on H100 (989.4e12 FLOP/s, 3.35e12 B/s, 132 SMs) with
+// waveProfile's mlp_up: o = 2 µs, η = 0.8, h = 200, μ = 0.9, η_w = 0.75,
+// 128 × 256 tiles. One wave is 2·8192·128·256·132 = 70,866,960,384 FLOPs.
+func TestOpTimeWaves(t *testing.T) {
+	g := mustGPU(t, "h100")
+	k, err := waveProfile(g).Calibrated(g, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := mustModel(t, "llama-2-70b")
+	up := func(tokens int) models.Op {
+		op, _ := opOf(m.Ops(models.Batch{Decodes: tokens}, models.Parallel{TP: 4, Weights: models.BF16, KV: models.BF16}, nil), models.OpMLPUp)
+		op.Count = 1
+		return op
+	}
+	const wave = 2.0 * 8192 * 128 * 256 * 132
+	smooth := func(n float64) float64 { return 2 * n * 14336 * 8192 / (989.4e12 * 0.8) * (1 + 200/n) }
+	mem := func(n float64) float64 { return (8192*14336*2 + n*(8192+14336)*2) / (3.35e12 * 0.9) }
+	cases := []struct {
+		name   string
+		tokens int
+		want   float64
+	}{
+		// 256 tokens: ⌈256/128⌉·⌈14336/256⌉ = 2·56 = 112 tiles ≤ 132: one wave,
+		// 70.87e9 / (989.4e12·0.75) = 95.50 µs, under the saturated smooth term
+		// 2·256·14336·8192/(989.4e12·0.8)·(1 + 200/256) = 135.3 µs; memory 81.0 µs.
+		{"one wave", 256, 2e-6 + wave/(989.4e12*0.75)},
+		// 264 tokens: 3·56 = 168 tiles: two waves, 191.0 µs; the smooth term,
+		// 137.7 µs, is faster and applies.
+		{"two waves", 264, 2e-6 + smooth(264)},
+		// 1 token: the smooth term, 2·14336·8192/(989.4e12·0.8)·201 = 59.6 µs, is faster
+		// than one wave (95.5 µs); memory, (234,881,024 + 22,528·2)/(3.35e12·0.9) = 77.9 µs, binds.
+		{"memory-bound", 1, 2e-6 + mem(1)},
+		// 2048 tokens: 16·56 = 896 tiles, ⌈896/132⌉ = 7 waves, 668.5 µs; smooth
+		// 2·2048·14336·8192/(989.4e12·0.8)·(1 + 200/2048) = 667.3 µs applies.
+		{"seven waves", 2048, 2e-6 + math.Min(smooth(2048), 7*wave/(989.4e12*0.75))},
+	}
+	for _, c := range cases {
+		op := up(c.tokens)
+		if got := k.OpTime(&op); math.Abs(got-c.want) > 1e-12*c.want {
+			t.Errorf("%s: OpTime = %.9g, want %.9g", c.name, got, c.want)
+		}
+	}
+	if got, want := 7*wave/(989.4e12*0.75), smooth(2048); !(want < got) {
+		t.Errorf("seven waves %.4g s should lose to the smooth term %.4g s", got, want)
+	}
+	// Without N and K (a trace row of bare FLOPs and bytes) there is no wave term.
+	op := up(256)
+	op.N, op.K = 0, 0
+	if got, want := k.OpTime(&op), 2e-6+smooth(256); math.Abs(got-want) > 1e-12*want {
+		t.Errorf("no dimensions: OpTime = %.9g, want %.9g", got, want)
+	}
+}
+
+// Metamorphic: the wave term only ever picks a faster kernel, and never
+// one faster than the operator's FLOPs at the wave efficiency.
+func TestWaveTermBounds(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 1))
+	for _, gpu := range []string{"a100", "h100", "b200"} {
+		g := mustGPU(t, gpu)
+		wp := waveProfile(g)
+		kw, err := wp.Calibrated(g, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kp, _ := handProfile(g).Calibrated(g, 1)
+		plain, _ := handProfile(g).Op(models.OpMLPUp)
+		for range 2000 {
+			M, N, K := 1+r.IntN(8192), 64*(1+r.IntN(512)), 64*(1+r.IntN(256))
+			op := models.Op{Kind: models.OpMLPUp, Count: 1, Tokens: M, N: N, K: K,
+				FLOPs: 2 * float64(M) * float64(N) * float64(K), Bytes: 2 * float64(N*K+M*(N+K))}
+			tw, tp := kw.OpTime(&op), kp.OpTime(&op)
+			// The smooth term of waveProfile has h = 200 where handProfile's has 0.
+			smooth := op.FLOPs / (g.BF16FLOPS * plain.ComputeEff) * (1 + 200/float64(M))
+			floor := 2e-6 + math.Max(math.Min(smooth, op.FLOPs/(g.BF16FLOPS*0.75)), op.Bytes/(g.MemBW*0.9))
+			ceil := 2e-6 + math.Max(smooth, op.Bytes/(g.MemBW*0.9))
+			if tw < floor*(1-1e-12) || tw > ceil*(1+1e-12) {
+				t.Fatalf("%s M %d N %d K %d: %.6g s outside [%.6g, %.6g]", gpu, M, N, K, tw, floor, ceil)
+			}
+			if tp > ceil*(1+1e-12) {
+				t.Fatalf("%s: the profile without waves at %.6g s, above its smooth bound %.6g", gpu, tp, ceil)
+			}
+		}
+	}
+}
+
+// The wave term counts waves on the GPU's SMs: a profile refuses a GPU
+// whose SM count differs from the one it was fitted or transferred to.
+func TestKernelSMs(t *testing.T) {
+	h100 := mustGPU(t, "h100")
+	p := waveProfile(h100)
+	other := *h100
+	other.SMs = 0
+	if _, err := p.Kernel(&other, 1); err == nil || !strings.Contains(err.Error(), "peaks.sms = 132") {
+		t.Errorf("gpu without SMs: %v", err)
+	}
+	other.SMs = 114
+	if _, err := p.Kernel(&other, 1); err == nil || !strings.Contains(err.Error(), "sms = 114") {
+		t.Errorf("gpu with other SMs: %v", err)
+	}
+	// A profile without a wave term does not care.
+	if _, err := handProfile(h100).Kernel(&other, 1); err != nil {
+		t.Errorf("profile without waves: %v", err)
 	}
 }

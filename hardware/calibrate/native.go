@@ -24,8 +24,10 @@ import (
 //	            except for all_reduce
 //	tp          tensor-parallel degree the shape is divided by (default 1);
 //	            for all_reduce the number of GPUs (>= 2)
-//	model       catalog model name or HF name: FLOPs and bytes then come from
-//	            the model's operator list for (tokens, tp, precision)
+//	model       catalog model name or HF name: FLOPs, bytes and a GEMM's N
+//	            and K then come from the model's operator list for (tokens,
+//	            tp, precision); rows without one have no N and K, and their
+//	            GEMM classes are fitted without the wave term
 //	precision   bf16 (default), fp8 or fp4: the weights' precision, which is
 //	            also the GEMM compute precision
 //	flops       FLOPs of one occurrence on one GPU (overrides the model's)
@@ -152,7 +154,7 @@ func ReadNative(r io.Reader, file string, cat *models.Catalog) ([]Sample, error)
 				if !ok {
 					return nil, lerr("op", "model %q has no %s operator", m.Name, kind)
 				}
-				op.FLOPs, op.Bytes, op.Compute = mo.FLOPs, mo.Bytes, mo.Compute
+				op.FLOPs, op.Bytes, op.Compute, op.N, op.K = mo.FLOPs, mo.Bytes, mo.Compute, mo.N, mo.K
 			}
 		} else if !has("flops") || !has("bytes") {
 			return nil, lerr("model", "a row needs a model or both flops and bytes")

@@ -23,6 +23,9 @@ import (
 // FormatVersion is the profile file format this package reads and writes.
 const FormatVersion = 1
 
+// maxTile bounds a tile dimension in a profile.
+const maxTile = 1 << 12
+
 // Derivations of a profile.
 const (
 	DerivationFitted      = "fitted"      // fitted to kernel traces of its own GPU
@@ -88,6 +91,9 @@ type Peaks struct {
 	BF16FLOPS float64 `toml:"bf16_flops"` // dense BF16 tensor-core FLOP/s
 	MemBW     float64 `toml:"mem_bw"`     // HBM bytes/s
 	LinkBW    float64 `toml:"link_bw"`    // NVLink bytes/s per direction
+	// SMs is the GPU's SM count the tile model's waves are counted in
+	// (0: the profile has no tile model).
+	SMs int `toml:"sms"`
 }
 
 // Iteration is the per-iteration CPU overhead of a profile.
@@ -112,17 +118,24 @@ type Attention struct {
 
 // OpParams are the parameters of one operator class. One occurrence takes
 //
-//	OverheadS + max(FLOPs/(peak·ComputeEff) · (1 + HalfTokens/tokens),
+//	OverheadS + max(min(FLOPs/(peak·ComputeEff) · (1 + HalfTokens/tokens), W/(peak·WaveEff)),
 //	                Bytes/(MemBW·MemoryEff),
 //	                Bytes/tokens/(MemBW·RowMemoryEff))
 //
 // where peak is the GPU's tensor-core peak for the operator's precision.
 // The compute efficiency saturates in the token count,
-// ComputeEff·tokens/(tokens + HalfTokens) (GEMMs). The last term is the
-// time of one token's row at a fraction RowMemoryEff of the bandwidth: the
-// norm, activation, RoPE, add and embedding kernels give each token's row
-// to one thread block, so a small batch takes a row's latency, which grows
-// with the hidden size; 0 means no such term (GEMMs).
+// ComputeEff·tokens/(tokens + HalfTokens) (GEMMs). The second compute term
+// is the wave term of a GEMM class with a tile (WaveEff > 0): a kernel with
+// TileM × TileN output tiles on a GPU with SMs multiprocessors runs
+// ⌈⌈M/TileM⌉·⌈N/TileN⌉ / SMs⌉ waves (M = tokens, N and K from the
+// operator) and spends W = 2·K·TileM·TileN·SMs FLOPs per wave (every wave
+// counted as full; FLOPs beyond the GEMM's 2·M·N·K, the LM head's norm,
+// added); the faster of the two compute terms applies, as cuBLAS picks
+// among its kernels. The last term is the time of one token's row at a
+// fraction RowMemoryEff of the bandwidth: the norm, activation, RoPE, add
+// and embedding kernels give each token's row to one thread block, so a
+// small batch takes a row's latency, which grows with the hidden size; 0
+// means no such term (GEMMs).
 type OpParams struct {
 	// Op is the operator class (models.OpKind name: "qkv", "mlp_up", ...).
 	Op           string  `toml:"op"`
@@ -131,6 +144,12 @@ type OpParams struct {
 	HalfTokens   float64 `toml:"half_tokens"`
 	MemoryEff    float64 `toml:"memory_eff"`
 	RowMemoryEff float64 `toml:"row_memory_eff"`
+	// WaveEff is the efficiency of the wave term on its padded work, and
+	// TileM × TileN its output tile (rows = tokens × columns = N); all
+	// three 0: no wave term.
+	WaveEff float64 `toml:"wave_eff"`
+	TileM   int     `toml:"tile_m"`
+	TileN   int     `toml:"tile_n"`
 	// From says how the parameters were obtained: "fit" (least squares to
 	// this class's samples), "as <op>" (another class's parameters), or
 	// "default" (hardware.DefaultEfficiency, no samples).
@@ -168,6 +187,16 @@ var fittedKinds = func() []models.OpKind {
 	}
 	return ks
 }()
+
+// hasTiles reports whether any class has a GEMM tile model.
+func (p *Profile) hasTiles() bool {
+	for _, o := range p.Ops {
+		if o.TileM > 0 {
+			return true
+		}
+	}
+	return false
+}
 
 // IterOverhead returns the seconds of CPU overhead added to each iteration.
 func (p *Profile) IterOverhead() float64 { return p.Iteration.OverheadS }
@@ -264,6 +293,9 @@ func (p *Profile) validate() error {
 			return fe(f.key, "must be finite and > 0, got %v", f.v)
 		}
 	}
+	if p.Peaks.SMs < 0 {
+		return fe("peaks.sms", "must be >= 0, got %d", p.Peaks.SMs)
+	}
 	if err := nonNeg("iteration.overhead_s", p.Iteration.OverheadS); err != nil {
 		return err
 	}
@@ -307,6 +339,16 @@ func (p *Profile) validate() error {
 		}
 		if !(o.RowMemoryEff >= 0 && o.RowMemoryEff <= 1) {
 			return fe(at("row_memory_eff"), "must be in [0, 1] (0: no per-row term), got %v", o.RowMemoryEff)
+		}
+		if !(o.WaveEff >= 0 && o.WaveEff <= 1) {
+			return fe(at("wave_eff"), "must be in [0, 1] (0: no wave term), got %v", o.WaveEff)
+		}
+		if o.TileM < 0 || o.TileN < 0 || o.TileM > maxTile || o.TileN > maxTile || (o.TileM == 0) != (o.TileN == 0) || (o.TileM == 0) != (o.WaveEff == 0) {
+			return fe(at("tile_m"), "tile_m = %d, tile_n = %d with wave_eff = %v: want both tile sides in [1, %d] with wave_eff > 0, or all three 0 (no wave term)",
+				o.TileM, o.TileN, o.WaveEff, maxTile)
+		}
+		if o.TileM > 0 && p.Peaks.SMs <= 0 {
+			return fe(at("tile_m"), "a wave term needs the GPU's SM count in peaks.sms")
 		}
 		if o.From == "" {
 			return fe(at("from"), "must say how the parameters were obtained (fit, as <op>, default)")
@@ -409,6 +451,9 @@ func ParseProfile(data []byte, name string) (*Profile, error) {
 			msg := pe.Message
 			if pe.LastKey != "" {
 				msg = fmt.Sprintf("field %q: %s", pe.LastKey, msg)
+			}
+			if pe.Position.Line < 1 { // no line for some errors at the end of the input
+				return nil, fmt.Errorf("calibrate: %s: %s", name, msg)
 			}
 			return nil, fmt.Errorf("calibrate: %s line %d: %s", name, pe.Position.Line, msg)
 		}
@@ -536,9 +581,12 @@ func (p *Profile) WriteTOML() []byte {
 	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
 	w("# servesim calibrated kernel-time profile (hardware/calibrate).\n")
 	w("# One operator occurrence takes\n")
-	w("#   overhead_s + max(FLOPs / (peak · compute_eff) · (1 + half_tokens/tokens), bytes / (mem_bw · memory_eff),\n")
-	w("#                    bytes / tokens / (mem_bw · row_memory_eff))   (the last term only where row_memory_eff > 0)\n")
-	w("# with peak the GPU's tensor-core peak for the operator's precision; an all-reduce at TP n takes\n")
+	w("#   overhead_s + max(min(FLOPs / (peak · compute_eff) · (1 + half_tokens/tokens), W / (peak · wave_eff)),\n")
+	w("#                    bytes / (mem_bw · memory_eff), bytes / tokens / (mem_bw · row_memory_eff))\n")
+	w("# (W only where wave_eff > 0, the last term only where row_memory_eff > 0), where a GEMM of M = tokens rows,\n")
+	w("# N columns and depth K in tile_m × tile_n output tiles runs ⌈⌈M/tile_m⌉·⌈N/tile_n⌉ / sms⌉ waves of\n")
+	w("# 2·K·tile_m·tile_n·sms FLOPs each (sms in [peaks]): W is their sum. peak is the GPU's tensor-core peak for the\n")
+	w("# operator's precision; an all-reduce at TP n takes\n")
 	w("#   latency_s + 2·(n−1)/n · bytes / (link_bw · link_eff).\n")
 	w("# Efficiencies are fractions of [peaks]. fit.*_ape_pct are in-sample absolute percentage errors.\n")
 	w("# Written by servesim's hardware/calibrate (servesim calibrate, or go generate for the built-in ones); see its doc.go.\n\n")
@@ -563,14 +611,14 @@ func (p *Profile) WriteTOML() []byte {
 		w("%s", tomlQuote(m))
 	}
 	w("]\nsamples = %d\ntransferred_from = %s\nnote = %s\n\n", p.Source.Samples, tomlQuote(p.Source.TransferredFrom), tomlQuote(p.Source.Note))
-	w("[peaks]\nbf16_flops = %s\nmem_bw = %s\nlink_bw = %s\n\n", tomlFloat(p.Peaks.BF16FLOPS), tomlFloat(p.Peaks.MemBW), tomlFloat(p.Peaks.LinkBW))
+	w("[peaks]\nbf16_flops = %s\nmem_bw = %s\nlink_bw = %s\nsms = %d\n\n", tomlFloat(p.Peaks.BF16FLOPS), tomlFloat(p.Peaks.MemBW), tomlFloat(p.Peaks.LinkBW), p.Peaks.SMs)
 	w("[iteration]\noverhead_s = %s\nper_request_s = %s\nsource = %s\n\n", tomlFloat(p.Iteration.OverheadS), tomlFloat(p.Iteration.PerRequestS), tomlQuote(p.Iteration.Source))
 	w("[attention]\ncompute_eff = %s\nmemory_eff = %s\noverhead_s = %s\nsource = %s\n",
 		tomlFloat(p.Attention.ComputeEff), tomlFloat(p.Attention.MemoryEff), tomlFloat(p.Attention.OverheadS), tomlQuote(p.Attention.Source))
 	for _, o := range p.Ops {
-		w("\n[[op]]\nop = %s\noverhead_s = %s\ncompute_eff = %s\nhalf_tokens = %s\nmemory_eff = %s\nrow_memory_eff = %s\nfrom = %s\n",
+		w("\n[[op]]\nop = %s\noverhead_s = %s\ncompute_eff = %s\nhalf_tokens = %s\nmemory_eff = %s\nrow_memory_eff = %s\nwave_eff = %s\ntile_m = %d\ntile_n = %d\nfrom = %s\n",
 			tomlQuote(o.Op), tomlFloat(o.OverheadS), tomlFloat(o.ComputeEff), tomlFloat(o.HalfTokens), tomlFloat(o.MemoryEff),
-			tomlFloat(o.RowMemoryEff), tomlQuote(o.From))
+			tomlFloat(o.RowMemoryEff), tomlFloat(o.WaveEff), o.TileM, o.TileN, tomlQuote(o.From))
 		writeStats(&b, "op.fit", o.Fit)
 	}
 	for _, a := range p.AllReduce {
@@ -625,10 +673,11 @@ func (p *Profile) Clone() *Profile {
 }
 
 // Transfer returns p moved to GPU g through its specs: the same
-// efficiencies, half-token counts and fixed overheads, now fractions of g's
-// peaks (Peaks become g's). The fit statistics are cleared (they were
-// measured on p's GPU, not g) and a note says what was assumed. p must be a
-// fitted profile.
+// efficiencies, half-token counts, GEMM tiles and fixed overheads, now
+// fractions of g's peaks (Peaks become g's), with GEMM waves counted on g's
+// SMs. The fit statistics are cleared (they were measured on p's GPU, not
+// g) and a note says what was assumed. p must be a fitted profile, and g
+// must have an SM count if p has a wave term.
 func Transfer(p *Profile, g *hardware.GPU) (*Profile, error) {
 	if p.Derivation != DerivationFitted {
 		return nil, fmt.Errorf("calibrate: transfer from a %s profile: transfer the fitted %s profile instead", p.Derivation, p.Source.TransferredFrom)
@@ -637,17 +686,24 @@ func Transfer(p *Profile, g *hardware.GPU) (*Profile, error) {
 	t.GPU = g.Name
 	t.Derivation = DerivationTransferred
 	t.Source.TransferredFrom = p.GPU
-	t.Peaks = Peaks{BF16FLOPS: g.BF16FLOPS, MemBW: g.MemBW, LinkBW: g.LinkBW}
+	if p.hasTiles() && g.SMs <= 0 {
+		return nil, fmt.Errorf("calibrate: gpu %q has no SM count (sms): the %s profile's GEMM tile model needs one to count waves; add sms to its definition", g.Name, p.GPU)
+	}
+	t.Peaks = Peaks{BF16FLOPS: g.BF16FLOPS, MemBW: g.MemBW, LinkBW: g.LinkBW, SMs: g.SMs}
 	for i := range t.Ops {
 		t.Ops[i].Fit = FitStats{}
 	}
 	for i := range t.AllReduce {
 		t.AllReduce[i].Fit = FitStats{}
 	}
+	waves := ""
+	if p.hasTiles() {
+		waves = fmt.Sprintf(" and GEMM waves are counted on its %d SMs (%s: %d) with the same tiles", g.SMs, p.GPU, p.Peaks.SMs)
+	}
 	t.Notes = append([]string{fmt.Sprintf(
-		"Transferred from the %s fit: every efficiency, half-token count and fixed overhead of %s is kept and applied to the %s peaks "+
-			"(BF16 %.4g TFLOP/s, HBM %.4g TB/s, NVLink %.4g GB/s per direction); fit statistics were measured on %s and are left out.",
-		p.GPU, p.GPU, g.Name, g.BF16FLOPS/1e12, g.MemBW/1e12, g.LinkBW/1e9, p.GPU)}, p.Notes...)
+		"Transferred from the %s fit: every efficiency, half-token count, tile and fixed overhead of %s is kept and applied to the %s peaks "+
+			"(BF16 %.4g TFLOP/s, HBM %.4g TB/s, NVLink %.4g GB/s per direction)%s; fit statistics were measured on %s and are left out.",
+		p.GPU, p.GPU, g.Name, g.BF16FLOPS/1e12, g.MemBW/1e12, g.LinkBW/1e9, waves, p.GPU)}, p.Notes...)
 	return t, nil
 }
 

@@ -2,6 +2,7 @@ package calibrate
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -68,6 +69,16 @@ func TestLoadProfileErrors(t *testing.T) {
 			return strings.Replace(s, `derivation = "fitted"`, `derivation = "transferred"`, 1)
 		},
 			`field "source.transferred_from"`, `transferred_from = ""`, 0},
+		{"wave efficiency above 1", func(s string) string { return strings.Replace(s, "wave_eff = 0.0\n", "wave_eff = 1.5\n", 1) },
+			`field "op[0].wave_eff": must be in [0, 1]`, "wave_eff = 1.5", 0},
+		{"tile without a wave efficiency", func(s string) string { return strings.Replace(s, "tile_m = 0\n", "tile_m = 128\n", 1) },
+			`field "op[0].tile_m": tile_m = 128, tile_n = 0 with wave_eff = 0`, "tile_m = 128", 0},
+		{"wave term without SMs", func(s string) string {
+			return strings.Replace(s, "wave_eff = 0.0\ntile_m = 0\ntile_n = 0\n", "wave_eff = 0.8\ntile_m = 128\ntile_n = 256\n", 1)
+		},
+			`field "op[0].tile_m": a wave term needs the GPU's SM count in peaks.sms`, "tile_m = 128", 0},
+		{"negative SMs", func(s string) string { return strings.Replace(s, "sms = 0\n", "sms = -4\n", 1) },
+			`field "peaks.sms": must be >= 0`, "sms = -4", 0},
 		{"syntax error", func(s string) string { return strings.Replace(s, "\nmem_bw = ", "\nmem_bw = = ", 1) },
 			`field "peaks.mem_bw"`, "mem_bw = = ", 0},
 	}
@@ -156,9 +167,14 @@ func TestBuiltinProfiles(t *testing.T) {
 		p, _ := Builtin(name)
 		for i, o := range p.Ops {
 			h := h100.Ops[i]
-			if o.Op != h.Op || o.ComputeEff != h.ComputeEff || o.MemoryEff != h.MemoryEff || o.OverheadS != h.OverheadS || o.HalfTokens != h.HalfTokens {
+			if o.Op != h.Op || o.ComputeEff != h.ComputeEff || o.MemoryEff != h.MemoryEff || o.OverheadS != h.OverheadS || o.HalfTokens != h.HalfTokens ||
+				o.WaveEff != h.WaveEff || o.TileM != h.TileM || o.TileN != h.TileN {
 				t.Errorf("%s %s differs from h100's: %+v vs %+v", name, o.Op, o, h)
 			}
+		}
+		// Waves are counted on the target GPU's SMs (gpus.toml: h200 132, b200 148).
+		if g := mustGPU(t, name); p.Peaks.SMs != g.SMs {
+			t.Errorf("%s: peaks.sms = %d, want the GPU's %d", name, p.Peaks.SMs, g.SMs)
 		}
 	}
 	if _, ok := Builtin("H100-SXM"); !ok {
@@ -197,6 +213,35 @@ func TestTransfer(t *testing.T) {
 	if _, err := Transfer(q, h100); err == nil {
 		t.Error("transfer of a transferred profile accepted")
 	}
+	// A profile with a wave term needs the target's SM count, and counts its waves there.
+	b200 := mustGPU(t, "b200")
+	noSMs := *b200
+	noSMs.SMs = 0
+	if _, err := Transfer(waveProfile(h100), &noSMs); err == nil || !strings.Contains(err.Error(), "no SM count") {
+		t.Errorf("transfer to a GPU without SMs: %v", err)
+	}
+	w, err := Transfer(waveProfile(h100), b200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Peaks.SMs != 148 || !strings.Contains(w.Notes[0], "148 SMs") {
+		t.Errorf("transferred to b200: peaks.sms %d, note %q", w.Peaks.SMs, w.Notes[0])
+	}
+	// An up-projection of M = 256, N = 17920, K = 8192: ⌈256/128⌉·⌈17920/256⌉ = 2·70 = 140
+	// tiles, two waves on 132 SMs, one on 148. waveProfile's mlp_up: η_w = 0.75,
+	// o = 2 µs; its smooth term, 2·256·17920·8192/(peak·0.8)·(1 + 200/256), is slower
+	// than one B200 wave, and bytes are set to 0 so that memory does not bind.
+	kb, _ := w.Calibrated(b200, 1)
+	up := models.Op{Kind: models.OpMLPUp, Count: 1, Tokens: 256, N: 17920, K: 8192, FLOPs: 2 * 256 * 17920 * 8192}
+	if got, want := kb.OpTime(&up), 2e-6+2*8192*128*256*148/(2250e12*0.75); math.Abs(got-want) > 1e-12*want {
+		t.Errorf("b200: %.9g s, want one wave on 148 SMs, %.9g s", got, want)
+	}
+	kh, _ := waveProfile(h100).Calibrated(h100, 1)
+	smooth := 2 * 256 * 17920 * 8192 / (989.4e12 * 0.8) * (1 + 200.0/256)
+	if got, want := kh.OpTime(&up), 2e-6+math.Min(smooth, 2*2*8192*128*256*132/(989.4e12*0.75)); math.Abs(got-want) > 1e-12*want {
+		t.Errorf("h100: %.9g s, want %.9g s", got, want)
+	}
+
 	// A memory-bound operator speeds up by the bandwidth ratio 4.8/3.35.
 	k1, _ := p.Calibrated(h100, 1)
 	k2, _ := q.Calibrated(h200, 1)

@@ -14,9 +14,9 @@ import (
 // 20,000-token outputs, so nearly every iteration is a decode of the whole
 // batch. The ns/step metric should stay flat as the batch grows: an
 // iteration touches no decoding request (see Instance). What does grow is
-// per-request work (admission, heap push and pop, the record), amortized
-// over the 20,000 iterations: measured on the 2-core dev box, 64, 67 and
-// 135 ns/step at batch 16, 256 and 4,096.
+// per-request work (routing, admission, heap push and pop, the record),
+// amortized over the 20,000 iterations: measured on the 2-core dev box,
+// 73–77, 79 and 200–233 ns/step at batch 16, 256 and 4,096.
 func BenchmarkDecodeStep(b *testing.B) {
 	for _, n := range []int{16, 256, 4096} {
 		b.Run(fmt.Sprintf("batch%d", n), func(b *testing.B) {

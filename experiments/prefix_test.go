@@ -49,3 +49,30 @@ func TestPrefixCacheReachesTraceReuse(t *testing.T) {
 		t.Fatalf("hit rate %.4f vs trace reuse %.4f (preemptions %d): want within 0.01 and no preemption", hit, st.PrefixReuse, rep.Result.Preemptions)
 	}
 }
+
+// Synthetic multi-turn conversations carry their history as a prefix, so
+// with prefix caching a large share of prompt tokens comes from the cache
+// and TTFT falls; without caching the same workload hits nothing.
+func TestConversationsHitPrefixCache(t *testing.T) {
+	run := func(cache bool) *Report {
+		s := Default()
+		s.Workload.Requests, s.Workload.Rate = 1000, 6
+		s.Workload.Turns, s.Workload.Conversations = 5, 40
+		s.Batch.PrefixCaching = cache
+		p, err := s.Resolve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Run(p, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	off, on := run(false), run(true)
+	hit := on.counts().PrefixHitRate
+	t.Logf("hit rate %.3f; mean TTFT %.1f ms without cache, %.1f ms with", hit, off.Summary.TTFT.Mean, on.Summary.TTFT.Mean)
+	if off.counts().PrefixHitRate != 0 || hit < 0.2 || on.Summary.TTFT.Mean >= off.Summary.TTFT.Mean {
+		t.Fatalf("hit rate %.3f (want ≥ 0.2), TTFT %.1f vs %.1f ms (want lower with the cache)", hit, on.Summary.TTFT.Mean, off.Summary.TTFT.Mean)
+	}
+}

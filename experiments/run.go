@@ -693,7 +693,7 @@ func (s *Scenario) resolveWorkload(p *Plan) error {
 		return nil
 	}
 	p.Workload = workload.Synthetic{Arrival: arrival, Count: wl.Requests, Duration: dur, Seed: s.Seed,
-		SharedPrefix: wl.SharedPrefix, PrefixGroups: wl.PrefixGroups}
+		SharedPrefix: wl.SharedPrefix, PrefixGroups: wl.PrefixGroups, Turns: wl.Turns, Conversations: wl.Conversations}
 	if wl.Prompt == "" || wl.Output == "" {
 		return fieldError("workload.prompt", "prompt-len", "prompt and output length distributions are required, e.g. \"lognormal:6.5,0.8\"")
 	}

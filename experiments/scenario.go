@@ -56,6 +56,11 @@ type Workload struct {
 	// prefixes of SharedPrefix tokens (for prefix caching).
 	SharedPrefix int `toml:"shared_prefix_tokens" json:"shared_prefix_tokens"`
 	PrefixGroups int `toml:"prefix_groups" json:"prefix_groups"`
+	// Multi-turn conversations: each request is the next turn of one of
+	// Conversations conversations in flight, its prompt the conversation's
+	// history plus a new message of the prompt length (Turns ≥ 2 enables).
+	Turns         int `toml:"turns" json:"turns"`
+	Conversations int `toml:"conversations" json:"conversations"`
 	// Trace replays a request trace instead of the synthetic workload
 	// (rate, requests and lengths above are then the trace's concern).
 	Trace *trace.Options `toml:"trace" json:"trace,omitempty"`

@@ -78,6 +78,8 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&s.Batch.Refill, "refill", 0, "decode-first batching: admit prompts while fewer than this many requests decode")
 	fs.IntVar(&w.SharedPrefix, "shared-prefix-tokens", 0, "synthetic shared system prompt length")
 	fs.IntVar(&w.PrefixGroups, "prefix-groups", 0, "number of distinct shared system prompts")
+	fs.IntVar(&w.Turns, "turns", 0, "multi-turn conversations: turns per conversation (≥ 2)")
+	fs.IntVar(&w.Conversations, "conversations", 0, "multi-turn conversations in flight at once")
 	traceFile := fs.String("trace", "", "replay a request trace (Azure, Mooncake, BurstGPT, length-only or servesim; detected) instead of the synthetic workload")
 	traceScale := fs.Float64("trace-scale", 0, "multiply the trace's request rate by this factor")
 	skipBad := fs.Bool("skip-bad-rows", false, "skip (and count) malformed trace rows instead of failing")
@@ -201,6 +203,8 @@ var scenarioFlags = map[string]func(dst, src *experiments.Scenario){
 	"refill":                 func(d, s *experiments.Scenario) { d.Batch.Refill = s.Batch.Refill },
 	"shared-prefix-tokens":   func(d, s *experiments.Scenario) { d.Workload.SharedPrefix = s.Workload.SharedPrefix },
 	"prefix-groups":          func(d, s *experiments.Scenario) { d.Workload.PrefixGroups = s.Workload.PrefixGroups },
+	"turns":                  func(d, s *experiments.Scenario) { d.Workload.Turns = s.Workload.Turns },
+	"conversations":          func(d, s *experiments.Scenario) { d.Workload.Conversations = s.Workload.Conversations },
 	"decode-replicas":        func(d, s *experiments.Scenario) { d.Disagg.DecodeReplicas = s.Disagg.DecodeReplicas },
 	"decode-gpu":             func(d, s *experiments.Scenario) { d.Disagg.DecodeGPU = s.Disagg.DecodeGPU },
 	"decode-tp":              func(d, s *experiments.Scenario) { d.Disagg.DecodeTP = s.Disagg.DecodeTP },

@@ -14,10 +14,11 @@ import (
 // is drawn (another output-length distribution, say) never shifts the
 // values drawn for another (the arrival times stay identical).
 const (
-	StreamArrivals uint64 = 1
-	StreamPrompt   uint64 = 2
-	StreamOutput   uint64 = 3
-	StreamPrefix   uint64 = 4
+	StreamArrivals     uint64 = 1
+	StreamPrompt       uint64 = 2
+	StreamOutput       uint64 = 3
+	StreamPrefix       uint64 = 4
+	StreamConversation uint64 = 5
 )
 
 // MaxTokens is the largest length a Synthetic workload yields when no
@@ -59,6 +60,16 @@ type Synthetic struct {
 	// prefix's full blocks of PrefixBlockTokens (default 256) carry hashes
 	// unique to the group, for prefix caching. 0 = no shared prefix.
 	SharedPrefix, PrefixGroups, PrefixBlockTokens int
+
+	// Multi-turn conversations: when Turns ≥ 2, Conversations conversations
+	// are in flight at once; each arrival is the next turn of one of them,
+	// chosen uniformly (its own stream), and a conversation that has had its
+	// Turns is replaced by a new one. A turn's prompt is the conversation's
+	// history (every earlier prompt and output) followed by a sampled new
+	// message; the history's full blocks of PrefixBlockTokens carry hashes
+	// unique to the conversation, so a prefix cache can reuse them. Shared
+	// system prompts, when also set, come before the history.
+	Turns, Conversations int
 }
 
 // DefaultPrefixBlockTokens is the hash-block size of synthetic shared
@@ -89,6 +100,10 @@ func (s Synthetic) Validate() error {
 		return fmt.Errorf("workload: synthetic: shared prefix %d, groups %d, block tokens %d: must be >= 0", s.SharedPrefix, s.PrefixGroups, s.PrefixBlockTokens)
 	case s.SharedPrefix > 0 && s.PrefixGroups == 0:
 		return errors.New("workload: synthetic: a shared prefix needs prefix groups ≥ 1")
+	case s.Turns < 0 || s.Conversations < 0:
+		return fmt.Errorf("workload: synthetic: turns %d, conversations %d: must be >= 0", s.Turns, s.Conversations)
+	case s.Turns >= 2 && s.Conversations == 0:
+		return errors.New("workload: synthetic: multi-turn conversations need conversations ≥ 1 (how many are in flight at once)")
 	}
 	return nil
 }
@@ -120,13 +135,23 @@ func (s Synthetic) Source() (Source, error) {
 		maxPrompt: maxP,
 		maxOutput: maxO,
 	}
-	if s.SharedPrefix > 0 {
-		bt := s.PrefixBlockTokens
-		if bt == 0 {
-			bt = DefaultPrefixBlockTokens
+	bt := s.PrefixBlockTokens
+	if bt == 0 {
+		bt = DefaultPrefixBlockTokens
+	}
+	src.blockTokens = bt
+	if s.Turns >= 2 {
+		src.turns = s.Turns
+		src.convRand = rand.New(rand.NewPCG(s.Seed, StreamConversation))
+		src.convs = make([]conversation, s.Conversations)
+		for i := range src.convs {
+			src.convs[i] = conversation{id: src.nextConv}
+			src.nextConv++
 		}
+	}
+	if s.SharedPrefix > 0 {
 		src.prefixRand = rand.New(rand.NewPCG(s.Seed, StreamPrefix))
-		src.prefixTokens, src.blockTokens = s.SharedPrefix, bt
+		src.prefixTokens = s.SharedPrefix
 		src.groups = make([][]uint64, s.PrefixGroups)
 		for g := range src.groups {
 			h := make([]uint64, s.SharedPrefix/bt)
@@ -160,6 +185,11 @@ type synthSource struct {
 	maxPrompt, maxOutput       int
 	prefixRand                 *rand.Rand
 	groups                     [][]uint64 // per group, its prefix's block hashes
+	convRand                   *rand.Rand
+	convs                      []conversation // in flight
+	turns                      int
+	nextConv                   uint64
+	hashBuf                    []uint64 // the current request's prefix hashes (valid until the next Next)
 	prefixTokens, blockTokens  int
 	next                       int64   // ID of the next request
 	t                          float64 // sum of gaps so far, seconds
@@ -194,10 +224,14 @@ func (s *synthSource) Next(r *Request) bool {
 		PromptTokens: tokens(s.prompt.Sample(s.prompts), s.maxPrompt),
 		OutputTokens: tokens(s.output.Sample(s.outputs), s.maxOutput),
 	}
+	var group []uint64
 	if s.groups != nil {
-		g := s.prefixRand.IntN(len(s.groups))
+		group = s.groups[s.prefixRand.IntN(len(s.groups))]
 		r.PromptTokens += s.prefixTokens
-		r.Prefix, r.PrefixBlockTokens = s.groups[g], s.blockTokens
+		r.Prefix, r.PrefixBlockTokens = group, s.blockTokens
+	}
+	if s.convs != nil {
+		s.nextTurn(r, group)
 	}
 	s.next++
 	return true
@@ -216,4 +250,34 @@ func tokens(v float64, hi int) int {
 		return hi
 	}
 	return int(x)
+}
+
+// conversation is one multi-turn conversation in flight.
+type conversation struct {
+	id      uint64
+	history int // tokens of earlier turns (prompts and outputs)
+	turn    int // turns done
+}
+
+// nextTurn makes r the next turn of a conversation chosen uniformly: its
+// prompt is the shared prefix (if any), the history and the new message.
+func (s *synthSource) nextTurn(r *Request, group []uint64) {
+	c := &s.convs[s.convRand.IntN(len(s.convs))]
+	msg := r.PromptTokens - s.prefixTokens // the sampled new message
+	lead := s.prefixTokens + c.history     // tokens before the new message
+	s.hashBuf = append(s.hashBuf[:0], group...)
+	// History blocks: after the shared prefix's full blocks, numbered from
+	// the history's start, so they stay the same as the history grows.
+	first := len(group)
+	for j := first; j < lead/s.blockTokens; j++ {
+		s.hashBuf = append(s.hashBuf, splitmix(c.id<<20|uint64(j)|1<<63))
+	}
+	r.PromptTokens = min(lead+msg, s.maxPrompt)
+	r.Prefix, r.PrefixBlockTokens = s.hashBuf, s.blockTokens
+	c.history += msg + r.OutputTokens
+	c.turn++
+	if c.turn >= s.turns {
+		*c = conversation{id: s.nextConv}
+		s.nextConv++
+	}
 }

@@ -392,3 +392,39 @@ func TestSharedPrefix(t *testing.T) {
 		t.Fatalf("%d distinct prefixes, want 4", len(groups))
 	}
 }
+
+// Multi-turn conversations: with one conversation of 3 turns in flight,
+// requests come in turns of the same conversation; turn k's prompt is the
+// history (earlier prompts and outputs) plus its new message, its hashes
+// extend the previous turn's, and turn 1 of the next conversation starts
+// afresh with new hashes. Arrivals are unchanged (own stream).
+func TestConversations(t *testing.T) {
+	base := Synthetic{Arrival: Arrival{Rate: 5}, Prompt: Constant{Value: 300}, Output: Constant{Value: 100}, Count: 7, Seed: 2}
+	conv := base
+	conv.Turns, conv.Conversations = 3, 1
+	a, _ := base.Source()
+	b, _ := conv.Source()
+	var ra, rb Request
+	var prev []uint64
+	// Turn k (1-based) of a conversation: prompt 300 + (k−1)·(300+100).
+	wantPrompt := []int{300, 700, 1100, 300, 700, 1100, 300}
+	for i := 0; a.Next(&ra) && b.Next(&rb); i++ {
+		if ra.Arrival != rb.Arrival {
+			t.Fatalf("request %d: arrival changed", i)
+		}
+		if rb.PromptTokens != wantPrompt[i] {
+			t.Fatalf("request %d: prompt %d, want %d", i, rb.PromptTokens, wantPrompt[i])
+		}
+		// Hashes cover the history's full 256-token blocks: (k−1)·400/256.
+		if want := (wantPrompt[i] - 300) / 256; len(rb.Prefix) != want {
+			t.Fatalf("request %d: %d prefix hashes, want %d", i, len(rb.Prefix), want)
+		}
+		if i%3 != 0 && !slices.Equal(rb.Prefix[:len(prev)], prev) {
+			t.Fatalf("request %d: hashes do not extend the previous turn's", i)
+		}
+		if i%3 == 0 && i > 0 && len(prev) > 0 && len(rb.Prefix) > 0 && rb.Prefix[0] == prev[0] {
+			t.Fatalf("request %d: a new conversation reuses the old one's hashes", i)
+		}
+		prev = slices.Clone(rb.Prefix)
+	}
+}

@@ -221,3 +221,23 @@ func TestSweepShardsMerge(t *testing.T) {
 		t.Fatal("merged shards differ from the full run")
 	}
 }
+
+func FuzzParseSweep(f *testing.F) {
+	f.Add(smallSweep)
+	f.Add("[[axis]]\nfield = \".\"\nvalues = [1]\n")
+	f.Add("[base]\nmodel = \"llama-3.1-8b\"\n[[axis]]\nfield = \"batch\"\nvalues = [{policy = \"static\"}]\nlabels = [\"a\", \"b\"]\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		sw, err := ParseSweep([]byte(text), "fuzz.toml", "fuzz", "")
+		if err != nil {
+			return
+		}
+		n := 1
+		for _, a := range sw.Axes {
+			n *= max(1, len(a.Values))
+		}
+		if n > 20 || sw.Base.Workload.Requests > 200 || sw.Base.Workload.DurationS > 0 || len(sw.Seeds) > 2 {
+			return // keep fuzzing fast: resolve small grids only
+		}
+		_, _ = sw.Points() // an error or points, never a panic
+	})
+}

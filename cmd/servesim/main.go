@@ -78,7 +78,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "\nUsage: servesim [command] [flags]   (no command: run the embedded default scenario)")
 	fmt.Fprintln(w, "\nCommands:")
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nRun `servesim COMMAND --help` for a command's flags.")
 }

@@ -115,8 +115,16 @@ func (s SLO) isSet() bool { return s.TTFTms > 0 || s.TPOTms > 0 || s.E2Ems > 0 }
 func scenarioFor(base Scenario, c *Placement, rate float64, o PlaceOptions) Scenario {
 	s := base
 	s.Workload.Rate = rate
-	s.Workload.DurationS = max(o.MinDuration, float64(base.Workload.Requests)/rate)
-	s.Workload.Requests = 0
+	if t := base.Workload.Trace; t != nil {
+		// A trace replays at the searched mean rate, keeping its burst
+		// shape (or, for a length-only trace, with synthetic arrivals at it).
+		tc := *t
+		tc.Rate, tc.Scale = rate, 0
+		s.Workload.Trace = &tc
+	} else {
+		s.Workload.DurationS = max(o.MinDuration, float64(base.Workload.Requests)/rate)
+		s.Workload.Requests = 0
+	}
 	s.TP, s.Replicas = c.TP, c.Replicas
 	s.Disagg.DecodeReplicas = 0
 	if c.Disagg {

@@ -2,6 +2,8 @@ package experiments
 
 import (
 	"testing"
+
+	"github.com/servesim/servesim/sim/workload/trace"
 )
 
 // The planner's answer is minimal and ranked: each option meets the target
@@ -43,5 +45,22 @@ func TestPlanCapacityMinimalAndRanked(t *testing.T) {
 			}
 		}
 		t.Logf("%s %s: $%.2f/h, attainment %.3f", op.GPU, op.Name, op.CostPerHour, op.Attainment)
+	}
+}
+
+// A trace workload is replayed at the rate being searched or planned for,
+// not at its own rate.
+func TestTraceWorkloadFollowsRate(t *testing.T) {
+	base := Default()
+	base.Workload.Trace = &trace.Options{File: "x.csv", Scale: 3}
+	c := &Placement{Replicas: 1, TP: 1, GPUs: 1}
+	for _, rate := range []float64{2, 7.5} {
+		s := scenarioFor(base, c, rate, PlaceOptions{MinDuration: 60})
+		if s.Workload.Trace.Rate != rate || s.Workload.Trace.Scale != 0 {
+			t.Errorf("rate %g: trace options %+v", rate, *s.Workload.Trace)
+		}
+	}
+	if base.Workload.Trace.Scale != 3 || base.Workload.Trace.Rate != 0 {
+		t.Error("the base scenario's trace options were modified")
 	}
 }

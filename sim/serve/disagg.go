@@ -97,7 +97,6 @@ func (in *Instance) handoff(r *request, now sim.Time) {
 	in.unlink(r)
 	r.state = stateHandoff
 	r.src = in
-	in.pending++
 	in.handoffs = append(in.handoffs, r)
 	item := policies.QueueItem{ID: r.id, Arrival: r.arrival, Prompt: r.prompt, PredictedOutput: r.predOut, Deadline: r.deadline, Class: r.class}
 	dst := in.w.decode.route(r, item)
@@ -141,7 +140,6 @@ func (in *Instance) tryPulls(now sim.Time) {
 func (w *World) deliver(r *request, now sim.Time) {
 	src, dst := r.src, r.dst
 	src.release(r)
-	src.pending--
 	for i, x := range src.handoffs {
 		if x == r {
 			src.handoffs = append(src.handoffs[:i], src.handoffs[i+1:]...)

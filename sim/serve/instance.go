@@ -88,17 +88,16 @@ type Instance struct {
 	outstanding int // admitted, not finished (waiting, swapped or running)
 
 	// Disaggregation: a prefill instance's finished prefills awaiting or in
-	// transfer (pending, at most maxPending before it stops admitting) and
+	// transfer (handoffs, at most maxPending before it stops admitting) and
 	// its KV link; a decode instance's handoffs waiting for room (pulls)
 	// and transfers it has reserved blocks for (incoming).
 	role           uint8
-	pending        int
 	maxPending     int
 	kvLink         *link
 	pulls          queue
 	incoming       int
 	incomingBlocks int        // blocks reserved for incoming transfers
-	handoffs       []*request // a prefill instance's pending handoffs (pending of them)
+	handoffs       []*request // a prefill instance's finished prefills holding their KV
 	ready          []*request // a decode instance's delivered transfers, to join at the next iteration
 
 	usedBlocks int // occupied: requests' private blocks and all cached prefix units
@@ -160,7 +159,7 @@ func (in *Instance) PrefillingAt(i int) policies.Candidate {
 // Waiting returns the queue length, or 0 while swapped requests wait to
 // come back (they go first, as in vLLM).
 func (in *Instance) Waiting() int {
-	if in.swapped.len() > 0 || (in.maxPending > 0 && in.pending >= in.maxPending) {
+	if in.swapped.len() > 0 || (in.maxPending > 0 && len(in.handoffs) >= in.maxPending) {
 		return 0 // swapped requests first; or backpressure from the decode pool
 	}
 	return in.waiting.len()
@@ -289,7 +288,7 @@ func (in *Instance) startStep(now sim.Time) {
 	in.cfg.Batcher.Batch(in.view, in.cfg.Limits, &in.dec)
 	if in.dec.Empty() {
 		if in.running > 0 {
-			if in.pending > 0 || in.incoming > 0 {
+			if len(in.handoffs) > 0 || in.incoming > 0 {
 				// Blocks are held by finished prefills awaiting transfer
 				// (prefill instance) or reserved for incoming transfers
 				// (decode instance): the next delivery wakes it.

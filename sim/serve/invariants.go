@@ -49,9 +49,6 @@ func (in *Instance) checkInvariants() {
 		}
 		used += r.blocks
 	}
-	if len(in.handoffs) != in.pending {
-		panic(fmt.Sprintf("serve: %d handoffs, pending counter %d", len(in.handoffs), in.pending))
-	}
 	if in.cache != nil {
 		evictable, refs := 0, map[*unit]int{}
 		for r := in.head; r != nil; r = r.next {

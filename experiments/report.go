@@ -150,27 +150,20 @@ func (r *Report) writeEngineCounts(w io.Writer) error {
 			_, err = fmt.Fprintf(w, "%-40s %-10v\n", label, v)
 		}
 	}
+	nonzero := func(label string, v int64) {
+		if v > 0 {
+			line(label, v)
+		}
+	}
 	if t := r.Trace; t != nil {
 		line("Trace rows read:", t.Rows)
-		if t.Bad > 0 {
-			line("Trace rows skipped as bad:", t.Bad)
-		}
-		if t.Filtered > 0 {
-			line("Trace rows filtered out:", t.Filtered)
-		}
-		if t.Failed > 0 {
-			line("Trace rows with no output (failed):", t.Failed)
-		}
-		if t.Clipped > 0 {
-			line("Trace requests clipped to context:", t.Clipped)
-		}
+		nonzero("Trace rows skipped as bad:", t.Bad)
+		nonzero("Trace rows filtered out:", t.Filtered)
+		nonzero("Trace rows with no output (failed):", t.Failed)
+		nonzero("Trace requests clipped to context:", t.Clipped)
 	}
-	if c.Deferrals > 0 {
-		line("Admission deferrals:", c.Deferrals)
-	}
-	if c.RecomputeTokens > 0 {
-		line("Tokens recomputed after preemption:", c.RecomputeTokens)
-	}
+	nonzero("Admission deferrals:", c.Deferrals)
+	nonzero("Tokens recomputed after preemption:", c.RecomputeTokens)
 	if c.SwapOuts > 0 {
 		line("Swap-outs:", c.SwapOuts)
 		line("Swap transfer time (s):", fmt.Sprintf("%.2f", c.SwapSeconds))

@@ -321,7 +321,7 @@ func (s *Scenario) resolveServe(p *Plan) error {
 	if ad.Policy == "" {
 		ad.Policy = "none"
 	}
-	adm, err := policies.AdmissionByName(ad.Policy, policies.AdmissionParams{QueueCap: ad.QueueCap, Rate: ad.Rate, Burst: ad.Burst, Defer: ad.Defer})
+	adm, err := s.newAdmission()
 	if err != nil {
 		return fieldError("admission.policy", "admission", "%v", err)
 	}
@@ -329,7 +329,7 @@ func (s *Scenario) resolveServe(p *Plan) error {
 	if rt.Policy == "" {
 		rt.Policy = "round-robin"
 	}
-	router, err := policies.RouterByName(rt.Policy, rand.New(rand.NewPCG(s.Seed, serve.StreamRouting)))
+	router, err := s.newRouter(serve.StreamRouting)
 	if err != nil {
 		return fieldError("router.policy", "router", "%v", err)
 	}
@@ -407,7 +407,7 @@ func (s *Scenario) resolveDisagg(p *Plan) error {
 		return fieldError("disagg.max_pending", "max-pending", "%d must be ≥ 0", d.MaxPending)
 	}
 	dp := p.Decode
-	router, err := policies.RouterByName(s.Router.Policy, rand.New(rand.NewPCG(s.Seed, serve.StreamRouting+1)))
+	router, err := s.newRouter(decodeRoutingStream)
 	if err != nil {
 		return err
 	}
@@ -598,20 +598,34 @@ func errorsJoin(a, b error) error {
 	return b
 }
 
-// freshPolicies rebuilds the stateful policies (router, admission) so that
+// decodeRoutingStream is the decode pool's routing stream, beside the
+// prefill (or colocated) pool's serve.StreamRouting.
+const decodeRoutingStream = serve.StreamRouting + 1
+
+// newRouter builds the scenario's router with its own seeded stream.
+func (s Scenario) newRouter(stream uint64) (policies.Router, error) {
+	return policies.RouterByName(s.Router.Policy, rand.New(rand.NewPCG(s.Seed, stream)))
+}
+
+// newAdmission builds the scenario's admission policy.
+func (s Scenario) newAdmission() (policies.Admission, error) {
+	ad := s.Admission
+	return policies.AdmissionByName(ad.Policy, policies.AdmissionParams{QueueCap: ad.QueueCap, Rate: ad.Rate, Burst: ad.Burst, Defer: ad.Defer})
+}
+
+// freshPolicies rebuilds the stateful policies (routers, admission) so that
 // running one plan twice gives identical results.
 func (s Scenario) freshPolicies(cfg *serve.Config) error {
 	var err error
-	if cfg.Router, err = policies.RouterByName(s.Router.Policy, rand.New(rand.NewPCG(s.Seed, serve.StreamRouting))); err != nil {
+	if cfg.Router, err = s.newRouter(serve.StreamRouting); err != nil {
 		return err
 	}
-	ad := s.Admission
-	if cfg.Admission, err = policies.AdmissionByName(ad.Policy, policies.AdmissionParams{QueueCap: ad.QueueCap, Rate: ad.Rate, Burst: ad.Burst, Defer: ad.Defer}); err != nil {
+	if cfg.Admission, err = s.newAdmission(); err != nil {
 		return err
 	}
 	if cfg.Disagg != nil {
 		d := *cfg.Disagg
-		if d.DecodeRouter, err = policies.RouterByName(s.Router.Policy, rand.New(rand.NewPCG(s.Seed, serve.StreamRouting+1))); err != nil {
+		if d.DecodeRouter, err = s.newRouter(decodeRoutingStream); err != nil {
 			return err
 		}
 		cfg.Disagg = &d

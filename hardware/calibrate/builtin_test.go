@@ -118,6 +118,16 @@ func TestReportGolden(t *testing.T) {
 			t.Errorf("%s: %d GEMM timings, want 4 × %d", gpu, g.N, q.N)
 		}
 	}
+	// The residual trees must earn their place held out by model: lower
+	// median and p90 GEMM error than the same fits without them, on both
+	// GPUs.
+	for _, gpu := range traceGPUs {
+		with, _ := acc.HeldOutModel.Cell(RowGEMMs, gpu)
+		bare, _ := acc.HeldOutModel.Cell(RowGEMMs, gpu+", no trees")
+		if !(with.N == bare.N && with.Median < bare.Median && with.P90 < bare.P90) {
+			t.Errorf("%s held out by model: with trees %+v, without %+v", gpu, with, bare)
+		}
+	}
 	// Step rows: 2 cases × 4 token counts, each with a positive measured sum.
 	if len(acc.Steps) != 8 {
 		t.Errorf("%d step rows, want 8", len(acc.Steps))

@@ -59,6 +59,9 @@ type FitOptions struct {
 	// IterOverhead overrides the trace's CPU-overhead fit (nil: use the
 	// trace's; none: DefaultIterOverhead).
 	IterOverhead *IterOverheadFit
+	// NoTrees leaves out the GEMM residual trees (the parametric model
+	// alone).
+	NoTrees bool
 }
 
 // FitProfile fits a profile for GPU g to the samples of tr that are g's:
@@ -155,7 +158,62 @@ func FitProfile(tr *Trace, g *hardware.GPU, opt FitOptions) (*Profile, error) {
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("calibrate: fit produced an invalid profile (a bug): %w", err)
 	}
+	// What the profile's TOML holds (numbers to 6 digits), so that the
+	// trees correct the model a written profile computes and a profile read
+	// back predicts what this one does.
+	p, err = ParseProfile(p.WriteTOML(), "the fitted profile")
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: fit produced a profile that does not read back (a bug): %w", err)
+	}
+	if !opt.NoTrees {
+		if err := p.growGEMMTrees(own, g); err != nil {
+			return nil, err
+		}
+	}
 	return p, nil
+}
+
+// growGEMMTrees grows the GEMM residual trees on the dense BF16 GEMM
+// timings of own with N and K known, against p's parametric model, if
+// there are minTreeSamples of them and g has an SM count.
+func (p *Profile) growGEMMTrees(own []Sample, g *hardware.GPU) error {
+	if g.SMs <= 0 {
+		return nil
+	}
+	var kinds [models.NumOpKinds]bool
+	for _, k := range treeKinds {
+		kinds[k] = true
+	}
+	var in []*Sample
+	for i := range own {
+		if treeDomain(&own[i].Op, &kinds, models.BF16) {
+			in = append(in, &own[i])
+		}
+	}
+	if len(in) < minTreeSamples {
+		return nil
+	}
+	k, err := p.Calibrated(g, 1)
+	if err != nil {
+		return fmt.Errorf("calibrate: fit produced an invalid profile (a bug): %w", err)
+	}
+	inv := 1 / g.PeakFLOPS(models.BF16)
+	ss := make([]treeSample, len(in))
+	for i, s := range in {
+		param := k.OpTime(&s.Op)
+		gemmFeatures(ss[i].x[:], s.Op.Tokens, s.Op.N, s.Op.K, s.Op.FLOPs, s.Op.Bytes, g.SMs, max(s.Op.FLOPs*inv, s.Op.Bytes/g.MemBW), param)
+		ss[i].y = math.Log(s.Seconds / param)
+	}
+	p.GEMMTrees = growTrees(ss)
+	if k, err = p.Calibrated(g, 1); err != nil {
+		return fmt.Errorf("calibrate: fit produced invalid trees (a bug): %w", err)
+	}
+	ape := make([]float64, len(in))
+	for i, s := range in {
+		ape[i] = 100 * math.Abs(k.OpTime(&s.Op)/s.Seconds-1)
+	}
+	p.GEMMTrees.Fit = statsOf(ape)
+	return nil
 }
 
 // attentionAssumption documents the attention roofline of profiles fitted

@@ -37,6 +37,8 @@ type Calibrated struct {
 	arLat   float64    // all-reduce latency at tp
 	arInv   float64    // 2(tp−1)/tp / (LinkBW·link_eff)
 	sms     int        // the GPU's SMs (waves of the tile model)
+	trees   *forest    // GEMM residual trees; nil: none
+	invBW   float64    // 1/MemBW (the trees' roofline feature)
 }
 
 type class struct {
@@ -90,10 +92,13 @@ func (p *Profile) Calibrated(g *hardware.GPU, tp int) (*Calibrated, error) {
 			return nil, fmt.Errorf("calibrate: the %s profile's efficiencies are fractions of %s = %g, but gpu %q has %g: refit, or transfer the profile to this GPU definition", p.GPU, c.key, c.prof, g.Name, c.spec)
 		}
 	}
-	if p.hasTiles() && g.SMs != p.Peaks.SMs {
-		return nil, fmt.Errorf("calibrate: the %s profile's GEMM tile model counts waves on peaks.sms = %d SMs, but gpu %q has sms = %d: set sms in the GPU definition, or transfer the profile to it", p.GPU, p.Peaks.SMs, g.Name, g.SMs)
+	if (p.hasTiles() || p.GEMMTrees != nil) && g.SMs != p.Peaks.SMs {
+		return nil, fmt.Errorf("calibrate: the %s profile's GEMM tile model and trees count waves on peaks.sms = %d SMs, but gpu %q has sms = %d: set sms in the GPU definition, or transfer the profile to it", p.GPU, p.Peaks.SMs, g.Name, g.SMs)
 	}
-	k := &Calibrated{gpu: g, tp: tp, sms: g.SMs}
+	k := &Calibrated{gpu: g, tp: tp, sms: g.SMs, invBW: 1 / g.MemBW}
+	if p.GEMMTrees != nil {
+		k.trees = newForest(p.GEMMTrees)
+	}
 	for _, d := range []models.DType{models.BF16, models.FP8, models.FP4} {
 		k.invPeak[d] = 1 / g.PeakFLOPS(d)
 	}
@@ -173,7 +178,13 @@ func (k *Calibrated) OpTime(op *models.Op) float64 {
 	if c.invRow > 0 {
 		t = max(t, op.Bytes/n*c.invRow)
 	}
-	return c.o + t
+	t += c.o
+	if k.trees != nil && treeDomain(op, &k.trees.kinds, k.trees.dtype) {
+		var x [numFeatures]float64
+		gemmFeatures(x[:], op.Tokens, op.N, op.K, op.FLOPs, op.Bytes, k.sms, max(op.FLOPs*inv, op.Bytes*k.invBW), t)
+		t *= math.Exp(k.trees.at(x[:]))
+	}
+	return t
 }
 
 // TP returns the tensor-parallel degree k was built for.

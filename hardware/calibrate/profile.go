@@ -61,6 +61,10 @@ type Profile struct {
 	// increasing TP; empty means roofline (hardware.DefaultEfficiency's
 	// link efficiency and the GPU's link latency).
 	AllReduce []AllReduceParams `toml:"all_reduce"`
+	// GEMMTrees, if not nil, corrects the dense GEMM classes for the kernel
+	// cuBLAS picks per shape (see GEMMTrees); nil: the parametric model
+	// alone.
+	GEMMTrees *GEMMTrees `toml:"gemm_trees"`
 	// Notes are free-form lines: caveats, measured transfer errors.
 	Notes []string `toml:"notes"`
 }
@@ -240,6 +244,12 @@ func (p *Profile) Describe() string {
 			fmt.Fprintf(&b, "; GEMM in-sample median error %.1f–%.1f %%", ape[0], ape[len(ape)-1])
 		}
 	}
+	if t := p.GEMMTrees; t != nil {
+		fmt.Fprintf(&b, "; GEMM residual trees (%d)", len(t.Tree))
+		if t.Fit.Samples > 0 {
+			fmt.Fprintf(&b, ": in-sample median error %.1f %%", t.Fit.MedianAPE)
+		}
+	}
 	fmt.Fprintf(&b, "; attention by roofline at %.0f %% of peak (assumed)", 100*p.Attention.ComputeEff)
 	if len(p.AllReduce) == 0 {
 		b.WriteString("; all-reduce by roofline")
@@ -362,6 +372,14 @@ func (p *Profile) validate() error {
 			return fe("op", "no [[op]] entry for %q: a profile prices every operator class", k.String())
 		}
 	}
+	if p.GEMMTrees != nil {
+		if p.Peaks.SMs <= 0 {
+			return fe("gemm_trees", "the trees' wave features need the GPU's SM count in peaks.sms")
+		}
+		if err := p.GEMMTrees.validate(fe); err != nil {
+			return err
+		}
+	}
 	for i, a := range p.AllReduce {
 		at := func(f string) string { return fmt.Sprintf("all_reduce[%d].%s", i, f) }
 		if a.TP < 2 || a.TP > maxTraceTP {
@@ -464,15 +482,15 @@ func ParseProfile(data []byte, name string) (*Profile, error) {
 		}
 		return nil, fmt.Errorf("calibrate: %s: %s", name, msg)
 	}
-	idx := indexTOML(data)
+	// The line index is for error messages only.
 	if und := md.Undecoded(); len(und) > 0 {
 		k := und[0].String()
-		return nil, fmt.Errorf("calibrate: %s line %d: unknown field %q", name, idx.find(k), k)
+		return nil, fmt.Errorf("calibrate: %s line %d: unknown field %q", name, indexTOML(data).find(k), k)
 	}
 	if err := p.validate(); err != nil {
 		var fe *fieldErr
 		if errors.As(err, &fe) {
-			return nil, fmt.Errorf("calibrate: %s line %d: %w", name, idx.find(fe.field), err)
+			return nil, fmt.Errorf("calibrate: %s line %d: %w", name, indexTOML(data).find(fe.field), err)
 		}
 		return nil, fmt.Errorf("calibrate: %s: %w", name, err)
 	}
@@ -625,7 +643,55 @@ func (p *Profile) WriteTOML() []byte {
 		w("\n[[all_reduce]]\ntp = %d\nlatency_s = %s\nlink_eff = %s\n", a.TP, tomlFloat(a.LatencyS), tomlFloat(a.LinkEff))
 		writeStats(&b, "all_reduce.fit", a.Fit)
 	}
+	if t := p.GEMMTrees; t != nil {
+		w("\n# Residual trees: a dense GEMM of a class in kinds, in dtype, with N and K known, takes the time above times\n")
+		w("# exp(base + the sum over the trees of the leaf it reaches). Node i of a tree splits on feature[i] (x <= value[i]:\n")
+		w("# node i+1, else node i+right[i]) or, where feature[i] = -1, is a leaf worth value[i]. Features: see GEMMTrees.\n")
+		w("[gemm_trees]\nfeatures = %s\nkinds = [", tomlQuote(t.Features))
+		for i, k := range t.Kinds {
+			if i > 0 {
+				w(", ")
+			}
+			w("%s", tomlQuote(k))
+		}
+		w("]\ndtype = %s\nbase = %s\ntrees = %d\ndepth = %d\nmin_leaf = %d\nlearning_rate = %s\nbins = %d\n",
+			tomlQuote(t.Dtype), tomlExact(t.Base), t.Trees, t.Depth, t.MinLeaf, tomlFloat(t.LearningRate), t.Bins)
+		writeStats(&b, "gemm_trees.fit", t.Fit)
+		for _, tr := range t.Tree {
+			w("\n[[gemm_trees.tree]]\nfeature = [")
+			for i, f := range tr.Feature {
+				if i > 0 {
+					w(", ")
+				}
+				w("%d", f)
+			}
+			w("]\nvalue = [")
+			for i, v := range tr.Value {
+				if i > 0 {
+					w(", ")
+				}
+				w("%s", tomlExact(v))
+			}
+			w("]\nright = [")
+			for i, r := range tr.Right {
+				if i > 0 {
+					w(", ")
+				}
+				w("%d", r)
+			}
+			w("]\n")
+		}
+	}
 	return b.Bytes()
+}
+
+// tomlExact formats v as a TOML float that reads back as exactly v.
+func tomlExact(v float64) string {
+	s := strconv.FormatFloat(v, 'g', -1, 64)
+	if !strings.ContainsAny(s, ".eEnN") {
+		s += ".0"
+	}
+	return s
 }
 
 func writeStats(b *bytes.Buffer, table string, s FitStats) {
@@ -669,6 +735,7 @@ func (p *Profile) Clone() *Profile {
 	c.Ops = append([]OpParams(nil), p.Ops...)
 	c.AllReduce = append([]AllReduceParams(nil), p.AllReduce...)
 	c.Notes = append([]string(nil), p.Notes...)
+	// GEMMTrees is shared: nothing modifies trees once grown or read.
 	return &c
 }
 
@@ -696,25 +763,48 @@ func Transfer(p *Profile, g *hardware.GPU) (*Profile, error) {
 	for i := range t.AllReduce {
 		t.AllReduce[i].Fit = FitStats{}
 	}
+	if t.GEMMTrees != nil {
+		tt := *t.GEMMTrees
+		tt.Fit = FitStats{}
+		t.GEMMTrees = &tt
+	}
+	trees := ""
+	if t.GEMMTrees != nil {
+		if g.SMs == p.Peaks.SMs {
+			trees = fmt.Sprintf(" The GEMM residual trees are kept: %s and %s have the same %d SMs, and the trees assume they run the same kernels (unmeasured unless the report says so).", p.GPU, g.Name, g.SMs)
+		} else {
+			t.GEMMTrees = nil
+			trees = fmt.Sprintf(" The GEMM residual trees are left out: they describe the kernels cuBLAS picks on %s's %d SMs, not on %s's %d.", p.GPU, p.Peaks.SMs, g.Name, g.SMs)
+		}
+	}
 	waves := ""
 	if p.hasTiles() {
 		waves = fmt.Sprintf(" and GEMM waves are counted on its %d SMs (%s: %d) with the same tiles", g.SMs, p.GPU, p.Peaks.SMs)
 	}
 	t.Notes = append([]string{fmt.Sprintf(
 		"Transferred from the %s fit: every efficiency, half-token count, tile and fixed overhead of %s is kept and applied to the %s peaks "+
-			"(BF16 %.4g TFLOP/s, HBM %.4g TB/s, NVLink %.4g GB/s per direction)%s; fit statistics were measured on %s and are left out.",
-		p.GPU, p.GPU, g.Name, g.BF16FLOPS/1e12, g.MemBW/1e12, g.LinkBW/1e9, waves, p.GPU)}, p.Notes...)
+			"(BF16 %.4g TFLOP/s, HBM %.4g TB/s, NVLink %.4g GB/s per direction)%s; fit statistics were measured on %s and are left out.%s",
+		p.GPU, p.GPU, g.Name, g.BF16FLOPS/1e12, g.MemBW/1e12, g.LinkBW/1e9, waves, p.GPU, trees)}, p.Notes...)
 	return t, nil
 }
 
 //go:embed profiles/*.toml
 var builtinFS embed.FS
 
-var (
-	builtinOnce sync.Once
-	builtinMap  map[string]*Profile
-	builtinErr  error
-)
+// builtinProfile is an embedded profile, parsed once.
+type builtinProfile struct {
+	once sync.Once
+	p    *Profile
+	err  error
+}
+
+var builtinProfiles = func() map[string]*builtinProfile {
+	m := map[string]*builtinProfile{}
+	for _, name := range BuiltinGPUs {
+		m[name] = &builtinProfile{}
+	}
+	return m
+}()
 
 // BuiltinGPUs are the GPUs with a built-in profile.
 var BuiltinGPUs = []string{"a100", "h100", "h200", "b200"}
@@ -727,32 +817,25 @@ var BuiltinGPUs = []string{"a100", "h100", "h200", "b200"}
 // regenerates them (see doc.go). It panics if an embedded profile does not
 // load, which TestBuiltinProfiles rules out.
 func Builtin(gpu string) (*Profile, bool) {
-	builtinOnce.Do(func() {
-		builtinMap = map[string]*Profile{}
-		for _, name := range BuiltinGPUs {
-			data, err := builtinFS.ReadFile("profiles/" + name + ".toml")
-			if err != nil {
-				builtinErr = err
-				return
-			}
-			p, err := ParseProfile(data, "profiles/"+name+".toml")
-			if err != nil {
-				builtinErr = err
-				return
-			}
-			builtinMap[name] = p
-		}
-	})
-	if builtinErr != nil {
-		panic("calibrate: embedded profile: " + builtinErr.Error())
-	}
 	name := strings.ToLower(strings.TrimSpace(gpu))
 	if g, err := hardware.Builtin().Get(gpu); err == nil {
 		name = g.Name
 	}
-	p, ok := builtinMap[name]
+	b, ok := builtinProfiles[name]
 	if !ok {
 		return nil, false
 	}
-	return p.Clone(), true
+	// Each profile is parsed on first use (a profile with trees takes
+	// milliseconds).
+	b.once.Do(func() {
+		data, err := builtinFS.ReadFile("profiles/" + name + ".toml")
+		if err == nil {
+			b.p, err = ParseProfile(data, "profiles/"+name+".toml")
+		}
+		b.err = err
+	})
+	if b.err != nil {
+		panic("calibrate: embedded profile: " + b.err.Error())
+	}
+	return b.p.Clone(), true
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -25,11 +26,13 @@ type ErrStats struct {
 // ErrTable is an error table: rows (operator groups) by columns (GPUs or
 // transfers).
 type ErrTable struct {
-	Title   string
-	Note    string
-	Columns []string
-	Rows    []string
-	Cells   [][]ErrStats // [row][column]; N = 0 where there is no data
+	Title string
+	// RowHeader heads the row-name column ("" means "operator").
+	RowHeader string
+	Note      string
+	Columns   []string
+	Rows      []string
+	Cells     [][]ErrStats // [row][column]; N = 0 where there is no data
 }
 
 // Cell returns the stats of (row, column), or false.
@@ -87,7 +90,10 @@ type StepRow struct {
 type Accuracy struct {
 	InSample     *ErrTable
 	HeldOutModel *ErrTable
-	HeldOutGPU   *ErrTable
+	// HeldOutPerModel splits the held-out GEMM errors by the model held
+	// out (rows: models; columns: GPUs, with and without the trees).
+	HeldOutPerModel *ErrTable
+	HeldOutGPU      *ErrTable
 	// Floor bounds what the model can do on the GEMMs: rows
 	// RowFloorSmooth (the model without its wave term fitted to each
 	// (model, TP, operator) curve alone), RowFloorWaves (the same with the
@@ -169,8 +175,9 @@ func Evaluate(dir string, opt ReportOptions) (*Accuracy, error) {
 	// Held out by model, with the residual trees and without them (the
 	// same fits, trees dropped).
 	var hoCols, paramCols [][]labelled
-	heldOut := map[string]*Profile{} // "gpu/model"
-	for _, name := range traceGPUs {
+	heldOut := map[string]*Profile{}     // "gpu/model"
+	perModel := map[string][][]float64{} // model → GEMM errors by column (GPUs, then GPUs without trees)
+	for gi, name := range traceGPUs {
 		tr, g := traces[name], gpus[name]
 		var col, pcol []labelled
 		for _, m := range tr.Models() {
@@ -192,6 +199,16 @@ func Evaluate(dir string, opt ReportOptions) (*Accuracy, error) {
 				return nil, err
 			}
 			pcol = append(pcol, l...)
+			if perModel[m] == nil {
+				perModel[m] = make([][]float64, 2*len(traceGPUs))
+			}
+			for c, ls := range [][]labelled{col[len(col)-len(l):], l} {
+				for _, e := range ls {
+					if slices.Contains(reportGEMMs, e.kind) {
+						perModel[m][c*len(traceGPUs)+gi] = append(perModel[m][c*len(traceGPUs)+gi], e.pe)
+					}
+				}
+			}
 		}
 		hoCols = append(hoCols, col)
 		paramCols = append(paramCols, pcol)
@@ -202,6 +219,25 @@ func Evaluate(dir string, opt ReportOptions) (*Accuracy, error) {
 	}
 	acc.HeldOutModel = table("Held out by model: fit on the GPU's other models, predict this one (pooled over models); "+
 		"\"no trees\": the same fits without the GEMM residual trees", hoNames, append(hoCols, paramCols...))
+	pm := &ErrTable{Title: "Held out by model, GEMMs (qkv, out_proj, mlp_up, mlp_down), by the model held out",
+		Note: "Rows: the model left out of the fit and predicted; its GEMM shapes (N, K per TP) are shared with another model of " +
+			"the same GPU's trace only where the hidden size is (Llama-2-70B, Llama-3-70B, CodeLlama-34B and Qwen-72B: 8192; " +
+			"Llama-2-7B and, on A100 only, Llama-3-8B: 4096; InternLM-20B 5120 and phi-2 2560 alone).",
+		RowHeader: "model held out", Columns: hoNames}
+	var pmRows []string
+	for m := range perModel {
+		pmRows = append(pmRows, m)
+	}
+	sort.Strings(pmRows)
+	for _, m := range pmRows {
+		line := make([]ErrStats, len(hoNames))
+		for c := range hoNames {
+			line[c] = errStats(perModel[m][c])
+		}
+		pm.Rows = append(pm.Rows, m)
+		pm.Cells = append(pm.Cells, line)
+	}
+	acc.HeldOutPerModel = pm
 	acc.Floor = floorTable(traces, gpus)
 
 	// Held out by GPU.
@@ -572,7 +608,7 @@ func (a *Accuracy) Markdown(w io.Writer) error {
 	var b strings.Builder
 	b.WriteString("Cells: median / p90 of the absolute percentage error |predicted/measured − 1|, the median signed error " +
 		"(> 0: predicted slower than measured), and the number of kernel timings.\n\n")
-	for _, t := range []*ErrTable{a.InSample, a.HeldOutModel, a.Floor, a.HeldOutGPU, a.Measured} {
+	for _, t := range []*ErrTable{a.InSample, a.HeldOutModel, a.HeldOutPerModel, a.Floor, a.HeldOutGPU, a.Measured} {
 		if t == nil {
 			continue
 		}
@@ -580,7 +616,11 @@ func (a *Accuracy) Markdown(w io.Writer) error {
 		if t.Note != "" {
 			fmt.Fprintf(&b, "%s\n\n", t.Note)
 		}
-		b.WriteString("| operator |")
+		head := t.RowHeader
+		if head == "" {
+			head = "operator"
+		}
+		fmt.Fprintf(&b, "| %s |", head)
 		for _, c := range t.Columns {
 			fmt.Fprintf(&b, " %s |", c)
 		}

@@ -104,3 +104,18 @@ func BenchmarkStepUncached(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkParseBuiltin reads the built-in H100 profile from its TOML (the
+// residual trees are most of it): what Builtin pays once per process.
+func BenchmarkParseBuiltin(b *testing.B) {
+	data, err := builtinFS.ReadFile("profiles/h100.toml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseProfile(data, "h100.toml"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -473,6 +473,15 @@ func (t *GEMMTrees) validate(fe func(field, format string, a ...any) error) erro
 	if len(t.Tree) == 0 {
 		return fe("gemm_trees.tree", "needs at least one tree")
 	}
+	if t.Trees != len(t.Tree) {
+		return fe("gemm_trees.trees", "%d, but the profile has %d [[gemm_trees.tree]] tables", t.Trees, len(t.Tree))
+	}
+	if t.Depth < 0 || t.MinLeaf < 0 || t.Bins < 0 {
+		return fe("gemm_trees.depth", "depth, min_leaf and bins must be >= 0 (%d, %d, %d)", t.Depth, t.MinLeaf, t.Bins)
+	}
+	if err := nonNeg("gemm_trees.learning_rate", t.LearningRate); err != nil {
+		return err
+	}
 	if err := t.Fit.validate("gemm_trees.fit"); err != nil {
 		return err
 	}

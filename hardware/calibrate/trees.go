@@ -30,8 +30,10 @@ import (
 // model table measures it).
 //
 // Training is least-squares gradient boosting on histogram bins
-// (quantiles of each feature), deterministic: no sampling, splits chosen by
-// gain with ties to the lower feature and threshold, leaf values and
+// (quantiles of each feature; a larger child's histogram is its parent's
+// minus its sibling's), deterministic whatever the number of workers: no
+// sampling, splits chosen by gain with ties to the lower feature and
+// threshold, leaf values and
 // thresholds rounded so that a profile written as TOML and read back
 // predicts bit for bit what the fit did.
 
@@ -242,7 +244,7 @@ func growTrees(ss []treeSample) *GEMMTrees {
 	// each quantile value, each the shortest decimal between it and the
 	// next larger value so that it survives TOML.
 	thr := make([][]float64, numFeatures)
-	bins := make([][]uint8, numFeatures)
+	rows := make([]uint8, n*numFeatures) // sample i's bins at [i·numFeatures, (i+1)·numFeatures)
 	vals := make([]float64, n)
 	for j := range numFeatures {
 		for i := range ss {
@@ -261,9 +263,8 @@ func growTrees(ss []treeSample) *GEMMTrees {
 			t = append(t, shortestIn(q, vals[up]))
 		}
 		thr[j] = t
-		bins[j] = make([]uint8, n)
 		for i := range ss {
-			bins[j][i] = uint8(sort.SearchFloat64s(t, ss[i].x[j]))
+			rows[i*numFeatures+j] = uint8(sort.SearchFloat64s(t, ss[i].x[j]))
 		}
 	}
 	mean := 0.0
@@ -280,7 +281,12 @@ func growTrees(ss []treeSample) *GEMMTrees {
 	for i := range pred {
 		pred[i] = out.Base
 	}
-	g := &grower{bins: bins, thr: thr, res: res, workers: runtime.GOMAXPROCS(0)}
+	g := &grower{rows: rows, thr: thr, res: res, workers: runtime.GOMAXPROCS(0)}
+	g.hist = make([][2]*histogram, treeDepth+1)
+	for d := range g.hist {
+		g.hist[d] = [2]*histogram{new(histogram), new(histogram)}
+	}
+	root := new(histogram)
 	ids := make([]int32, n)
 	for range treeCount {
 		for i := range res {
@@ -288,7 +294,8 @@ func growTrees(ss []treeSample) *GEMMTrees {
 			ids[i] = int32(i)
 		}
 		g.tree = Tree{}
-		g.build(ids, 0)
+		g.fill(root, ids)
+		g.build(ids, 0, root)
 		t := g.tree
 		for i := range ss {
 			pred[i] += evalTree(&t, ss[i].x[:])
@@ -300,11 +307,58 @@ func growTrees(ss []treeSample) *GEMMTrees {
 
 // grower grows one tree on the residuals.
 type grower struct {
-	bins    [][]uint8
+	rows    []uint8 // bins, row-major (numFeatures a sample)
 	thr     [][]float64
 	res     []float64
 	workers int
 	tree    Tree
+	// hist[d] holds the histograms of the two children of the node being
+	// split at depth d.
+	hist [][2]*histogram
+}
+
+// histogram is, per feature and bin, the sum and count of the residuals of
+// a node's samples.
+type histogram [numFeatures][treeBins]struct {
+	sum float64
+	n   int
+}
+
+// fill sets h to the histogram of the samples ids, adding each feature's
+// residuals in the order of ids (features in parallel; the result does not
+// depend on the workers).
+func (g *grower) fill(h *histogram, ids []int32) {
+	one := func(lo, hi int) {
+		for j := lo; j < hi; j++ {
+			h[j] = [treeBins]struct {
+				sum float64
+				n   int
+			}{}
+		}
+		for _, i := range ids {
+			r := g.res[i]
+			row := g.rows[int(i)*numFeatures : int(i)*numFeatures+numFeatures]
+			for j := lo; j < hi; j++ {
+				c := &h[j][row[j]]
+				c.sum += r
+				c.n++
+			}
+		}
+	}
+	w := min(g.workers, numFeatures)
+	if w <= 1 || len(ids) < 1024 {
+		one(0, numFeatures)
+		return
+	}
+	var wg sync.WaitGroup
+	for k := range w {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			one(k*numFeatures/w, (k+1)*numFeatures/w)
+		}()
+	}
+	wg.Wait()
 }
 
 type split struct {
@@ -313,9 +367,10 @@ type split struct {
 	bin     int
 }
 
-// build appends the subtree of the samples ids at depth d and returns its
-// root's index.
-func (g *grower) build(ids []int32, d int) int {
+// build appends the subtree of the samples ids, whose histogram is h, at
+// depth d and returns its root's index. The smaller child's histogram is
+// summed from its samples, the larger one's is h minus it.
+func (g *grower) build(ids []int32, d int, h *histogram) int {
 	sum := 0.0
 	for _, i := range ids {
 		sum += g.res[i]
@@ -327,48 +382,53 @@ func (g *grower) build(ids []int32, d int) int {
 	if d == treeDepth || len(ids) < 2*treeMinLeaf {
 		return me
 	}
-	best := g.bestSplit(ids, sum)
+	best := g.bestSplit(h, len(ids), sum)
 	if best.feature < 0 {
 		return me
 	}
 	left := make([]int32, 0, len(ids))
 	var right []int32
-	b := g.bins[best.feature]
 	for _, i := range ids {
-		if int(b[i]) <= best.bin {
+		if int(g.rows[int(i)*numFeatures+best.feature]) <= best.bin {
 			left = append(left, i)
 		} else {
 			right = append(right, i)
 		}
 	}
+	hl, hr := g.hist[d][0], g.hist[d][1]
+	small, large := hl, hr
+	if len(right) < len(left) {
+		small, large = hr, hl
+		g.fill(small, right)
+	} else {
+		g.fill(small, left)
+	}
+	for j := range h {
+		for b := range h[j] {
+			large[j][b].sum = h[j][b].sum - small[j][b].sum
+			large[j][b].n = h[j][b].n - small[j][b].n
+		}
+	}
 	g.tree.Feature[me] = best.feature
 	g.tree.Value[me] = g.thr[best.feature][best.bin]
-	g.build(left, d+1)
+	g.build(left, d+1, hl)
 	g.tree.Right[me] = len(g.tree.Feature) - me
-	g.build(right, d+1)
+	g.build(right, d+1, hr)
 	return me
 }
 
-// bestSplit returns the split of ids with the largest reduction of the
-// squared error that leaves treeMinLeaf samples on each side (feature −1:
-// none), ties to the lower feature, then the lower bin.
-func (g *grower) bestSplit(ids []int32, sum float64) split {
-	per := make([]split, numFeatures)
-	one := func(j int) {
-		var hs [treeBins]float64
-		var hc [treeBins]int
-		b := g.bins[j]
-		for _, i := range ids {
-			hs[b[i]] += g.res[i]
-			hc[b[i]]++
-		}
-		s := split{feature: -1}
-		n := len(ids)
-		base := sum * sum / float64(n)
+// bestSplit returns the split of a node of n samples with residual sum sum
+// and histogram h with the largest reduction of the squared error that
+// leaves treeMinLeaf samples on each side (feature −1: none), ties to the
+// lower feature, then the lower bin.
+func (g *grower) bestSplit(h *histogram, n int, sum float64) split {
+	best := split{feature: -1}
+	base := sum * sum / float64(n)
+	for j := range numFeatures {
 		ls, lc := 0.0, 0
 		for k := range g.thr[j] {
-			ls += hs[k]
-			lc += hc[k]
+			ls += h[j][k].sum
+			lc += h[j][k].n
 			rc := n - lc
 			if lc < treeMinLeaf {
 				continue
@@ -377,39 +437,9 @@ func (g *grower) bestSplit(ids []int32, sum float64) split {
 				break
 			}
 			rs := sum - ls
-			gain := ls*ls/float64(lc) + rs*rs/float64(rc) - base
-			if gain > s.gain {
-				s = split{gain: gain, feature: j, bin: k}
+			if gain := ls*ls/float64(lc) + rs*rs/float64(rc) - base; gain > best.gain {
+				best = split{gain: gain, feature: j, bin: k}
 			}
-		}
-		per[j] = s
-	}
-	if g.workers <= 1 || len(ids) < 4096 {
-		for j := range numFeatures {
-			one(j)
-		}
-	} else {
-		var wg sync.WaitGroup
-		next := make(chan int, numFeatures)
-		for j := range numFeatures {
-			next <- j
-		}
-		close(next)
-		for range min(g.workers, numFeatures) {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for j := range next {
-					one(j)
-				}
-			}()
-		}
-		wg.Wait()
-	}
-	best := split{feature: -1}
-	for _, s := range per {
-		if s.feature >= 0 && s.gain > best.gain {
-			best = s
 		}
 	}
 	return best

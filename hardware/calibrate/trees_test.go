@@ -3,6 +3,7 @@ package calibrate
 import (
 	"bytes"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -121,6 +122,18 @@ func TestTreesRoundTrip(t *testing.T) {
 	text := p.WriteTOML()
 	if !bytes.Equal(text, q.WriteTOML()) {
 		t.Fatal("two fits of the same trace differ")
+	}
+	// One worker or four: the same trees.
+	prev := runtime.GOMAXPROCS(1)
+	one, err := FitProfile(&Trace{Samples: ss}, g, FitOptions{})
+	runtime.GOMAXPROCS(4)
+	four, err4 := FitProfile(&Trace{Samples: ss}, g, FitOptions{})
+	runtime.GOMAXPROCS(prev)
+	if err != nil || err4 != nil {
+		t.Fatal(err, err4)
+	}
+	if !bytes.Equal(one.WriteTOML(), text) || !bytes.Equal(four.WriteTOML(), text) {
+		t.Fatal("the fit depends on GOMAXPROCS")
 	}
 	back, err := ParseProfile(text, "p.toml")
 	if err != nil {

@@ -39,6 +39,10 @@ type Plan struct {
 	SLO      metrics.SLO
 	Replicas int
 	Serve    serve.Config // policies and engine settings; Source and Collector are set per run
+	// Inputs digests what the plan read besides the scenario: the model
+	// and GPU definitions, each pool's kernel-time profile and a replayed
+	// trace's bytes (see inputs.go). Sweep point keys include it.
+	Inputs string
 }
 
 // PoolPlan is one pool's resolved instance: GPU, parallelism, batch policy,
@@ -52,6 +56,7 @@ type PoolPlan struct {
 	Limits      policies.Limits
 	MaxModelLen int
 	Kernel      string // which kernel-time model, for reports
+	kernelID    string // digest of the kernel-time model's definition
 }
 
 // resolvePool resolves one pool's instance; prefix ("" or "disagg.decode_")
@@ -138,11 +143,11 @@ func (s *Scenario) resolvePool(gc *hardware.Catalog, m *models.Model, prefix, gp
 	if p.Memory, err = hardware.PlanMemory(m, p.GPU, p.Parallel, b.GPUMemUtil, b.BlockSize, hardware.DefaultActivationReserve); err != nil {
 		return nil, err
 	}
-	kern, overhead, desc, err := s.kernelModel(p.GPU, *tp)
+	kern, overhead, desc, id, err := s.kernelModel(p.GPU, *tp)
 	if err != nil {
 		return nil, err
 	}
-	p.Kernel = desc
+	p.Kernel, p.kernelID = desc, id
 	if p.Step, err = hardware.NewStepModel(m, p.GPU, p.Parallel, kern, overhead); err != nil {
 		return nil, err
 	}
@@ -160,7 +165,7 @@ func (s *Scenario) resolvePool(gc *hardware.Catalog, m *models.Model, prefix, gp
 //   - "roofline": the roofline with hardware.DefaultEfficiency;
 //   - anything else: a profile file (servesim calibrate -o), which must be
 //     for this GPU.
-func (s *Scenario) kernelModel(g *hardware.GPU, tp int) (hardware.KernelModel, float64, string, error) {
+func (s *Scenario) kernelModel(g *hardware.GPU, tp int) (hardware.KernelModel, float64, string, string, error) {
 	overhead := func(profile float64) float64 {
 		if s.Hardware.IterOverheadMs > 0 {
 			return s.Hardware.IterOverheadMs / 1e3
@@ -168,29 +173,35 @@ func (s *Scenario) kernelModel(g *hardware.GPU, tp int) (hardware.KernelModel, f
 		return profile
 	}
 	roofline := hardware.Roofline{GPU: g, Eff: hardware.DefaultEfficiency(), TP: tp}
+	rooflineID := "roofline " + digestOf(roofline.Eff)
 	switch prof := s.Hardware.Profile; prof {
 	case "roofline":
-		return roofline, overhead(DefaultIterOverheadMs / 1e3), "roofline (default efficiencies)", nil
+		return roofline, overhead(DefaultIterOverheadMs / 1e3), "roofline (default efficiencies)", rooflineID, nil
 	case "", "builtin":
 		p, ok := calibrate.Builtin(g.Name)
 		if !ok {
-			return roofline, overhead(DefaultIterOverheadMs / 1e3), fmt.Sprintf("roofline (no built-in calibrated profile for %s)", g.Name), nil
+			return roofline, overhead(DefaultIterOverheadMs / 1e3), fmt.Sprintf("roofline (no built-in calibrated profile for %s)", g.Name), rooflineID, nil
 		}
 		k, err := p.Kernel(g, tp)
 		if err != nil {
-			return roofline, overhead(DefaultIterOverheadMs / 1e3), fmt.Sprintf("roofline (the built-in %s profile does not fit this GPU's numbers: %v)", g.Name, err), nil
+			return roofline, overhead(DefaultIterOverheadMs / 1e3), fmt.Sprintf("roofline (the built-in %s profile does not fit this GPU's numbers: %v)", g.Name, err), rooflineID, nil
 		}
-		return k, overhead(p.IterOverhead()), "calibrated: " + p.Describe(), nil
+		return k, overhead(p.IterOverhead()), "calibrated: " + p.Describe(), "builtin " + builtinDigest(p.GPU, p.WriteTOML), nil
 	default:
-		p, err := calibrate.LoadProfile(s.path(prof))
+		path := s.path(prof)
+		p, err := calibrate.LoadProfile(path)
 		if err != nil {
-			return nil, 0, "", fmt.Errorf("%w (field \"hardware.profile\", flag --profile)", err)
+			return nil, 0, "", "", fmt.Errorf("%w (field \"hardware.profile\", flag --profile)", err)
 		}
 		k, err := p.Kernel(g, tp)
 		if err != nil {
-			return nil, 0, "", fmt.Errorf("%w (field \"hardware.profile\", flag --profile)", err)
+			return nil, 0, "", "", fmt.Errorf("%w (field \"hardware.profile\", flag --profile)", err)
 		}
-		return k, overhead(p.IterOverhead()), "calibrated: " + p.Describe(), nil
+		d, err := fileDigest(path)
+		if err != nil {
+			return nil, 0, "", "", fmt.Errorf("%w (field \"hardware.profile\", flag --profile)", err)
+		}
+		return k, overhead(p.IterOverhead()), "calibrated: " + p.Describe(), "file " + d, nil
 	}
 }
 
@@ -274,6 +285,18 @@ func (s Scenario) Resolve() (*Plan, error) {
 	if err := s.resolveServe(p); err != nil {
 		return nil, err
 	}
+	parts := []any{p.Model, p.GPU, p.kernelID}
+	if p.Decode != nil {
+		parts = append(parts, p.Decode.GPU, p.Decode.kernelID)
+	}
+	if p.Trace != nil {
+		d, err := fileDigest(p.Trace.File)
+		if err != nil {
+			return nil, fmt.Errorf("%w (field \"workload.trace.file\")", err)
+		}
+		parts = append(parts, d)
+	}
+	p.Inputs = digestOf(parts...)
 	p.Scenario = s
 	return p, nil
 }

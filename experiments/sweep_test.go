@@ -2,10 +2,13 @@ package experiments
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/servesim/servesim/hardware/calibrate"
 )
 
 func writeSweep(t *testing.T, text string) string {
@@ -240,4 +243,88 @@ func FuzzParseSweep(f *testing.F) {
 		}
 		_, _ = sw.Points() // an error or points, never a panic
 	})
+}
+
+// A sweep rerun into the same directory reuses a point only while what it
+// read is unchanged: editing the kernel profile file or the replayed trace
+// (same scenario text) runs the points again, and the results change.
+func TestSweepRerunsOnChangedInputs(t *testing.T) {
+	dir := t.TempDir()
+	prof, ok := calibrate.Builtin("h100")
+	if !ok {
+		t.Fatal("no built-in h100 profile")
+	}
+	profPath := filepath.Join(dir, "h100.toml")
+	if err := os.WriteFile(profPath, prof.WriteTOML(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tracePath := filepath.Join(dir, "trace.csv")
+	var tr strings.Builder
+	tr.WriteString("arrival_s,prompt_tokens,output_tokens\n")
+	for i := range 60 {
+		fmt.Fprintf(&tr, "%g,%d,%d\n", 0.2*float64(i), 200+37*(i%9), 20+11*(i%7))
+	}
+	if err := os.WriteFile(tracePath, []byte(tr.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sweepPath := filepath.Join(dir, "sweep.toml")
+	text := `name = "inputs"
+[base]
+model = "llama-3.1-8b"
+gpu = "h100"
+[base.hardware]
+profile = "h100.toml"
+[base.workload.trace]
+file = "trace.csv"
+[[axis]]
+field = "batch.max_num_seqs"
+values = [8, 64]
+`
+	if err := os.WriteFile(sweepPath, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	run := func(wantRan, wantFound int) []PointFile {
+		t.Helper()
+		sw, err := LoadSweep(sweepPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pts, err := sw.Points()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ran, found, err := RunSweepDir(pts, out, DirOptions{})
+		if err != nil || ran != wantRan || found != wantFound {
+			t.Fatalf("ran %d, found %d, err %v; want %d, %d", ran, found, err, wantRan, wantFound)
+		}
+		res, err := Collect(pts, out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	first := run(2, 0)
+	run(0, 2) // nothing changed: reused
+	// A slower iteration overhead in the profile file.
+	// (The comment changes the size too: digests are cached per process by
+	// path, size and modification time, and a file system may keep coarse
+	// times.)
+	prof.Iteration.OverheadS *= 3
+	if err := os.WriteFile(profPath, append(prof.WriteTOML(), "# edited\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	second := run(2, 0)
+	if a, b := first[0].Metrics["duration_s"], second[0].Metrics["duration_s"]; a >= b {
+		t.Errorf("a 3× iteration overhead did not lengthen the run: %v s then %v s", a, b)
+	}
+	// The trace loses its last request.
+	lines := strings.SplitAfter(tr.String(), "\n")
+	if err := os.WriteFile(tracePath, []byte(strings.Join(lines[:len(lines)-2], "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	third := run(2, 0)
+	if n := third[0].Metrics["completed"]; n != 59 {
+		t.Errorf("%g requests completed after the trace lost one, want 59", n)
+	}
 }

@@ -29,12 +29,15 @@ type PointFile struct {
 	Summary SummaryFile        `json:"summary"`
 }
 
-// Key identifies a point by its resolved scenario: a hash of its TOML form.
+// Key identifies a point by its resolved scenario and what it read besides
+// (Plan.Inputs: model, GPU and kernel-profile definitions, a trace's bytes):
+// a hash of the scenario's TOML form and the inputs' digest.
 func (p Point) Key() string {
 	var buf bytes.Buffer
 	if err := toml.NewEncoder(&buf).Encode(p.Plan.Scenario); err != nil {
 		panic("experiments: encoding a resolved scenario: " + err.Error())
 	}
+	buf.WriteString("\ninputs " + p.Plan.Inputs)
 	sum := sha256.Sum256(buf.Bytes())
 	return hex.EncodeToString(sum[:8])
 }

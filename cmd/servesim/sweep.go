@@ -22,7 +22,10 @@ first, so a bad value stops the sweep before anything runs. Points run in
 parallel; results do not depend on the number of workers.
 
 Each finished point is written to DIR/points/KEY.json at once, so a sweep
-stopped midway and run again computes only the missing points. When all
+stopped midway and run again computes only the missing points. KEY hashes
+the resolved scenario and what it read (model and GPU definitions, the
+kernel-time profile, a trace's bytes): after any of them changes, a rerun
+computes every point again. When all
 points are present, DIR/results.csv (one row per point, every metric) and
 DIR/results.json are written and a Markdown table is printed.
 

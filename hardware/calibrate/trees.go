@@ -197,8 +197,9 @@ func newForest(t *GEMMTrees) *forest {
 }
 
 // at returns the log correction for feature vector x. It walks four trees
-// at a time for f.depth steps each, without branches (leaves absorb the
-// walk), so that the four chains of dependent loads overlap.
+// at a time for f.depth steps each (leaves absorb the walk, so every tree
+// takes the same steps), so that the four chains of dependent loads
+// overlap.
 func (f *forest) at(x []float64) float64 {
 	s := f.base
 	nodes, roots := f.nodes, f.roots

@@ -742,7 +742,7 @@ func GenerateBuiltin(dir string, measured []string) (map[string][]byte, error) {
 func VidurNotes(gpu string) []string {
 	notes := []string{
 		"Kernel times are Vidur's medians of sarathi-serve FP16 kernels (CUPTI, 1 µs resolution), one transformer layer on one GPU, repeated on the same weights.",
-		"GEMM times step with cuBLAS's tile and wave quantization (up to 2× between neighbouring token counts) where cuBLAS's kernel choice for the shape puts them; the wave term (one tile per operator class) follows some steps, and the residual trees ([gemm_trees], grown on log(measured/parametric) over shape and wave features) learn more of them; held out by model they still miss some (see the README).",
+		"GEMM times step with cuBLAS's tile and wave quantization (up to 2× between neighbouring token counts) where cuBLAS's kernel choice for the shape puts them; the wave term (one tile per operator class) follows some steps, and the residual trees ([gemm_trees], where the profile has them: grown on log(measured/parametric) over shape and wave features) learn more of them; held out by model they still miss some (see the README).",
 		"lm_head takes mlp_up's parameters and moe_router out_proj's (no samples); MoE expert GEMMs use the dense GEMM parameters.",
 	}
 	if gpu != "a100" {

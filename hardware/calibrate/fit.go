@@ -197,11 +197,10 @@ func (p *Profile) growGEMMTrees(own []Sample, g *hardware.GPU) error {
 	if err != nil {
 		return fmt.Errorf("calibrate: fit produced an invalid profile (a bug): %w", err)
 	}
-	inv := 1 / g.PeakFLOPS(models.BF16)
 	ss := make([]treeSample, len(in))
 	for i, s := range in {
-		param := k.OpTime(&s.Op)
-		gemmFeatures(ss[i].x[:], s.Op.Tokens, s.Op.N, s.Op.K, s.Op.FLOPs, s.Op.Bytes, g.SMs, max(s.Op.FLOPs*inv, s.Op.Bytes/g.MemBW), param)
+		param := k.OpTime(&s.Op) // no trees yet: the parametric time
+		k.features(&s.Op, param, ss[i].x[:])
 		ss[i].y = math.Log(s.Seconds / param)
 	}
 	p.GEMMTrees = growTrees(ss)

@@ -181,10 +181,18 @@ func (k *Calibrated) OpTime(op *models.Op) float64 {
 	t += c.o
 	if k.trees != nil && treeDomain(op, &k.trees.kinds, k.trees.dtype) {
 		var x [numFeatures]float64
-		gemmFeatures(x[:], op.Tokens, op.N, op.K, op.FLOPs, op.Bytes, k.sms, max(op.FLOPs*inv, op.Bytes*k.invBW), t)
+		k.features(op, t, x[:])
 		t *= math.Exp(k.trees.at(x[:]))
 	}
 	return t
+}
+
+// features fills x with the residual trees' features of GEMM op, whose
+// parametric time is param: what the trees were grown on and what they
+// are evaluated at.
+func (k *Calibrated) features(op *models.Op, param float64, x []float64) {
+	roof := max(op.FLOPs*k.invPeak[op.Compute], op.Bytes*k.invBW)
+	gemmFeatures(x, op.Tokens, op.N, op.K, op.FLOPs, op.Bytes, k.sms, roof, param)
 }
 
 // TP returns the tensor-parallel degree k was built for.

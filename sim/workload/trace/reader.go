@@ -394,7 +394,7 @@ func (rd *Reader) Next(r *workload.Request) bool {
 			t, keep, e = rd.parseCSV(line, r)
 		}
 		if !e.failed() && r.PromptTokens < 1 {
-			e = bad(rd.promptCol(), rd.promptName(), "a request needs at least 1 prompt token")
+			e = bad(rd.colPos(rd.col.prompt), rd.colName(rd.col.prompt, "input_length", "prompt_tokens"), "a request needs at least 1 prompt token")
 		}
 		if b := r.PrefixBlockTokens; !e.failed() && b > 0 && len(r.Prefix) > (r.PromptTokens+b-1)/b {
 			e = bad(1, rd.prefixName(), "%d prefix blocks of %d tokens are more than a %d-token prompt holds", len(r.Prefix), b, r.PromptTokens)
@@ -443,7 +443,7 @@ func (rd *Reader) checkTime(t int64, r *workload.Request) rowErr {
 	}
 	rel := t - rd.baseNs // Azure's t is already relative, and its first is 0
 	if rel < 0 || sim.Time(rel) < rd.prev {
-		return bad(rd.timeCol(), rd.timeName(), "time goes backwards: %v after %v (rows must be in arrival order)",
+		return bad(rd.colPos(rd.col.time), rd.colName(rd.col.time, "timestamp", "arrival_s"), "time goes backwards: %v after %v (rows must be in arrival order)",
 			sim.Time(rel), rd.prev)
 	}
 	rd.prev = sim.Time(rel)
@@ -451,39 +451,24 @@ func (rd *Reader) checkTime(t int64, r *workload.Request) rowErr {
 	return rowErr{}
 }
 
-// Column positions for errors found after a row was split.
-func (rd *Reader) timeCol() int {
-	if rd.ncols > 0 && rd.col.time >= 0 && rd.col.time < len(rd.offs) {
-		return rd.offs[rd.col.time] + 1
+// Column positions and names for errors found after a row was split: the
+// 1-based byte position of CSV column i (1 for JSON lines), and its name in
+// the header, or in the JSON format (Mooncake's or servesim's).
+func (rd *Reader) colPos(i int) int {
+	if rd.ncols > 0 && i >= 0 && i < len(rd.offs) {
+		return rd.offs[i] + 1
 	}
 	return 1
 }
 
-func (rd *Reader) timeName() string {
+func (rd *Reader) colName(i int, mooncake, servesim string) string {
 	switch {
 	case rd.format == Mooncake:
-		return "timestamp"
+		return mooncake
 	case rd.ncols == 0:
-		return "arrival_s"
+		return servesim
 	}
-	return rd.col.names[rd.col.time]
-}
-
-func (rd *Reader) promptCol() int {
-	if rd.ncols > 0 && rd.col.prompt < len(rd.offs) {
-		return rd.offs[rd.col.prompt] + 1
-	}
-	return 1
-}
-
-func (rd *Reader) promptName() string {
-	switch {
-	case rd.format == Mooncake:
-		return "input_length"
-	case rd.ncols == 0:
-		return "prompt_tokens"
-	}
-	return rd.col.names[rd.col.prompt]
+	return rd.col.names[i]
 }
 
 func (rd *Reader) prefixName() string {

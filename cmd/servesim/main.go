@@ -43,13 +43,17 @@ func init() {
 }
 
 func main() {
-	if err := dispatch(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return
-		}
-		fmt.Fprintln(os.Stderr, "servesim:", err)
-		os.Exit(1)
+	os.Exit(exitCode(dispatch(os.Args[1:], os.Stdout, os.Stderr), os.Stderr))
+}
+
+// exitCode prints err (if any) and returns the process's exit status:
+// 0 for success or help, 1 for any error.
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil || errors.Is(err, pflag.ErrHelp) {
+		return 0
 	}
+	fmt.Fprintln(stderr, "servesim:", err)
+	return 1
 }
 
 func dispatch(args []string, stdout, stderr io.Writer) error {

@@ -22,6 +22,9 @@ func gpusCmd(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("gpus: unexpected argument %q (flags only; see --help)", fs.Arg(0))
+	}
 	c := hardware.Builtin()
 	if *file != "" {
 		if err := c.LoadFile(*file); err != nil {

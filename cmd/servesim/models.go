@@ -21,6 +21,9 @@ func modelsCmd(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("models: unexpected argument %q (flags only; see --help)", fs.Arg(0))
+	}
 	c := models.Builtin()
 	if *file != "" {
 		if err := c.LoadFile(*file); err != nil {

@@ -121,7 +121,7 @@ type Router struct {
 type SLO struct {
 	TTFTms float64 `toml:"ttft_ms" json:"ttft_ms"`
 	TPOTms float64 `toml:"tpot_ms" json:"tpot_ms"`
-	E2Ems  float64 `toml:"e2e_ms"`
+	E2Ems  float64 `toml:"e2e_ms" json:"e2e_ms"`
 }
 
 // Disagg makes the deployment prefill/decode-disaggregated when

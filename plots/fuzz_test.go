@@ -134,6 +134,7 @@ func FuzzReadSteps(f *testing.F) {
 // and attainments.
 func FuzzReadSummary(f *testing.F) {
 	f.Add(fileHead(f, "testdata/run-chunked/summary.json", 1000))
+	f.Add(`{"metrics": {"slo": {"ttft_ms": 1}, "slo_attainment": 1}}`)
 	f.Add(`{"metrics": {"slo": {"ttft_ns": 1}, "slo_attainment": 1}}`)
 	f.Add(`{"metrics": null}`)
 	f.Add("{\n\"metrics\": [1, 2]\n}")

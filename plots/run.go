@@ -372,9 +372,13 @@ type summaryFile struct {
 		TPOT       Stats   `json:"tpot_ms"`
 		Attainment float64 `json:"slo_attainment"`
 		SLO        struct {
-			TTFT int64 `json:"ttft_ns"`
-			TPOT int64 `json:"tpot_ns"`
-			E2E  int64 `json:"e2e_ns"`
+			TTFT float64 `json:"ttft_ms"`
+			TPOT float64 `json:"tpot_ms"`
+			E2E  float64 `json:"e2e_ms"`
+			// Files written before the SLO was in milliseconds.
+			TTFTns *int64 `json:"ttft_ns"`
+			TPOTns *int64 `json:"tpot_ns"`
+			E2Ens  *int64 `json:"e2e_ns"`
 		} `json:"slo"`
 		Busy []float64 `json:"busy_by_instance_s"`
 	} `json:"metrics"`
@@ -408,9 +412,17 @@ func ReadSummary(r io.Reader, name string) (*Summary, error) {
 		return nil, fmt.Errorf("plots: %s: no \"metrics\" object", name)
 	}
 	m := f.Metrics
+	for _, l := range []struct {
+		ns *int64
+		ms *float64
+	}{{m.SLO.TTFTns, &m.SLO.TTFT}, {m.SLO.TPOTns, &m.SLO.TPOT}, {m.SLO.E2Ens, &m.SLO.E2E}} {
+		if l.ns != nil && *l.ms == 0 {
+			*l.ms = float64(*l.ns) / 1e6
+		}
+	}
 	s := &Summary{
 		Name: f.Scenario.Name, Model: f.Instance.Model, GPU: f.Instance.GPU, TP: f.Instance.TP, Policy: f.Instance.Policy,
-		SLO:        SLO{TTFTms: float64(m.SLO.TTFT) / 1e6, TPOTms: float64(m.SLO.TPOT) / 1e6, E2Ems: float64(m.SLO.E2E) / 1e6},
+		SLO:        SLO{TTFTms: m.SLO.TTFT, TPOTms: m.SLO.TPOT, E2Ems: m.SLO.E2E},
 		Attainment: m.Attainment, Completed: m.Completed, Rejected: m.Rejected, Duration: m.Duration,
 		TTFT: m.TTFT, TPOT: m.TPOT, Instances: len(m.Busy),
 	}

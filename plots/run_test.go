@@ -157,19 +157,21 @@ func TestReadSteps(t *testing.T) {
 
 func TestReadSummary(t *testing.T) {
 	ok := `{"scenario": {"name": "s"}, "instance": {"model": "m", "gpu": "h100", "tp": 2, "policy": "chunked"},
- "metrics": {"completed": 3, "rejected": 1, "duration_s": 2.5, "slo": {"ttft_ns": 500000000, "tpot_ns": 50000000, "e2e_ns": 0},
+ "metrics": {"completed": 3, "rejected": 1, "duration_s": 2.5, "slo": {"ttft_ms": 500, "tpot_ms": 50, "e2e_ms": 0},
  "slo_attainment": 0.75, "ttft_ms": {"n": 3, "median": 12.5, "p99": 40}, "busy_by_instance_s": [1, 2], "other": [1]}}`
 	for _, tc := range []struct {
 		name, json string
 		err        string
 	}{
 		{"ok", ok, ""},
+		// Files written before the SLO was in milliseconds: 500,000,000 ns = 500 ms; 50,000,000 ns = 50 ms.
+		{"legacy ns", strings.Replace(ok, `"ttft_ms": 500, "tpot_ms": 50, "e2e_ms": 0`, `"ttft_ns": 500000000, "tpot_ns": 50000000, "e2e_ns": 0`, 1), ""},
 		// Line 3 is `    "completed": 3,,`: the second comma, the bad byte, is column 20.
 		{"syntax error", "{\n  \"metrics\": {\n    \"completed\": 3,,\n", "summary.json line 3, column 20: invalid character ','"},
 		// encoding/json reports a type error at the end of the value: `"completed": "three"` ends in column 20.
 		{"type error", "{\"metrics\": {\n\"completed\": \"three\"}}", `summary.json line 2, column 20: field "metrics.completed": string value where int is wanted`},
 		{"no metrics", `{"scenario": {}}`, `no "metrics" object`},
-		{"negative slo", `{"metrics": {"slo": {"ttft_ns": -5}}}`, "metrics.slo: SLO ttft"},
+		{"negative slo", `{"metrics": {"slo": {"ttft_ms": -5}}}`, "metrics.slo: SLO ttft"},
 		{"attainment above 1", `{"metrics": {"slo_attainment": 1.5}}`, "slo_attainment 1.5"},
 		{"empty", "", "unexpected end of JSON input"},
 	} {
@@ -184,7 +186,6 @@ func TestReadSummary(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// 500,000,000 ns = 500 ms; 50,000,000 ns = 50 ms.
 			if s.Name != "s" || s.Model != "m" || s.GPU != "h100" || s.TP != 2 || s.Policy != "chunked" || s.SLO != (SLO{TTFTms: 500, TPOTms: 50}) ||
 				s.Attainment != 0.75 || s.Completed != 3 || s.Rejected != 1 || s.Duration != 2.5 || s.TTFT.Median != 12.5 || s.TTFT.P99 != 40 || s.Instances != 2 {
 				t.Errorf("summary %+v", s)

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 
@@ -64,10 +65,61 @@ func (r *Record) check() {
 // TTFT ≤ SLO.TTFT, TPOT ≤ SLO.TPOT, E2E ≤ SLO.E2E. The TPOT objective is
 // skipped for a request with one output token, which has no TPOT (vLLM
 // counts its TPOT as 0, which meets any objective: the same outcome).
+//
+// In JSON the objectives are milliseconds, named so: {"ttft_ms": 300,
+// "tpot_ms": 30, "e2e_ms": 0} (see MarshalJSON).
 type SLO struct {
-	TTFT sim.Time `json:"ttft_ns"`
-	TPOT sim.Time `json:"tpot_ns"`
-	E2E  sim.Time `json:"e2e_ns"`
+	TTFT sim.Time
+	TPOT sim.Time
+	E2E  sim.Time
+}
+
+// sloJSON is SLO's JSON form: milliseconds. The _ns fields are read only,
+// from files written before the objectives were in milliseconds.
+type sloJSON struct {
+	TTFTms float64 `json:"ttft_ms"`
+	TPOTms float64 `json:"tpot_ms"`
+	E2Ems  float64 `json:"e2e_ms"`
+}
+
+type sloJSONLegacy struct {
+	sloJSON
+	TTFTns *int64 `json:"ttft_ns,omitempty"`
+	TPOTns *int64 `json:"tpot_ns,omitempty"`
+	E2Ens  *int64 `json:"e2e_ns,omitempty"`
+}
+
+// MarshalJSON writes the objectives in milliseconds (ttft_ms, tpot_ms,
+// e2e_ms), like every other latency of a summary.
+func (s SLO) MarshalJSON() ([]byte, error) {
+	return json.Marshal(sloJSON{s.TTFT.Milliseconds(), s.TPOT.Milliseconds(), s.E2E.Milliseconds()})
+}
+
+// UnmarshalJSON reads the objectives in milliseconds, rounded to the
+// nanosecond; it also reads the integer nanoseconds (ttft_ns, tpot_ns,
+// e2e_ns) of older files. Negative values are kept for Validate to report.
+func (s *SLO) UnmarshalJSON(b []byte) error {
+	var j sloJSONLegacy
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		name string
+		ms   float64
+		ns   *int64
+		dst  *sim.Time
+	}{{"ttft_ms", j.TTFTms, j.TTFTns, &s.TTFT}, {"tpot_ms", j.TPOTms, j.TPOTns, &s.TPOT}, {"e2e_ms", j.E2Ems, j.E2Ens, &s.E2E}} {
+		if f.ns != nil && f.ms == 0 {
+			*f.dst = sim.Time(*f.ns)
+			continue
+		}
+		ns := math.Round(f.ms * 1e6)
+		if !(math.Abs(ns) < math.MaxInt64) {
+			return fmt.Errorf("metrics: SLO %s %g: out of range", f.name, f.ms)
+		}
+		*f.dst = sim.Time(ns)
+	}
+	return nil
 }
 
 // IsSet reports whether any objective is set.

@@ -248,16 +248,22 @@ func (in *Instance) admitCheck(r *request) string {
 	return ""
 }
 
-// enqueue adds an admitted request to the waiting queue and starts an
-// iteration if the instance is idle.
+// enqueue adds an admitted request to the waiting queue and, if the
+// instance is idle, has it start an iteration at this instant, but only
+// after every arrival of the instant is queued: the wake-up event fires
+// after arrivals at equal times (prioStepEnd > prioArrival), so the batcher
+// sees all the requests that arrived together, as vLLM's engine loop sees
+// every request added before it schedules. (Starting at once would run the
+// first of 8 simultaneous arrivals alone, and static batching would then
+// keep the other 7 waiting for its whole batch.)
 func (in *Instance) enqueue(r *request, now sim.Time) {
 	r.state = stateWaiting
 	r.target = r.prompt
 	r.inst = in
 	in.outstanding++
 	in.waiting.insert(r)
-	if !in.busy {
-		in.startStep(now)
+	if !in.busy && !(in.wakeEv.Pending() && in.wakeEv.Time() == now) {
+		in.w.eng.ScheduleEvent(in.wakeEv, now)
 	}
 }
 

@@ -1,11 +1,14 @@
 package experiments
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // summary.json names every SLO in milliseconds, in the scenario and in the
@@ -53,4 +56,185 @@ func TestSummarySLOInMilliseconds(t *testing.T) {
 			t.Errorf("summary.json holds %s", bad)
 		}
 	}
+}
+
+// Every result file is mode 0644 whatever the umask allows CreateTemp (0600):
+// a run's three files, a sweep's point files and results, and
+// WriteFileAtomic's.
+func TestResultFileModes(t *testing.T) {
+	p, err := small().Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := Run(p, dir); err != nil {
+		t.Fatal(err)
+	}
+	sw, err := LoadSweep(writeSweep(t, smallSweep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err := sw.Points()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sdir := t.TempDir()
+	if _, _, err := RunSweepDir(pts[:2], sdir, DirOptions{Workers: 1}); err != nil {
+		t.Fatal(err)
+	}
+	pfs, err := Collect(pts[:2], sdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteResults(sdir, sw.Axes, pfs); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(t.TempDir(), "plan.csv")
+	if err := WriteFileAtomic(other, []byte("x\n")); err != nil {
+		t.Fatal(err)
+	}
+	files := []string{filepath.Join(dir, "requests.csv"), filepath.Join(dir, "steps.csv"), filepath.Join(dir, "summary.json"),
+		filepath.Join(sdir, "results.csv"), filepath.Join(sdir, "results.json"), other}
+	for _, pt := range pts[:2] {
+		files = append(files, filepath.Join(sdir, "points", pt.Key()+".json"))
+	}
+	for _, f := range files {
+		st, err := os.Stat(f)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		if st.Mode().Perm() != ResultMode {
+			t.Errorf("%s: mode %v, want %v", f, st.Mode().Perm(), ResultMode)
+		}
+	}
+}
+
+// A run removes the temporaries an earlier, killed run left in its output
+// directory (servesim's names only, older than StaleAge), and nothing else.
+func TestRunSweepsStaleTemporaries(t *testing.T) {
+	dir := t.TempDir()
+	old := time.Now().Add(-2 * time.Hour)
+	files := []struct {
+		name string
+		old  bool
+		gone bool
+	}{
+		{".servesim-tmp-requests.csv-123", true, true},
+		{".servesim-tmp-summary.json-9", true, true},
+		{".requests-4567.csv", true, true}, // earlier versions' names
+		{".steps-4567.csv", true, true},
+		{".summary.json-88", true, true},
+		{".servesim-tmp-steps.csv-5", false, false}, // young: may be another servesim's
+		{".requests-notes.csv", true, false},        // not a servesim name
+		{"requests-1.csv", true, false},
+		{"notes.txt", true, false},
+	}
+	for _, f := range files {
+		p := filepath.Join(dir, f.name)
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if f.old {
+			if err := os.Chtimes(p, old, old); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	s := small()
+	s.Workload.Requests = 10
+	p, err := s.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(p, dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		_, err := os.Stat(filepath.Join(dir, f.name))
+		if gone := os.IsNotExist(err); gone != f.gone {
+			t.Errorf("%s: removed %v, want %v", f.name, gone, f.gone)
+		}
+	}
+}
+
+// A cancelled context stops a run, which leaves nothing in its output
+// directory and says it was interrupted; a sweep likewise keeps no
+// temporaries (RunContext is what the CLI's signal handler cancels).
+func TestRunContextCancelled(t *testing.T) {
+	s := small()
+	s.Workload.Requests = 1_000_000 // far more events than it gets to fire
+	p, err := s.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	// Cancel once the run's temporaries exist.
+	go func() {
+		defer cancel()
+		for deadline := time.Now().Add(20 * time.Second); len(tempsIn(dir)) < 2 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	_, err = RunContext(ctx, p, dir)
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "interrupted") {
+		t.Fatalf("error %v, want an interruption wrapping context.Canceled", err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("output directory holds %d entries after the interrupt, want 0", len(ents))
+	}
+
+	// Cancelled before it starts: no point runs.
+	sw, err := LoadSweep(writeSweep(t, smallSweep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err := sw.Points()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sdir := t.TempDir()
+	ran, _, err := RunSweepDir(pts, sdir, DirOptions{Workers: 2, KeepRecords: true, Context: ctx})
+	if ran != 0 || !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled sweep ran %d points, error %v", ran, err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(sdir, "points")); len(ents) != 0 {
+		t.Errorf("cancelled sweep left %d entries in points/", len(ents))
+	}
+}
+
+func tempsIn(dir string) []string {
+	ents, _ := os.ReadDir(dir)
+	var out []string
+	for _, e := range ents {
+		if IsTempName(e.Name()) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// BenchmarkSimulate100kCancellable is BenchmarkSimulate100k under a
+// cancellable context, as `servesim run` runs: the run looks at ctx.Done()
+// every serve.StopCheckEvents events. Compare the two for the check's cost.
+func BenchmarkSimulate100kCancellable(b *testing.B) {
+	s := Default()
+	s.Workload.Rate = 17
+	s.Workload.Requests = 100_000
+	p, err := s.Resolve()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	dir := b.TempDir()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := RunContext(ctx, p, dir); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)*100_000/b.Elapsed().Seconds(), "req/s")
 }

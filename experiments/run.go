@@ -1,8 +1,8 @@
 package experiments
 
 import (
-	"bufio"
-	"encoding/json"
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -478,8 +478,20 @@ type TraceCounts struct {
 
 // Run simulates the plan. If outDir is not empty it writes requests.csv,
 // steps.csv and summary.json there, each whole or not at all (written to a
-// temporary file, then renamed).
+// temporary file, then renamed), after removing the temporaries earlier
+// runs left there (SweepStale).
 func Run(p *Plan, outDir string) (*Report, error) {
+	return RunContext(context.Background(), p, outDir)
+}
+
+// RunContext is Run stopped early when ctx is cancelled: it then removes
+// its temporary files, writes no result file and returns an error that
+// says "interrupted" and wraps ctx.Err() (errors.Is(err, context.Canceled)).
+// The library installs no signal handler: the caller (the CLI) cancels ctx.
+func RunContext(ctx context.Context, p *Plan, outDir string) (*Report, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("experiments: run interrupted before it started (%w)", err)
+	}
 	src, closeSrc, err := p.source()
 	if err != nil {
 		return nil, err
@@ -508,7 +520,11 @@ func Run(p *Plan, outDir string) (*Report, error) {
 		defer files.abort()
 		cfg.Sink = files
 	}
+	cfg.Done = ctx.Done()
 	res, err := serve.Run(cfg)
+	if errors.Is(err, serve.ErrStopped) {
+		return nil, fmt.Errorf("experiments: run interrupted: %w (%w)", err, ctx.Err())
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -522,103 +538,6 @@ func Run(p *Plan, outDir string) (*Report, error) {
 		}
 	}
 	return rep, nil
-}
-
-// fileSink streams records to temporary files in the output directory and
-// renames them into place only when the run succeeded.
-type fileSink struct {
-	dir             string
-	reqF, stepF     *os.File
-	reqBuf, stepBuf *bufio.Writer
-	req             *metrics.RecordWriter
-	step            *metrics.StepWriter
-	done            bool
-}
-
-func newFileSink(dir string) (*fileSink, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("experiments: output directory: %w", err)
-	}
-	fs := &fileSink{dir: dir}
-	var err error
-	if fs.reqF, err = os.CreateTemp(dir, ".requests-*.csv"); err != nil {
-		return nil, fmt.Errorf("experiments: %w", err)
-	}
-	if fs.stepF, err = os.CreateTemp(dir, ".steps-*.csv"); err != nil {
-		fs.abort()
-		return nil, fmt.Errorf("experiments: %w", err)
-	}
-	fs.reqBuf = bufio.NewWriterSize(fs.reqF, 1<<16)
-	fs.stepBuf = bufio.NewWriterSize(fs.stepF, 1<<16)
-	fs.req = metrics.NewRecordWriter(fs.reqBuf)
-	fs.step = metrics.NewStepWriter(fs.stepBuf)
-	return fs, nil
-}
-
-func (fs *fileSink) Record(r *metrics.Record) error { return fs.req.Write(r) }
-func (fs *fileSink) Step(s *metrics.Step) error     { return fs.step.Write(s) }
-
-func (fs *fileSink) commit(rep *Report) error {
-	for _, f := range []func() error{fs.req.Flush, fs.step.Flush, fs.reqBuf.Flush, fs.stepBuf.Flush, fs.reqF.Close, fs.stepF.Close} {
-		if err := f(); err != nil {
-			return fmt.Errorf("experiments: writing results: %w", err)
-		}
-	}
-	js, err := json.MarshalIndent(rep.summaryJSON(), "", "  ")
-	if err != nil {
-		return fmt.Errorf("experiments: summary: %w", err)
-	}
-	if err := WriteFileAtomic(filepath.Join(fs.dir, "summary.json"), append(js, '\n')); err != nil {
-		return err
-	}
-	if err := os.Rename(fs.reqF.Name(), filepath.Join(fs.dir, "requests.csv")); err != nil {
-		return fmt.Errorf("experiments: %w", err)
-	}
-	if err := os.Rename(fs.stepF.Name(), filepath.Join(fs.dir, "steps.csv")); err != nil {
-		return fmt.Errorf("experiments: %w", err)
-	}
-	fs.done = true
-	return nil
-}
-
-// abort removes the temporary files unless commit succeeded.
-func (fs *fileSink) abort() {
-	if fs.done {
-		return
-	}
-	for _, f := range []*os.File{fs.reqF, fs.stepF} {
-		if f != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}
-}
-
-// WriteFileAtomic writes data to path through a temporary file in the same
-// directory and a rename, so readers see the old file or the whole new one.
-func WriteFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
-	if err != nil {
-		return fmt.Errorf("experiments: %w", err)
-	}
-	_, werr := f.Write(data)
-	cerr := f.Close()
-	if werr != nil || cerr != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("experiments: writing %s: %v", path, errorsJoin(werr, cerr))
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("experiments: %w", err)
-	}
-	return nil
-}
-
-func errorsJoin(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // decodeRoutingStream is the decode pool's routing stream, beside the

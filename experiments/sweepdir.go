@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/BurntSushi/toml"
 )
@@ -60,6 +62,11 @@ type DirOptions struct {
 	// Progress, when set, is told after each point: points done (run or
 	// found) and the total of this shard.
 	Progress func(done, total int)
+	// Context, when set, stops the sweep when cancelled: no new point
+	// starts, the points in flight stop (RunContext) and leave no
+	// temporaries; the finished points keep their files, so a rerun
+	// computes only the rest.
+	Context context.Context
 }
 
 // RunSweepDir runs the points of a shard that have no file in dir yet,
@@ -72,9 +79,19 @@ func RunSweepDir(pts []Point, dir string, o DirOptions) (ran, found int, err err
 	if o.Shard < 0 || o.Shard >= o.Of {
 		return 0, 0, fmt.Errorf("experiments: shard %d/%d: want 0 ≤ i < n", o.Shard, o.Of)
 	}
+	ctx := o.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	pdir := filepath.Join(dir, "points")
 	if err := MkdirAll(pdir); err != nil {
 		return 0, 0, err
+	}
+	start := time.Now()
+	for _, d := range []string{dir, pdir} {
+		if _, err := SweepStale(d, start); err != nil {
+			return 0, 0, err
+		}
 	}
 	var todo []Point
 	mine := 0
@@ -97,7 +114,12 @@ func RunSweepDir(pts []Point, dir string, o DirOptions) (ran, found int, err err
 		firstErr error
 	)
 	parallel(len(todo), o.Workers, func(i int) {
-		err := runPoint(todo[i], pdir, o.KeepRecords)
+		var err error
+		if err = ctx.Err(); err != nil {
+			err = fmt.Errorf("experiments: sweep interrupted (%w)", err)
+		} else {
+			err = runPoint(ctx, todo[i], pdir, o.KeepRecords)
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil && firstErr == nil {
@@ -114,12 +136,12 @@ func RunSweepDir(pts []Point, dir string, o DirOptions) (ran, found int, err err
 	return ran, found, firstErr
 }
 
-func runPoint(p Point, pdir string, keep bool) error {
+func runPoint(ctx context.Context, p Point, pdir string, keep bool) error {
 	out := ""
 	if keep {
 		out = filepath.Join(pdir, p.Key())
 	}
-	rep, err := Run(p.Plan, out)
+	rep, err := RunContext(ctx, p.Plan, out)
 	if err != nil {
 		return fmt.Errorf("experiments: point %d: %w", p.Index, err)
 	}

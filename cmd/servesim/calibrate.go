@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/servesim/servesim/experiments"
 	"github.com/servesim/servesim/hardware"
 	"github.com/servesim/servesim/hardware/calibrate"
 	"github.com/servesim/servesim/models"
@@ -218,25 +220,12 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// writeFileAtomic writes data to a temporary file beside path and renames
-// it, so that path is whole or untouched.
+// writeFileAtomic writes a profile to path whole or not at all, mode 0644
+// (experiments.WriteFileAtomic), after removing the temporaries an earlier
+// interrupted servesim left beside it.
 func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("calibrate: %w", err)
+	if _, err := experiments.SweepStale(filepath.Dir(path), time.Now()); err != nil {
+		return err
 	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("calibrate: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("calibrate: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("calibrate: %w", err)
-	}
-	return nil
+	return experiments.WriteFileAtomic(path, data)
 }

@@ -1,9 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -71,15 +71,11 @@ func examplesCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	pf, err := os.Create(filepath.Join(*out, "plan.md"))
-	if err != nil {
+	var plan bytes.Buffer
+	if err := experiments.WritePlan(&plan, opts, 20, 0.9); err != nil {
 		return err
 	}
-	err = experiments.WritePlan(pf, opts, 20, 0.9)
-	if cerr := pf.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := experiments.WriteFileAtomic(filepath.Join(*out, "plan.md"), plan.Bytes()); err != nil {
 		return err
 	}
 	chart := filepath.Join(*out, "plan.png")

@@ -11,10 +11,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/pflag"
 )
@@ -47,13 +50,32 @@ func main() {
 }
 
 // exitCode prints err (if any) and returns the process's exit status:
-// 0 for success or help, 1 for any error.
+// 0 for success or help, 130 for a run interrupted by SIGINT or SIGTERM
+// (128 + SIGINT, as shells report it), 1 for any other error.
 func exitCode(err error, stderr io.Writer) int {
 	if err == nil || errors.Is(err, pflag.ErrHelp) {
 		return 0
 	}
 	fmt.Fprintln(stderr, "servesim:", err)
+	if errors.Is(err, context.Canceled) {
+		return 130
+	}
 	return 1
+}
+
+// interruptible returns a context cancelled by the first SIGINT or SIGTERM,
+// for a command whose library call observes it (experiments.RunContext,
+// DirOptions.Context) and removes its temporary files; stop restores the
+// default handling. After the first signal the default handling is back at
+// once, so a second one kills the process even if the work does not stop.
+// Commands that do not call this keep Go's default: a signal ends them.
+func interruptible() (ctx context.Context, stop func()) {
+	ctx, stop = signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	return ctx, stop
 }
 
 func dispatch(args []string, stdout, stderr io.Writer) error {

@@ -145,7 +145,9 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	rep, err := experiments.Run(plan, *out)
+	ctx, stop := interruptible()
+	defer stop()
+	rep, err := experiments.RunContext(ctx, plan, *out)
 	if err != nil {
 		return err
 	}

@@ -83,6 +83,9 @@ func sweepCmd(args []string, stdout, stderr io.Writer) error {
 			bar.Set(done)
 		}
 	}
+	ctx, stop := interruptible()
+	defer stop()
+	o.Context = ctx
 	ran, found, err := experiments.RunSweepDir(pts, dir, o)
 	if bar != nil {
 		bar.Finish()

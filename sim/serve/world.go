@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -58,7 +59,18 @@ type Config struct {
 	// prefill pool of a disaggregated deployment, and gives the decode pool
 	// and the KV link between them.
 	Disagg *Disagg
+	// Done, when set, stops the run when it is closed (a context's Done):
+	// Run checks it every StopCheckEvents events and returns an error
+	// wrapping ErrStopped.
+	Done <-chan struct{}
 }
+
+// ErrStopped is wrapped by Run's error when Config.Done closed.
+var ErrStopped = errors.New("stopped")
+
+// StopCheckEvents is how many events Run fires between looks at
+// Config.Done: a look costs a few nanoseconds, an event about a hundred.
+const StopCheckEvents = 1024
 
 // Result counts what happened in a run.
 type Result struct {
@@ -176,7 +188,11 @@ func Run(cfg Config) (Result, error) {
 	if w.src.Next(&w.next) {
 		w.eng.ScheduleEvent(w.arriveEv, w.next.Arrival)
 	}
-	for w.err == nil && w.eng.Step() {
+	if cfg.Done == nil {
+		for w.err == nil && w.eng.Step() {
+		}
+	} else {
+		w.runUntilDone(cfg.Done)
 	}
 	if w.err != nil {
 		return w.res, w.err
@@ -191,6 +207,20 @@ func Run(cfg Config) (Result, error) {
 			w.res.Arrived, w.res.Finished, w.res.Rejected)
 	}
 	return w.res, nil
+}
+
+// runUntilDone fires events until none is left, an error, or done closes.
+func (w *World) runUntilDone(done <-chan struct{}) {
+	for n := 1; w.err == nil && w.eng.Step(); n++ {
+		if n == StopCheckEvents {
+			n = 0
+			select {
+			case <-done:
+				w.err = fmt.Errorf("serve: %w at simulated %v after %d events", ErrStopped, w.eng.Now(), w.eng.Fired())
+			default:
+			}
+		}
+	}
 }
 
 // arrive takes the pending arrival, offers it to the cluster and schedules

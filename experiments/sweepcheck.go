@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/BurntSushi/toml"
@@ -219,6 +220,24 @@ func (sw *Sweep) checkKeys(pts []Point) error {
 				sw.file, describe(sw.Axes, pts[j].Values), describe(sw.Axes, p.Values), p.Seed)
 		}
 		seen[k] = i
+	}
+	return nil
+}
+
+// CheckColumns checks the names of a results table's columns against
+// Columns, so that a typo in --table fails before any point runs.
+func CheckColumns(cols []string) error {
+	known := map[string]bool{}
+	names := make([]string, 0, len(Columns))
+	for _, c := range Columns {
+		known[c.Name] = true
+		names = append(names, c.Name)
+	}
+	for _, c := range cols {
+		if !known[c] {
+			sort.Strings(names)
+			return fmt.Errorf("experiments: unknown column %q (known: %s)", c, strings.Join(names, ", "))
+		}
 	}
 	return nil
 }

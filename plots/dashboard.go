@@ -524,4 +524,3 @@ func (n *DashboardNumbers) kvPlot() (*plot.Plot, error) {
 	headroom(p, 0.2)
 	return p, nil
 }
-

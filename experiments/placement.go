@@ -95,7 +95,13 @@ func Place(base Scenario, o PlaceOptions) ([]Placement, error) {
 			}
 		}
 	}
+	if len(cands) == 0 {
+		return nil, fmt.Errorf("experiments: place: no deployment fits %d GPUs with TP %v: each needs more GPUs (a disaggregated one at least two instances)", o.GPUs, o.TPs)
+	}
 	parallel(len(cands), o.Workers, func(i int) { searchRate(base, &cands[i], o) }, o.OnProgress)
+	if err := noneServes(cands); err != nil {
+		return nil, err
+	}
 	sort.SliceStable(cands, func(i, j int) bool {
 		a, b := cands[i], cands[j]
 		if (a.Err == "") != (b.Err == "") {
@@ -107,6 +113,23 @@ func Place(base Scenario, o PlaceOptions) ([]Placement, error) {
 		return a.GPUs < b.GPUs
 	})
 	return cands, nil
+}
+
+// noneServes is an error when every candidate failed, listing the distinct
+// reasons (at most five), so that an empty ranking never passes for a result.
+func noneServes(cands []Placement) error {
+	var why []string
+	seen := map[string]bool{}
+	for _, c := range cands {
+		if c.Err == "" {
+			return nil
+		}
+		if !seen[c.Err] && len(why) < 5 {
+			seen[c.Err] = true
+			why = append(why, c.Name+": "+c.Err)
+		}
+	}
+	return fmt.Errorf("experiments: place: none of the %d deployments can serve:\n  %s", len(cands), strings.Join(why, "\n  "))
 }
 
 func (s SLO) isSet() bool { return s.TTFTms > 0 || s.TPOTms > 0 || s.E2Ems > 0 }
@@ -146,10 +169,19 @@ func attainment(base Scenario, c *Placement, rate float64, o PlaceOptions) (floa
 	return rep.Summary.Attainment, rep, nil
 }
 
+// missesPrefix starts the error of a deployment that misses the target at
+// every rate tried: its unloaded latency misses the SLOs, so neither a
+// higher rate nor more replicas of it can help.
+const missesPrefix = "misses the target even at"
+
 // searchRate finds c's max goodput rate: it doubles the rate from 0.25
-// req/s per GPU while the target holds, then bisects to o.Precision.
+// req/s per GPU while the target holds, then bisects to o.Precision. When
+// even the first rate misses, the bisection goes down only to 1/64 of it
+// (a lower rate only stretches the simulated time): below that c gets an
+// error starting with missesPrefix.
 func searchRate(base Scenario, c *Placement, o PlaceOptions) {
 	lo, hi := 0.0, 0.25*float64(c.GPUs)
+	floor := hi / 64
 	var best *Report
 	bestAtt := 0.0
 	for {
@@ -168,6 +200,10 @@ func searchRate(base Scenario, c *Placement, o PlaceOptions) {
 		}
 	}
 	for hi-lo > o.Precision*hi {
+		if lo == 0 && hi < floor {
+			c.Err = fmt.Sprintf("%s %.3g req/s (%.0f %% of requests must meet every SLO; they miss it unloaded)", missesPrefix, hi, 100*o.Target)
+			return
+		}
 		mid := (lo + hi) / 2
 		att, rep, err := attainment(base, c, mid, o)
 		if err != nil {

@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/servesim/servesim/hardware"
 )
 
 // PlanOptions configure the capacity planner.
@@ -54,6 +57,15 @@ func PlanCapacity(base Scenario, o PlanOptions) ([]Option, error) {
 	if len(o.GPUs) == 0 {
 		o.GPUs = []string{base.GPU}
 	}
+	if o.MaxGPUs < 0 {
+		return nil, fmt.Errorf("experiments: plan: largest deployment %d GPUs: must be ≥ 1", o.MaxGPUs)
+	}
+	if !(o.Target >= 0 && o.Target <= 1) {
+		return nil, fmt.Errorf("experiments: plan: attainment target %g: must be in (0, 1]", o.Target)
+	}
+	if err := o.checkGPUs(base); err != nil {
+		return nil, err
+	}
 	if len(o.TPs) == 0 {
 		o.TPs = []int{1, 2, 4, 8}
 	}
@@ -100,6 +112,9 @@ func PlanCapacity(base Scenario, o PlanOptions) ([]Option, error) {
 		out[i] = planShape(b, o, j.gpu, j.tp, j.disagg)
 		out[i].MaxNumSeqs = j.seqs
 	}, nil)
+	if err := noPlanServes(out, o); err != nil {
+		return nil, err
+	}
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if (a.Err == "") != (b.Err == "") {
@@ -152,7 +167,13 @@ func planShape(base Scenario, o PlanOptions, gpu string, tp int, disagg bool) Op
 		}
 		r := 1
 		if one.Rate > 0 {
-			r = max(1, int(math.Ceil(o.Rate/one.Rate*0.9)))
+			est := math.Ceil(o.Rate / one.Rate * 0.9)
+			if est*float64(tp) > float64(o.MaxGPUs) {
+				// Compared as floats: a huge target rate overflows an int.
+				opt.Err = fmt.Sprintf("one TP%d instance serves about %.3g req/s: %g req/s needs about %.3g instances, more than %d GPUs", tp, one.Rate, o.Rate, est, o.MaxGPUs)
+				return opt
+			}
+			r = max(1, int(est))
 		}
 		for ; r*tp <= o.MaxGPUs; r++ {
 			c := Placement{Replicas: r, TP: tp, GPUs: r * tp}
@@ -269,4 +290,64 @@ func WritePlanCSV(w io.Writer, opts []Option) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// checkGPUs looks every candidate GPU up in the catalog (the built-in one
+// and the scenario's gpus_file), so that a misspelt name is one error naming
+// the catalog rather than a table of error rows; a GPU given twice is an
+// error, and prices are keyed by the catalog's name, whatever the spelling.
+func (o *PlanOptions) checkGPUs(base Scenario) error {
+	gc := hardware.Builtin()
+	if base.GPUsFile != "" {
+		if err := gc.LoadFile(base.path(base.GPUsFile)); err != nil {
+			return err
+		}
+	}
+	prices := map[string]float64{}
+	seen := map[string]string{}
+	for i, name := range o.GPUs {
+		g, err := gc.Get(name)
+		if err != nil {
+			return fmt.Errorf("experiments: plan: candidate GPU %d: %w", i+1, err)
+		}
+		if prev, dup := seen[g.Name]; dup {
+			return fmt.Errorf("experiments: plan: GPU %q is given twice (as %q and %q)", g.Name, prev, name)
+		}
+		seen[g.Name] = name
+		if p, ok := o.Prices[name]; ok {
+			if !(p >= 0) || math.IsInf(p, 0) {
+				return fmt.Errorf("experiments: plan: price %g $/hour of %s: must be a finite number ≥ 0", p, name)
+			}
+			prices[g.Name] = p
+		}
+	}
+	for name := range o.Prices {
+		if !slices.Contains(o.GPUs, name) {
+			return fmt.Errorf("experiments: plan: a price for %q, which is not a candidate GPU", name)
+		}
+	}
+	o.Prices = prices
+	return nil
+}
+
+// noPlanServes is an error when no shape meets the target, listing the
+// distinct reasons (at most five): a table of error rows is no plan.
+func noPlanServes(opts []Option, o PlanOptions) error {
+	var why []string
+	seen := map[string]bool{}
+	for _, op := range opts {
+		if op.Err == "" {
+			return nil
+		}
+		shape := "colocated"
+		if op.Disagg {
+			shape = "disagg"
+		}
+		if !seen[op.Err] && len(why) < 5 {
+			seen[op.Err] = true
+			why = append(why, fmt.Sprintf("%s %s TP%d: %s", op.GPU, shape, op.TP, op.Err))
+		}
+	}
+	return fmt.Errorf("experiments: plan: no deployment of up to %d GPUs serves %g req/s with %.0f %% of requests within the SLOs:\n  %s",
+		o.MaxGPUs, o.Rate, 100*o.Target, strings.Join(why, "\n  "))
 }

@@ -26,7 +26,9 @@ type Sweep struct {
 	Axes  []Axis   `toml:"axis"`
 	Seeds []uint64 `toml:"seeds"` // replicate seeds (default: the base's seed)
 
-	dir string
+	dir  string
+	file string // the experiment file, for errors
+	src  []byte // its text, to find the lines errors are about
 }
 
 // Axis is one swept field and its values. A value that is a table (an
@@ -79,6 +81,16 @@ func ParseSweep(data []byte, file, name, dir string) (*Sweep, error) {
 		}
 		return nil, fmt.Errorf("experiments: %s: %v", file, err)
 	}
+	if !md.IsDefined("base") {
+		hint := ""
+		if md.IsDefined("model") || md.IsDefined("workload") || md.IsDefined("gpu") {
+			hint = " (this looks like a scenario: run it with 'servesim run --config FILE')"
+		}
+		return nil, fmt.Errorf("experiments: %s: not an experiment file: an experiment needs a [base] scenario and [[axis]] tables (field = a scenario field, values = [...])%s", file, hint)
+	}
+	if len(sw.Axes) == 0 && len(sw.Seeds) == 0 {
+		return nil, fmt.Errorf("experiments: %s: no [[axis]] and no seeds: an experiment needs a [base] scenario and [[axis]] tables (field = a scenario field, values = [...])", file)
+	}
 	for _, k := range md.Undecoded() {
 		if len(k) >= 2 && k[0] == "axis" && k[1] == "values" {
 			continue // keys of table values, checked when applied to the scenario
@@ -89,10 +101,15 @@ func ParseSweep(data []byte, file, name, dir string) (*Sweep, error) {
 		}
 		return nil, fmt.Errorf("experiments: %s: unknown field %q", where, k.String())
 	}
-	sw.dir = dir
+	sw.dir, sw.file, sw.src = dir, file, data
 	sw.Base.dir = dir
 	if sw.Name == "" {
 		sw.Name = name
+		if err := CheckName(name); err != nil {
+			return nil, fmt.Errorf("experiments: %s: the sweep's name (from the file name) %v; set name = \"...\"", file, err)
+		}
+	} else if err := CheckName(sw.Name); err != nil {
+		return nil, fmt.Errorf("experiments: %s: name %v", sw.at(keyLine(data, toml.Key{"name"})), err)
 	}
 	return &sw, nil
 }
@@ -101,23 +118,27 @@ func ParseSweep(data []byte, file, name, dir string) (*Sweep, error) {
 // any point is an error before anything runs.
 func (sw *Sweep) Points() ([]Point, error) {
 	for i, a := range sw.Axes {
+		at := sw.at(sw.axisLine(i))
 		if a.Field == "" {
-			return nil, fmt.Errorf("experiments: sweep %s: axis %d has no field", sw.Name, i+1)
+			return nil, fmt.Errorf("experiments: %s: axis %d has no field", at, i+1)
 		}
 		if len(a.Values) == 0 {
-			return nil, fmt.Errorf("experiments: sweep %s: axis %q has no values", sw.Name, a.Field)
+			return nil, fmt.Errorf("experiments: %s: axis %q has no values", at, a.Field)
 		}
 		if len(a.Labels) > 0 && len(a.Labels) != len(a.Values) {
-			return nil, fmt.Errorf("experiments: sweep %s: axis %q has %d labels for %d values", sw.Name, a.Field, len(a.Labels), len(a.Values))
+			return nil, fmt.Errorf("experiments: %s: axis %q has %d labels for %d values", at, a.Field, len(a.Labels), len(a.Values))
 		}
 		for j := range i {
 			if sw.Axes[j].Field == a.Field {
-				return nil, fmt.Errorf("experiments: sweep %s: field %q appears on two axes", sw.Name, a.Field)
+				return nil, fmt.Errorf("experiments: %s: field %q appears on two axes (axes %d and %d)", at, a.Field, j+1, i+1)
 			}
 		}
 	}
+	if err := sw.checkGrid(); err != nil {
+		return nil, err
+	}
 	// Conflicting settings: a table value setting a field another axis sweeps.
-	for _, a := range sw.Axes {
+	for ai, a := range sw.Axes {
 		for _, v := range a.Values {
 			tbl, ok := v.(map[string]any)
 			if !ok {
@@ -130,7 +151,7 @@ func (sw *Sweep) Points() ([]Point, error) {
 				}
 				for _, b := range sw.Axes {
 					if b.Field == full {
-						return nil, fmt.Errorf("experiments: sweep %s: conflicting settings: axis %q sets %q, which axis %q also sweeps", sw.Name, a.Field, k, b.Field)
+						return nil, fmt.Errorf("experiments: %s: conflicting settings: axis %q sets %q, which axis %q also sweeps", sw.at(sw.axisLine(ai)), a.Field, k, b.Field)
 					}
 				}
 			}
@@ -161,9 +182,9 @@ func (sw *Sweep) Points() ([]Point, error) {
 			if err != nil {
 				return nil, err
 			}
-			plan, err := s.Resolve()
+			plan, err := resolveGuarded(s)
 			if err != nil {
-				return nil, fmt.Errorf("experiments: sweep %s point %s: %w", sw.Name, describe(sw.Axes, vals), err)
+				return nil, sw.resolveError(vals, err)
 			}
 			pts = append(pts, Point{Index: len(pts), Values: vals, Labels: labels, Seed: seed, Plan: plan})
 		}
@@ -176,7 +197,7 @@ func (sw *Sweep) Points() ([]Point, error) {
 			idx[k] = 0
 		}
 		if k < 0 {
-			return pts, nil
+			return pts, sw.checkKeys(pts)
 		}
 	}
 }
@@ -224,7 +245,7 @@ func (sw *Sweep) scenario(vals []any, seed uint64) (Scenario, error) {
 			continue
 		}
 		if a.Field == "." {
-			return Scenario{}, fmt.Errorf("experiments: sweep %s: axis \".\" (the top level) takes table values, not %v", sw.Name, vals[k])
+			return Scenario{}, fmt.Errorf("experiments: %s: axis \".\" (the top level) takes table values, not %v", sw.at(sw.axisLine(k)), vals[k])
 		}
 		cur[leaf] = vals[k]
 	}
@@ -233,7 +254,7 @@ func (sw *Sweep) scenario(vals []any, seed uint64) (Scenario, error) {
 	if err := toml.NewEncoder(&buf).Encode(m); err != nil {
 		return Scenario{}, fmt.Errorf("experiments: sweep %s: %v", sw.Name, err)
 	}
-	s, err := Parse(&buf, sw.Name+" (sweep point "+describe(sw.Axes, vals)+")")
+	s, err := sw.decodePoint(buf.String(), vals)
 	if err != nil {
 		return s, err
 	}

@@ -328,3 +328,75 @@ values = [8, 64]
 		t.Errorf("%g requests completed after the trace lost one, want 59", n)
 	}
 }
+
+// Errors about a point cite the user's experiment file and the line of the
+// axis (or base key) that set the field, never a line of the document built
+// from base and axis values. smallSweep's lines: 3 seeds, 8 base requests,
+// 13 the batch axis's values, 16 the rate axis's values.
+func TestSweepErrorsCiteTheFile(t *testing.T) {
+	cases := []struct{ name, text, want string }{
+		{"misspelt field", strings.Replace(smallSweep, `field = "workload.rate"`, `field = "workload.rat"`, 1),
+			`sweep.toml line 16: axis "workload.rat" value 3`},
+		{"wrong type", strings.Replace(smallSweep, "values = [3, 9.5]", `values = [3, "fast"]`, 1),
+			`sweep.toml line 16: axis "workload.rate" value fast`},
+		{"out of range", strings.Replace(smallSweep, "values = [3, 9.5]", "values = [3, -1]", 1),
+			`sweep.toml line 16: axis "workload.rate" value -1`},
+		{"bad key in a table value", strings.Replace(smallSweep, `{policy = "prefill-first"}`, `{policy = "prefill-first", max_num_seq = 4}`, 1),
+			`sweep.toml line 13: axis "batch" value max_num_seq=4 policy=prefill-first`},
+		{"bad base value", strings.Replace(smallSweep, "requests = 150", "requests = -5", 1), "sweep.toml line 8: [base]"},
+		{"duplicate value", strings.Replace(smallSweep, "values = [3, 9.5]", "values = [3, 9.5, 3.0]", 1),
+			`sweep.toml line 16: axis "workload.rate": value 3 is given twice (values 1 and 3)`},
+		{"duplicate seed", strings.Replace(smallSweep, "seeds = [1, 2]", "seeds = [1, 2, 1]", 1), "sweep.toml line 3: seeds: seed 1 is given twice"},
+		{"duplicate label", strings.Replace(smallSweep, "values = [3, 9.5]", "values = [3, 9.5]\nlabels = [\"x\", \"x\"]", 1), `label "x" is given twice`},
+		{"same scenario twice", strings.Replace(strings.Replace(smallSweep, `field = "workload.rate"`+"\nvalues = [3, 9.5]", `field = "batch.max_num_seqs"`+"\nvalues = [0, 256]", 1), "requests = 150", "requests = 150\nrate = 3", 1),
+			"resolve to the same scenario"}, // 0 means vLLM's default of 256
+		{"path in name", strings.Replace(smallSweep, `name = "small"`, `name = "../../escape"`, 1), `sweep.toml line 2: name "../../escape" has '/'`},
+		{"dot name", strings.Replace(smallSweep, `name = "small"`, `name = ".."`, 1), `name ".." starts with '.'`},
+		{"a scenario file", "model = \"llama-3.1-8b\"\n[workload]\nrate = 2\n", "an experiment needs a [base] scenario and [[axis]] tables (field = a scenario field, values = [...]) (this looks like a scenario"},
+		{"no axes", "[base]\nmodel = \"llama-3.1-8b\"\n", "no [[axis]] and no seeds"},
+		{"huge duration", strings.Replace(smallSweep, `field = "workload.rate"`+"\nvalues = [3, 9.5]", `field = "batch.max_wait_ms"`+"\nvalues = [1e300]", 1),
+			"sweep.toml"}, // an error (out of range), not a panic
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sw, err := LoadSweep(writeSweep(t, c.text))
+			if err == nil {
+				_, err = sw.Points()
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want one containing %q", err, c.want)
+			}
+			if strings.Contains(err.Error(), "line 8") && c.name != "bad base value" {
+				t.Errorf("error %v cites a line it should not", err)
+			}
+		})
+	}
+}
+
+// merge names a results directory that does not exist, or that holds no
+// sweep output, instead of counting its points as missing.
+func TestCollectNamesMissingDirectory(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ dir, want string }{
+		{filepath.Join(dir, "nope"), "nope does not exist"},
+		{dir, "has no points/ folder"},
+	} {
+		if _, err := Collect(nil, c.dir); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Collect(%s): error %v, want one containing %q", c.dir, err, c.want)
+		}
+	}
+}
+
+func TestCheckName(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		ok   bool
+	}{
+		{"batching", true}, {"rate-sweep_2.v1", true}, {"", false}, {"..", false}, {".hidden", false},
+		{"a/b", false}, {`a\b`, false}, {"../../escape", false}, {"with space", false}, {"a:b", false},
+	} {
+		if err := CheckName(c.name); (err == nil) != c.ok {
+			t.Errorf("CheckName(%q) = %v, want ok=%v", c.name, err, c.ok)
+		}
+	}
+}

@@ -170,6 +170,16 @@ func readPointFile(path string) (PointFile, error) {
 func Collect(pts []Point, dirs ...string) ([]PointFile, error) {
 	have := map[string]PointFile{}
 	for _, d := range dirs {
+		if st, err := os.Stat(d); errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("experiments: results directory %s does not exist", d)
+		} else if err != nil {
+			return nil, fmt.Errorf("experiments: results directory %s: %w", d, err)
+		} else if !st.IsDir() {
+			return nil, fmt.Errorf("experiments: results directory %s is not a directory", d)
+		}
+		if _, err := os.Stat(filepath.Join(d, "points")); err != nil {
+			return nil, fmt.Errorf("experiments: results directory %s has no points/ folder: not a sweep's output (servesim sweep FILE -o DIR)", d)
+		}
 		err := filepath.WalkDir(filepath.Join(d, "points"), func(path string, e fs.DirEntry, err error) error {
 			if err != nil {
 				return err

@@ -72,6 +72,32 @@ func (c *BatchLatencyCurve) meets(i int, slo SLO) bool {
 	return (slo.TTFTms <= 0 || c.TTFT[i] <= slo.TTFTms) && (slo.TPOTms <= 0 || c.TPOT[i] <= slo.TPOTms)
 }
 
+// IsBatchLimit reports whether a sweep axis is a batch limit that the
+// batch–latency plot can run along: its last dotted part is max_num_seqs or
+// max_num_batched_tokens (batch.max_num_seqs, disagg.decode_batch.max_num_seqs, …).
+func IsBatchLimit(axis string) bool {
+	leaf := axis[strings.LastIndexByte(axis, '.')+1:]
+	return leaf == "max_num_seqs" || leaf == "max_num_batched_tokens"
+}
+
+// Skipped is the number of points left out for a NaN or infinite x or
+// throughput, over every curve.
+func (n *BatchLatencyNumbers) Skipped() int {
+	k := 0
+	for _, c := range n.Curves {
+		k += c.Dropped
+	}
+	return k
+}
+
+func (n *BatchLatencyNumbers) points() int {
+	k := 0
+	for _, c := range n.Curves {
+		k += len(c.X)
+	}
+	return k
+}
+
 // sweetSpot computes RelGain, Knee and SweetSpot.
 //
 // The marginal gain of step i is g_i = (T_i − T_{i−1}) / (x_i − x_{i−1}),
@@ -158,9 +184,12 @@ func atIndex(xs []float64, i int) string {
 //     step, with the taper threshold.
 //
 // Each curve's sweet spot (BatchLatencyCurve.sweetSpot) is ringed. Metrics
-// are the mean over replicate seeds. Points with a NaN x or throughput are
-// left out (counted in Dropped); a point with a NaN latency is left out of
-// that panel only.
+// are the mean over replicate seeds. Points with a NaN or infinite x or
+// throughput are left out (counted in Dropped; an error when none is left);
+// a point with a NaN or infinite latency is left out of that panel only
+// (and never meets an objective set on it). The x axis must be a batch limit (IsBatchLimit):
+// along a rate or any other axis a "sweet spot" of batch size means
+// nothing, so such a sweep is an error pointing to the goodput plot.
 func BatchLatency(res *Results, o BatchLatencyOptions) (*Figure, *BatchLatencyNumbers, error) {
 	stat, err := checkStat(o.Stat)
 	if err != nil {
@@ -184,6 +213,10 @@ func BatchLatency(res *Results, o BatchLatencyOptions) (*Figure, *BatchLatencyNu
 	if err != nil {
 		return nil, nil, err
 	}
+	if !IsBatchLimit(l.X) {
+		return nil, nil, fmt.Errorf("plots: %s: batch-latency: x axis %q is not a batch limit (max_num_seqs, max_num_batched_tokens): the knee and sweet spot are a batch size, and would be meaningless along %s; sweep batch.max_num_seqs, name it with --x, or plot a rate sweep with 'plot goodput'",
+			res.File, l.X, l.X)
+	}
 	curves, err := res.Curves(l)
 	if err != nil {
 		return nil, nil, err
@@ -193,7 +226,7 @@ func BatchLatency(res *Results, o BatchLatencyOptions) (*Figure, *BatchLatencyNu
 		c := BatchLatencyCurve{Label: cv.Label}
 		for i, p := range cv.Points {
 			t := p.Metrics["output_tok_per_s"]
-			if math.IsNaN(t) || math.IsInf(t, 0) {
+			if !finite(t) || !finite(cv.X[i]) {
 				c.Dropped++
 				continue
 			}
@@ -209,6 +242,9 @@ func BatchLatency(res *Results, o BatchLatencyOptions) (*Figure, *BatchLatencyNu
 	}
 	if len(res.Rows) == 0 {
 		return nil, nil, fmt.Errorf("plots: %s: no rows", res.File)
+	}
+	if nums.points() == 0 {
+		return nil, nil, fmt.Errorf("plots: %s: batch-latency: every point has a NaN or infinite output_tok_per_s or %s: nothing to draw", res.File, l.X)
 	}
 
 	xName := shortName(l.X)

@@ -31,11 +31,14 @@ const (
 	GaugeGreen  = "green"  // attainment ≥ 95 %
 	GaugeYellow = "yellow" // 90 % ≤ attainment < 95 %
 	GaugeRed    = "red"    // attainment < 90 %
+	GaugeNone   = "none"   // no SLO to check, or no attainment (NaN): grey, "no data"
 )
 
-// GaugeColor classifies an SLO attainment (a fraction).
+// GaugeColor classifies an SLO attainment (a fraction); NaN is GaugeNone.
 func GaugeColor(attainment float64) string {
 	switch {
+	case math.IsNaN(attainment):
+		return GaugeNone
 	case attainment >= 0.95:
 		return GaugeGreen
 	case attainment >= 0.90:
@@ -77,6 +80,8 @@ type DashboardNumbers struct {
 	// sim/metrics' benchmark duration; 0 with no completion.
 	Duration float64
 	// Attainment is Met/Requests: a rejected request does not meet the SLO.
+	// NaN when there is no SLO to check (no summary.json and no o.SLO):
+	// the gauge then says "no SLO", never green.
 	Attainment float64
 	// SummaryAttainment is summary.json's slo_attainment (NaN without one);
 	// it equals Attainment when the SLO is the run's own.
@@ -164,7 +169,9 @@ func met(q *Request, slo SLO) bool {
 // prefill and decode utilization over time and KV-cache use over time
 // (from steps.csv; the panels say so when the run has none); and an
 // SLO-compliance gauge, green at ≥ 95 % attainment, yellow at 90–95 %, red
-// below. The SLO is the run's summary.json's, overridden by o.SLO.
+// below. The SLO is the run's summary.json's, overridden by o.SLO; with
+// neither, the gauge is grey and says "no SLO" (every request trivially
+// meets no objective, which is no reason for a green gauge).
 func Dashboard(run *Run, o DashboardOptions) (*Figure, *DashboardNumbers, error) {
 	if len(run.Requests) == 0 {
 		return nil, nil, fmt.Errorf("plots: dashboard: %s: no requests", run.Dir)
@@ -224,6 +231,9 @@ func Dashboard(run *Run, o DashboardOptions) (*Figure, *DashboardNumbers, error)
 		}
 	}
 	n.Attainment = float64(n.Met) / float64(n.Requests)
+	if !slo.IsSet() {
+		n.Attainment = math.NaN()
+	}
 	if lastFinish := maxFinish(run.Requests); lastFinish >= 0 {
 		n.Duration = float64(lastFinish-start) / 1e9
 	}
@@ -236,10 +246,11 @@ func Dashboard(run *Run, o DashboardOptions) (*Figure, *DashboardNumbers, error)
 	windows := 0
 	if o.Window > 0 {
 		n.Window = o.Window
-		windows = int(math.Ceil(span / o.Window))
-		if windows > 100000 {
-			return nil, nil, fmt.Errorf("plots: dashboard: window %v s makes %d windows over %.3f s: at most 100000", o.Window, windows, span)
+		w := math.Ceil(span / o.Window) // compared as a float: a tiny window overflows int
+		if w > 100000 {
+			return nil, nil, fmt.Errorf("plots: dashboard: window %v s makes %.4g windows over %.3f s: at most 100000", o.Window, w, span)
 		}
+		windows = int(w)
 	} else {
 		windows = min(max(n.Served/25, 10), 60)
 		n.Window = span / float64(windows)
@@ -512,76 +523,4 @@ func (n *DashboardNumbers) kvPlot() (*plot.Plot, error) {
 	}
 	headroom(p, 0.2)
 	return p, nil
-}
-
-// gauge draws the SLO-compliance bar: coloured zones (red below 90 %,
-// yellow 90–95 %, green from 95 %), a bar filled to the attainment in its
-// zone's colour, and the numbers as text.
-type gauge struct {
-	value  float64 // attainment, 0–1
-	status string
-	lines  []string
-}
-
-var gaugeColors = map[string]color.Color{
-	GaugeGreen:  color.RGBA{R: 0, G: 150, B: 70, A: 255},
-	GaugeYellow: color.RGBA{R: 230, G: 180, B: 0, A: 255},
-	GaugeRed:    color.RGBA{R: 200, G: 30, B: 30, A: 255},
-}
-
-func (g gauge) Plot(c draw.Canvas, p *plot.Plot) {
-	x, y := p.Transforms(&c)
-	rect := func(x0, x1, y0, y1 float64, col color.Color) {
-		c.SetColor(col)
-		var pa vg.Path
-		pa.Move(vg.Point{X: x(x0), Y: y(y0)})
-		pa.Line(vg.Point{X: x(x1), Y: y(y0)})
-		pa.Line(vg.Point{X: x(x1), Y: y(y1)})
-		pa.Line(vg.Point{X: x(x0), Y: y(y1)})
-		pa.Close()
-		c.Fill(pa)
-	}
-	light := func(col color.Color) color.Color {
-		r, gg, b, _ := col.RGBA()
-		mix := func(v uint32) uint8 { return uint8((v>>8)/3 + 255*2/3) }
-		return color.RGBA{R: mix(r), G: mix(gg), B: mix(b), A: 255}
-	}
-	// Zones along the bar's lower edge, then the bar.
-	rect(0, 90, 0.40, 0.46, light(gaugeColors[GaugeRed]))
-	rect(90, 95, 0.40, 0.46, light(gaugeColors[GaugeYellow]))
-	rect(95, 100, 0.40, 0.46, light(gaugeColors[GaugeGreen]))
-	rect(0, 100, 0.46, 0.64, color.Gray{Y: 230})
-	rect(0, 100*g.value, 0.46, 0.64, gaugeColors[g.status])
-	for _, t := range []float64{90, 95} {
-		c.StrokeLine2(draw.LineStyle{Color: color.Black, Width: vg.Points(1.5)}, x(t), y(0.40), x(t), y(0.70))
-	}
-	big := textStyle(34)
-	big.Color = gaugeColors[g.status]
-	big.XAlign, big.YAlign = draw.XCenter, draw.YBottom
-	c.FillText(big, vg.Point{X: x(50), Y: y(0.72)}, fmt.Sprintf("%.1f %%", 100*g.value))
-	sty := textStyle(legendSize)
-	sty.XAlign, sty.YAlign = draw.XCenter, draw.YTop
-	for i, l := range g.lines {
-		c.FillText(sty, vg.Point{X: x(50), Y: y(0.34) - vg.Length(i)*vg.Points(legendSize*1.35)}, l)
-	}
-}
-
-func (n *DashboardNumbers) gaugePlot() *plot.Plot {
-	p := newPlot("SLO compliance", "requests meeting every SLO (%)", "")
-	p.HideY()
-	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, 100, 0, 1
-	p.X.Tick.Marker = plot.ConstantTicks{{Value: 0, Label: "0"}, {Value: 50, Label: "50"}, {Value: 90, Label: "90"}, {Value: 95, Label: "95"}, {Value: 100, Label: "100"}}
-	word := map[string]string{GaugeGreen: "green: ≥ 95 %", GaugeYellow: "yellow: 90–95 %", GaugeRed: "red: below 90 %"}[n.Gauge]
-	lines := []string{
-		fmt.Sprintf("%d of %d requests met %s (%s)", n.Met, n.Requests, n.SLO, word),
-		fmt.Sprintf("served %d, rejected %d", n.Served, n.Rejected),
-	}
-	if n.Duration > 0 {
-		lines = append(lines, fmt.Sprintf("goodput %s req/s over %s s", num(float64(n.Met)/n.Duration), num(n.Duration)))
-	}
-	if !math.IsNaN(n.SummaryAttainment) && math.Abs(n.SummaryAttainment-n.Attainment) > 1e-9 {
-		lines = append(lines, fmt.Sprintf("summary.json: %.1f %% under the run's own SLO", 100*n.SummaryAttainment))
-	}
-	p.Add(gauge{value: n.Attainment, status: n.Gauge, lines: lines})
-	return p
 }

@@ -39,7 +39,24 @@ type GoodputCurve struct {
 	// Censored is true when the attainment never falls below the target:
 	// MaxRate is then the highest rate swept, a lower bound.
 	Censored bool
-	Dropped  int // points left out for a NaN rate or attainment
+	Dropped  int // points left out for a NaN or infinite rate, goodput, throughput or attainment
+}
+
+// Skipped is the number of points left out, over every curve.
+func (n *GoodputNumbers) Skipped() int {
+	k := 0
+	for _, c := range n.Curves {
+		k += c.Dropped
+	}
+	return k
+}
+
+func (n *GoodputNumbers) points() int {
+	k := 0
+	for _, c := range n.Curves {
+		k += len(c.Rate)
+	}
+	return k
 }
 
 // maxGoodputRate finds the highest rate at which the attainment still
@@ -88,8 +105,9 @@ func (n *GoodputNumbers) String() string {
 // colour per group, with the offered load as a grey diagonal; below, the
 // SLO attainment in % with the target as a line. Each curve's max-goodput
 // rate is a dotted vertical line in its colour on both panels. Values are
-// the mean over replicate seeds; points with a NaN rate or attainment are
-// left out (Dropped) before the max-goodput rate is found.
+// the mean over replicate seeds; points with a NaN or infinite rate,
+// goodput, throughput or attainment are left out (Dropped) before the
+// max-goodput rate is found, and a sweep with none left is an error.
 func Goodput(res *Results, o GoodputOptions) (*Figure, *GoodputNumbers, error) {
 	target := o.Target
 	if target == 0 {
@@ -116,19 +134,22 @@ func Goodput(res *Results, o GoodputOptions) (*Figure, *GoodputNumbers, error) {
 	for _, cv := range curves {
 		c := GoodputCurve{Label: cv.Label}
 		for i, p := range cv.Points {
-			a := p.Metrics["slo_attainment"]
-			if math.IsNaN(a) {
+			a, g, t := p.Metrics["slo_attainment"], p.Metrics["goodput_req_per_s"], p.Metrics["request_throughput"]
+			if !finite(a) || !finite(g) || !finite(t) || !finite(cv.X[i]) {
 				c.Dropped++
 				continue
 			}
 			c.Rate = append(c.Rate, cv.X[i])
 			c.Seeds = append(c.Seeds, p.Seeds)
-			c.Goodput = append(c.Goodput, p.Metrics["goodput_req_per_s"])
-			c.Throughput = append(c.Throughput, p.Metrics["request_throughput"])
+			c.Goodput = append(c.Goodput, g)
+			c.Throughput = append(c.Throughput, t)
 			c.Attainment = append(c.Attainment, a)
 		}
 		c.maxGoodputRate(target)
 		nums.Curves = append(nums.Curves, c)
+	}
+	if nums.points() == 0 {
+		return nil, nil, fmt.Errorf("plots: %s: goodput: every point has a NaN or infinite goodput_req_per_s, request_throughput, slo_attainment or %s: nothing to draw", res.File, l.X)
 	}
 
 	xLabel := l.X

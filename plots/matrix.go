@@ -524,3 +524,11 @@ func (g polyGlyph) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) {
 type glyphThumb struct{ draw.GlyphStyle }
 
 func (g glyphThumb) Thumbnail(c *draw.Canvas) { c.DrawGlyph(g.GlyphStyle, c.Center()) }
+
+// Skipped is the number of configurations left out for a NaN or infinite
+// TTFT or throughput.
+func (n *PerceptionNumbers) Skipped() int { return n.Dropped }
+
+// Skipped is the number of configurations left out for a NaN or infinite
+// TTFT or throughput.
+func (n *ProviderFitNumbers) Skipped() int { return n.Dropped }

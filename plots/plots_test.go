@@ -483,7 +483,7 @@ func TestGaugeColor(t *testing.T) {
 	for _, tc := range []struct {
 		a    float64
 		want string
-	}{{1, GaugeGreen}, {0.95, GaugeGreen}, {0.9499, GaugeYellow}, {0.9, GaugeYellow}, {0.8999, GaugeRed}, {0, GaugeRed}} {
+	}{{1, GaugeGreen}, {0.95, GaugeGreen}, {0.9499, GaugeYellow}, {0.9, GaugeYellow}, {0.8999, GaugeRed}, {0, GaugeRed}, {math.NaN(), GaugeNone}} {
 		if got := GaugeColor(tc.a); got != tc.want {
 			t.Errorf("GaugeColor(%v) = %s, want %s", tc.a, got, tc.want)
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/servesim/servesim/experiments"
 )
@@ -28,6 +29,9 @@ func mergeCmd(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() < 2 {
 		fs.Usage()
 		return fmt.Errorf("merge: want an experiment file and at least one directory")
+	}
+	if err := experiments.CheckColumns(strings.Split(*table, ",")); err != nil {
+		return fmt.Errorf("%s: --table: %w", fs.Name(), err)
 	}
 	sw, err := experiments.LoadSweep(fs.Arg(0))
 	if err != nil {

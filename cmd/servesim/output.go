@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -19,20 +20,38 @@ func positiveInts(cmd, flag, list string) ([]int, error) {
 		if err != nil || v <= 0 {
 			return nil, fmt.Errorf("%s: --%s: %q is not a positive integer", cmd, flag, f)
 		}
+		if slices.Contains(out, v) {
+			return nil, fmt.Errorf("%s: --%s: %d is given twice", cmd, flag, v)
+		}
 		out = append(out, v)
 	}
 	return out, nil
 }
 
+// resultPath is a command's CSV path: path, or dir/NAME.csv with NAME from
+// the scenario or its file, which must be one safe file name (a name such as
+// "../../x" would write outside dir). Commands call it before their search,
+// so that a bad name fails at once.
+func resultPath(path, dir string, base experiments.Scenario, config string) (string, error) {
+	if path != "" {
+		return path, nil
+	}
+	name := base.Name
+	if name == "" {
+		name = strings.TrimSuffix(filepath.Base(config), filepath.Ext(config))
+	}
+	if err := experiments.CheckName(name); err != nil {
+		return "", fmt.Errorf("%s: %s: the scenario's name %v; set a plain name or give -o FILE", dir, config, err)
+	}
+	return filepath.Join(dir, name+".csv"), nil
+}
+
 // writeResultCSV writes a command's CSV to path (default dir/NAME.csv, NAME
 // from the scenario or its file; "-" writes nothing), atomically.
 func writeResultCSV(path, dir string, base experiments.Scenario, config string, write func(io.Writer) error, stdout io.Writer) error {
-	if path == "" {
-		name := base.Name
-		if name == "" {
-			name = strings.TrimSuffix(filepath.Base(config), filepath.Ext(config))
-		}
-		path = filepath.Join(dir, name+".csv")
+	path, err := resultPath(path, dir, base, config)
+	if err != nil {
+		return err
 	}
 	if path == "-" {
 		return nil
@@ -47,6 +66,6 @@ func writeResultCSV(path, dir string, base experiments.Scenario, config string, 
 	if err := experiments.WriteFileAtomic(path, buf.Bytes()); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(stdout, "Wrote %s.\n", path)
+	_, err = fmt.Fprintf(stdout, "Wrote %s.\n", path)
 	return err
 }

@@ -37,8 +37,14 @@ func placeCmd(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return fmt.Errorf("place: --config and --gpus N > 0 are required")
 	}
+	if err := checkTarget("place", *target); err != nil {
+		return err
+	}
 	base, err := experiments.LoadScenario(*config)
 	if err != nil {
+		return err
+	}
+	if _, err := resultPath(*out, "placements", base, *config); err != nil {
 		return err
 	}
 	o := experiments.PlaceOptions{GPUs: *gpus, Target: *target, Workers: *workers}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 
@@ -43,8 +44,20 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return fmt.Errorf("plan: --config and --rate R > 0 are required")
 	}
+	if err := checkPositive("plan", "rate", *rate); err != nil {
+		return err
+	}
+	if err := checkTarget("plan", *target); err != nil {
+		return err
+	}
+	if *maxGPUs < 1 {
+		return fmt.Errorf("plan: --max-gpus %d: want at least 1 GPU", *maxGPUs)
+	}
 	base, err := experiments.LoadScenario(*config)
 	if err != nil {
+		return err
+	}
+	if _, err := resultPath(*out, "plans", base, *config); err != nil {
 		return err
 	}
 	o := experiments.PlanOptions{Rate: *rate, Target: *target, Disagg: *disagg, MaxGPUs: *maxGPUs, Workers: *workers, Prices: map[string]float64{}}
@@ -56,7 +69,7 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 		name, price, hasPrice := strings.Cut(f, "=")
 		if hasPrice {
 			p, err := strconv.ParseFloat(price, 64)
-			if err != nil || p < 0 {
+			if err != nil || !(p >= 0) || math.IsInf(p, 0) {
 				return fmt.Errorf("plan: --gpus: price %q of %s is not a number ≥ 0", price, name)
 			}
 			o.Prices[name] = p

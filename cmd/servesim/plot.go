@@ -19,7 +19,9 @@ pixels unless --width/--height say otherwise. Kinds and their inputs:
   batch-latency RESULTS.csv  throughput against TTFT and TPOT as the max batch
                              size grows, one curve per group (GPU, policy),
                              cost per million output tokens, the gain per step,
-                             the sweet spot ringed (x: batch.max_num_seqs)
+                             the sweet spot ringed (x: a batch limit,
+                             batch.max_num_seqs or max_num_batched_tokens;
+                             a rate sweep is refused: use goodput)
   goodput RESULTS.csv        goodput and raw throughput against request rate,
                              SLO attainment, the max-goodput rate marked
                              (x: workload.rate)
@@ -30,8 +32,9 @@ pixels unless --width/--height say otherwise. Kinds and their inputs:
                              output tokens, the cheapest within the SLO ringed
   cdf RUNDIR...              TTFT and TPOT CDFs, one curve per run directory
   dashboard RUNDIR           goodput and throughput over time, TTFT and TPOT
-                             histograms, SLO-compliance gauge, prefill/decode
-                             utilization and KV use over time
+                             histograms, SLO-compliance gauge ("no SLO" when
+                             neither summary.json nor --slo-* gives one),
+                             prefill/decode utilization and KV use over time
 
 RESULTS.csv is a sweep's results.csv (servesim sweep); RUNDIR is a run's
 output directory (servesim run -o RUNDIR: requests.csv, steps.csv,
@@ -39,7 +42,8 @@ summary.json). A sweep's points are averaged over its replicate seeds. The x
 axis and the axis that tells curves apart are detected from the file's
 axes; name them with --x and --group. SLOs of runs come from summary.json;
 --slo-* override them. -o defaults to KIND.png beside the first input.
---numbers prints the numbers behind the plot.
+--numbers prints the numbers behind the plot. Points with a NaN or infinite
+value are left out and counted on stderr; with none left, plot fails.
 
 Examples:
   servesim sweep experiments/batching.toml -o sweeps/batching
@@ -97,6 +101,12 @@ func plotCmd(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return fmt.Errorf("plot %s: want one input, got %d", kind, len(inputs))
 	}
+	if err := checkTarget("plot "+kind, *target); err != nil {
+		return err
+	}
+	if *width <= 0 || *height <= 0 {
+		return fmt.Errorf("plot %s: --width %d --height %d: want positive pixels", kind, *width, *height)
+	}
 	slo := plots.SLO{TTFTms: *sloTTFT, TPOTms: *sloTPOT, E2Ems: *sloE2E}
 	var runLabels []string
 	if *labels != "" {
@@ -151,6 +161,9 @@ func plotCmd(args []string, stdout, stderr io.Writer) error {
 			if runs[0].Steps == nil {
 				fmt.Fprintf(stderr, "servesim: plot dashboard: %s has no steps.csv; the utilization and KV panels stay empty\n", inputs[0])
 			}
+			if runs[0].Summary == nil && !slo.IsSet() {
+				fmt.Fprintf(stderr, "servesim: plot dashboard: %s has no summary.json and no --slo-ttft, --slo-tpot or --slo-e2e is given: no SLO to check, the gauge says \"no SLO\"\n", inputs[0])
+			}
 			d, nums, err = pair(plots.Dashboard(runs[0], plots.DashboardOptions{Window: *window, SLO: slo}))
 		}
 		if err != nil {
@@ -159,6 +172,9 @@ func plotCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := plots.Save(d, path, *width, *height); err != nil {
 		return err
+	}
+	if s, ok := nums.(interface{ Skipped() int }); ok && s.Skipped() > 0 {
+		fmt.Fprintf(stderr, "servesim: plot %s: left out %d point(s) with a NaN or infinite value (--numbers lists what was drawn)\n", kind, s.Skipped())
 	}
 	if *numbers {
 		fmt.Fprint(stdout, nums.String())

@@ -56,6 +56,9 @@ func sweepCmd(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return fmt.Errorf("sweep: want one experiment file, got %d arguments", fs.NArg())
 	}
+	if err := experiments.CheckColumns(strings.Split(*table, ",")); err != nil {
+		return fmt.Errorf("%s: --table: %w", fs.Name(), err)
+	}
 	sw, err := experiments.LoadSweep(fs.Arg(0))
 	if err != nil {
 		return err

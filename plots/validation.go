@@ -60,6 +60,7 @@ func Validation(d ValidationData) (*Figure, error) {
 		r, s := slices.Sorted(slices.Values(c.real)), slices.Sorted(slices.Values(c.sim))
 		if useLog(&p.X, append(append([]float64(nil), r...), s...), 100) {
 			p.X.Label.Text += ", log scale"
+			p.X.Tick.Marker = decadeTicks{} // a third of the width: 1-2-5 labels would collide
 		}
 		p.Y.Min, p.Y.Max = 0, 100
 		p.Y.Tick.Marker = plot.ConstantTicks{{Value: 0, Label: "0"}, {Value: 25, Label: "25"}, {Value: 50, Label: "50"}, {Value: 75, Label: "75"}, {Value: 90, Label: "90"}, {Value: 100, Label: "100"}}
@@ -138,4 +139,19 @@ func trailingMean(xys plotter.XYs, k int) plotter.XYs {
 		out[i] = plotter.XY{X: p.X, Y: sum / float64(min(i+1, k))}
 	}
 	return out
+}
+
+// decadeTicks labels the powers of ten only, with minor ticks between.
+type decadeTicks struct{}
+
+func (decadeTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := logTicks{}.Ticks(lo, hi)
+	for i := range ts {
+		if m := ts[i].Value / math.Pow(10, math.Floor(math.Log10(ts[i].Value)+1e-9)); math.Abs(m-1) > 1e-6 {
+			ts[i].Label = ""
+		} else {
+			ts[i].Label = tickLabel(ts[i].Value)
+		}
+	}
+	return ts
 }

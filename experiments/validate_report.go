@@ -49,7 +49,8 @@ func MedianAbsErrors(vs []*Validation) ([]string, map[string]float64) {
 
 // WriteValidationText prints each run's header (scenario, kernel model,
 // notes) and one table: metric, then measured, simulated and signed error
-// per run, and with several runs the median absolute error.
+// per simulated run, and with several the median absolute error over them;
+// runs not simulated are listed with their measured means.
 func WriteValidationText(w io.Writer, vs []*Validation) error {
 	var b bytes.Buffer
 	for _, v := range vs {
@@ -67,6 +68,35 @@ func WriteValidationText(w io.Writer, vs []*Validation) error {
 			fmt.Fprintf(&b, "  note: %s\n", n)
 		}
 	}
+	var simd, listed []*Validation
+	for _, v := range vs {
+		if v.Plan != nil {
+			simd = append(simd, v)
+		} else {
+			listed = append(listed, v)
+		}
+	}
+	if len(listed) > 0 {
+		fmt.Fprintf(&b, "\nMeasured only (%d runs; every metric is in validation.csv):\n", len(listed))
+		fmt.Fprintf(&b, "  %-58s %11s %11s %11s %9s\n", "run", "TTFT ms", "TPOT ms", "E2E ms", "req/s")
+		for _, v := range listed {
+			get := func(name string) string {
+				for _, m := range v.Metrics {
+					if m.Metric == name {
+						return numStr(m.Real)
+					}
+				}
+				return "—"
+			}
+			fmt.Fprintf(&b, "  %-58s %11s %11s %11s %9s\n", trunc(v.Run.Name, 58), get("ttft_mean"), get("tpot_mean"), get("e2e_mean"), get("request_throughput"))
+		}
+		b.WriteString("  (means; TPOT = (E2E − TTFT)/(output_len − 1))\n")
+	}
+	if len(simd) == 0 {
+		_, err := w.Write(b.Bytes())
+		return err
+	}
+	vs = simd
 	b.WriteByte('\n')
 	fmt.Fprintf(&b, "%-26s", "metric")
 	for _, v := range vs {

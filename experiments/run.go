@@ -34,8 +34,9 @@ type Plan struct {
 	PoolPlan           // the colocated instances, or the prefill pool when disaggregated
 	Decode   *PoolPlan // the decode pool when disaggregated
 	Workload workload.Synthetic
-	Trace    *trace.Options // replay this trace instead, when set
-	Mix      *trace.Mix     // or this class mix
+	Trace    *trace.Options   // replay this trace instead, when set
+	Mix      *trace.Mix       // or this class mix
+	Replay   *workload.Replay // or replay these exact requests (servesim validate; see validate.go)
 	SLO      metrics.SLO
 	Replicas int
 	Serve    serve.Config // policies and engine settings; Source and Collector are set per run
@@ -669,6 +670,9 @@ func (s *Scenario) resolveWorkload(p *Plan) error {
 // source opens the plan's workload; close releases a trace file.
 func (p *Plan) source() (src workload.Source, close func() error, err error) {
 	switch {
+	case p.Replay != nil:
+		s, err := p.Replay.Source()
+		return s, func() error { return nil }, err
 	case p.Trace != nil:
 		t, err := trace.Open(*p.Trace, p.Scenario.Seed)
 		if err != nil {

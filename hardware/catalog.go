@@ -33,7 +33,7 @@ var (
 )
 
 // Builtin returns a new catalog holding the built-in GPUs (a100, h100, h200,
-// b200), parsed from the embedded gpus.toml by the same loader users use. Each
+// b200, and the PCIe rtx-pro-6000, rtx-4090 and l40s), parsed from the embedded gpus.toml by the same loader users use. Each
 // call returns an independent copy: changing it changes no other catalog.
 // It panics if the embedded file is broken, which tests rule out.
 func Builtin() *Catalog {

@@ -21,6 +21,11 @@ func TestGet(t *testing.T) {
 		{"a100_sxm4_80gb", "a100"},
 		{"H200-141GB", "h200"},
 		{"b200", "b200"},
+		// The driver's device names, as vLLM runs record them (meta.json hardware.device_name).
+		{"NVIDIA GeForce RTX 4090", "rtx-4090"},
+		{"NVIDIA RTX PRO 6000 Blackwell Server Edition", "rtx-pro-6000"},
+		{"RTXPRO6000", "rtx-pro-6000"}, // LLMServingSim's hardware label
+		{"NVIDIA L40S", "l40s"},
 	}
 	for _, tc := range cases {
 		g, err := c.Get(tc.in)
@@ -29,7 +34,7 @@ func TestGet(t *testing.T) {
 		}
 	}
 	_, err := c.Get("h300")
-	if err == nil || !strings.Contains(err.Error(), `"h300"`) || !strings.Contains(err.Error(), "a100, b200, h100, h200") {
+	if err == nil || !strings.Contains(err.Error(), `"h300"`) || !strings.Contains(err.Error(), "a100, b200, h100, h200, l40s, rtx-4090, rtx-pro-6000") {
 		t.Errorf("Get(h300) error = %v; want it to list the known names", err)
 	}
 	var empty Catalog
@@ -52,15 +57,15 @@ func TestBuiltinIsACopy(t *testing.T) {
 func TestAdd(t *testing.T) {
 	c := Builtin()
 	g := validGPU()
-	g.Name, g.Aliases = "l40s", []string{"l40s-48gb"}
+	g.Name, g.Aliases = "a10g", []string{"a10g-24gb"}
 	if err := c.Add(g); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := c.Get("L40S 48GB"); err != nil || got != g {
+	if got, err := c.Get("A10G 24GB"); err != nil || got != g {
 		t.Errorf("Get after Add = %v, %v", got, err)
 	}
-	if got := len(c.All()); got != 5 {
-		t.Errorf("All has %d GPUs, want 4 built-in + 1", got)
+	if got := len(c.All()); got != 8 {
+		t.Errorf("All has %d GPUs, want 7 built-in + 1", got)
 	}
 	bad := []struct {
 		name    string
@@ -152,8 +157,8 @@ price_per_hour = 2.10
 	if _, err := c.Get("h100-sxm"); err == nil {
 		t.Error("old alias h100-sxm still resolves after redefinition without aliases")
 	}
-	if len(c.All()) != 4 {
-		t.Errorf("%d GPUs after redefinition, want 4", len(c.All()))
+	if len(c.All()) != 7 {
+		t.Errorf("%d GPUs after redefinition, want 7", len(c.All()))
 	}
 }
 

@@ -42,6 +42,7 @@ func init() {
 		{"examples", "run the example experiments and draw their plots", examplesCmd},
 		{"place", "search colocated and disaggregated deployments for the best goodput per GPU", placeCmd},
 		{"plot", "draw PNG plots from sweep results or run directories", plotCmd},
+		{"validate", "replay real vLLM runs and compare measured with simulated metrics", validateCmd},
 	}
 }
 

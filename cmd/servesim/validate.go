@@ -1,0 +1,286 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/experiments/realrun"
+	"github.com/servesim/servesim/plots"
+)
+
+const validateUsage = `Usage: servesim validate [flags] RUN...
+       servesim validate --suite [--data DIR] [flags]
+
+Replays real vLLM runs on the simulator and prints measured beside simulated
+TTFT, TPOT, ITL and E2E (mean, median, p90, p99) and throughput, with signed
+errors (sim − real)/real. Each run's scenario is built from its own engine
+arguments and GPU (Hugging Face model ids map to catalog models by hf_name;
+the driver's device names to catalog GPUs by alias); flags override them.
+Writes validation.csv, validation.json and PNGs of the CDFs (and, where the
+run has a time series, running requests and throughput over time) to --out,
+all or nothing.
+
+A RUN is a directory with requests.jsonl and meta.json (LLMServingSim's bench
+layout, also with them under vllm/), a vllm bench serve --save-result
+--save-detailed .json, or an inference-perf results .csv (listed with their
+measured numbers; their replay needs workload stages, not yet available).
+
+--suite runs experiments/validation/*.toml: every visible run, found under
+../shared/data (or --data DIR), as one table with the median absolute error
+per metric.
+
+Examples:
+  servesim validate ../shared/data/llmservingsim/vllm-runs/RTX4090/Llama-3.1-8B
+  servesim validate --profile roofline ../shared/data/llmservingsim/vllm-runs/RTXPRO6000/Llama-3.1-8B
+  servesim validate --gpu h100 --tp 1 bench-result.json
+  servesim validate --suite -o validation-out
+`
+
+func validateCmd(args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("validate", validateUsage, stderr)
+	out := fs.StringP("out", "o", "servesim-validate", "output directory for validation.csv, validation.json and the PNGs (\"\" writes none)")
+	suite := fs.Bool("suite", false, "run the validation suite (experiments/validation/*.toml)")
+	data := fs.String("data", "", "the suite's data directory (default: ../shared/data from here)")
+	var s experiments.Scenario
+	b := &s.Batch
+	fs.StringVar(&s.Model, "model", "", "catalog model, replacing the run's (see `servesim models`)")
+	fs.StringVar(&s.GPU, "gpu", "", "catalog GPU, replacing the run's (see `servesim gpus`)")
+	fs.IntVar(&s.TP, "tp", 0, "tensor-parallel degree, replacing the run's")
+	fs.StringVar(&s.Weights, "weights", "", "weight precision: bf16, fp8, fp4")
+	fs.StringVar(&s.KV, "kv", "", "KV-cache precision: bf16, fp8, fp4")
+	fs.StringVar(&s.ModelsFile, "models-file", "", "TOML file of extra models (add a run's model: a [[model]] with its hf_name)")
+	fs.StringVar(&s.GPUsFile, "gpus-file", "", "TOML file of extra GPUs (add a run's GPU: a [[gpu]] with its device name as an alias)")
+	fs.StringVar(&s.Hardware.Profile, "profile", "", "kernel-time model: builtin (default), roofline, or a profile file")
+	fs.Float64Var(&s.Hardware.IterOverheadMs, "iteration-overhead-ms", 0, "per-iteration CPU overhead in ms (default: the profile's; 0.5 for the roofline)")
+	fs.StringVar(&b.Policy, "policy", "", "batching policy (default chunked, vLLM V1's)")
+	fs.IntVar(&b.MaxNumSeqs, "max-num-seqs", 0, "running requests at most, replacing the run's")
+	fs.IntVar(&b.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "tokens per iteration at most, replacing the run's")
+	fs.IntVar(&b.MaxModelLen, "max-model-len", 0, "longest prompt+output, replacing the run's")
+	fs.IntVar(&b.BlockSize, "block-size", 0, "KV block size in tokens")
+	fs.Float64Var(&b.GPUMemUtil, "gpu-memory-utilization", 0, "fraction of GPU memory for weights, activations and KV")
+	fs.BoolVar(&b.PrefixCaching, "prefix-caching", false, "prefix caching (default: the run's, else on)")
+	fs.StringVar(&b.Preemption, "preemption", "", "preemption when KV runs out: recompute or swap")
+	fs.StringVar(&s.Scheduler.Policy, "scheduler", "", "queue order: fcfs (vLLM's default), sjf, ...")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	base := experiments.Scenario{ModelsFile: s.ModelsFile, GPUsFile: s.GPUsFile, Model: s.Model, GPU: s.GPU}
+	type job struct {
+		run   *realrun.Run
+		entry *experiments.SuiteEntry
+	}
+	var jobs []job
+	switch {
+	case *suite:
+		if fs.NArg() > 0 {
+			return fmt.Errorf("validate: --suite takes no RUN arguments (got %q)", fs.Arg(0))
+		}
+		dir, err := experiments.FindDataDir(*data)
+		if err != nil {
+			return err
+		}
+		entries, err := experiments.Suite()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "Validation suite: %d files, data in %s.\n", len(entries), dir)
+		for i := range entries {
+			e := &entries[i]
+			fmt.Fprintf(stdout, "  %s\n", e.Describe())
+			runs, err := e.Open(dir)
+			if err != nil {
+				return err
+			}
+			for _, r := range runs {
+				jobs = append(jobs, job{r, e})
+			}
+		}
+	case fs.NArg() == 0:
+		fs.Usage()
+		return errors.New("validate: give one or more RUN paths, or --suite")
+	default:
+		if fs.Changed("data") {
+			return errors.New("validate: --data applies to --suite only")
+		}
+		for _, a := range fs.Args() {
+			runs, err := realrun.Open(a)
+			if err != nil {
+				return err
+			}
+			for _, r := range runs {
+				jobs = append(jobs, job{r, nil})
+			}
+		}
+	}
+	var vs []*experiments.Validation
+	for _, j := range jobs {
+		bs := base
+		if j.entry != nil {
+			eb := j.entry.Base()
+			if bs.Model == "" {
+				bs.Model = eb.Model
+			}
+			if bs.GPU == "" {
+				bs.GPU = eb.GPU
+			}
+		}
+		build := experiments.RunScenario
+		if j.run.Format == realrun.FormatStages {
+			build = experiments.StageScenario
+		}
+		sc, err := build(j.run, bs)
+		if err != nil && !errors.Is(err, experiments.ErrNeedsStages) {
+			return err
+		}
+		if j.entry != nil {
+			j.entry.Apply(&sc)
+		}
+		override(fs, &sc, &s)
+		v, err := experiments.Validate(j.run, sc)
+		if err != nil {
+			return err
+		}
+		vs = append(vs, v)
+	}
+	files, err := validationFiles(vs)
+	if err != nil {
+		return err
+	}
+	if err := experiments.WriteValidationText(stdout, vs); err != nil {
+		return err
+	}
+	if *out == "" {
+		return nil
+	}
+	if err := writeAllOrNothing(*out, files); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(files))
+	for _, f := range files {
+		names = append(names, filepath.Join(*out, f.name))
+	}
+	fmt.Fprintf(stdout, "Wrote %s.\n", strings.Join(names, ", "))
+	return nil
+}
+
+// outFile is one output, in memory (CSV, JSON) or as a figure to draw.
+type outFile struct {
+	name string
+	data []byte
+	fig  *plots.Figure
+}
+
+// validationFiles builds every output before anything is written.
+func validationFiles(vs []*experiments.Validation) ([]outFile, error) {
+	js, err := experiments.ValidationJSON(vs)
+	if err != nil {
+		return nil, err
+	}
+	files := []outFile{{name: "validation.csv", data: experiments.ValidationCSV(vs)}, {name: "validation.json", data: js}}
+	var sims []*experiments.Validation
+	for _, v := range vs {
+		if v.Plan != nil {
+			sims = append(sims, v)
+		}
+	}
+	for _, v := range sims {
+		fig, err := plots.Validation(validationData(v))
+		if err != nil {
+			return nil, err
+		}
+		name := "validation.png"
+		if len(sims) > 1 {
+			name = "validation-" + slug(v.Run.Name) + ".png"
+		}
+		files = append(files, outFile{name: name, fig: fig})
+	}
+	return files, nil
+}
+
+func validationData(v *experiments.Validation) plots.ValidationData {
+	d := plots.ValidationData{Label: v.Run.Name}
+	for i := range v.Run.Requests {
+		q := &v.Run.Requests[i]
+		d.Real.TTFT = append(d.Real.TTFT, 1e3*q.TTFT())
+		d.Real.E2E = append(d.Real.E2E, 1e3*q.E2E())
+		if t, ok := q.TPOT(); ok {
+			d.Real.TPOT = append(d.Real.TPOT, 1e3*t)
+		}
+	}
+	for i := range v.SimRecs {
+		r := &v.SimRecs[i]
+		if r.Rejected != "" {
+			continue
+		}
+		d.Sim.TTFT = append(d.Sim.TTFT, r.TTFT().Milliseconds())
+		d.Sim.E2E = append(d.Sim.E2E, r.E2E().Milliseconds())
+		if ms, ok := r.TPOT(); ok {
+			d.Sim.TPOT = append(d.Sim.TPOT, ms)
+		}
+	}
+	conv := func(ts []realrun.Tick) []plots.TickPoint {
+		out := make([]plots.TickPoint, len(ts))
+		for i, t := range ts {
+			out[i] = plots.TickPoint{T: t.T, Running: float64(t.Running), PromptTPS: t.PromptTPS, GenTPS: t.GenTPS}
+		}
+		return out
+	}
+	if len(v.Run.Series) > 0 {
+		d.RealSeries, d.SimSeries = conv(v.Run.Series), conv(v.SimTicks)
+	}
+	var errs []string
+	for _, m := range v.Metrics {
+		if e := m.Err(); !math.IsNaN(e) && strings.HasSuffix(m.Metric, "_median") {
+			errs = append(errs, fmt.Sprintf("%s %+.1f %%", strings.TrimSuffix(m.Metric, "_median"), 100*e))
+		}
+	}
+	d.Caption = fmt.Sprintf("Measured: vLLM (%s). Simulated: servesim, %s.\nMedian errors (sim − real)/real: %s. Measured time series aligned to the first arrival within its 1 s tick.",
+		v.Run.Format, v.Plan.Kernel, strings.Join(errs, ", "))
+	return d
+}
+
+func slug(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '-', r == '_':
+			return r
+		}
+		return '-'
+	}, s)
+}
+
+// writeAllOrNothing writes every file into a temporary directory inside
+// dir and then renames them into place, so a failure leaves no new file.
+func writeAllOrNothing(dir string, files []outFile) error {
+	if err := experiments.MkdirAll(dir); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(dir, ".validate-*")
+	if err != nil {
+		return fmt.Errorf("validate: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	for _, f := range files {
+		p := filepath.Join(tmp, f.name)
+		if f.fig != nil {
+			err = plots.Save(f.fig, p, plots.DefaultWidth, plots.DefaultHeight)
+		} else {
+			err = os.WriteFile(p, f.data, 0o644)
+		}
+		if err != nil {
+			return fmt.Errorf("validate: writing %s: %w", f.name, err)
+		}
+	}
+	for _, f := range files {
+		if err := os.Rename(filepath.Join(tmp, f.name), filepath.Join(dir, f.name)); err != nil {
+			return fmt.Errorf("validate: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestValidateWritesNothingOnFailure: when validation fails (here: an
+// unknown model), the output directory gets no file.
+func TestValidateWritesNothingOnFailure(t *testing.T) {
+	dir, out := t.TempDir(), filepath.Join(t.TempDir(), "out")
+	write := func(name, s string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("meta.json", `{"engine_kwargs": {"model": "acme/Giant-1T"}, "hardware": {"device_name": "NVIDIA GeForce RTX 4090"}}`)
+	write("requests.jsonl", `{"input_toks": 100, "output_toks": 10, "arrival_time": 1000.0, "queued_ts": 5.0, "first_token_ts": 5.1, "last_token_ts": 5.5}`+"\n")
+	var buf bytes.Buffer
+	err := dispatch([]string{"validate", "-o", out, dir}, &buf, &buf)
+	if err == nil || !strings.Contains(err.Error(), "--models-file") {
+		t.Fatalf("err = %v, want the unknown model named with --models-file", err)
+	}
+	if ents, _ := os.ReadDir(out); len(ents) != 0 {
+		t.Errorf("failed validation wrote %d entries to %s", len(ents), out)
+	}
+}
+
+// TestValidateSharedRuns validates both LLMServingSim runs in one call and
+// checks the outputs exist (no accuracy is asserted).
+func TestValidateSharedRuns(t *testing.T) {
+	root := filepath.Join("..", "..", "..", "shared", "data", "llmservingsim", "vllm-runs")
+	if _, err := os.Stat(root); err != nil {
+		t.Skip("../shared/data/llmservingsim/vllm-runs not found")
+	}
+	out := t.TempDir()
+	var buf bytes.Buffer
+	err := dispatch([]string{"validate", "-o", out, filepath.Join(root, "RTXPRO6000", "Llama-3.1-8B"), filepath.Join(root, "RTX4090", "Llama-3.1-8B")}, &buf, &buf)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, buf.String())
+	}
+	for _, f := range []string{"validation.csv", "validation.json", "validation-RTXPRO6000-Llama-3.1-8B.png", "validation-RTX4090-Llama-3.1-8B.png"} {
+		if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	for _, want := range []string{"ttft_median (ms)", "median |err|", "rtx-4090", "rtx-pro-6000"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+}

@@ -1,0 +1,159 @@
+package realrun
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-6*math.Max(1, math.Abs(b)) }
+
+// TestOpenRequestsDir reads the fixture run (three lines of the RTX 4090
+// run's requests.jsonl, its meta.json, and a time series).
+func TestOpenRequestsDir(t *testing.T) {
+	runs, err := Open(filepath.Join("testdata", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runs[0]
+	e := r.Engine
+	if e.Model != "meta-llama/Llama-3.1-8B" || e.GPU != "NVIDIA GeForce RTX 4090" || e.TP != 1 || e.MaxNumSeqs != 256 ||
+		e.KVBlocks != 2588 || e.BlockSize != 16 || e.GPUMemBytes != 25250627584 || e.PrefixCaching == nil || !*e.PrefixCaching {
+		t.Errorf("engine = %+v", e)
+	}
+	in, out := r.TokenTotals()
+	// 2358 + 1034 + 1320 = 4712; 531 + 769 + 769 = 2069.
+	if len(r.Requests) != 3 || in != 4712 || out != 2069 {
+		t.Fatalf("%d requests, %d/%d tokens", len(r.Requests), in, out)
+	}
+	q := r.Requests[1]
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"arrival", q.Arrival, 1787267980.3478317 - 1787267980.0827403}, // wall clock − first arrival
+		{"start", q.Start, 27537.047603549 - 27536.660701067},           // engine clock − first queued
+		{"ttft", q.TTFT(), 27537.350135653 - 27537.047603549},           // first_token_ts − queued_ts
+		{"e2e", q.E2E(), 27562.279894586 - 27537.047603549},             // last_token_ts − queued_ts
+		{"scheduled", q.Scheduled, 27537.047613531 - 27536.660701067},
+	} {
+		if !near(c.got, c.want) {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	// The first row (no prompt throughput) is dropped; the first active
+	// tick ends at t = 1, so it becomes T = 1 − (1 − 1) = 1.
+	if len(r.Series) != 2 || r.Series[0].T != 1 || r.Series[1].Running != 16 || r.Series[0].KVPct != 13.22 {
+		t.Errorf("series = %+v", r.Series)
+	}
+}
+
+// TestReadBench reads a hand-made result in the layout vLLM writes
+// (vllm/benchmarks/serve.py: benchmark() builds "duration", "input_lens",
+// "output_lens", "ttfts", "itls", "latencies", "start_times", "errors";
+// main_async adds "request_rate", "burstiness", "max_concurrency").
+func TestReadBench(t *testing.T) {
+	f, err := os.Open(filepath.Join("testdata", "bench.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, b, err := ReadBench(f, "bench.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The third request failed (errors[2] set, output 0) and is left out.
+	if len(r.Requests) != 2 || b.Burstiness != 1 || r.Duration != 2.5 || len(r.Notes) != 1 || !strings.Contains(r.Notes[0], "1 failed") {
+		t.Fatalf("run = %+v", r)
+	}
+	q := r.Requests[1]
+	// start 10.25 − 10.0; ttft 0.08; latency 0.18; 4 gaps.
+	if !near(q.Arrival, 0.25) || !near(q.TTFT(), 0.08) || !near(q.E2E(), 0.18) || len(q.ITLs) != 4 {
+		t.Errorf("request = %+v", q)
+	}
+	if tp, _ := q.TPOT(); !near(tp, (0.18-0.08)/4) { // (E2E − TTFT)/(5 − 1)
+		t.Errorf("tpot = %v", tp)
+	}
+}
+
+func TestReadStageRows(t *testing.T) {
+	f, err := os.Open(filepath.Join("testdata", "stages.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := ReadStageRows(f, "stages.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rows[0]
+	// TPOT = (1.81 − 0.025)/(247 − 1) = 7.256 ms.
+	if len(rows) != 1 || r.TP != 1 || len(r.Stages) != 2 || r.Stages[1] != (Stage{10, 600}) || !near(r.TPOTMean, (1.81-0.025)/246) {
+		t.Errorf("row = %+v", r)
+	}
+}
+
+// TestReadErrors: each bad input names the file, the line and the field.
+func TestReadErrors(t *testing.T) {
+	good := `{"input_toks": 10, "output_toks": 2, "arrival_time": 1.0, "queued_ts": 5.0, "first_token_ts": 5.1, "last_token_ts": 5.5}`
+	for _, c := range []struct {
+		name, in, want string
+		read           func(string) error
+	}{
+		{"malformed line", good + "\n{\"input_toks\": 3,\n", "r.jsonl line 2: malformed JSON", jsonl},
+		{"wrong type", `{"input_toks": "x"}`, `r.jsonl line 1: field "input_toks"`, jsonl},
+		{"missing", `{"input_toks": 1, "output_toks": 2}`, `r.jsonl line 1: field "arrival_time": missing`, jsonl},
+		{"clock order", strings.Replace(good, `"last_token_ts": 5.5`, `"last_token_ts": 5.0`, 1), `field "last_token_ts"`, jsonl},
+		{"empty", "\n\n", "r.jsonl: no requests", jsonl},
+		{"meta no kwargs", `{"model": "m"}`, `field "engine_kwargs": missing`, meta},
+		{"meta negative", `{"engine_kwargs": {"model": "m", "max_num_seqs": -1}}`, `field "engine_kwargs.max_num_seqs"`, meta},
+		{"ts header", "a,b,c,d,e,f\n", "ts.csv line 1: header", series},
+		{"ts value", TimeseriesHeader + "\n1,x,0,0,0,0\n", `ts.csv line 2: field "prompt_throughput"`, series},
+		{"ts order", TimeseriesHeader + "\n2,1,0,0,0,0\n1,1,0,0,0,0\n", `ts.csv line 3: field "t"`, series},
+		{"bench rate", `{"model_id": "m", "input_lens": [1]}`, `field "request_rate": missing`, bench},
+		{"bench arrays", `{"model_id": "m", "request_rate": 1, "input_lens": [1, 2], "output_lens": [1], "ttfts": [0.1, 0.1], "latencies": [0.2, 0.2]}`, `field "output_lens": 1 entries`, bench},
+		{"stages column", "experiment\r\nx\r\n", `column "model" missing`, stages},
+		{"stages value", "experiment,model,tp,max_num_seqs,max_num_batched_tokens,max_model_len,load_type,stages,scope,stage_rate,data_type,system_prompt_len,question_len,output_len,successes,failures,ttft_s_mean,ttft_s_median,ttft_s_p90,ttft_s_p99,e2e_s_mean,e2e_s_median,e2e_s_p90,e2e_s_p99,prompt_len_mean,requests_per_sec,input_tokens_per_sec,output_tokens_per_sec\r\ne,m,zero,1,1,1,c,1rps x 1s,summary,,d,1,1,2,1,0,1,1,1,1,1,1,1,1,1,1,1,1\r\n", `s.csv line 2: column "tp"`, stages},
+	} {
+		err := c.read(c.in)
+		if err == nil || !strings.HasPrefix(err.Error(), "realrun: ") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err = %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+func jsonl(s string) error { _, err := ReadRequests(strings.NewReader(s), "r.jsonl"); return err }
+func meta(s string) error  { _, err := ReadMeta(strings.NewReader(s), "meta.json"); return err }
+func series(s string) error {
+	_, err := ReadTimeseries(strings.NewReader(s), "ts.csv")
+	return err
+}
+func bench(s string) error  { _, _, err := ReadBench(strings.NewReader(s), "b.json"); return err }
+func stages(s string) error { _, err := ReadStageRows(strings.NewReader(s), "s.csv"); return err }
+
+// TestSharedRuns reads the visible runs: the LLMServingSim runs replay the
+// workload's totals, 257,239 input and 195,753 output tokens (SOURCE.md).
+func TestSharedRuns(t *testing.T) {
+	root := filepath.Join("..", "..", "..", "shared", "data")
+	if _, err := os.Stat(root); err != nil {
+		t.Skip("../shared/data not found")
+	}
+	for _, hw := range []string{"RTXPRO6000", "RTX4090"} {
+		runs, err := Open(filepath.Join(root, "llmservingsim", "vllm-runs", hw, "Llama-3.1-8B"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in, out := runs[0].TokenTotals(); in != 257239 || out != 195753 || len(runs[0].Requests) != 300 {
+			t.Errorf("%s: %d requests, %d/%d tokens", hw, len(runs[0].Requests), in, out)
+		}
+	}
+	runs, err := Open(filepath.Join(root, "vllm-h100-runs", "runs.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 14 { // 14 rows plus a header (SOURCE.md)
+		t.Errorf("%d stage rows, want 14", len(runs))
+	}
+}

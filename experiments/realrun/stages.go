@@ -1,0 +1,179 @@
+package realrun
+
+import (
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// StageRow is one row of an inference-perf results table (runs.csv in
+// ../shared/data/vllm-h100-runs; its SOURCE.md gives the columns): one
+// experiment and scope (summary, stage_0, stage_1) with its engine limits,
+// workload description and aggregate metrics. Latencies are seconds.
+type StageRow struct {
+	Line                                    int // line in the file
+	Experiment, Model, Scope                string
+	TP, MaxNumSeqs, MaxNumBatchedTokens     int
+	MaxModelLen                             int
+	LoadType, DataType                      string
+	Stages                                  []Stage
+	StageRate                               float64 // 0 for the summary scope
+	SystemPromptLen, QuestionLen, OutputLen int
+	Successes, Failures                     int
+	TTFT, E2E                               Quant
+	// TPOTMean is (E2E mean − TTFT mean)/(output_len − 1): every request
+	// generates output_len tokens (ignore_eos), so it equals the mean of
+	// the per-request TPOTs. The table's own TPOT and ITL columns count
+	// streamed chunks, about two per token, and are not used (SOURCE.md).
+	TPOTMean                                      float64
+	PromptLenMean                                 float64
+	RequestsPerSec, InputTokensPS, OutputTokensPS float64
+}
+
+// Stage is one constant-rate load stage.
+type Stage struct{ Rate, Seconds float64 }
+
+// Quant holds a metric's mean, median, p90 and p99.
+type Quant struct{ Mean, Median, P90, P99 float64 }
+
+// ReadStageRows reads an inference-perf results table. Columns are found by
+// name (order free, extra columns ignored); each needed one must be there.
+// CRLF line endings are fine. Errors name the file, the line and the column.
+func ReadStageRows(r io.Reader, name string) ([]StageRow, error) {
+	cr := csv.NewReader(r)
+	head, err := cr.Read()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("realrun: %s: empty file", name)
+		}
+		return nil, csvErr(name, err)
+	}
+	col := map[string]int{}
+	for i, h := range head {
+		col[strings.TrimPrefix(strings.TrimSpace(h), "\ufeff")] = i
+	}
+	need := []string{"experiment", "model", "tp", "max_num_seqs", "max_num_batched_tokens", "max_model_len", "load_type",
+		"stages", "scope", "stage_rate", "data_type", "system_prompt_len", "question_len", "output_len", "successes", "failures",
+		"ttft_s_mean", "ttft_s_median", "ttft_s_p90", "ttft_s_p99", "e2e_s_mean", "e2e_s_median", "e2e_s_p90", "e2e_s_p99",
+		"prompt_len_mean", "requests_per_sec", "input_tokens_per_sec", "output_tokens_per_sec"}
+	for _, c := range need {
+		if _, ok := col[c]; !ok {
+			return nil, fmt.Errorf("realrun: %s line 1: column %q missing", name, c)
+		}
+	}
+	var rows []StageRow
+	for {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, csvErr(name, err)
+		}
+		line, _ := cr.FieldPos(0)
+		p := rowParser{name: name, line: line, rec: rec, col: col}
+		row := StageRow{Line: line, Experiment: p.str("experiment"), Model: p.str("model"), Scope: p.str("scope"),
+			LoadType: p.str("load_type"), DataType: p.str("data_type")}
+		for _, f := range []struct {
+			c   string
+			dst *int
+			min int
+		}{
+			{"tp", &row.TP, 1}, {"max_num_seqs", &row.MaxNumSeqs, 1}, {"max_num_batched_tokens", &row.MaxNumBatchedTokens, 1},
+			{"max_model_len", &row.MaxModelLen, 1}, {"system_prompt_len", &row.SystemPromptLen, 0}, {"question_len", &row.QuestionLen, 0},
+			{"output_len", &row.OutputLen, 1}, {"successes", &row.Successes, 0}, {"failures", &row.Failures, 0},
+		} {
+			*f.dst = p.int(f.c, f.min)
+		}
+		for _, f := range []struct {
+			c   string
+			dst *float64
+		}{
+			{"ttft_s_mean", &row.TTFT.Mean}, {"ttft_s_median", &row.TTFT.Median}, {"ttft_s_p90", &row.TTFT.P90}, {"ttft_s_p99", &row.TTFT.P99},
+			{"e2e_s_mean", &row.E2E.Mean}, {"e2e_s_median", &row.E2E.Median}, {"e2e_s_p90", &row.E2E.P90}, {"e2e_s_p99", &row.E2E.P99},
+			{"prompt_len_mean", &row.PromptLenMean}, {"requests_per_sec", &row.RequestsPerSec},
+			{"input_tokens_per_sec", &row.InputTokensPS}, {"output_tokens_per_sec", &row.OutputTokensPS},
+		} {
+			*f.dst = p.float(f.c)
+		}
+		if s := p.str("stage_rate"); s != "" {
+			row.StageRate = p.float("stage_rate")
+		}
+		row.Stages = p.stages("stages")
+		if p.err != nil {
+			return nil, p.err
+		}
+		if row.OutputLen > 1 {
+			row.TPOTMean = (row.E2E.Mean - row.TTFT.Mean) / float64(row.OutputLen-1)
+		}
+		rows = append(rows, row)
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("realrun: %s: no rows", name)
+	}
+	return rows, nil
+}
+
+// rowParser parses one row's cells, keeping the first error.
+type rowParser struct {
+	name string
+	line int
+	rec  []string
+	col  map[string]int
+	err  error
+}
+
+func (p *rowParser) fail(c, format string, args ...any) {
+	if p.err == nil {
+		p.err = fmt.Errorf("realrun: %s line %d: column %q: %s", p.name, p.line, c, fmt.Sprintf(format, args...))
+	}
+}
+
+func (p *rowParser) str(c string) string {
+	i := p.col[c]
+	if i >= len(p.rec) {
+		p.fail(c, "missing (the row has %d cells)", len(p.rec))
+		return ""
+	}
+	return strings.TrimSpace(p.rec[i])
+}
+
+func (p *rowParser) int(c string, min int) int {
+	s := p.str(c)
+	v, err := strconv.Atoi(s)
+	if err != nil || v < min {
+		p.fail(c, "%q: want a whole number ≥ %d", s, min)
+	}
+	return v
+}
+
+func (p *rowParser) float(c string) float64 {
+	s := p.str(c)
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || !finite(v) || v < 0 {
+		p.fail(c, "%q: want a finite number ≥ 0", s)
+		return 0
+	}
+	return v
+}
+
+// stages parses "5rps x 600s;10rps x 600s".
+func (p *rowParser) stages(c string) []Stage {
+	s := p.str(c)
+	var out []Stage
+	for _, part := range strings.Split(s, ";") {
+		rate, dur, ok := strings.Cut(strings.TrimSpace(part), "x")
+		r, err1 := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rate), "rps"), 64)
+		d, err2 := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(dur), "s"), 64)
+		if !ok || err1 != nil || err2 != nil || !(r > 0) || !(d > 0) || math.IsInf(r, 0) || math.IsInf(d, 0) {
+			p.fail(c, "%q: want stages like \"5rps x 600s;10rps x 600s\"", s)
+			return nil
+		}
+		out = append(out, Stage{r, d})
+	}
+	return out
+}

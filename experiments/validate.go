@@ -1,0 +1,337 @@
+package experiments
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/servesim/servesim/experiments/realrun"
+	"github.com/servesim/servesim/hardware"
+	"github.com/servesim/servesim/models"
+	"github.com/servesim/servesim/sim"
+	"github.com/servesim/servesim/sim/metrics"
+	"github.com/servesim/servesim/sim/serve"
+	"github.com/servesim/servesim/sim/workload"
+)
+
+// ErrNeedsStages marks a run whose replay needs workload shapes the
+// simulator does not have yet: inference-perf's constant-rate stages and
+// shared-prefix prompts. Validate reports such runs with their measured
+// numbers and this status instead of failing.
+var ErrNeedsStages = errors.New("needs workload stages and the inference-perf shared_prefix generator (not yet available)")
+
+// RunScenario builds the scenario of a real run from its own engine
+// arguments and GPU. base carries what the user set: a non-empty Model or
+// GPU replaces the run's, and ModelsFile / GPUsFile extend the catalogs
+// the run's names are looked up in. Models are found by their Hugging Face
+// id (models/builtin.toml's hf_name), GPUs by name or alias (the driver's
+// device name, e.g. "NVIDIA GeForce RTX 4090"). A model or GPU missing from
+// the catalog is an error that says how to add it. Other scenario fields of
+// base are not applied here: the caller overrides what its flags set.
+func RunScenario(run *realrun.Run, base Scenario) (Scenario, error) {
+	e := run.Engine
+	s := Scenario{Name: run.Name, ModelsFile: base.ModelsFile, GPUsFile: base.GPUsFile, dir: base.dir}
+	s.Model, s.GPU = base.Model, base.GPU
+	if s.Model == "" {
+		mc := models.Builtin()
+		if s.ModelsFile != "" {
+			if err := mc.LoadFile(s.path(s.ModelsFile)); err != nil {
+				return s, err
+			}
+		}
+		m, err := mc.ByHFName(e.Model)
+		if err != nil {
+			return s, fmt.Errorf("experiments: run %s: model %q is not in the catalog: add it with --models-file FILE (a [[model]] with hf_name = %q, shaped like models/builtin.toml), or name a catalog model with --model (see `servesim models`)", run.Name, e.Model, e.Model)
+		}
+		s.Model = m.Name
+	}
+	if s.GPU == "" {
+		if e.GPU == "" {
+			return s, fmt.Errorf("experiments: run %s records no GPU: name one with --gpu (see `servesim gpus`)", run.Name)
+		}
+		gc := hardware.Builtin()
+		if s.GPUsFile != "" {
+			if err := gc.LoadFile(s.path(s.GPUsFile)); err != nil {
+				return s, err
+			}
+		}
+		g, err := gc.Get(e.GPU)
+		if err != nil {
+			return s, fmt.Errorf("experiments: run %s: GPU %q is not in the catalog: add it with --gpus-file FILE (a [[gpu]] whose name or aliases include %q, shaped like hardware/gpus.toml), or name a catalog GPU with --gpu (see `servesim gpus`)", run.Name, e.GPU, strings.ToLower(strings.ReplaceAll(e.GPU, " ", "-")))
+		}
+		s.GPU = g.Name
+	}
+	s.TP = max(e.TP, 1)
+	s.Replicas = max(e.DP, 1)
+	var err error
+	if s.Weights, err = vllmDType(e.DType, "bf16"); err != nil {
+		return s, fmt.Errorf("experiments: run %s: dtype: %w", run.Name, err)
+	}
+	if s.KV, err = vllmDType(e.KVDType, s.Weights); err != nil {
+		return s, fmt.Errorf("experiments: run %s: kv_cache_dtype: %w", run.Name, err)
+	}
+	s.Batch = Batch{Policy: "chunked", MaxNumSeqs: e.MaxNumSeqs, MaxNumBatchedTokens: e.MaxNumBatchedTokens,
+		MaxModelLen: e.MaxModelLen, BlockSize: e.BlockSize, GPUMemUtil: e.GPUMemUtil, PrefixCaching: true}
+	if e.PrefixCaching != nil {
+		s.Batch.PrefixCaching = *e.PrefixCaching
+	}
+	return s, nil
+}
+
+// vllmDType maps a vLLM dtype ("auto", "bfloat16", "float16", "fp8",
+// "fp8_e4m3", ...) to a servesim precision; "" and "auto" give def.
+func vllmDType(d, def string) (string, error) {
+	switch strings.ToLower(d) {
+	case "", "auto":
+		return def, nil
+	case "bfloat16", "bf16", "float16", "half", "fp16":
+		return "bf16", nil // 16-bit either way: same bytes and tensor-core rate
+	case "fp8", "fp8_e4m3", "fp8_e5m2", "float8":
+		return "fp8", nil
+	}
+	return "", fmt.Errorf("%q is not a precision servesim models (bf16, fp8)", d)
+}
+
+// StageScenario is the hook for inference-perf runs (realrun.FormatStages):
+// it builds the run's scenario from the row's engine limits (H100, TP,
+// max_num_seqs, max_num_batched_tokens, max_model_len, prefix caching on)
+// and returns it with ErrNeedsStages, because the workload (the row's
+// constant-rate stages with drains between them, and G × U = 10 × 10
+// shared-prefix prompts of system_prompt_len + question_len tokens cycled
+// in a fixed shuffled order, output_len tokens each; see
+// ../shared/data/vllm-h100-runs/SOURCE.md) needs workload shapes that are
+// not built yet. Completing it means filling s.Workload from the row and
+// returning nil.
+func StageScenario(run *realrun.Run, base Scenario) (Scenario, error) {
+	s, err := RunScenario(run, base)
+	if err != nil {
+		return s, err
+	}
+	return s, ErrNeedsStages
+}
+
+// Validation is one real run beside its simulation.
+type Validation struct {
+	Run      *realrun.Run
+	Plan     *Plan // nil when Status is set
+	Status   string
+	Notes    []string
+	Real     metrics.Summary // measured (zero for aggregate-only runs; see Metrics)
+	Sim      metrics.Summary
+	Metrics  []MetricRow
+	SimRecs  []metrics.Record // the simulation's per-request records
+	SimTicks []realrun.Tick   // the simulation's per-second running requests and throughput
+}
+
+// MetricRow is one metric, measured and simulated. Missing values are NaN.
+type MetricRow struct {
+	Metric string  // e.g. "ttft_mean"
+	Unit   string  // "ms", "req/s", "tok/s"
+	Real   float64 //
+	Sim    float64
+}
+
+// Err is the signed relative error (sim − real)/real, NaN when either is
+// missing or real is 0.
+func (m MetricRow) Err() float64 {
+	if math.IsNaN(m.Real) || math.IsNaN(m.Sim) || m.Real == 0 {
+		return math.NaN()
+	}
+	return (m.Sim - m.Real) / m.Real
+}
+
+// Validate replays run on the scenario s (from RunScenario, with the
+// user's overrides applied) and compares. When the run records its KV-cache
+// size (meta.json kv_cache.num_gpu_blocks), the simulated instance gets that
+// many blocks rather than servesim's own memory plan, so the comparison is
+// of scheduling and kernel times, not of the memory planner; a note gives
+// both numbers.
+func Validate(run *realrun.Run, s Scenario) (*Validation, error) {
+	v := &Validation{Run: run, Notes: append([]string(nil), run.Notes...)}
+	if run.Format == realrun.FormatStages {
+		v.Status = ErrNeedsStages.Error()
+		v.Metrics = stageMetrics(run.Stage)
+		return v, nil
+	}
+	reqs := make([]workload.Request, len(run.Requests))
+	for i, q := range run.Requests {
+		reqs[i] = workload.Request{Arrival: sim.FromSeconds(q.Arrival), PromptTokens: q.Input, OutputTokens: q.Output}
+	}
+	// The synthetic workload is a placeholder that passes Resolve's checks;
+	// the plan replays reqs instead.
+	s.Workload = Workload{Arrival: "poisson", Rate: 1, Requests: len(reqs), Prompt: "constant:1", Output: "constant:1"}
+	p, err := s.Resolve()
+	if err != nil {
+		return nil, fmt.Errorf("%w (run %s)", err, run.Name)
+	}
+	p.Workload, p.Scenario.Workload = workload.Synthetic{}, Workload{}
+	p.Replay = &workload.Replay{Requests: reqs}
+	p.Inputs = digestOf(p.Inputs, "replay", reqs)
+	if run.Engine.KVBlocks > 0 && (run.Engine.BlockSize == 0 || run.Engine.BlockSize == p.Memory.BlockSize) {
+		v.Notes = append(v.Notes, fmt.Sprintf("KV cache: the run's %d blocks (servesim's own plan: %d)", run.Engine.KVBlocks, p.Memory.Blocks))
+		p.Memory.Blocks = run.Engine.KVBlocks
+		p.Serve.Instance.Blocks = run.Engine.KVBlocks
+	} else {
+		v.Notes = append(v.Notes, fmt.Sprintf("KV cache: servesim's plan, %d blocks (the run does not record its own)", p.Memory.Blocks))
+	}
+	if p.Scenario.Batch.PrefixCaching {
+		v.Notes = append(v.Notes, "prefix caching is on but the replay has no token ids, so no prefix is reused")
+	}
+	v.Plan = p
+	sink := &validateSink{}
+	v.Sim, err = runWithSink(p, sink)
+	if err != nil {
+		return nil, fmt.Errorf("%w (run %s)", err, run.Name)
+	}
+	v.SimRecs = sink.recs
+	v.SimTicks = sink.ticks(sim.Second)
+	v.Real = measured(run)
+	v.Metrics = compareSummaries(v.Real, v.Sim)
+	return v, nil
+}
+
+// runWithSink runs the plan like Run (without output files), handing every
+// record and step to sink as well.
+func runWithSink(p *Plan, sink serve.Sink) (metrics.Summary, error) {
+	src, closeSrc, err := p.source()
+	if err != nil {
+		return metrics.Summary{}, err
+	}
+	defer closeSrc()
+	coll := metrics.NewCollector(p.SLO)
+	for i := range p.Replicas {
+		coll.SetPeak(i, p.GPU.PeakFLOPS(p.Parallel.Weights), p.GPU.MemBW)
+	}
+	cfg := p.Serve
+	cfg.Source, cfg.Collector, cfg.Sink = src, coll, sink
+	if err := p.Scenario.freshPolicies(&cfg); err != nil {
+		return metrics.Summary{}, err
+	}
+	if _, err := serve.Run(cfg); err != nil {
+		return metrics.Summary{}, err
+	}
+	return coll.Summary(), nil
+}
+
+// validateSink keeps the records and the steps' running requests and tokens.
+type validateSink struct {
+	recs  []metrics.Record
+	steps []stepLite
+}
+
+type stepLite struct {
+	end                      sim.Time
+	running, prompt, decodes int
+}
+
+func (s *validateSink) Record(r *metrics.Record) error { s.recs = append(s.recs, *r); return nil }
+func (s *validateSink) Step(st *metrics.Step) error {
+	s.steps = append(s.steps, stepLite{st.Start + st.Duration, st.Prefills + st.Decodes, st.PrefillTokens, st.Decodes})
+	return nil
+}
+
+// ticks bins the steps into ticks of width w as vLLM's stat logger does:
+// prompt and generated tokens per second over the tick, running requests
+// at the tick's last step. Generated tokens count decodes (a prefill's
+// first token is not counted). T is the tick's end.
+func (s *validateSink) ticks(w sim.Time) []realrun.Tick {
+	var out []realrun.Tick
+	for _, st := range s.steps {
+		k := int((st.end - 1) / w)
+		for len(out) <= k {
+			out = append(out, realrun.Tick{T: float64(len(out)+1) * w.Seconds(), KVPct: math.NaN()})
+			if n := len(out); n > 1 {
+				out[n-1].Running = out[n-2].Running // no step in the tick: unchanged
+			}
+		}
+		t := &out[k]
+		t.PromptTPS += float64(st.prompt) / w.Seconds()
+		t.GenTPS += float64(st.decodes) / w.Seconds()
+		t.Running = st.running
+	}
+	return out
+}
+
+// measured summarizes a run's requests with the simulator's own metric code
+// (sim/metrics), so both sides are computed alike: TTFT, TPOT, E2E per
+// request and ITL from the recorded gaps. A format that reports its own
+// benchmark duration (vLLM bench) has its throughputs over that duration.
+func measured(run *realrun.Run) metrics.Summary {
+	c := metrics.NewCollector(metrics.SLO{})
+	for i, q := range run.Requests {
+		r := metrics.Record{ID: int64(i), Arrival: sim.FromSeconds(q.Start), FirstToken: sim.FromSeconds(q.FirstToken),
+			Finish: sim.FromSeconds(q.Finish), PromptTokens: q.Input, OutputTokens: q.Output}
+		if !math.IsNaN(q.Scheduled) {
+			r.Scheduled = sim.FromSeconds(q.Scheduled)
+		}
+		c.Add(&r)
+		for _, g := range q.ITLs {
+			c.AddITL(sim.FromSeconds(g), 1)
+		}
+	}
+	s := c.Summary()
+	if d := run.Duration; d > 0 {
+		s.Duration = d
+		s.RequestThroughput = float64(s.Completed) / d
+		s.OutputThroughput = float64(s.OutputTokens) / d
+		s.TotalThroughput = float64(s.InputTokens+s.OutputTokens) / d
+	}
+	return s
+}
+
+// compareSummaries lists mean, median, p90 and p99 of TTFT, TPOT, ITL and
+// E2E (ms) and the three throughputs. A latency with no samples is NaN.
+func compareSummaries(real, simd metrics.Summary) []MetricRow {
+	var rows []MetricRow
+	for _, m := range []struct {
+		name string
+		r, s metrics.Stats
+	}{{"ttft", real.TTFT, simd.TTFT}, {"tpot", real.TPOT, simd.TPOT}, {"itl", real.ITL, simd.ITL}, {"e2e", real.E2E, simd.E2E}} {
+		for _, q := range []struct {
+			name string
+			f    func(metrics.Stats) float64
+		}{
+			{"mean", func(s metrics.Stats) float64 { return s.Mean }},
+			{"median", func(s metrics.Stats) float64 { return s.Median }},
+			{"p90", func(s metrics.Stats) float64 { return s.P90 }},
+			{"p99", func(s metrics.Stats) float64 { return s.P99 }},
+		} {
+			rows = append(rows, MetricRow{Metric: m.name + "_" + q.name, Unit: "ms", Real: statOrNaN(m.r, q.f), Sim: statOrNaN(m.s, q.f)})
+		}
+	}
+	return append(rows,
+		MetricRow{"request_throughput", "req/s", real.RequestThroughput, simd.RequestThroughput},
+		MetricRow{"output_throughput", "tok/s", real.OutputThroughput, simd.OutputThroughput},
+		MetricRow{"total_throughput", "tok/s", real.TotalThroughput, simd.TotalThroughput})
+}
+
+func statOrNaN(s metrics.Stats, f func(metrics.Stats) float64) float64 {
+	if s.N == 0 {
+		return math.NaN()
+	}
+	return f(s)
+}
+
+// stageMetrics are an inference-perf row's measured metrics (simulated:
+// NaN). TPOT is (E2E − TTFT)/(output_len − 1) on the means, so only its
+// mean is known; ITL is not listed (the table's ITL counts chunks).
+// Throughputs use output_len for the output tokens (the table's own
+// output_tokens_per_sec undercounts; SOURCE.md).
+func stageMetrics(r *realrun.StageRow) []MetricRow {
+	nan := math.NaN()
+	ms := func(v float64) float64 { return v * 1e3 }
+	row := func(name, unit string, v float64) MetricRow { return MetricRow{name, unit, v, nan} }
+	rows := []MetricRow{
+		row("ttft_mean", "ms", ms(r.TTFT.Mean)), row("ttft_median", "ms", ms(r.TTFT.Median)), row("ttft_p90", "ms", ms(r.TTFT.P90)), row("ttft_p99", "ms", ms(r.TTFT.P99)),
+		row("tpot_mean", "ms", ms(r.TPOTMean)), row("tpot_median", "ms", nan), row("tpot_p90", "ms", nan), row("tpot_p99", "ms", nan),
+	}
+	for _, q := range []string{"mean", "median", "p90", "p99"} {
+		rows = append(rows, row("itl_"+q, "ms", nan))
+	}
+	rows = append(rows, row("e2e_mean", "ms", ms(r.E2E.Mean)), row("e2e_median", "ms", ms(r.E2E.Median)), row("e2e_p90", "ms", ms(r.E2E.P90)), row("e2e_p99", "ms", ms(r.E2E.P99)))
+	return append(rows,
+		row("request_throughput", "req/s", r.RequestsPerSec),
+		row("output_throughput", "tok/s", r.RequestsPerSec*float64(r.OutputLen)),
+		row("total_throughput", "tok/s", r.InputTokensPS+r.RequestsPerSec*float64(r.OutputLen)))
+}

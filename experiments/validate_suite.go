@@ -1,0 +1,133 @@
+package experiments
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/servesim/servesim/experiments/realrun"
+)
+
+// The validation suite: one small TOML file per visible real run
+// (experiments/validation/*.toml), embedded.
+//
+//go:embed validation/*.toml
+var suiteFS embed.FS
+
+// SuiteEntry is one suite file: which run, how it maps to a scenario, and
+// what was fitted on it.
+type SuiteEntry struct {
+	File       string   `toml:"-"`
+	Run        string   `toml:"run"`        // path relative to the data directory (../shared/data)
+	Experiment string   `toml:"experiment"` // inference-perf tables: the experiment's rows only
+	Fitted     []string `toml:"fitted"`     // parameters fitted on this run (none so far)
+	Overrides  struct {
+		Model          string  `toml:"model"`
+		GPU            string  `toml:"gpu"`
+		Profile        string  `toml:"profile"`
+		IterOverheadMs float64 `toml:"iteration_overhead_ms"`
+	} `toml:"overrides"`
+}
+
+// Suite returns the embedded suite entries, sorted by file name.
+func Suite() ([]SuiteEntry, error) {
+	names, err := fs.Glob(suiteFS, "validation/*.toml")
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	var out []SuiteEntry
+	for _, n := range names {
+		data, err := suiteFS.ReadFile(n)
+		if err != nil {
+			return nil, err
+		}
+		var e SuiteEntry
+		md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&e)
+		if err != nil {
+			return nil, fmt.Errorf("experiments: %s: %v", n, err)
+		}
+		if und := md.Undecoded(); len(und) > 0 {
+			return nil, fmt.Errorf("experiments: %s: unknown field %q", n, und[0].String())
+		}
+		if e.Run == "" {
+			return nil, fmt.Errorf("experiments: %s: field \"run\" missing", n)
+		}
+		e.File = n
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// FindDataDir returns dir when set, else the first of ../shared/data,
+// ../../shared/data and ../../../shared/data (relative to the current
+// directory) that exists. The error says how to point at the data.
+func FindDataDir(dir string) (string, error) {
+	if dir != "" {
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return "", fmt.Errorf("experiments: data directory %s not found (flag --data)", dir)
+		}
+		return dir, nil
+	}
+	for _, d := range []string{"../shared/data", "../../shared/data", "../../../shared/data"} {
+		if st, err := os.Stat(d); err == nil && st.IsDir() {
+			return d, nil
+		}
+	}
+	return "", errors.New("experiments: the suite's runs are under ../shared/data, which is not here (run from the repository root, or give --data DIR)")
+}
+
+// Open reads the entry's runs from dataDir, and the overrides as a base
+// scenario for RunScenario plus the fields to apply after it.
+func (e SuiteEntry) Open(dataDir string) ([]*realrun.Run, error) {
+	runs, err := realrun.Open(filepath.Join(dataDir, filepath.FromSlash(e.Run)))
+	if err != nil {
+		return nil, fmt.Errorf("%w (suite file %s)", err, e.File)
+	}
+	if e.Experiment != "" {
+		var kept []*realrun.Run
+		for _, r := range runs {
+			if r.Stage != nil && r.Stage.Experiment == e.Experiment {
+				kept = append(kept, r)
+			}
+		}
+		if len(kept) == 0 {
+			return nil, fmt.Errorf("experiments: %s: experiment %q not in %s", e.File, e.Experiment, e.Run)
+		}
+		runs = kept
+	}
+	return runs, nil
+}
+
+// Apply sets the entry's overrides on s (Model and GPU go into the base
+// given to RunScenario instead; see Base).
+func (e SuiteEntry) Apply(s *Scenario) {
+	if e.Overrides.Profile != "" {
+		s.Hardware.Profile = e.Overrides.Profile
+	}
+	if e.Overrides.IterOverheadMs != 0 {
+		s.Hardware.IterOverheadMs = e.Overrides.IterOverheadMs
+	}
+}
+
+// Base returns the RunScenario base the entry's model and GPU overrides give.
+func (e SuiteEntry) Base() Scenario {
+	return Scenario{Model: e.Overrides.Model, GPU: e.Overrides.GPU}
+}
+
+// Describe is a one-line summary: file, run and what was fitted.
+func (e SuiteEntry) Describe() string {
+	f := "nothing fitted"
+	if len(e.Fitted) > 0 {
+		f = "fitted: " + strings.Join(e.Fitted, ", ")
+	}
+	return fmt.Sprintf("%s: %s (%s)", filepath.Base(e.File), e.Run, f)
+}

@@ -1,0 +1,105 @@
+package experiments
+
+import (
+	"errors"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/servesim/servesim/experiments/realrun"
+)
+
+// TestValidationSuite runs the embedded suite on ../shared/data and checks
+// that every simulated run has every metric it measures, finite, and that
+// the replay reproduces the run's token totals exactly. It asserts no
+// accuracy.
+func TestValidationSuite(t *testing.T) {
+	dir, err := FindDataDir(filepath.Join("..", "..", "shared", "data"))
+	if err != nil {
+		t.Skip(err)
+	}
+	entries, err := Suite()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 7 { // 2 LLMServingSim runs + 5 inference-perf experiments
+		t.Errorf("%d suite files, want 7", len(entries))
+	}
+	var vs []*Validation
+	for _, e := range entries {
+		runs, err := e.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range runs {
+			build := RunScenario
+			if r.Format == realrun.FormatStages {
+				build = StageScenario
+			}
+			s, err := build(r, e.Base())
+			if err != nil && !errors.Is(err, ErrNeedsStages) {
+				t.Fatal(err)
+			}
+			e.Apply(&s)
+			v, err := Validate(r, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			vs = append(vs, v)
+		}
+	}
+	simulated := 0
+	for _, v := range vs {
+		if v.Plan == nil {
+			if v.Status == "" {
+				t.Errorf("%s: neither simulated nor a status", v.Run.Name)
+			}
+			continue
+		}
+		simulated++
+		in, out := v.Run.TokenTotals()
+		if v.Sim.InputTokens != in || v.Sim.OutputTokens != out || v.Sim.Completed != len(v.Run.Requests) {
+			t.Errorf("%s: simulated %d requests, %d/%d tokens; the run has %d, %d/%d", v.Run.Name, v.Sim.Completed, v.Sim.InputTokens, v.Sim.OutputTokens, len(v.Run.Requests), in, out)
+		}
+		for _, m := range v.Metrics {
+			if strings.HasPrefix(m.Metric, "itl_") { // requests.jsonl records no token gaps
+				continue
+			}
+			if math.IsNaN(m.Real) || math.IsNaN(m.Sim) || math.IsInf(m.Sim, 0) || math.IsNaN(m.Err()) {
+				t.Errorf("%s %s: real %v sim %v", v.Run.Name, m.Metric, m.Real, m.Sim)
+			}
+		}
+	}
+	if simulated != 2 {
+		t.Errorf("%d runs simulated, want 2", simulated)
+	}
+	if _, med := MedianAbsErrors(vs); len(med) == 0 || math.IsNaN(med["e2e_median"]) {
+		t.Errorf("median errors %v", med)
+	}
+}
+
+// TestRunScenarioErrors: a run's model or GPU missing from the catalog is
+// named with the flag that adds one.
+func TestRunScenarioErrors(t *testing.T) {
+	for _, c := range []struct {
+		engine realrun.Engine
+		want   []string
+	}{
+		{realrun.Engine{Model: "acme/Giant-1T", GPU: "h100"}, []string{`model "acme/Giant-1T"`, "--models-file", "--model"}},
+		{realrun.Engine{Model: "meta-llama/Llama-3.1-8B", GPU: "NVIDIA Quantum Q9"}, []string{`GPU "NVIDIA Quantum Q9"`, "--gpus-file", "--gpu"}},
+		{realrun.Engine{Model: "meta-llama/Llama-3.1-8B"}, []string{"records no GPU", "--gpu"}},
+		{realrun.Engine{Model: "meta-llama/Llama-3.1-8B", GPU: "h100", DType: "int3"}, []string{"dtype", `"int3"`}},
+	} {
+		_, err := RunScenario(&realrun.Run{Name: "r", Engine: c.engine}, Scenario{})
+		for _, w := range c.want {
+			if err == nil || !strings.Contains(err.Error(), w) || !strings.HasPrefix(err.Error(), "experiments: ") {
+				t.Errorf("%+v: err = %v, want %q", c.engine, err, w)
+			}
+		}
+	}
+	s, err := RunScenario(&realrun.Run{Name: "r", Engine: realrun.Engine{Model: "meta-llama/Llama-3.1-8B", GPU: "NVIDIA GeForce RTX 4090", TP: 1, KVDType: "fp8"}}, Scenario{})
+	if err != nil || s.Model != "llama-3.1-8b" || s.GPU != "rtx-4090" || s.KV != "fp8" || s.Weights != "bf16" {
+		t.Errorf("scenario %+v, %v", s, err)
+	}
+}

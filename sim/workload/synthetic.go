@@ -37,9 +37,10 @@ const MaxTokens = math.MaxInt32
 // request arrives after one gap, not at time 0, as vLLM's bench sends its
 // first request after the first sampled delay. Gaps are summed in float64
 // seconds and each arrival converted once by sim.FromSeconds, so rounding to
-// nanoseconds does not accumulate. Unlike recent vLLM, arrival times are not
-// rescaled afterwards to make the total span exactly Count/Rate; that would
-// need every gap in advance.
+// nanoseconds does not accumulate; constant gaps put request i at exactly
+// (i+1)/Rate. Arrival times are not rescaled to make the span exactly
+// Count/Rate, as recent vLLM does, unless Rescale is set (the gaps are then
+// drawn twice from one seed, once to sum them, so the stream stays O(1)).
 //
 // Lengths are sampled values rounded to the nearest integer (halves away
 // from zero), then clamped to at least 1 and to at most MaxPrompt or

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/BurntSushi/toml"
+
 	"github.com/servesim/servesim/sim"
 	"github.com/servesim/servesim/sim/metrics"
 	"github.com/servesim/servesim/sim/serve"
@@ -258,5 +260,33 @@ func TestBadWorkloadShapes(t *testing.T) {
 				t.Errorf("%s: error %q does not contain %q", tt.name, err, w)
 			}
 		}
+	}
+}
+
+// The new fields survive the TOML round trip that sweeps apply to a base
+// scenario (and rate inf is TOML's inf).
+func TestShapeTOMLRoundTrip(t *testing.T) {
+	in := "model = \"llama-3.1-8b\"\n[workload]\nrate = inf\nrequests = 5\nmax_concurrency = 3\nthink_time_s = 0.5\n" +
+		"[workload.shared_prefix]\nnum_groups = 2\nnum_prompts_per_group = 3\nsystem_prompt_len = 10\nquestion_len = 4\noutput_len = 2\n"
+	s, err := Parse(strings.NewReader(in), "in.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf strings.Builder
+	if err := toml.NewEncoder(&buf).Encode(s); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Parse(strings.NewReader(buf.String()), "out.toml")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, buf.String())
+	}
+	w := back.Workload
+	if !math.IsInf(w.Rate, 1) || w.MaxConcurrency == nil || *w.MaxConcurrency != 3 || w.ThinkTimeS != 0.5 || w.SharedPrefixData == nil || w.SharedPrefixData.Groups != 2 {
+		t.Fatalf("round trip lost fields: %+v", w)
+	}
+	st := "model = \"llama-3.1-8b\"\n[workload]\ndrain = true\n[[workload.stages]]\nrate = 2.0\nduration_s = 5.0\n[[workload.stages]]\nrate = 4.0\nduration_s = 5.0\n"
+	s, err = Parse(strings.NewReader(st), "st.toml")
+	if err != nil || len(s.Workload.Stages) != 2 || s.Workload.Stages[1].Rate != 4 || !s.Workload.Drain {
+		t.Fatalf("stages: %+v, %v", s.Workload, err)
 	}
 }

@@ -77,20 +77,19 @@ func (r *Report) summaryJSON() SummaryFile {
 func (p *Plan) Describe(w io.Writer) error {
 	s := p.Scenario
 	wl := s.Workload
-	n := fmt.Sprintf("%d requests", wl.Requests)
-	if wl.Requests == 0 {
-		n = fmt.Sprintf("%g s of requests", wl.DurationS)
-	}
-	work := fmt.Sprintf("%s, %s arrivals at %g req/s, prompt %s, output %s, seed %d", n, wl.Arrival, wl.Rate, wl.Prompt, wl.Output, s.Seed)
+	work := fmt.Sprintf("%s, %s, seed %d", p.describeShape(), p.describeLengths(), s.Seed)
 	switch {
 	case p.Trace != nil:
 		work = fmt.Sprintf("trace %s (format %s)", p.Trace.File, orAuto(p.Trace.Format))
+		if p.MaxConcurrency > 0 {
+			work += fmt.Sprintf(", at most %d in flight (vLLM --max-concurrency)", p.MaxConcurrency)
+		}
 	case p.Mix != nil:
 		names := make([]string, len(wl.Classes))
 		for i, c := range wl.Classes {
 			names[i] = fmt.Sprintf("%s ×%g", c.Name, c.Weight)
 		}
-		work = fmt.Sprintf("%s, %s arrivals at %g req/s, classes %s, seed %d", n, wl.Arrival, wl.Rate, strings.Join(names, ", "), s.Seed)
+		work = fmt.Sprintf("%s, classes %s, seed %d", p.describeShape(), strings.Join(names, ", "), s.Seed)
 	}
 	_, err := fmt.Fprintf(w,
 		"Scenario %q: %s (%s weights, %s KV) on %d× %s, TP %d; %s batching, max_num_seqs %d, max_num_batched_tokens %d.\n"+

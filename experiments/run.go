@@ -37,9 +37,13 @@ type Plan struct {
 	Trace    *trace.Options   // replay this trace instead, when set
 	Mix      *trace.Mix       // or this class mix
 	Replay   *workload.Replay // or replay these exact requests (servesim validate; see validate.go)
-	SLO      metrics.SLO
-	Replicas int
-	Serve    serve.Config // policies and engine settings; Source and Collector are set per run
+	// MaxConcurrency > 0 sends the workload through a client with that many
+	// slots (workload.Limit), each held Think longer after its request.
+	MaxConcurrency int
+	Think          sim.Time
+	SLO            metrics.SLO
+	Replicas       int
+	Serve          serve.Config // policies and engine settings; Source and Collector are set per run
 	// Inputs digests what the plan read besides the scenario: the model
 	// and GPU definitions, each pool's kernel-time profile and a replayed
 	// trace's bytes (see inputs.go). Sweep point keys include it.
@@ -530,6 +534,9 @@ func RunContext(ctx context.Context, p *Plan, outDir string) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{Plan: p, Result: res, Summary: coll.Summary()}
+	if l, ok := src.(*workload.Limited); ok {
+		src = l.Unwrap()
+	}
 	if t, ok := src.(*trace.Trace); ok {
 		rep.Trace = &TraceCounts{Counts: t.Counts(), Clipped: t.Clipped()}
 	}
@@ -590,8 +597,18 @@ func (s *Scenario) resolveWorkload(p *Plan) error {
 	if wl.Arrival == "" {
 		wl.Arrival = "poisson"
 	}
-	if wl.Burstiness == 0 {
-		wl.Burstiness = 1
+	if wl.Burstiness == 0 && wl.Arrival != workload.ProcessConstant {
+		wl.Burstiness = 1 // constant gaps take none
+	}
+	other := ""
+	switch {
+	case wl.Trace != nil:
+		other = "a trace"
+	case len(wl.Classes) > 0:
+		other = "a class mix"
+	}
+	if err := s.resolveShape(p, other); err != nil {
+		return err
 	}
 	if wl.Trace != nil {
 		if len(wl.Classes) > 0 {
@@ -605,8 +622,9 @@ func (s *Scenario) resolveWorkload(p *Plan) error {
 		p.Trace = &t
 		return nil
 	}
-	if !(wl.Rate > 0) || math.IsInf(wl.Rate, 0) {
-		return fieldError("workload.rate", "rate", "%g requests/s: must be a positive number", wl.Rate)
+	staged := len(wl.Stages) > 0
+	if !staged && !(wl.Rate > 0) {
+		return fieldError("workload.rate", "rate", "%g requests/s: must be a positive number, or inf (every request at t = 0, as vLLM bench's default)", wl.Rate)
 	}
 	if wl.Requests < 0 {
 		return fieldError("workload.requests", "requests", "%d must be ≥ 0", wl.Requests)
@@ -614,10 +632,19 @@ func (s *Scenario) resolveWorkload(p *Plan) error {
 	if !(wl.DurationS >= 0) || math.IsInf(wl.DurationS, 0) {
 		return fieldError("workload.duration_s", "duration", "%g must be ≥ 0", wl.DurationS)
 	}
-	if wl.Requests == 0 && wl.DurationS == 0 {
+	if !staged && wl.Requests == 0 && wl.DurationS == 0 {
 		return fieldError("workload.requests", "requests", "give a number of requests or a duration_s")
 	}
+	if wl.Requests > 0 && wl.DurationS > 0 {
+		return fieldError("workload.duration_s", "duration", "give requests or duration_s, not both (requests %d, duration_s %g)", wl.Requests, wl.DurationS)
+	}
+	if math.IsInf(wl.Rate, 1) && wl.Requests == 0 {
+		return fieldError("workload.rate", "rate", "rate inf sends every request at t = 0: give a number of requests, not a duration")
+	}
 	arrival := workload.Arrival{Process: wl.Arrival, Rate: wl.Rate, Burstiness: wl.Burstiness}
+	if staged {
+		arrival.Rate = wl.Stages[0].Rate // each stage's own; checked by resolveShape
+	}
 	if err := arrival.Validate(); err != nil {
 		return fieldError("workload.arrival", "arrival", "%v", err)
 	}
@@ -649,8 +676,16 @@ func (s *Scenario) resolveWorkload(p *Plan) error {
 		p.Mix = m
 		return nil
 	}
+	shape := p.Workload // stages, drain, gap, rescale, data from resolveShape
 	p.Workload = workload.Synthetic{Arrival: arrival, Count: wl.Requests, Duration: dur, Seed: s.Seed,
-		SharedPrefix: wl.SharedPrefix, PrefixGroups: wl.PrefixGroups, Turns: wl.Turns, Conversations: wl.Conversations}
+		SharedPrefix: wl.SharedPrefix, PrefixGroups: wl.PrefixGroups, Turns: wl.Turns, Conversations: wl.Conversations,
+		Stages: shape.Stages, Drain: shape.Drain, Gap: shape.Gap, Rescale: shape.Rescale, Data: shape.Data}
+	if shape.Data != nil {
+		if err := p.Workload.Validate(); err != nil {
+			return fmt.Errorf("experiments: workload: %w", err)
+		}
+		return nil
+	}
 	if wl.Prompt == "" || wl.Output == "" {
 		return fieldError("workload.prompt", "prompt-len", "prompt and output length distributions are required, e.g. \"lognormal:6.5,0.8\"")
 	}
@@ -667,8 +702,17 @@ func (s *Scenario) resolveWorkload(p *Plan) error {
 	return nil
 }
 
-// source opens the plan's workload; close releases a trace file.
+// source opens the plan's workload, through a client of MaxConcurrency
+// slots when set; close releases a trace file.
 func (p *Plan) source() (src workload.Source, close func() error, err error) {
+	src, close, err = p.openSource()
+	if err == nil && p.MaxConcurrency > 0 {
+		src = workload.Limit(src, p.MaxConcurrency, p.Think)
+	}
+	return src, close, err
+}
+
+func (p *Plan) openSource() (src workload.Source, close func() error, err error) {
 	switch {
 	case p.Replay != nil:
 		s, err := p.Replay.Source()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/servesim/servesim/sim/workload"
 	"github.com/servesim/servesim/sim/workload/trace"
 )
 
@@ -46,12 +47,30 @@ type Scenario struct {
 // Workload is a synthetic workload.
 type Workload struct {
 	Arrival    string  `toml:"arrival" json:"arrival"`       // poisson | gamma | constant
-	Rate       float64 `toml:"rate" json:"rate"`             // requests per second
+	Rate       float64 `toml:"rate" json:"rate"`             // requests per second; inf = all at t = 0 (offline)
 	Burstiness float64 `toml:"burstiness" json:"burstiness"` // gamma shape (vLLM --burstiness); 1 = Poisson
 	Requests   int     `toml:"requests" json:"requests"`     // number of requests
-	DurationS  float64 `toml:"duration_s" json:"duration_s"` // or: arrivals within this many seconds
-	Prompt     string  `toml:"prompt" json:"prompt"`         // length distribution, e.g. "lognormal:6.5,0.8"
-	Output     string  `toml:"output" json:"output"`
+	DurationS  float64 `toml:"duration_s" json:"duration_s"` // or (not both): arrivals within this many seconds
+	// Stages replace rate, requests and duration_s with a rate schedule
+	// ([[workload.stages]]); Drain makes each stage wait for every request
+	// of the one before to finish, and GapS idles between stages.
+	Stages []Stage `toml:"stages" json:"stages,omitempty"`
+	Drain  bool    `toml:"drain" json:"drain,omitempty"`
+	GapS   float64 `toml:"gap_s" json:"gap_s,omitempty"`
+	// Rescale scales each stage's gaps to fill it exactly: int(rate ×
+	// duration) requests, the last at its end (inference-perf's constant
+	// load type); with requests, the last at requests/rate (vLLM bench).
+	Rescale bool `toml:"rescale" json:"rescale,omitempty"`
+	// MaxConcurrency caps the requests in flight, as vLLM bench's
+	// --max-concurrency (requests wait at the client for a slot; TTFT
+	// counts from the send); ThinkTimeS holds a freed slot that long.
+	MaxConcurrency *int    `toml:"max_concurrency" json:"max_concurrency,omitempty"`
+	ThinkTimeS     float64 `toml:"think_time_s" json:"think_time_s,omitempty"`
+	// SharedPrefixData is inference-perf's shared_prefix generator
+	// ([workload.shared_prefix]): it sets every prompt and output length.
+	SharedPrefixData *workload.SharedPrefixData `toml:"shared_prefix" json:"shared_prefix,omitempty"`
+	Prompt           string                     `toml:"prompt" json:"prompt"` // length distribution, e.g. "lognormal:6.5,0.8"
+	Output           string                     `toml:"output" json:"output"`
 	// Shared system prompts: each request starts with one of PrefixGroups
 	// prefixes of SharedPrefix tokens (for prefix caching).
 	SharedPrefix int `toml:"shared_prefix_tokens" json:"shared_prefix_tokens"`
@@ -67,6 +86,12 @@ type Workload struct {
 	// Classes mixes synthetic traffic classes, each with its own lengths
 	// and SLOs, at the rate above (prompt and output above are unused).
 	Classes []Class `toml:"classes" json:"classes,omitempty"`
+}
+
+// Stage is one stage of a rate schedule.
+type Stage struct {
+	Rate      float64 `toml:"rate" json:"rate"`             // requests per second
+	DurationS float64 `toml:"duration_s" json:"duration_s"` // seconds
 }
 
 // Class is one traffic class of a synthetic mix.

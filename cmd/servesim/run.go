@@ -24,6 +24,8 @@ Examples:
   servesim run --config scenario.toml --rate 12 --slo-ttft 300 --slo-tpot 40
   servesim run --prompt-len lognormal:7,0.6 --output-len uniform:50,400 --arrival gamma --burstiness 0.5
   servesim run --trace ../shared/data/traces/azure-llm-2023/AzureLLMInferenceTrace_conv.csv --replicas 2
+  servesim run --rate inf -n 500 --max-concurrency 32
+  servesim run --stages 8:600,20:600 --drain --rescale --requests 0
 `
 
 func runCmd(args []string, stdout, stderr io.Writer) error {
@@ -46,12 +48,13 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&s.ModelsFile, "models-file", "", "TOML file of extra models")
 	fs.StringVar(&s.GPUsFile, "gpus-file", "", "TOML file of extra GPUs")
 	fs.StringVar(&w.Arrival, "arrival", "", "arrival process: poisson, gamma, constant")
-	fs.Float64Var(&w.Rate, "rate", 0, "request rate (requests/s)")
+	fs.Float64Var(&w.Rate, "rate", 0, "request rate (requests/s); inf sends every request at t = 0, as vLLM bench")
 	fs.Float64Var(&w.Burstiness, "burstiness", 0, "gamma arrivals' shape, as vLLM --burstiness (1 = Poisson, <1 burstier)")
 	fs.IntVarP(&w.Requests, "requests", "n", 0, "number of requests")
-	fs.Float64Var(&w.DurationS, "duration", 0, "or: seconds of arrivals")
+	fs.Float64Var(&w.DurationS, "duration", 0, "or (not both): seconds of arrivals")
 	fs.StringVar(&w.Prompt, "prompt-len", "", "prompt length distribution: constant:N, uniform:lo,hi, normal:mean,std, lognormal:mu,sigma")
 	fs.StringVar(&w.Output, "output-len", "", "output length distribution (same forms)")
+	addShapeFlags(fs, &s)
 	fs.StringVar(&b.Policy, "policy", "", "batching: chunked (Sarathi/vLLM V1), prefill-first (vLLM V0), mixed (Orca), decode-first, static, dynamic")
 	chunked := fs.Bool("chunked-prefill", true, "chunked prefill on (policy chunked) or off (policy prefill-first)")
 	fs.IntVar(&b.MaxNumSeqs, "max-num-seqs", 0, "running requests at most (default 256)")

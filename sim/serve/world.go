@@ -107,10 +107,15 @@ type World struct {
 	free     []*request
 	next     workload.Request
 	arriveEv *sim.Event
-	rec      metrics.Record
-	step     metrics.Step
-	err      error
-	res      Result
+	// fb is the source when it is a workload.Feedback (closed-loop
+	// clients, draining stages): told of every finish; blocked while it
+	// waits for one.
+	fb      workload.Feedback
+	blocked bool
+	rec     metrics.Record
+	step    metrics.Step
+	err     error
+	res     Result
 
 	predict *rand.Rand
 }
@@ -185,8 +190,11 @@ func Run(cfg Config) (Result, error) {
 		return Result{}, err
 	}
 	w.arriveEv = sim.NewEvent(prioArrival, sim.HandlerFunc(w.arrive))
+	w.fb, _ = w.src.(workload.Feedback)
 	if w.src.Next(&w.next) {
 		w.eng.ScheduleEvent(w.arriveEv, w.next.Arrival)
+	} else {
+		w.blocked = w.fb != nil && w.fb.Blocked()
 	}
 	if cfg.Done == nil {
 		for w.err == nil && w.eng.Step() {
@@ -196,6 +204,9 @@ func Run(cfg Config) (Result, error) {
 	}
 	if w.err != nil {
 		return w.res, w.err
+	}
+	if w.blocked {
+		return w.res, fmt.Errorf("serve: the workload waits for a request to finish, but none is in flight (a bug in the source)")
 	}
 	if err := workload.SourceErr(w.src); err != nil {
 		return w.res, err
@@ -245,15 +256,33 @@ func (w *World) arrive(now sim.Time) {
 		r.predOut = max(1, int(math.Round(float64(r.output)*math.Exp(w.cfg.PredictError*w.predict.NormFloat64()))))
 	}
 	w.res.Arrived++
+	w.pull(r.id, now)
+	w.offer(r, now)
+}
+
+// pull fetches the next arrival after request id (arrived at now) and
+// schedules it.
+func (w *World) pull(id int64, now sim.Time) {
 	if w.src.Next(&w.next) {
 		if w.next.Arrival < now {
 			w.err = fmt.Errorf("serve: request %d arrives at %v, before request %d at %v: the workload must be in arrival order",
-				w.next.ID, w.next.Arrival, r.id, now)
+				w.next.ID, w.next.Arrival, id, now)
 			return
 		}
 		w.eng.ScheduleEvent(w.arriveEv, w.next.Arrival)
+		return
 	}
-	w.offer(r, now)
+	w.blocked = w.fb != nil && w.fb.Blocked()
+}
+
+// done tells a feedback source that request id finished or was rejected,
+// and pulls the next arrival if the source was waiting for it.
+func (w *World) done(id int64, now sim.Time) {
+	w.fb.Finished(id, now)
+	if w.blocked {
+		w.blocked = false
+		w.pull(id, now)
+	}
 }
 
 // offer routes a request and asks admission control; it is called again for
@@ -374,6 +403,9 @@ func (w *World) reject(r *request, inst int, reason string) {
 		Class: r.class, SLO: metrics.SLO{TTFT: r.ttftSLO, TPOT: r.tpotSLO}}
 	w.res.Rejected++
 	w.emit()
+	if w.fb != nil {
+		w.done(r.id, w.eng.Now())
+	}
 	r.reset()
 	w.free = append(w.free, r)
 }
@@ -388,6 +420,9 @@ func (w *World) finish(r *request, inst int, now sim.Time) {
 	}
 	w.res.Finished++
 	w.emit()
+	if w.fb != nil {
+		w.done(r.id, now)
+	}
 	r.reset()
 	w.free = append(w.free, r)
 }

@@ -32,10 +32,22 @@ type Arrival struct {
 	Burstiness float64 // gamma shape; 0 means 1
 }
 
-// Validate reports whether a describes a valid arrival process.
+// Validate reports whether a describes a valid arrival process. Rate +Inf
+// (vLLM bench's default, offline load) sends every request at time 0: it
+// is valid with the default process only, since gamma's burstiness and
+// constant gaps would mean nothing.
 func (a Arrival) Validate() error {
-	if !(a.Rate > 0) || math.IsInf(a.Rate, 0) {
-		return fmt.Errorf("workload: arrival rate %v: must be a finite number > 0 (requests/s)", a.Rate)
+	if math.IsInf(a.Rate, 1) {
+		if a.Process != "" && a.Process != ProcessPoisson {
+			return fmt.Errorf("workload: arrival rate inf sends every request at time 0: it takes no arrival process (%q given; leave it unset or %q)", a.Process, ProcessPoisson)
+		}
+		if a.Burstiness != 0 && a.Burstiness != 1 {
+			return fmt.Errorf("workload: arrival rate inf with burstiness %v: every request arrives at time 0, burstiness does not apply", a.Burstiness)
+		}
+		return nil
+	}
+	if !(a.Rate > 0) {
+		return fmt.Errorf("workload: arrival rate %v: must be a number > 0 (requests/s), or inf", a.Rate)
 	}
 	if !(a.Burstiness >= 0) || math.IsInf(a.Burstiness, 0) {
 		return fmt.Errorf("workload: arrival burstiness %v: must be a finite number > 0 (0 means 1)", a.Burstiness)
@@ -61,6 +73,9 @@ func (a Arrival) String() string {
 	p := a.Process
 	if p == "" {
 		p = ProcessPoisson
+	}
+	if math.IsInf(a.Rate, 1) {
+		return "rate=inf (all at time 0)"
 	}
 	s := p + " rate=" + ftoa(a.Rate)
 	if p == ProcessGamma {

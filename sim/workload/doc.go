@@ -26,6 +26,21 @@
 // so rounding never drifts. The stream ends after Count requests or at the
 // first arrival at or after Duration.
 //
+// # Shapes of load generators
+//
+// Synthetic.Stages is a rate schedule (inference-perf's stages): each stage
+// its rate for its duration, optionally Rescale'd so each holds exactly
+// int(rate × duration) arrivals, the last at its end (inference-perf's
+// constant load type), separated by Gap, and with Drain each waiting until
+// every request of the one before has finished. Rate +Inf puts every
+// request at time 0 (vLLM bench's default, offline load). Limit wraps any
+// Source in a client of n slots (vLLM bench's --max-concurrency): requests
+// arrive on schedule, wait for a slot, and reach the server when sent; at
+// rate inf that is a closed loop of n users, with optional think time.
+// Sources that depend on finishes (Drain, Limit) are Feedback sources: the
+// serving world tells them when each request finishes. SharedPrefixData is
+// inference-perf's shared_prefix prompts, cycled in a seeded order.
+//
 // Lengths come from a Dist: constant, uniform, normal or log-normal, each
 // written as a short spec that ParseDist reads and String writes back:
 //

@@ -37,9 +37,10 @@ const MaxTokens = math.MaxInt32
 // request arrives after one gap, not at time 0, as vLLM's bench sends its
 // first request after the first sampled delay. Gaps are summed in float64
 // seconds and each arrival converted once by sim.FromSeconds, so rounding to
-// nanoseconds does not accumulate. Unlike recent vLLM, arrival times are not
-// rescaled afterwards to make the total span exactly Count/Rate; that would
-// need every gap in advance.
+// nanoseconds does not accumulate; constant gaps put request i at exactly
+// (i+1)/Rate. Arrival times are not rescaled to make the span exactly
+// Count/Rate, as recent vLLM does, unless Rescale is set (the gaps are then
+// drawn twice from one seed, once to sum them, so the stream stays O(1)).
 //
 // Lengths are sampled values rounded to the nearest integer (halves away
 // from zero), then clamped to at least 1 and to at most MaxPrompt or
@@ -70,6 +71,26 @@ type Synthetic struct {
 	// unique to the conversation, so a prefix cache can reuse them. Shared
 	// system prompts, when also set, come before the history.
 	Turns, Conversations int
+
+	// Stages, when set, replace Arrival.Rate, Count and Duration with a
+	// rate schedule: the stages run one after another, each from where the
+	// previous one ended (its start plus its duration, plus Gap). With
+	// Drain, a stage starts only when every request of the previous one has
+	// finished (plus Gap): the Source is then a Feedback, as the serving
+	// world must say when requests finish. Stages need Count and Duration 0.
+	Stages []Stage
+	Drain  bool
+	Gap    sim.Time
+	// Rescale scales each stage's gaps so that its arrivals fill it
+	// exactly: int(rate × duration) requests, the last one at the stage's
+	// end (inference-perf's `constant` load type); with a Count and no
+	// Duration, Count requests, the last at Count/Rate (vLLM bench).
+	Rescale bool
+
+	// Data, when set, gives every request's lengths and prefix from
+	// inference-perf's shared_prefix generator; Prompt, Output, SharedPrefix
+	// and Turns are then unused and must be unset.
+	Data *SharedPrefixData
 }
 
 // DefaultPrefixBlockTokens is the hash-block size of synthetic shared
@@ -78,19 +99,42 @@ const DefaultPrefixBlockTokens = 256
 
 // Validate reports whether s describes a valid, finite workload.
 func (s Synthetic) Validate() error {
-	if err := s.Arrival.Validate(); err != nil {
+	a := s.Arrival
+	if len(s.Stages) > 0 {
+		if err := validateStages(s.Stages); err != nil {
+			return err
+		}
+		a.Rate = s.Stages[0].Rate
+	}
+	if err := a.Validate(); err != nil {
 		return err
 	}
+	if d := s.Data; d != nil {
+		if err := d.Validate(); err != nil {
+			return err
+		}
+		if s.Prompt != nil || s.Output != nil || s.SharedPrefix != 0 || s.Turns != 0 {
+			return errors.New("workload: synthetic: shared_prefix data sets the lengths: leave prompt, output, shared prefix and turns unset")
+		}
+	}
 	switch {
-	case s.Prompt == nil:
+	case s.Data == nil && s.Prompt == nil:
 		return errors.New("workload: synthetic: prompt length distribution not set")
-	case s.Output == nil:
+	case s.Data == nil && s.Output == nil:
 		return errors.New("workload: synthetic: output length distribution not set")
+	case len(s.Stages) > 0 && (s.Count != 0 || s.Duration != 0):
+		return errors.New("workload: synthetic: stages set the length of the run: leave count and duration 0")
+	case len(s.Stages) < 2 && (s.Drain || s.Gap != 0):
+		return errNoStages
+	case s.Gap < 0:
+		return fmt.Errorf("workload: synthetic: gap between stages %v: must be >= 0", s.Gap)
+	case math.IsInf(a.Rate, 1) && (s.Count == 0 || s.Duration != 0):
+		return errors.New("workload: synthetic: rate inf sends every request at time 0: give a count and no duration")
 	case s.Count < 0:
 		return fmt.Errorf("workload: synthetic: count %d: must be >= 0", s.Count)
 	case s.Duration < 0:
 		return fmt.Errorf("workload: synthetic: duration %v: must be >= 0", s.Duration)
-	case s.Count == 0 && s.Duration == 0:
+	case s.Count == 0 && s.Duration == 0 && len(s.Stages) == 0:
 		return errors.New("workload: synthetic: set a count, a duration or both, or the stream never ends")
 	case s.MaxPrompt < 0:
 		return fmt.Errorf("workload: synthetic: max prompt %d: must be >= 0 (0 = no limit)", s.MaxPrompt)
@@ -123,17 +167,25 @@ func (s Synthetic) Source() (Source, error) {
 	if maxO == 0 {
 		maxO = MaxTokens
 	}
+	st := []stage{{rate: s.Arrival.Rate, dur: s.Duration.Seconds(), count: int64(s.Count)}}
+	if len(s.Stages) > 0 {
+		st = make([]stage, len(s.Stages))
+		for i, g := range s.Stages {
+			st[i] = stage{rate: g.Rate, dur: g.Duration.Seconds()}
+		}
+	}
 	src := &synthSource{
-		arrivals:  rand.New(rand.NewPCG(s.Seed, StreamArrivals)),
+		clock:     newClock(s.Arrival, s.Seed, st, s.Rescale, s.Drain, s.Gap.Seconds()),
 		prompts:   rand.New(rand.NewPCG(s.Seed, StreamPrompt)),
 		outputs:   rand.New(rand.NewPCG(s.Seed, StreamOutput)),
-		gaps:      newGapSampler(s.Arrival),
 		prompt:    s.Prompt,
 		output:    s.Output,
-		count:     int64(s.Count),
-		until:     s.Duration,
+		bounded:   s.Duration > 0 || len(s.Stages) > 0,
 		maxPrompt: maxP,
 		maxOutput: maxO,
+	}
+	if s.Data != nil {
+		src.data = newDataCycle(*s.Data, s.Seed, maxP)
 	}
 	bt := s.PrefixBlockTokens
 	if bt == 0 {
@@ -161,8 +213,35 @@ func (s Synthetic) Source() (Source, error) {
 			src.groups[g] = h
 		}
 	}
+	if s.Drain {
+		return &drainSource{synthSource: src}, nil
+	}
 	return src, nil
 }
+
+// drainSource is a synthSource whose stages drain: it counts the requests
+// in flight from the serving world's Finished calls.
+type drainSource struct {
+	*synthSource
+	finished   int64
+	lastFinish float64 // seconds
+	blocked    bool
+}
+
+func (d *drainSource) Next(r *Request) bool {
+	ok := d.synthSource.next(r, d.synthSource.next0-d.finished, d.lastFinish)
+	d.blocked = !ok && d.synthSource.blocked
+	return ok
+}
+
+func (d *drainSource) Finished(id int64, now sim.Time) {
+	d.finished++
+	d.lastFinish = now.Seconds()
+}
+
+func (d *drainSource) Blocked() bool { return d.blocked }
+
+var _ Feedback = (*drainSource)(nil)
 
 // splitmix is SplitMix64's finalizer: distinct inputs give distinct,
 // well-spread hashes.
@@ -177,49 +256,57 @@ func splitmix(x uint64) uint64 {
 const maxSeconds = float64(math.MaxInt64) / 1e9
 
 type synthSource struct {
-	arrivals, prompts, outputs *rand.Rand
-	gaps                       gapSampler
-	prompt, output             Dist
-	count                      int64    // 0 = none
-	until                      sim.Time // 0 = none
-	maxPrompt, maxOutput       int
-	prefixRand                 *rand.Rand
-	groups                     [][]uint64 // per group, its prefix's block hashes
-	convRand                   *rand.Rand
-	convs                      []conversation // in flight
-	turns                      int
-	nextConv                   uint64
-	hashBuf                    []uint64 // the current request's prefix hashes (valid until the next Next)
-	prefixTokens, blockTokens  int
-	next                       int64   // ID of the next request
-	t                          float64 // sum of gaps so far, seconds
-	done                       bool
-	err                        error
+	clock                     *clock
+	prompts, outputs          *rand.Rand
+	prompt, output            Dist
+	bounded                   bool // a duration ends the stream (an overflow is then a normal end)
+	data                      *dataCycle
+	maxPrompt, maxOutput      int
+	prefixRand                *rand.Rand
+	groups                    [][]uint64 // per group, its prefix's block hashes
+	convRand                  *rand.Rand
+	convs                     []conversation // in flight
+	turns                     int
+	nextConv                  uint64
+	hashBuf                   []uint64 // the current request's prefix hashes (valid until the next Next)
+	prefixTokens, blockTokens int
+	next0                     int64 // ID of the next request
+	done, blocked             bool
+	err                       error
 }
 
-func (s *synthSource) Next(r *Request) bool {
+func (s *synthSource) Next(r *Request) bool { return s.next(r, 0, 0) }
+
+// next yields the next request; inflight and lastFinish (seconds) feed a
+// draining schedule.
+func (s *synthSource) next(r *Request, inflight int64, lastFinish float64) bool {
+	s.blocked = false
 	if s.done {
 		return false
 	}
-	if s.count > 0 && s.next >= s.count {
+	t, st := s.clock.next(inflight, lastFinish)
+	switch {
+	case st == clockBlocked:
+		s.blocked = true
+		return false
+	case st == clockEnd:
 		s.done = true
 		return false
-	}
-	s.t += s.gaps.next(s.arrivals)
-	if !(s.t <= maxSeconds) {
+	case !(t <= maxSeconds):
 		s.done = true
-		if s.until == 0 { // past any Duration otherwise: a normal end
-			s.err = fmt.Errorf("workload: synthetic: arrival %d at %g s overflows simulated time", s.next, s.t)
+		if !s.bounded { // past any duration otherwise: a normal end
+			s.err = fmt.Errorf("workload: synthetic: arrival %d at %g s overflows simulated time", s.next0, t)
 		}
 		return false
 	}
-	at := sim.FromSeconds(s.t)
-	if s.until > 0 && at >= s.until {
-		s.done = true
-		return false
+	at := sim.FromSeconds(t)
+	if s.data != nil {
+		s.data.fill(r, s.next0, at)
+		s.next0++
+		return true
 	}
 	*r = Request{
-		ID:           s.next,
+		ID:           s.next0,
 		Arrival:      at,
 		PromptTokens: tokens(s.prompt.Sample(s.prompts), s.maxPrompt),
 		OutputTokens: tokens(s.output.Sample(s.outputs), s.maxOutput),
@@ -233,7 +320,7 @@ func (s *synthSource) Next(r *Request) bool {
 	if s.convs != nil {
 		s.nextTurn(r, group)
 	}
-	s.next++
+	s.next0++
 	return true
 }
 

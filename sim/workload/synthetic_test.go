@@ -302,8 +302,22 @@ func TestValidate(t *testing.T) {
 		{"duration only", func(s *Synthetic) { s.Count, s.Duration = 0, sim.Second }, ""},
 		{"gamma default burstiness", func(s *Synthetic) { s.Arrival.Process = ProcessGamma }, ""},
 		{"poisson burstiness 1", func(s *Synthetic) { s.Arrival.Burstiness = 1 }, ""},
-		{"zero rate", func(s *Synthetic) { s.Arrival.Rate = 0 }, "workload: arrival rate 0: must be a finite number > 0"},
-		{"inf rate", func(s *Synthetic) { s.Arrival.Rate = math.Inf(1) }, "arrival rate +Inf"},
+		{"zero rate", func(s *Synthetic) { s.Arrival.Rate = 0 }, "workload: arrival rate 0: must be a number > 0"},
+		{"inf rate", func(s *Synthetic) { s.Arrival.Rate = math.Inf(1) }, ""},
+		{"inf rate gamma", func(s *Synthetic) { s.Arrival.Rate, s.Arrival.Process = math.Inf(1), ProcessGamma }, "arrival rate inf sends every request at time 0"},
+		{"inf rate constant", func(s *Synthetic) { s.Arrival.Rate, s.Arrival.Process = math.Inf(1), ProcessConstant }, "arrival rate inf sends every request at time 0"},
+		{"inf rate duration", func(s *Synthetic) { s.Arrival.Rate, s.Duration = math.Inf(1), sim.Second }, "rate inf sends every request at time 0: give a count and no duration"},
+		{"-inf rate", func(s *Synthetic) { s.Arrival.Rate = math.Inf(-1) }, "arrival rate -Inf"},
+		{"stage rate 0", func(s *Synthetic) { s.Count, s.Stages = 0, []Stage{{Rate: 0, Duration: sim.Second}} }, "stage 0: rate 0"},
+		{"stage duration 0", func(s *Synthetic) { s.Count, s.Stages = 0, []Stage{{Rate: 1}} }, "stage 0: duration 0"},
+		{"stages with count", func(s *Synthetic) { s.Stages = []Stage{{Rate: 1, Duration: sim.Second}} }, "stages set the length of the run"},
+		{"drain one stage", func(s *Synthetic) { s.Count, s.Stages, s.Drain = 0, []Stage{{Rate: 1, Duration: sim.Second}}, true }, "give two stages or more"},
+		{"negative gap", func(s *Synthetic) {
+			s.Count, s.Stages, s.Gap = 0, []Stage{{Rate: 1, Duration: sim.Second}, {Rate: 1, Duration: sim.Second}}, -1
+		}, "gap between stages"},
+		{"data with prompt", func(s *Synthetic) {
+			s.Data = &SharedPrefixData{Groups: 1, PromptsPerGroup: 1, QuestionLen: 1, OutputLen: 1}
+		}, "shared_prefix data sets the lengths"},
 		{"nan rate", func(s *Synthetic) { s.Arrival.Rate = math.NaN() }, "arrival rate NaN"},
 		{"process", func(s *Synthetic) { s.Arrival.Process = "bursty" }, `workload: arrival process "bursty"`},
 		{"negative burstiness", func(s *Synthetic) { s.Arrival = Arrival{Process: ProcessGamma, Rate: 1, Burstiness: -1} }, "arrival burstiness -1"},

@@ -26,6 +26,24 @@ const FormatVersion = 1
 // maxTile bounds a tile dimension in a profile.
 const maxTile = 1 << 12
 
+// Bounds of a profile's numbers at load time, so that a corrupt or
+// hand-edited profile is an error naming its field rather than a run whose
+// kernels take 1e300 s. Fitted profiles sit well inside them: the built-in
+// ones have efficiencies from 0.0147 (row_memory_eff) to 1, overheads up to
+// 0.81 ms and half_tokens up to 253.
+const (
+	// minEff is the least efficiency a profile may give (0.01 % of a peak):
+	// below it a kernel would run 10,000 times slower than its roofline,
+	// which no fit of a real kernel produces.
+	minEff = 1e-4
+	// maxOverheadS is the longest fixed overhead of a kernel, an
+	// all-reduce or an iteration: 1 s.
+	maxOverheadS = 1.0
+	// maxHalfTokens bounds half_tokens: the most tokens a trace row may
+	// have.
+	maxHalfTokens = maxTraceTokens
+)
+
 // Derivations of a profile.
 const (
 	DerivationFitted      = "fitted"      // fitted to kernel traces of its own GPU
@@ -257,12 +275,14 @@ func (p *Profile) Describe() string {
 	return b.String()
 }
 
-// Validate checks every field: format, GPU name, derivation, positive
-// peaks, one entry per operator class with efficiencies in (0, 1] and
-// non-negative finite overheads and half-token counts, all-reduce entries
-// with distinct TP ≥ 2 by increasing TP, link efficiencies in (0, 2]
+// Validate checks every field: format, GPU name, derivation, peaks within
+// the GPU catalog's physical bounds, one entry per operator class with
+// efficiencies in [minEff, 1] (0.01 % to 100 % of a peak), overheads in
+// [0, 1 s] and half-token counts in [0, maxHalfTokens], all-reduce entries
+// with distinct TP ≥ 2 by increasing TP, link efficiencies in [minEff, 2]
 // (in-switch reduction can beat the ring bound), and the attention and
-// iteration numbers. Errors name the field by its TOML path.
+// iteration numbers by the same bounds. Errors name the field by its TOML
+// path.
 func (p *Profile) Validate() error {
 	if err := p.validate(); err != nil {
 		return fmt.Errorf("calibrate: %w", err)
@@ -298,19 +318,27 @@ func (p *Profile) validate() error {
 	for _, f := range []struct {
 		key string
 		v   float64
-	}{{"peaks.bf16_flops", p.Peaks.BF16FLOPS}, {"peaks.mem_bw", p.Peaks.MemBW}, {"peaks.link_bw", p.Peaks.LinkBW}} {
+		hi  float64
+	}{{"peaks.bf16_flops", p.Peaks.BF16FLOPS, hardware.MaxFLOPS}, {"peaks.mem_bw", p.Peaks.MemBW, hardware.MaxBandwidth},
+		{"peaks.link_bw", p.Peaks.LinkBW, hardware.MaxBandwidth}} {
 		if !(f.v > 0) || math.IsInf(f.v, 0) {
 			return fe(f.key, "must be finite and > 0, got %v", f.v)
 		}
+		if f.v < hardware.MinRate || f.v > f.hi {
+			return fe(f.key, "%g is outside the physical range [%g, %g] (see hardware.GPU.Validate)", f.v, float64(hardware.MinRate), f.hi)
+		}
 	}
-	if p.Peaks.SMs < 0 {
-		return fe("peaks.sms", "must be >= 0, got %d", p.Peaks.SMs)
+	if p.Peaks.SMs < 0 || p.Peaks.SMs > hardware.MaxSMs {
+		return fe("peaks.sms", "must be in [0, %d], got %d", hardware.MaxSMs, p.Peaks.SMs)
 	}
-	if err := nonNeg("iteration.overhead_s", p.Iteration.OverheadS); err != nil {
+	if err := overhead("iteration.overhead_s", p.Iteration.OverheadS); err != nil {
 		return err
 	}
 	if err := finite("iteration.per_request_s", p.Iteration.PerRequestS); err != nil {
 		return err
+	}
+	if math.Abs(p.Iteration.PerRequestS) > maxOverheadS {
+		return fe("iteration.per_request_s", "%g s is outside [-%g, %g] s", p.Iteration.PerRequestS, maxOverheadS, maxOverheadS)
 	}
 	if err := frac("attention.compute_eff", p.Attention.ComputeEff, 1); err != nil {
 		return err
@@ -318,7 +346,7 @@ func (p *Profile) validate() error {
 	if err := frac("attention.memory_eff", p.Attention.MemoryEff, 1); err != nil {
 		return err
 	}
-	if err := nonNeg("attention.overhead_s", p.Attention.OverheadS); err != nil {
+	if err := overhead("attention.overhead_s", p.Attention.OverheadS); err != nil {
 		return err
 	}
 	seen := map[string]int{}
@@ -335,7 +363,7 @@ func (p *Profile) validate() error {
 			return fe(at("op"), "%q again (also op[%d])", o.Op, j)
 		}
 		seen[k.String()] = i
-		if err := nonNeg(at("overhead_s"), o.OverheadS); err != nil {
+		if err := overhead(at("overhead_s"), o.OverheadS); err != nil {
 			return err
 		}
 		if err := frac(at("compute_eff"), o.ComputeEff, 1); err != nil {
@@ -344,14 +372,17 @@ func (p *Profile) validate() error {
 		if err := nonNeg(at("half_tokens"), o.HalfTokens); err != nil {
 			return err
 		}
+		if o.HalfTokens > maxHalfTokens {
+			return fe(at("half_tokens"), "%g is outside [0, %d] tokens", o.HalfTokens, maxHalfTokens)
+		}
 		if err := frac(at("memory_eff"), o.MemoryEff, 1); err != nil {
 			return err
 		}
-		if !(o.RowMemoryEff >= 0 && o.RowMemoryEff <= 1) {
-			return fe(at("row_memory_eff"), "must be in [0, 1] (0: no per-row term), got %v", o.RowMemoryEff)
+		if !(o.RowMemoryEff == 0 || o.RowMemoryEff >= minEff && o.RowMemoryEff <= 1) {
+			return fe(at("row_memory_eff"), "must be 0 (no per-row term) or in [%g, 1], got %v", minEff, o.RowMemoryEff)
 		}
-		if !(o.WaveEff >= 0 && o.WaveEff <= 1) {
-			return fe(at("wave_eff"), "must be in [0, 1] (0: no wave term), got %v", o.WaveEff)
+		if !(o.WaveEff == 0 || o.WaveEff >= minEff && o.WaveEff <= 1) {
+			return fe(at("wave_eff"), "must be 0 (no wave term) or in [%g, 1], got %v", minEff, o.WaveEff)
 		}
 		if o.TileM < 0 || o.TileN < 0 || o.TileM > maxTile || o.TileN > maxTile || (o.TileM == 0) != (o.TileN == 0) || (o.TileM == 0) != (o.WaveEff == 0) {
 			return fe(at("tile_m"), "tile_m = %d, tile_n = %d with wave_eff = %v: want both tile sides in [1, %d] with wave_eff > 0, or all three 0 (no wave term)",
@@ -388,7 +419,7 @@ func (p *Profile) validate() error {
 		if i > 0 && a.TP <= p.AllReduce[i-1].TP {
 			return fe(at("tp"), "%d: entries must have increasing tp (previous %d)", a.TP, p.AllReduce[i-1].TP)
 		}
-		if err := nonNeg(at("latency_s"), a.LatencyS); err != nil {
+		if err := overhead(at("latency_s"), a.LatencyS); err != nil {
 			return err
 		}
 		if err := frac(at("link_eff"), a.LinkEff, 2); err != nil {
@@ -423,6 +454,14 @@ func nonNeg(field string, v float64) error {
 	return nil
 }
 
+// overhead checks a fixed time: finite, in [0, maxOverheadS].
+func overhead(field string, v float64) error {
+	if !(v >= 0 && v <= maxOverheadS) {
+		return &fieldErr{field: field, msg: fmt.Sprintf("must be in [0, %g] s, got %v", maxOverheadS, v)}
+	}
+	return nil
+}
+
 func finite(field string, v float64) error {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return &fieldErr{field: field, msg: fmt.Sprintf("must be finite, got %v", v)}
@@ -430,9 +469,10 @@ func finite(field string, v float64) error {
 	return nil
 }
 
+// frac checks an efficiency: in [minEff, hi].
 func frac(field string, v, hi float64) error {
-	if !(v > 0 && v <= hi) {
-		return &fieldErr{field: field, msg: fmt.Sprintf("must be in (0, %g], got %v", hi, v)}
+	if !(v >= minEff && v <= hi) {
+		return &fieldErr{field: field, msg: fmt.Sprintf("must be in [%g, %g], got %v", minEff, hi, v)}
 	}
 	return nil
 }

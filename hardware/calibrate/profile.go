@@ -100,6 +100,10 @@ type Source struct {
 	Models []string `toml:"models"`
 	// Samples is the number of kernel timings fitted.
 	Samples int `toml:"samples"`
+	// Rejected is the number of the trace's timings for this GPU left out
+	// of the fit, as non-physical or as gross outliers; the notes say why.
+	// Written only when > 0.
+	Rejected int `toml:"rejected"`
 	// TransferredFrom is the GPU whose fit a transferred profile carries
 	// ("" for a fitted one).
 	TransferredFrom string `toml:"transferred_from"`
@@ -251,6 +255,18 @@ func (p *Profile) Describe() string {
 			fmt.Fprintf(&b, ", %d models", len(p.Source.Models))
 		}
 		fmt.Fprintf(&b, ", %d kernel timings)", p.Source.Samples)
+		if p.Source.Rejected > 0 {
+			fmt.Fprintf(&b, "; %d timings rejected (see notes)", p.Source.Rejected)
+		}
+		var defaults []string
+		for _, o := range p.Ops {
+			if o.From == "default" {
+				defaults = append(defaults, o.Op)
+			}
+		}
+		if len(defaults) > 0 {
+			fmt.Fprintf(&b, "; %d of %d operator classes not fitted, at default efficiencies (%s)", len(defaults), len(p.Ops), strings.Join(defaults, ", "))
+		}
 		var ape []float64
 		for _, k := range gemmKinds {
 			if o, ok := p.Op(k); ok && o.From == "fit" {
@@ -314,6 +330,9 @@ func (p *Profile) validate() error {
 	}
 	if p.Source.Samples < 0 {
 		return fe("source.samples", "must be >= 0, got %d", p.Source.Samples)
+	}
+	if p.Source.Rejected < 0 {
+		return fe("source.rejected", "must be >= 0, got %d", p.Source.Rejected)
 	}
 	for _, f := range []struct {
 		key string
@@ -668,7 +687,11 @@ func (p *Profile) WriteTOML() []byte {
 		}
 		w("%s", tomlQuote(m))
 	}
-	w("]\nsamples = %d\ntransferred_from = %s\nnote = %s\n\n", p.Source.Samples, tomlQuote(p.Source.TransferredFrom), tomlQuote(p.Source.Note))
+	w("]\nsamples = %d\n", p.Source.Samples)
+	if p.Source.Rejected > 0 {
+		w("rejected = %d\n", p.Source.Rejected)
+	}
+	w("transferred_from = %s\nnote = %s\n\n", tomlQuote(p.Source.TransferredFrom), tomlQuote(p.Source.Note))
 	w("[peaks]\nbf16_flops = %s\nmem_bw = %s\nlink_bw = %s\nsms = %d\n\n", tomlFloat(p.Peaks.BF16FLOPS), tomlFloat(p.Peaks.MemBW), tomlFloat(p.Peaks.LinkBW), p.Peaks.SMs)
 	w("[iteration]\noverhead_s = %s\nper_request_s = %s\nsource = %s\n\n", tomlFloat(p.Iteration.OverheadS), tomlFloat(p.Iteration.PerRequestS), tomlQuote(p.Iteration.Source))
 	w("[attention]\ncompute_eff = %s\nmemory_eff = %s\noverhead_s = %s\nsource = %s\n",

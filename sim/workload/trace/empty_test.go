@@ -49,6 +49,10 @@ func TestOpenEmpty(t *testing.T) {
 		// Rows 100..109 in [10 s, 11 s).
 		{"sample keeps none of a window", Options{File: az, StartS: 10, EndS: 11, Sample: 1e-9}, "kept none of the 10 requests"},
 		{"one request, target rate", Options{File: az, First: 1, Rate: 5}, `trace.azure: option "rate": the replay (after window, sample and first) has 1 requests`},
+		// Errors of transforms that do not know the file get its name.
+		{"scale past the clock", Options{File: az, Scale: 1e-300}, "trace.azure: rate scaling puts request 1 at 1e+299 s, past what simulated time holds"},
+		// 2^63 ns = 9.22e9 s = 92.2 periods of 1e8 s: copy 93 would start past it.
+		{"repeat past the clock", Options{File: az, EndS: 1e8, Repeat: 1 << 30}, "trace.azure: repeat 93 starts past what simulated time holds"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

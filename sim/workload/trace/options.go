@@ -200,7 +200,7 @@ func Open(o Options, seed uint64) (*Trace, error) {
 			}
 			if err := workload.SourceErr(src); err != nil {
 				probe.Close()
-				return nil, err
+				return nil, t.named(err)
 			}
 			if n == 0 {
 				err := t.emptyError(probe)
@@ -346,7 +346,7 @@ func (t *Trace) Next(r *workload.Request) bool {
 		return false
 	}
 	if !t.src.Next(r) {
-		t.err = workload.SourceErr(t.src)
+		t.err = t.named(workload.SourceErr(t.src))
 		if t.err == nil && t.n == 0 && t.firstCopy != nil {
 			t.err = t.emptyError(t.firstCopy)
 		}
@@ -361,6 +361,16 @@ func (t *Trace) Next(r *workload.Request) bool {
 	r.ID = t.n
 	t.n++
 	return true
+}
+
+// named puts the file's name into an error of a transform that does not
+// know it (rate scaling or repetition past what simulated time holds);
+// reader errors name it already.
+func (t *Trace) named(err error) error {
+	if err == nil || strings.Contains(err.Error(), t.opt.File) {
+		return err
+	}
+	return fmt.Errorf("trace: %s: %s", t.opt.File, strings.TrimPrefix(err.Error(), "trace: "))
 }
 
 // Err returns the error that ended the replay, nil at a normal end.

@@ -190,6 +190,8 @@ func TestLoadErrors(t *testing.T) {
 			[]string{"gpus.toml line 10:", `field "sms"`, "must be >= 0"}},
 		{"huge sms", strings.Replace(goodTOML, "mem_bw = 864e9", "mem_bw = 864e9\nsms = 9999999999", 1),
 			[]string{"gpus.toml line 10:", `field "sms"`, "out of range"}},
+		{"peak 1000× a typo", strings.Replace(goodTOML, "bf16_flops = 362e12", "bf16_flops = 362e18", 1),
+			[]string{"gpus.toml line 6:", `field "bf16_flops"`, "outside the physical range"}},
 		{"nan", strings.Replace(goodTOML, "fp8_flops = 733e12", "fp8_flops = nan", 1),
 			[]string{"gpus.toml line 7:", `field "fp8_flops"`, "finite"}},
 		{"subtable", goodTOML + "[gpu.clocks]\nboost = 1\n",

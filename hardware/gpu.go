@@ -107,10 +107,31 @@ type fieldError struct {
 
 func (e *fieldError) Error() string { return fmt.Sprintf("field %q: %s", e.field, e.msg) }
 
+// Physical bounds of a GPU's numbers, so that a typo (a missing "e12", an
+// extra exponent digit) is an error at load time rather than a run whose
+// clock overflows. The upper bounds sit far above any accelerator announced
+// by 2026 (B200: 9e15 FP4 FLOP/s, 8e12 B/s HBM, 1.8e11 B of HBM, 1.8e12 B/s
+// NVLink aggregate); the lower bounds only keep reciprocals finite: a legal
+// but very slow GPU (1 MFLOP/s, 1 kB/s) loads, and its runs report their own
+// overflow.
+const (
+	MaxFLOPS     = 1e17 // FLOP/s: 10× a B200's FP4 peak
+	MaxBandwidth = 1e14 // bytes/s, for mem_bw, link_bw and host_bw: 12× a B200's HBM
+	MaxMemBytes  = 1e13 // bytes: 55× a B200's HBM
+	MinRate      = 1    // FLOP/s or bytes/s: the least a rate may be (1/x stays finite)
+	MaxLatency   = 1    // seconds: the longest link_latency (NCCL's is ~30 µs)
+	MaxSMs       = 1 << 16
+	MaxTDP       = 1e5 // W
+	MaxPrice     = 1e4 // $/GPU-hour
+)
+
 // Validate checks g: a well-formed name, BF16FLOPS, MemBytes, MemBW, LinkBW
 // and HostBW positive, every other number (SMs included) non-negative,
-// nothing NaN or infinite. It fills FullName from Name when empty; it sets no other
-// defaults. Errors start with "hardware:" and name the field by its TOML key.
+// nothing NaN or infinite, and every number within the physical bounds
+// above (MinRate ≤ a rate ≤ MaxFLOPS or MaxBandwidth, memory ≤ MaxMemBytes,
+// link_latency ≤ MaxLatency, sms ≤ MaxSMs, tdp ≤ MaxTDP, price ≤ MaxPrice).
+// It fills FullName from Name when empty; it sets no other defaults. Errors
+// start with "hardware:" and name the field by its TOML key.
 func (g *GPU) Validate() error {
 	if err := g.validate(); err != nil {
 		name := g.Name
@@ -137,21 +158,26 @@ func (g *GPU) validate() error {
 	nums := []struct {
 		key      string
 		v        float64
-		positive bool // else non-negative
+		positive bool    // else non-negative
+		lo, hi   float64 // bounds of a non-zero value
+		unit     string
 	}{
-		{"bf16_flops", g.BF16FLOPS, true},
-		{"fp8_flops", g.FP8FLOPS, false},
-		{"fp4_flops", g.FP4FLOPS, false},
-		{"mem_bytes", g.MemBytes, true},
-		{"mem_bw", g.MemBW, true},
-		{"link_bw", g.LinkBW, true},
-		{"link_latency", g.LinkLatency, false},
-		{"host_bw", g.HostBW, true},
-		{"tdp", g.TDP, false},
-		{"price_per_hour", g.PricePerHour, false},
+		{"bf16_flops", g.BF16FLOPS, true, MinRate, MaxFLOPS, "FLOP/s"},
+		{"fp8_flops", g.FP8FLOPS, false, MinRate, MaxFLOPS, "FLOP/s"},
+		{"fp4_flops", g.FP4FLOPS, false, MinRate, MaxFLOPS, "FLOP/s"},
+		{"mem_bytes", g.MemBytes, true, 1, MaxMemBytes, "bytes"},
+		{"mem_bw", g.MemBW, true, MinRate, MaxBandwidth, "bytes/s"},
+		{"link_bw", g.LinkBW, true, MinRate, MaxBandwidth, "bytes/s"},
+		{"link_latency", g.LinkLatency, false, 0, MaxLatency, "s"},
+		{"host_bw", g.HostBW, true, MinRate, MaxBandwidth, "bytes/s"},
+		{"tdp", g.TDP, false, 0, MaxTDP, "W"},
+		{"price_per_hour", g.PricePerHour, false, 0, MaxPrice, "$/GPU-hour"},
 	}
 	if g.SMs < 0 {
 		return &fieldError{"sms", fmt.Sprintf("must be >= 0 (0: unknown), got %d", g.SMs)}
+	}
+	if g.SMs > MaxSMs {
+		return &fieldError{"sms", fmt.Sprintf("%d is outside the physical range [0, %d]", g.SMs, MaxSMs)}
 	}
 	for _, n := range nums {
 		switch {
@@ -161,6 +187,8 @@ func (g *GPU) validate() error {
 			return &fieldError{n.key, fmt.Sprintf("must be > 0, got %g", n.v)}
 		case n.v < 0:
 			return &fieldError{n.key, fmt.Sprintf("must be >= 0, got %g", n.v)}
+		case n.v != 0 && (n.v < n.lo || n.v > n.hi):
+			return &fieldError{n.key, fmt.Sprintf("%g %s is outside the physical range [%g, %g]", n.v, n.unit, n.lo, n.hi)}
 		}
 	}
 	return nil

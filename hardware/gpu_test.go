@@ -160,6 +160,23 @@ func TestValidate(t *testing.T) {
 		{"negative sms", func(g *GPU) { g.SMs = -1 }, "sms"},
 		{"unknown sms", func(g *GPU) { g.SMs = 0 }, ""},
 		{"negative price", func(g *GPU) { g.PricePerHour = -2 }, "price_per_hour"},
+		// Physical bounds: a typo's extra exponent digits are errors.
+		{"bf16 1e18 (10× MaxFLOPS)", func(g *GPU) { g.BF16FLOPS = 1e18 }, "bf16_flops"},
+		{"fp4 1e300", func(g *GPU) { g.FP4FLOPS = 1e300 }, "fp4_flops"},
+		{"bf16 denormal", func(g *GPU) { g.BF16FLOPS = 5e-324 }, "bf16_flops"},
+		{"mem_bw 3.35e15 (e15 for e12)", func(g *GPU) { g.MemBW = 3.35e15 }, "mem_bw"},
+		{"link_bw 1e300", func(g *GPU) { g.LinkBW = 1e300 }, "link_bw"},
+		{"host_bw 1e15", func(g *GPU) { g.HostBW = 1e15 }, "host_bw"},
+		{"80 TB of HBM as 80e12 bytes", func(g *GPU) { g.MemBytes = 80e12 }, "mem_bytes"},
+		{"link latency 1 h", func(g *GPU) { g.LinkLatency = 3600 }, "link_latency"},
+		{"sms 1e6", func(g *GPU) { g.SMs = 1e6 }, "sms"},
+		{"tdp 1e9 W", func(g *GPU) { g.TDP = 1e9 }, "tdp"},
+		{"price 1e9 $/h", func(g *GPU) { g.PricePerHour = 1e9 }, "price_per_hour"},
+		// A legal but very slow GPU loads (its runs report their overflow).
+		{"1 MFLOP/s, 1 kB/s", func(g *GPU) { g.BF16FLOPS, g.MemBW, g.LinkBW, g.HostBW = 1e6, 1e3, 1e3, 1e3 }, ""},
+		{"at the bounds", func(g *GPU) {
+			g.BF16FLOPS, g.MemBW, g.MemBytes, g.LinkLatency = MaxFLOPS, MaxBandwidth, MaxMemBytes, MaxLatency
+		}, ""},
 	}
 	for _, tc := range cases {
 		g := validGPU()

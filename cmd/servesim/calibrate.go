@@ -216,6 +216,9 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	if *out != "" {
 		fmt.Fprintln(stdout, p.Describe())
+		for _, w := range p.FitWarnings() {
+			fmt.Fprintln(stdout, "  "+w)
+		}
 	}
 	return nil
 }

@@ -52,7 +52,7 @@ func TestCalibrateCommand(t *testing.T) {
 	}{
 		{[]string{"calibrate"}, "--trace and --gpu are required"},
 		{[]string{"calibrate", "--trace", dir, "--gpu", "h100", "--format", "native"}, "needs a CSV file"},
-		{[]string{"calibrate", "--trace", "../../hardware/calibrate/testdata/h200_randn.csv", "--gpu", "h100"}, `no samples for gpu "h100"`},
+		{[]string{"calibrate", "--trace", "../../hardware/calibrate/testdata/h200_randn.csv", "--gpu", "h100"}, `no timings for gpu "h100"`},
 		{[]string{"calibrate", "--builtin", "tpu"}, `no built-in profile for "tpu"`},
 		{[]string{"calibrate", "--report", "--builtin", "h100"}, "exclusive"},
 		{[]string{"calibrate", "--transfer", h200}, "--transfer needs --gpu"},

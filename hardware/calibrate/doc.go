@@ -96,6 +96,26 @@
 // mlp_up's parameters, moe_router out_proj's) or take
 // hardware.DefaultEfficiency, and say so in the profile.
 //
+// A fit keeps bad timings out (robust.go). Before fitting it drops what no
+// kernel can take: a time that is not finite or ≤ 0, longer than 10 s, or
+// faster than its roofline at 4× the GPU's peak FLOP/s, HBM or link
+// bandwidth (the factor covers L2-resident operands: Vidur's fastest add
+// beats the HBM roofline by 1.32×). After a class's first fit it drops the
+// gross outliers, timings whose log residual is off the median by more
+// than 10 median absolute deviations and by more than 10×, and refits the
+// class once (every real Vidur timing lies within 4.1× of its class's fit,
+// so the built-in profiles lose none; a unit slip, 1000×, is caught). A
+// class needs 6 timings at 3 token counts (a GEMM or attention 8 at 4; an
+// all-reduce 4 at 3 message sizes per TP) or it takes the defaults above,
+// which a note and [Profile.Describe] name; a trace with no fittable class
+// is an error. What was dropped is counted by reason in the notes and in
+// source.rejected ([Profile.FitWarnings]).
+//
+// A profile's numbers are bounded at load time (efficiencies in
+// [1e-4, 1], overheads and latencies in [0, 1 s], half_tokens up to
+// 4M tokens, peaks within hardware's physical ranges), so a corrupt file
+// is an error naming its line and field, not a run of 1e300-second kernels.
+//
 // Attention is missing from the Vidur data (SOURCE.md: attention.csv was
 // not obtained), so unless a native trace has attention timings it is
 // priced by roofline with a FlashAttention-like efficiency: 50 % of the

@@ -3,9 +3,8 @@ package calibrate
 import (
 	"fmt"
 	"math"
-	"runtime"
 	"sort"
-	"sync"
+	"strings"
 
 	"gonum.org/v1/gonum/mat"
 
@@ -81,32 +80,64 @@ func FitProfile(tr *Trace, g *hardware.GPU, opt FitOptions) (*Profile, error) {
 		}
 	}
 	if len(own) == 0 {
-		return nil, fmt.Errorf("calibrate: the trace has no samples for gpu %q (it has %v)", g.Name, tr.GPUs())
+		src := "the trace"
+		if len(tr.Sources) > 0 {
+			src = strings.Join(tr.Sources, ", ")
+		}
+		return nil, fmt.Errorf("calibrate: %s: no timings for gpu %q (the trace has gpus %v)", src, g.Name, tr.GPUs())
 	}
+	// Screen out what no kernel can take (robust.go), then fit each class
+	// and refit it once without its gross outliers.
+	var rej rejections
+	kept := make([]Sample, 0, len(own))
+	for i := range own {
+		if r := screen(&own[i], g); r >= 0 {
+			rej.add(r, own[i].Where)
+			continue
+		}
+		kept = append(kept, own[i])
+	}
+	dropped := make([]bool, len(kept))
+	byKind := map[models.OpKind][]int{}
+	for i, s := range kept {
+		byKind[s.Op.Kind] = append(byKind[s.Op.Kind], i)
+	}
+	class := func(k models.OpKind) []Sample {
+		ss := make([]Sample, len(byKind[k]))
+		for j, i := range byKind[k] {
+			ss[j] = kept[i]
+		}
+		return ss
+	}
+	drop := func(k models.OpKind, out []bool) {
+		for j, o := range out {
+			if o {
+				i := byKind[k][j]
+				dropped[i] = true
+				rej.add(rejectOutlier, kept[i].Where)
+			}
+		}
+	}
+	fitted := map[models.OpKind]OpParams{}
+	counts := map[models.OpKind]int{}
+	for _, k := range fittedKinds {
+		ss := class(k)
+		counts[k] = len(ss)
+		if minFor(k).enough(ss, tokenSize) {
+			o, out := fitClass(k, ss, g)
+			fitted[k] = o
+			drop(k, out)
+		}
+	}
+	def := hardware.DefaultEfficiency()
 	p := &Profile{
 		Format:     FormatVersion,
 		GPU:        g.Name,
 		Derivation: DerivationFitted,
 		Source: Source{Trace: opt.Trace, Format: opt.Format, Files: append([]string(nil), tr.Sources...),
-			Models: (&Trace{Samples: own}).Models(), Samples: len(own), Note: opt.Note},
+			Models: (&Trace{Samples: own}).Models(), Note: opt.Note},
 		Peaks: Peaks{BF16FLOPS: g.BF16FLOPS, MemBW: g.MemBW, LinkBW: g.LinkBW, SMs: g.SMs},
 	}
-	byKind := map[models.OpKind][]Sample{}
-	for _, s := range own {
-		byKind[s.Op.Kind] = append(byKind[s.Op.Kind], s)
-	}
-	fitted := map[models.OpKind]OpParams{}
-	for _, k := range fittedKinds {
-		ss := byKind[k]
-		need := minElemSamples
-		if isGEMM(k) {
-			need = minGEMMSamples
-		}
-		if len(ss) >= need {
-			fitted[k] = fitClass(k, ss, g)
-		}
-	}
-	def := hardware.DefaultEfficiency()
 	for _, k := range fittedKinds {
 		o, ok := fitted[k]
 		if !ok {
@@ -128,19 +159,37 @@ func FitProfile(tr *Trace, g *hardware.GPU, opt FitOptions) (*Profile, error) {
 		o.Op = k.String()
 		p.Ops = append(p.Ops, o)
 	}
-	att := append(byKind[models.OpAttnPrefill], byKind[models.OpAttnDecode]...)
-	if len(att) >= minGEMMSamples {
-		o := fitAttention(att, g)
+	att := append(class(models.OpAttnPrefill), class(models.OpAttnDecode)...)
+	attFitted := minAttention.enough(att, tokenSize)
+	if attFitted {
+		o, out := fitAttention(att, g)
+		n := len(byKind[models.OpAttnPrefill])
+		drop(models.OpAttnPrefill, out[:min(n, len(out))])
+		if len(out) > n {
+			drop(models.OpAttnDecode, out[n:])
+		}
 		p.Attention = Attention{ComputeEff: o.ComputeEff, MemoryEff: o.MemoryEff, OverheadS: o.OverheadS,
 			Source: fmt.Sprintf("fit to %d attention timings of the trace: in-sample median error %.1f %%, p90 %.1f %%", o.Fit.Samples, o.Fit.MedianAPE, o.Fit.P90APE)}
 	} else {
 		p.Attention = Attention{ComputeEff: def.AttnCompute, MemoryEff: def.Memory, OverheadS: def.OpOverhead, Source: attentionAssumption}
 	}
-	ar, err := fitAllReduce(byKind[models.OpAllReduce], g)
+	ar, out, err := fitAllReduce(class(models.OpAllReduce), g)
 	if err != nil {
 		return nil, err
 	}
+	drop(models.OpAllReduce, out)
 	p.AllReduce = ar
+	if len(fitted) == 0 && !attFitted && len(ar) == 0 {
+		return nil, notEnoughError(tr, g, len(own))
+	}
+	var usable []Sample
+	for i := range kept {
+		if !dropped[i] {
+			usable = append(usable, kept[i])
+		}
+	}
+	p.Source.Samples = len(usable)
+	p.Source.Rejected = rej.total()
 	io := opt.IterOverhead
 	if io == nil {
 		io = tr.IterOverhead
@@ -155,6 +204,11 @@ func FitProfile(tr *Trace, g *hardware.GPU, opt FitOptions) (*Profile, error) {
 		p.Iteration = Iteration{OverheadS: DefaultIterOverhead, Source: "assumption: servesim's default 0.5 ms; the trace has no CPU overheads"}
 	}
 	p.Notes = append(p.Notes, opt.Notes...)
+	for _, n := range []string{rej.note(len(own)), defaultsNote(p, counts)} {
+		if n != "" {
+			p.Notes = append(p.Notes, n)
+		}
+	}
 	if err := p.Validate(); err != nil {
 		return nil, fmt.Errorf("calibrate: fit produced an invalid profile (a bug): %w", err)
 	}
@@ -166,7 +220,7 @@ func FitProfile(tr *Trace, g *hardware.GPU, opt FitOptions) (*Profile, error) {
 		return nil, fmt.Errorf("calibrate: fit produced a profile that does not read back (a bug): %w", err)
 	}
 	if !opt.NoTrees {
-		if err := p.growGEMMTrees(own, g); err != nil {
+		if err := p.growGEMMTrees(usable, g); err != nil {
 			return nil, err
 		}
 	}
@@ -246,41 +300,6 @@ func points(ss []Sample, g *hardware.GPU) []point {
 		}
 	}
 	return pts
-}
-
-// tile is the output tile of a GEMM kernel: m rows (tokens) by n columns
-// of the product per thread block. {0, 0} is no tile model.
-type tile struct{ m, n int }
-
-// tileCandidates are the output tiles a GEMM class's fit tries: the CTA
-// shapes of cuBLAS's and CUTLASS's tensor-core GEMM kernels on Ampere and
-// Hopper are built from 64-, 128- and 256-wide sides.
-var tileCandidates = []tile{{64, 64}, {64, 128}, {128, 64}, {128, 128}, {64, 256}, {256, 64}, {128, 256}, {256, 128}, {256, 256}}
-
-// waves is the number of waves of a GEMM of M×N outputs in tiles of t on
-// sms SMs: ⌈⌈M/t.m⌉·⌈N/t.n⌉ / sms⌉.
-func waves(M, N int, t tile, sms int) int {
-	tiles := ((M + t.m - 1) / t.m) * ((N + t.n - 1) / t.n)
-	return (tiles + sms - 1) / sms
-}
-
-// paddedWork is the FLOPs a GEMM's kernel spends when every wave counts as
-// full: 2·K·tm·tn·sms per wave.
-func paddedWork(M, N, K int, t tile, sms int) float64 {
-	return 2 * float64(K) * float64(t.m) * float64(t.n) * float64(sms) * float64(waves(M, N, t, sms))
-}
-
-// withTile sets each GEMM point's wave term to the padded work of tile t on
-// sms SMs, plus its FLOPs beyond the GEMM (t = {0, 0}: no wave term).
-func withTile(pts []point, t tile, sms int) {
-	for i := range pts {
-		p := &pts[i]
-		if t.m == 0 || sms <= 0 || p.gn == 0 {
-			p.w = 0
-			continue
-		}
-		p.w = paddedWork(p.gm, p.gn, p.gk, t, sms)*p.invPeak + p.extra
-	}
 }
 
 func logistic(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
@@ -442,7 +461,38 @@ func (f form) fitFrom(pts []point, starts [][]float64) (params, []float64, float
 	return f.decode(best), best, bestCost
 }
 
-func fitClass(k models.OpKind, ss []Sample, g *hardware.GPU) OpParams {
+// fitClass fits class k to ss and refits it once without the gross
+// outliers of the first fit (grossOutliers), if the rest still meet the
+// class's minimum; it returns the fit and which samples it left out (nil:
+// none).
+func fitClass(k models.OpKind, ss []Sample, g *hardware.GPU) (OpParams, []bool) {
+	op, res := fitClassOnce(k, ss, g)
+	out := grossOutliers(res)
+	if out == nil {
+		return op, nil
+	}
+	keep := without(ss, out)
+	if !minFor(k).enough(keep, tokenSize) {
+		return op, nil
+	}
+	op, _ = fitClassOnce(k, keep, g)
+	return op, out
+}
+
+// without returns the samples of ss not marked in out.
+func without(ss []Sample, out []bool) []Sample {
+	var keep []Sample
+	for i := range ss {
+		if !out[i] {
+			keep = append(keep, ss[i])
+		}
+	}
+	return keep
+}
+
+// fitClassOnce fits class k to ss; it returns the fit and the log residual
+// of each sample.
+func fitClassOnce(k models.OpKind, ss []Sample, g *hardware.GPU) (OpParams, []float64) {
 	pts := points(ss, g)
 	var m params
 	var t tile
@@ -458,83 +508,39 @@ func fitClass(k models.OpKind, ss []Sample, g *hardware.GPU) OpParams {
 		op.RowMemoryEff = 1 / m.lam
 	}
 	op.Fit = stats(pts, m.at)
-	return op
+	return op, residuals(pts, m)
 }
 
-// fitGEMM fits a GEMM class: first without a wave term, then, where the
-// GPU's SM count and every sample's N and K are known, with the wave term
-// of each candidate tile, started from the fit without it (the wave
-// efficiency one logit above the compute efficiency). It keeps the fit
-// with the least squared log error (a wave term only if it lowers it by
-// waveGain; the earlier candidate among equal ones), and leaves pts priced
-// with its tile. Candidates are fitted in parallel on copies of pts; the result
-// does not depend on the scheduling.
-func fitGEMM(pts []point, sms int) (params, tile) {
-	withTile(pts, tile{}, sms)
-	best, x0, bestCost := gemmForm.fitFrom(pts, gemmForm.starts)
-	var bestT tile
-	if sms <= 0 || !hasDims(pts) {
-		return best, bestT
-	}
-	start := [][]float64{append(append([]float64(nil), x0...), x0[2]+1)}
-	type result struct {
-		m    params
-		cost float64
-	}
-	res := make([]result, len(tileCandidates))
-	next := make(chan int, len(tileCandidates))
-	for i := range tileCandidates {
-		next <- i
-	}
-	close(next)
-	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(tileCandidates)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			own := append([]point(nil), pts...)
-			for i := range next {
-				withTile(own, tileCandidates[i], sms)
-				m, _, c := waveForm.fitFrom(own, start)
-				res[i] = result{m, c}
-			}
-		}()
-	}
-	wg.Wait()
-	// A wave term must earn its place: lower the cost by 1 % at least (and
-	// by more than rounding on a perfect trace), so that a tie, or a
-	// difference in the last digits between platforms, keeps the model
-	// without one.
-	need := bestCost - max(waveGain*bestCost, 1e-6*float64(len(pts)))
-	for i, r := range res {
-		if r.cost < need && r.cost < bestCost {
-			best, bestT, bestCost = r.m, tileCandidates[i], r.cost
-		}
-	}
-	withTile(pts, bestT, sms)
-	return best, bestT
-}
-
-// waveGain is the least relative reduction of a GEMM class's squared log
-// error for which its fit takes a wave term.
-const waveGain = 0.01
-
-// hasDims reports whether every point is a GEMM with known N and K.
-func hasDims(pts []point) bool {
+// residuals are log(predicted) − log(measured) of each point under m.
+func residuals(pts []point, m params) []float64 {
+	r := make([]float64, len(pts))
 	for i := range pts {
-		if pts[i].gn == 0 {
-			return false
-		}
+		r[i] = math.Log(m.at(&pts[i])) - pts[i].y
 	}
-	return len(pts) > 0
+	return r
 }
 
-func fitAttention(ss []Sample, g *hardware.GPU) OpParams {
-	pts := points(ss, g)
-	m := attForm.fit(pts)
-	op := OpParams{OverheadS: m.o, ComputeEff: m.ec, MemoryEff: m.em, From: "fit"}
-	op.Fit = stats(pts, m.at)
-	return op
+// fitAttention fits the attention roofline to ss, refitted once without
+// the first fit's gross outliers (as fitClass).
+func fitAttention(ss []Sample, g *hardware.GPU) (OpParams, []bool) {
+	once := func(ss []Sample) (OpParams, []float64) {
+		pts := points(ss, g)
+		m := attForm.fit(pts)
+		op := OpParams{OverheadS: m.o, ComputeEff: m.ec, MemoryEff: m.em, From: "fit"}
+		op.Fit = stats(pts, m.at)
+		return op, residuals(pts, m)
+	}
+	op, res := once(ss)
+	out := grossOutliers(res)
+	if out == nil {
+		return op, nil
+	}
+	keep := without(ss, out)
+	if !minAttention.enough(keep, tokenSize) {
+		return op, nil
+	}
+	op, _ = once(keep)
+	return op, out
 }
 
 func stats(pts []point, pred func(*point) float64) FitStats {
@@ -568,68 +574,4 @@ func quantile(sorted []float64, q float64) float64 {
 	}
 	f := pos - float64(i)
 	return sorted[i] + f*(sorted[i+1]-sorted[i])
-}
-
-// fitAllReduce fits, per TP degree, t = lat + c/η with c = 2(n−1)/n ·
-// bytes/LinkBW, minimising Σ ((lat + c·b)/y − 1)² (relative error, linear
-// in lat and b = 1/η) with gonum/mat's least-squares solve. (Weighting each
-// octave of message size equally, or a max(lat, c·b) form, fit the
-// kilobyte messages of decode steps no better: NCCL switches protocols
-// there; see the report's all_reduce rows by size.) A negative
-// latency is clamped to 0 and b refitted alone.
-func fitAllReduce(ss []Sample, g *hardware.GPU) ([]AllReduceParams, error) {
-	byTP := map[int][]Sample{}
-	var tps []int
-	for _, s := range ss {
-		if _, ok := byTP[s.TP]; !ok {
-			tps = append(tps, s.TP)
-		}
-		byTP[s.TP] = append(byTP[s.TP], s)
-	}
-	sort.Ints(tps)
-	var out []AllReduceParams
-	for _, tp := range tps {
-		group := byTP[tp]
-		if tp < 2 || len(group) < 2 {
-			continue
-		}
-		n := float64(tp)
-		cs := make([]float64, len(group))
-		A := mat.NewDense(len(group), 2, nil)
-		rhs := mat.NewVecDense(len(group), nil)
-		for i, s := range group {
-			cs[i] = 2 * (n - 1) / n * s.Op.CommBytes / g.LinkBW
-			A.Set(i, 0, 1/s.Seconds)
-			A.Set(i, 1, cs[i]/s.Seconds)
-			rhs.SetVec(i, 1)
-		}
-		var x mat.VecDense
-		if err := x.SolveVec(A, rhs); err != nil {
-			return nil, fmt.Errorf("calibrate: all-reduce fit at tp %d: %v", tp, err)
-		}
-		lat, b := x.AtVec(0), x.AtVec(1)
-		if lat < 0 {
-			lat = 0
-			var num, den float64
-			for i, s := range group {
-				u := cs[i] / s.Seconds
-				num += u
-				den += u * u
-			}
-			b = num / den
-		}
-		if !(b > 0) {
-			return nil, fmt.Errorf("calibrate: all-reduce fit at tp %d: time does not grow with message size (slope %g)", tp, b)
-		}
-		eff := 1 / b
-		ape := make([]float64, len(group))
-		for i, s := range group {
-			ape[i] = 100 * math.Abs((lat+cs[i]*b)/s.Seconds-1)
-		}
-		if eff > 2 {
-			return nil, fmt.Errorf("calibrate: all-reduce fit at tp %d: link efficiency %.3g > 2 of link_bw %g: is the GPU's link_bw right?", tp, eff, g.LinkBW)
-		}
-		out = append(out, AllReduceParams{TP: tp, LatencyS: lat, LinkEff: eff, Fit: statsOf(ape)})
-	}
-	return out, nil
 }

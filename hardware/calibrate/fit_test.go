@@ -64,7 +64,7 @@ func TestFitRecoversParameters(t *testing.T) {
 				cls = append(cls, s)
 			}
 		}
-		got := fitClass(c.kind, cls, g)
+		got, _ := fitClass(c.kind, cls, g)
 		for _, f := range []struct {
 			name      string
 			got, want float64
@@ -96,7 +96,7 @@ func TestFitAllReduce(t *testing.T) {
 				Seconds: 20e-6 + 2*(n-1)/n*b/(450e9*0.8)})
 		}
 	}
-	ar, err := fitAllReduce(ss, g)
+	ar, _, err := fitAllReduce(ss, g)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,17 +137,85 @@ func TestFitProfileFallbacks(t *testing.T) {
 		t.Errorf("attention: %+v", p.Attention)
 	}
 	// No samples of the GPU at all.
-	if _, err := FitProfile(&Trace{Samples: ss}, mustGPU(t, "a100"), FitOptions{}); err == nil || !strings.Contains(err.Error(), `no samples for gpu "a100"`) {
+	if _, err := FitProfile(&Trace{Samples: ss}, mustGPU(t, "a100"), FitOptions{}); err == nil || !strings.Contains(err.Error(), `no timings for gpu "a100"`) {
 		t.Errorf("other GPU: %v", err)
 	}
-	// Only a few embed samples: below the minimum, the class takes the defaults.
-	few := []Sample{ss[0], ss[1]}
-	p, err = FitProfile(&Trace{Samples: few}, g, FitOptions{})
-	if err != nil {
-		t.Fatal(err)
+}
+
+// A fit needs enough data per class (issue 11): a class below its minimum
+// count of timings or of distinct token counts takes the defaults and the
+// profile says so; a trace with no fittable class is an error.
+func TestFitProfileMinimum(t *testing.T) {
+	g := mustGPU(t, "h100")
+	k, _ := handProfile(g).Calibrated(g, 1)
+	ss := synthetic(t, k, "h100", []string{"llama-2-7b"}, []int{1}, []int{1, 8, 64, 256, 1024, 4096, 16, 32, 128})
+	of := func(keep func(s *Sample) bool) []Sample {
+		var out []Sample
+		for i := range ss {
+			if keep(&ss[i]) {
+				out = append(out, ss[i])
+			}
+		}
+		return out
 	}
-	if o, _ := p.Op(models.OpEmbed); o.From != "default" || o.ComputeEff != 1 || o.MemoryEff != hardware.DefaultEfficiency().Memory {
-		t.Errorf("embed from 2 samples: %+v", o)
+	kind := func(ks ...models.OpKind) func(*Sample) bool {
+		return func(s *Sample) bool {
+			for _, k := range ks {
+				if s.Op.Kind == k {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	// Two embed timings at two token counts, and qkv at only 2 distinct
+	// token counts (1 and 8, each twice: 4 timings < 8, 2 sizes < 4).
+	twoSizes := append(of(func(s *Sample) bool { return s.Op.Kind == models.OpQKV && s.Op.Tokens <= 8 }),
+		of(func(s *Sample) bool { return s.Op.Kind == models.OpQKV && s.Op.Tokens <= 8 })...)
+	cases := []struct {
+		name     string
+		ss       []Sample
+		err      string            // "" = fits
+		from     map[string]string // expected From of some classes
+		describe string
+	}{
+		{"two timings", ss[:2], `calibrate: x.csv: only 2 timings for gpu "h100"; a fit needs at least 6 per operator class at 3 distinct token counts`, nil, ""},
+		{"qkv at two sizes", twoSizes, `x.csv: only 4 timings for gpu "h100"`, nil, ""},
+		// 9 token counts of each class: every class of the dense model fits.
+		{"whole trace", ss, "", map[string]string{"qkv": "fit", "embed": "fit"}, ""},
+		// The GEMMs alone: the element-wise classes are defaults, and say so.
+		{"GEMMs only", of(kind(models.OpQKV, models.OpOutProj, models.OpMLPUp, models.OpMLPDown)), "",
+			map[string]string{"qkv": "fit", "embed": "default", "norm": "default"}, "5 of 11 operator classes not fitted, at default efficiencies (embed, norm, rope, act, add)"},
+		// qkv below its minimum next to fittable classes: qkv is a default.
+		{"qkv too few", append(of(kind(models.OpMLPUp)), twoSizes...), "",
+			map[string]string{"qkv": "default", "mlp_up": "fit", "lm_head": "as mlp_up"}, "not fitted, at default efficiencies (embed, norm, qkv,"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := FitProfile(&Trace{Samples: c.ss, Sources: []string{"x.csv"}}, g, FitOptions{Trace: "x.csv", Format: "native", NoTrees: true})
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("error %v, want %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for op, want := range c.from {
+				k, _ := models.ParseOpKind(op)
+				if o, _ := p.Op(k); o.From != want {
+					t.Errorf("%s: from %q, want %q", op, o.From, want)
+				}
+			}
+			if !strings.Contains(p.Describe(), c.describe) {
+				t.Errorf("describe %q lacks %q", p.Describe(), c.describe)
+			}
+			note := strings.Join(p.Notes, "\n")
+			if hasDefault := strings.Contains(note, "Not fitted, too few usable timings"); hasDefault != strings.Contains(c.describe, "not fitted") {
+				t.Errorf("notes %q: default note %v", note, hasDefault)
+			}
+		})
 	}
 }
 
@@ -192,7 +260,7 @@ func TestFitRecoversWaveTerm(t *testing.T) {
 			ss = append(ss, s)
 		}
 	}
-	got := fitClass(models.OpMLPUp, ss, g)
+	got, _ := fitClass(models.OpMLPUp, ss, g)
 	if got.TileM != 128 || got.TileN != 256 {
 		t.Fatalf("tile %d × %d, want 128 × 256", got.TileM, got.TileN)
 	}
@@ -225,7 +293,7 @@ func TestFitRecoversWaveTerm(t *testing.T) {
 	// Without the GPU's SM count there is no wave term to fit.
 	noSMs := *g
 	noSMs.SMs = 0
-	if o := fitClass(models.OpMLPUp, ss, &noSMs); o.TileM != 0 || o.WaveEff != 0 {
+	if o, _ := fitClass(models.OpMLPUp, ss, &noSMs); o.TileM != 0 || o.WaveEff != 0 {
 		t.Errorf("fit without SMs took a wave term: %+v", o)
 	}
 }

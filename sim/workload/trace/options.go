@@ -151,9 +151,12 @@ type Trace struct {
 	rep    *repeat
 	copy   *copySource // the copy being read, when not repeating
 	counts Counts      // of the copies already closed
-	badErr []error
-	n      int64
-	err    error
+	// firstCopy is the first counted pass, whose tallies explain an empty
+	// replay.
+	firstCopy *copySource
+	badErr    []error
+	n         int64
+	err       error
 }
 
 var _ workload.ErrSource = (*Trace)(nil)
@@ -197,11 +200,16 @@ func Open(o Options, seed uint64) (*Trace, error) {
 			}
 			if err := workload.SourceErr(src); err != nil {
 				probe.Close()
+				return nil, t.named(err)
+			}
+			if n == 0 {
+				err := t.emptyError(probe)
+				probe.Close()
 				return nil, err
 			}
 			if n < 2 || last == first {
 				probe.Close()
-				return nil, optErr("rate", "the trace (after window, sample and first) has %d requests over %v: no mean rate to scale", n, last-first)
+				return nil, fmt.Errorf("trace: %s: option \"rate\": the replay (after window, sample and first) has %d requests over %v: no mean rate to scale (use scale instead)", o.File, n, last-first)
 			}
 			mean := float64(n) / (last - first).Seconds()
 			t.factor = o.Rate / mean
@@ -246,6 +254,7 @@ type copySource struct {
 	rd      *Reader
 	counted bool
 	closed  bool
+	stages  stages // set by pipeline
 }
 
 func (c *copySource) Next(r *workload.Request) bool { return c.rd.Next(r) }
@@ -283,7 +292,11 @@ func (t *Trace) openCopy(counted bool) (*copySource, error) {
 		f.Close()
 		return nil, err
 	}
-	return &copySource{t: t, f: f, rd: rd, counted: counted}, nil
+	c := &copySource{t: t, f: f, rd: rd, counted: counted}
+	if counted && t.firstCopy == nil {
+		t.firstCopy = c
+	}
+	return c, nil
 }
 
 // pipeline wraps one pass over the file with the per-copy steps: arrivals,
@@ -295,15 +308,19 @@ func (t *Trace) pipeline(c *copySource) workload.Source {
 	if t.synthetic {
 		src, _ = Arrivals(src, t.opt.arrival(), t.seed) // validated in Open
 	}
+	c.stages.read = &tally{src: src}
+	src = c.stages.read
 	if o.StartS > 0 || o.EndS > 0 {
 		var end sim.Time
 		if o.EndS > 0 {
 			end = sim.FromSeconds(o.EndS)
 		}
-		src = Window(src, sim.FromSeconds(o.StartS), end)
+		c.stages.window = &tally{src: Window(src, sim.FromSeconds(o.StartS), end)}
+		src = c.stages.window
 	}
 	if o.Sample > 0 && o.Sample < 1 {
-		src = Sample(src, o.Sample, rand.New(rand.NewPCG(t.seed, StreamSample)))
+		c.stages.sample = &tally{src: Sample(src, o.Sample, rand.New(rand.NewPCG(t.seed, StreamSample)))}
+		src = c.stages.sample
 	}
 	if o.First > 0 {
 		src = Limit(src, int64(o.First))
@@ -329,7 +346,10 @@ func (t *Trace) Next(r *workload.Request) bool {
 		return false
 	}
 	if !t.src.Next(r) {
-		t.err = workload.SourceErr(t.src)
+		t.err = t.named(workload.SourceErr(t.src))
+		if t.err == nil && t.n == 0 && t.firstCopy != nil {
+			t.err = t.emptyError(t.firstCopy)
+		}
 		if t.err == nil && t.copy != nil {
 			t.err = t.copy.Close()
 		}
@@ -341,6 +361,16 @@ func (t *Trace) Next(r *workload.Request) bool {
 	r.ID = t.n
 	t.n++
 	return true
+}
+
+// named puts the file's name into an error of a transform that does not
+// know it (rate scaling or repetition past what simulated time holds);
+// reader errors name it already.
+func (t *Trace) named(err error) error {
+	if err == nil || strings.Contains(err.Error(), t.opt.File) {
+		return err
+	}
+	return fmt.Errorf("trace: %s: %s", t.opt.File, strings.TrimPrefix(err.Error(), "trace: "))
 }
 
 // Err returns the error that ended the replay, nil at a normal end.

@@ -59,6 +59,9 @@ type Config struct {
 	// prefill pool of a disaggregated deployment, and gives the decode pool
 	// and the KV link between them.
 	Disagg *Disagg
+	// Engine is the serving stack between the router and the kernels
+	// (default Ideal: kernels only).
+	Engine Engine
 	// Done, when set, stops the run when it is closed (a context's Done):
 	// Run checks it every StopCheckEvents events and returns an error
 	// wrapping ErrStopped.
@@ -113,6 +116,10 @@ type World struct {
 	res      Result
 
 	predict *rand.Rand
+
+	engine  Engine   // cfg.Engine
+	joinLag int      // engine.JoinLag()
+	egress  sim.Time // engine.Egress()
 }
 
 // Validate checks an instance configuration.
@@ -168,7 +175,9 @@ func Run(cfg Config) (Result, error) {
 	if !(cfg.PredictError >= 0) || math.IsInf(cfg.PredictError, 0) {
 		return Result{}, fmt.Errorf("serve: predictor error σ %v: must be ≥ 0", cfg.PredictError)
 	}
+	setupEngine(&cfg)
 	w := &World{src: cfg.Source, cfg: cfg, coll: cfg.Collector, sink: cfg.Sink}
+	w.engine, w.joinLag, w.egress = cfg.Engine, cfg.Engine.JoinLag(), cfg.Engine.Egress()
 	w.predict = rand.New(rand.NewPCG(cfg.Seed, StreamPredictor))
 	w.front = &pool{w: w, router: cfg.Router, staleness: cfg.RouterStaleness}
 	role := roleColocated
@@ -253,7 +262,7 @@ func (w *World) arrive(now sim.Time) {
 		}
 		w.eng.ScheduleEvent(w.arriveEv, w.next.Arrival)
 	}
-	w.offer(r, now)
+	w.ingress(r, now)
 }
 
 // offer routes a request and asks admission control; it is called again for
@@ -355,7 +364,7 @@ var _ policies.RouteView = (*pool)(nil)
 func (in *Instance) state() policies.InstanceState {
 	return policies.InstanceState{
 		Outstanding: in.outstanding + in.pulls.len() + in.incoming,
-		Waiting:     in.waiting.len() + in.swapped.len() + in.pulls.len(),
+		Waiting:     in.waiting.len() + in.swapped.len() + in.pulls.len() + in.held.len(),
 		KVUse:       float64(in.cfg.Blocks-in.FreeBlocks()) / float64(in.cfg.Blocks),
 	}
 }
@@ -381,7 +390,7 @@ func (w *World) reject(r *request, inst int, reason string) {
 // finish records a finished request and recycles it.
 func (w *World) finish(r *request, inst int, now sim.Time) {
 	w.rec = metrics.Record{
-		ID: r.id, Instance: inst, Arrival: r.arrival, FirstToken: r.firstToken, Finish: now,
+		ID: r.id, Instance: inst, Arrival: r.arrival, FirstToken: r.firstToken + w.egress, Finish: now + w.egress,
 		PromptTokens: r.prompt, OutputTokens: r.generated, Preemptions: r.preemptions,
 		Class: r.class, SLO: metrics.SLO{TTFT: r.ttftSLO, TPOT: r.tpotSLO},
 		Scheduled: r.scheduled, TransferStart: r.xferStart, TransferEnd: r.xferEnd,

@@ -109,6 +109,9 @@ func (p *Plan) Describe(w io.Writer) error {
 			p.Replicas, d.DecodeReplicas, dp.Parallel.TP, dp.GPU.Name, dp.Parallel.TP, dp.Batcher.Name(), dp.Limits.MaxNumSeqs, dp.Memory.Blocks,
 			d.Link, l.Bandwidth/1e9, l.Latency, d.Streaming)
 	}
+	if err == nil {
+		err = p.describeEngine(w)
+	}
 	return err
 }
 

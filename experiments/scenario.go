@@ -40,6 +40,7 @@ type Scenario struct {
 	SLO       SLO       `toml:"slo" json:"slo"`
 	Hardware  Hardware  `toml:"hardware" json:"hardware"`
 	Disagg    Disagg    `toml:"disagg" json:"disagg"`
+	Engine    *Engine   `toml:"engine,omitempty" json:"engine,omitempty"` // the serving stack (engine.go); nil: DefaultEngine
 
 	dir string // directory of the scenario file, for relative paths
 }

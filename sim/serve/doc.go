@@ -8,6 +8,13 @@
 //
 // The per-iteration cost does not grow with the batch: see Instance.
 //
+// An Engine models the serving stack around the kernels: when an arriving
+// request reaches the engine core's queue, when the batcher sees it, when a
+// computed token reaches the client, and what CPU time a step adds. Ideal
+// (kernels only) is the default; VLLMV1 models vLLM's V1 engine, each
+// mechanism with its source. Request records hold client times (arrival,
+// first and last token as the client sees them); steps hold engine times.
+//
 // Invariants checked on every iteration (a violation panics: it is a bug):
 // KV blocks used never exceed capacity; a batcher never returns an empty
 // iteration while requests are running. At the end of a run every arrived

@@ -80,6 +80,8 @@ type Instance struct {
 	w   *World
 
 	waiting     queue
+	held        queue // arrived, not yet shown to the batcher (Engine.JoinLag)
+	stepSeq     int64 // steps started
 	swapped     queue
 	running     int      // requests in the running list
 	head, tail  *request // running list, admission order (tail = newest)
@@ -203,6 +205,9 @@ func (in *Instance) PredictTTFT(prompt int) sim.Time {
 	for _, r := range in.prefilling {
 		pending += int64(r.target - r.computed)
 	}
+	for i := 0; i < in.held.len(); i++ {
+		pending += int64(in.held.at(i).prompt)
+	}
 	t := sim.FromSeconds(float64(pending) / in.prefillTPS)
 	if in.busy {
 		t += in.endEv.Time() - in.Now()
@@ -261,6 +266,10 @@ func (in *Instance) enqueue(r *request, now sim.Time) {
 	r.target = r.prompt
 	r.inst = in
 	in.outstanding++
+	if in.busy && in.w.joinLag > 0 {
+		in.hold(r)
+		return
+	}
 	in.waiting.insert(r)
 	if !in.busy && !(in.wakeEv.Pending() && in.wakeEv.Time() == now) {
 		in.w.eng.ScheduleEvent(in.wakeEv, now)
@@ -293,6 +302,13 @@ func (in *Instance) startStep(now sim.Time) {
 	in.dec.Reset()
 	in.cfg.Batcher.Batch(in.view, in.cfg.Limits, &in.dec)
 	if in.dec.Empty() {
+		if in.held.len() > 0 {
+			// Nothing else to run: the pipeline had planned no next step,
+			// so held requests are scheduled at once.
+			in.showHeld(true)
+			in.startStep(now)
+			return
+		}
 		if in.running > 0 {
 			if len(in.handoffs) > 0 || in.incoming > 0 {
 				// Blocks are held by finished prefills awaiting transfer
@@ -380,6 +396,7 @@ func (in *Instance) startStep(now sim.Time) {
 	in.batch = b
 	sec, flops, bytes := in.cfg.Step.Step(b)
 	in.flops, in.bytes = flops, bytes
+	in.stepSeq++
 	in.w.eng.ScheduleEvent(in.endEv, now+sim.FromSeconds(sec+in.swapSec))
 }
 
@@ -420,206 +437,6 @@ func (in *Instance) admit(r *request) {
 	r.pidx = len(in.prefilling)
 	in.prefilling = append(in.prefilling, r)
 	in.link(r)
-}
-
-func (in *Instance) link(r *request) {
-	r.prev, r.next = in.tail, nil
-	if in.tail != nil {
-		in.tail.next = r
-	} else {
-		in.head = r
-	}
-	in.tail = r
-	in.running++
-}
-
-func (in *Instance) unlink(r *request) {
-	if r.prev != nil {
-		r.prev.next = r.next
-	} else {
-		in.head = r.next
-	}
-	if r.next != nil {
-		r.next.prev = r.prev
-	} else {
-		in.tail = r.prev
-	}
-	r.prev, r.next = nil, nil
-	in.running--
-}
-
-func (in *Instance) removePrefilling(r *request) {
-	last := len(in.prefilling) - 1
-	copy(in.prefilling[r.pidx:], in.prefilling[r.pidx+1:])
-	in.prefilling[last] = nil
-	in.prefilling = in.prefilling[:last]
-	for i := r.pidx; i < last; i++ {
-		in.prefilling[i].pidx = i
-	}
-}
-
-// compactPrefilling drops the requests that are no longer prefilling, in
-// one pass: O(prefilling), however many finished their prefill.
-func (in *Instance) compactPrefilling() {
-	j := 0
-	for _, r := range in.prefilling {
-		if r.state == statePrefill {
-			r.pidx = j
-			in.prefilling[j] = r
-			j++
-		}
-	}
-	clear(in.prefilling[j:])
-	in.prefilling = in.prefilling[:j]
-}
-
-func (in *Instance) phaseOf(r *request) int {
-	bs := int64(in.cfg.BlockSize)
-	return int(((r.d0-int64(r.k0))%bs + bs) % bs)
-}
-
-func (in *Instance) sharedBlocks(r *request) int {
-	n := 0
-	for _, u := range r.units {
-		n += u.blocks
-	}
-	return n
-}
-
-// materialize writes a decoding request's derived counts into its fields.
-func (in *Instance) materialize(r *request) {
-	n := int(in.decCounter - r.d0)
-	r.generated = r.g0 + n
-	r.computed = r.k0 + n
-	r.blocks = in.blocksOf(r.computed) - in.sharedBlocks(r)
-	if !r.newcomer {
-		r.lastToken = in.lastDecode
-	}
-}
-
-// enterDecode registers a request in the decode bookkeeping.
-func (in *Instance) enterDecode(r *request) {
-	r.state = stateDecode
-	r.d0, r.g0, r.k0 = in.decCounter, r.generated, r.computed
-	r.finishAt = r.d0 + int64(r.output-r.g0)
-	in.heap.push(r)
-	in.phase[in.phaseOf(r)]++
-	in.decodes++
-	in.sumKV += int64(r.k0)
-	if r.lastToken != in.lastDecode {
-		r.newcomer = true
-		in.newcomers = append(in.newcomers, r)
-	}
-}
-
-// leaveDecode removes a decoding request from the decode bookkeeping.
-func (in *Instance) leaveDecode(r *request) {
-	in.materialize(r)
-	if r.hidx >= 0 {
-		in.heap.remove(r.hidx)
-	}
-	in.phase[in.phaseOf(r)]--
-	in.decodes--
-	in.sumKV -= int64(r.computed)
-	if r.newcomer {
-		for i, x := range in.newcomers {
-			if x == r {
-				in.newcomers = append(in.newcomers[:i], in.newcomers[i+1:]...)
-				break
-			}
-		}
-		r.newcomer = false
-	}
-}
-
-// victim picks the running request to preempt.
-func (in *Instance) victim() *request {
-	if in.cfg.Victim != VictimLowestPriority {
-		return in.tail
-	}
-	v := in.tail
-	for r := in.tail.prev; r != nil; r = r.prev {
-		if v.key < r.key {
-			v = r
-		}
-	}
-	return v
-}
-
-// release frees a running request's KV: its private blocks and its
-// references to cached prefix units.
-func (in *Instance) release(r *request) {
-	in.usedBlocks -= r.blocks
-	r.blocks = 0
-	for i, u := range r.units {
-		in.cache.release(u)
-		r.units[i] = nil
-	}
-	r.units = r.units[:0]
-}
-
-// preempt evicts a running request: by swap when configured and host space
-// allows, else by recompute (its KV is dropped and it goes back to the queue
-// to prefill its prompt and generated tokens again).
-func (in *Instance) preempt(r *request, now sim.Time) {
-	switch r.state {
-	case stateDecode:
-		in.leaveDecode(r)
-	case statePrefill:
-		in.removePrefilling(r)
-	default:
-		panic("serve: preempting a request that is not running")
-	}
-	in.unlink(r)
-	r.preemptions++
-	in.preempted++
-	in.w.res.Preemptions++
-	kvBytes := float64(r.computed) * in.cfg.KVBytesPerToken
-	if in.cfg.Preempt == PreemptSwap && in.swapBytes+kvBytes <= in.cfg.SwapSpace {
-		in.release(r)
-		in.swapBytes += kvBytes
-		sec := kvBytes / in.cfg.HostBW
-		in.swapSec += sec
-		in.w.res.SwapOutSeconds += sec
-		in.w.res.SwapOuts++
-		r.state = stateSwapped
-		in.swapped.insert(r)
-		return
-	}
-	in.release(r)
-	in.w.res.RecomputeTokens += int64(r.computed)
-	r.computed = 0
-	r.target = r.prompt + r.generated
-	r.state = stateWaiting
-	in.waiting.insert(r)
-}
-
-// swapIn brings swapped requests back, in queue order, while their blocks
-// fit and the sequence limit allows.
-func (in *Instance) swapIn(now sim.Time) {
-	for in.swapped.len() > 0 {
-		r := in.swapped.at(0)
-		need := in.blocksOf(r.computed)
-		if need > in.FreeBlocks() || in.running >= in.cfg.Limits.MaxNumSeqs {
-			return
-		}
-		in.swapped.removeAt(0)
-		in.allocate(need)
-		r.blocks = need
-		kvBytes := float64(r.computed) * in.cfg.KVBytesPerToken
-		in.swapBytes -= kvBytes
-		sec := kvBytes / in.cfg.HostBW
-		in.swapSec += sec
-		in.w.res.SwapInSeconds += sec
-		in.link(r)
-		if r.computed < r.target {
-			r.state = statePrefill
-			r.pidx = len(in.prefilling)
-			in.prefilling = append(in.prefilling, r)
-		} else {
-			in.enterDecode(r)
-		}
-	}
 }
 
 // endStep finishes the iteration in flight: tokens are emitted, finished
@@ -692,6 +509,9 @@ func (in *Instance) endStep(now sim.Time) {
 	}
 	if checkAll {
 		in.checkInvariants()
+	}
+	if in.held.len() > 0 {
+		in.showHeld(false)
 	}
 	in.startStep(now)
 }

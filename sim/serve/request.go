@@ -62,12 +62,15 @@ type request struct {
 
 	prev, next *request // running list, in admission order
 	pidx       int      // index in Instance.prefilling
+
+	ingressEv *sim.Event // crossing the front end (kept across reuse)
+	visibleAt int64      // held: the step count at whose end the batcher sees it
 }
 
 // reset clears r for reuse, keeping its slices' storage.
 func (r *request) reset() {
-	h, u := r.hashes[:0], r.units[:0]
-	*r = request{hashes: h, units: u, hidx: -1}
+	h, u, ev := r.hashes[:0], r.units[:0], r.ingressEv
+	*r = request{hashes: h, units: u, hidx: -1, ingressEv: ev}
 }
 
 // less orders queued requests: key, then arrival, then ID.

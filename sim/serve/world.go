@@ -59,6 +59,9 @@ type Config struct {
 	// prefill pool of a disaggregated deployment, and gives the decode pool
 	// and the KV link between them.
 	Disagg *Disagg
+	// Engine is the serving stack between the router and the kernels
+	// (default Ideal: kernels only).
+	Engine Engine
 	// Done, when set, stops the run when it is closed (a context's Done):
 	// Run checks it every StopCheckEvents events and returns an error
 	// wrapping ErrStopped.
@@ -118,6 +121,10 @@ type World struct {
 	res     Result
 
 	predict *rand.Rand
+
+	engine  Engine   // cfg.Engine
+	joinLag int      // engine.JoinLag()
+	egress  sim.Time // engine.Egress()
 }
 
 // Validate checks an instance configuration.
@@ -173,7 +180,9 @@ func Run(cfg Config) (Result, error) {
 	if !(cfg.PredictError >= 0) || math.IsInf(cfg.PredictError, 0) {
 		return Result{}, fmt.Errorf("serve: predictor error σ %v: must be ≥ 0", cfg.PredictError)
 	}
+	setupEngine(&cfg)
 	w := &World{src: cfg.Source, cfg: cfg, coll: cfg.Collector, sink: cfg.Sink}
+	w.engine, w.joinLag, w.egress = cfg.Engine, cfg.Engine.JoinLag(), cfg.Engine.Egress()
 	w.predict = rand.New(rand.NewPCG(cfg.Seed, StreamPredictor))
 	w.front = &pool{w: w, router: cfg.Router, staleness: cfg.RouterStaleness}
 	role := roleColocated
@@ -257,7 +266,7 @@ func (w *World) arrive(now sim.Time) {
 	}
 	w.res.Arrived++
 	w.pull(r.id, now)
-	w.offer(r, now)
+	w.ingress(r, now)
 }
 
 // pull fetches the next arrival after request id (arrived at now) and
@@ -278,7 +287,7 @@ func (w *World) pull(id int64, now sim.Time) {
 // done tells a feedback source that request id finished or was rejected,
 // and pulls the next arrival if the source was waiting for it.
 func (w *World) done(id int64, now sim.Time) {
-	w.fb.Finished(id, now)
+	w.fb.Finished(id, now+w.egress) // the client sees the finish after the egress delay
 	if w.blocked {
 		w.blocked = false
 		w.pull(id, now)
@@ -384,7 +393,7 @@ var _ policies.RouteView = (*pool)(nil)
 func (in *Instance) state() policies.InstanceState {
 	return policies.InstanceState{
 		Outstanding: in.outstanding + in.pulls.len() + in.incoming,
-		Waiting:     in.waiting.len() + in.swapped.len() + in.pulls.len(),
+		Waiting:     in.waiting.len() + in.swapped.len() + in.pulls.len() + in.held.len(),
 		KVUse:       float64(in.cfg.Blocks-in.FreeBlocks()) / float64(in.cfg.Blocks),
 	}
 }
@@ -413,7 +422,7 @@ func (w *World) reject(r *request, inst int, reason string) {
 // finish records a finished request and recycles it.
 func (w *World) finish(r *request, inst int, now sim.Time) {
 	w.rec = metrics.Record{
-		ID: r.id, Instance: inst, Arrival: r.arrival, FirstToken: r.firstToken, Finish: now,
+		ID: r.id, Instance: inst, Arrival: r.arrival, FirstToken: r.firstToken + w.egress, Finish: now + w.egress,
 		PromptTokens: r.prompt, OutputTokens: r.generated, Preemptions: r.preemptions,
 		Class: r.class, SLO: metrics.SLO{TTFT: r.ttftSLO, TPOT: r.tpotSLO},
 		Scheduled: r.scheduled, TransferStart: r.xferStart, TransferEnd: r.xferEnd,

@@ -1,0 +1,74 @@
+package experiments
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/servesim/servesim/sim/metrics"
+)
+
+// AblationRow is one run of an ablation: the engine it ran with and the
+// latency metrics a client measures.
+type AblationRow struct {
+	Variant string // "vllm-v1", "no async scheduling", ..., "ideal"
+	Engine  Engine
+	Summary metrics.Summary
+}
+
+// Ablation runs s with the vllm-v1 engine (s's [engine] parameters kept,
+// every switch on), then with each mechanism off in turn, with all of
+// them off, and with the ideal engine. The all-off and ideal rows are
+// equal by construction (a metamorphic check). s's own [engine] switches
+// are ignored: each row sets them.
+func Ablation(s Scenario) ([]AblationRow, error) {
+	base := Engine{Name: "vllm-v1"}
+	if s.Engine != nil {
+		base = *s.Engine
+		base.Name = "vllm-v1"
+		base.NoAsyncScheduling, base.NoFrontEnd, base.NoStepCPU = false, false, false
+	}
+	variant := func(f func(e *Engine)) Engine {
+		e := base
+		f(&e)
+		return e
+	}
+	rows := []AblationRow{
+		{Variant: "vllm-v1", Engine: base},
+		{Variant: "no async scheduling", Engine: variant(func(e *Engine) { e.NoAsyncScheduling = true })},
+		{Variant: "no front end", Engine: variant(func(e *Engine) { e.NoFrontEnd = true })},
+		{Variant: "no step CPU", Engine: variant(func(e *Engine) { e.NoStepCPU = true })},
+		{Variant: "all off", Engine: variant(func(e *Engine) { e.NoAsyncScheduling, e.NoFrontEnd, e.NoStepCPU = true, true, true })},
+		{Variant: "ideal", Engine: Engine{Name: "ideal"}},
+	}
+	for i := range rows {
+		sc := s
+		e := rows[i].Engine
+		sc.Engine = &e
+		p, err := sc.Resolve()
+		if err != nil {
+			return nil, err
+		}
+		rep, err := Run(p, "")
+		if err != nil {
+			return nil, err
+		}
+		rows[i].Summary = rep.Summary
+	}
+	return rows, nil
+}
+
+// WriteAblation writes the rows as a Markdown table of mean and p99
+// latencies in milliseconds, for a README.
+func WriteAblation(w io.Writer, rows []AblationRow) error {
+	if _, err := fmt.Fprintln(w, "| engine | TTFT mean | TTFT p99 | TPOT mean | ITL mean | E2E mean | E2E p99 |\n|---|---|---|---|---|---|---|"); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		m := r.Summary
+		if _, err := fmt.Fprintf(w, "| %s | %.2f | %.2f | %.3f | %.3f | %.1f | %.1f |\n",
+			r.Variant, m.TTFT.Mean, m.TTFT.P99, m.TPOT.Mean, m.ITL.Mean, m.E2E.Mean, m.E2E.P99); err != nil {
+			return err
+		}
+	}
+	return nil
+}

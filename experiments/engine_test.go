@@ -1,0 +1,117 @@
+package experiments
+
+import (
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// Metamorphic: on every golden scenario, the ideal engine named explicitly
+// and vllm-v1 with every mechanism off give the default's metrics exactly
+// (the default is ideal; the goldens pin it).
+func TestEngineOffIsIdealOnGoldens(t *testing.T) {
+	files, err := filepath.Glob("testdata/golden/*.toml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden scenarios: %v", err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			s, err := LoadScenario(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want any
+			for i, e := range []*Engine{nil, {Name: "ideal"}, {Name: "vllm-v1", NoAsyncScheduling: true, NoFrontEnd: true, NoStepCPU: true}} {
+				sc := s
+				sc.Engine = e
+				p, err := sc.Resolve()
+				if err != nil {
+					t.Fatal(err)
+				}
+				rep, err := Run(p, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := []any{rep.Summary, rep.Result}
+				if i == 0 {
+					want = got
+				} else if !reflect.DeepEqual(got, want) {
+					t.Fatalf("engine %+v: metrics differ from the default (ideal)", *e)
+				}
+			}
+		})
+	}
+}
+
+// The ablation's rows: all off equals ideal, and vllm-v1 raises the mean
+// TTFT over ideal (the engine's point).
+func TestAblation(t *testing.T) {
+	s := small()
+	s.Workload.Requests = 100
+	rows, err := Ablation(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := map[string]AblationRow{}
+	for _, r := range rows {
+		by[r.Variant] = r
+	}
+	if len(rows) != 6 || !reflect.DeepEqual(by["all off"].Summary, by["ideal"].Summary) {
+		t.Fatalf("%d rows; all off and ideal differ", len(rows))
+	}
+	if !(by["vllm-v1"].Summary.TTFT.Mean > by["ideal"].Summary.TTFT.Mean) {
+		t.Fatalf("vllm-v1 TTFT %v not above ideal %v", by["vllm-v1"].Summary.TTFT.Mean, by["ideal"].Summary.TTFT.Mean)
+	}
+	var b strings.Builder
+	if err := WriteAblation(&b, rows); err != nil || strings.Count(b.String(), "\n") != 8 {
+		t.Fatalf("table: %v\n%s", err, b.String())
+	}
+}
+
+// [engine] errors name the field and the flag.
+func TestEngineBadInput(t *testing.T) {
+	cases := []struct {
+		e    Engine
+		want string
+	}{
+		{Engine{Name: "sglang"}, `field "engine.name" (flag --engine): unknown engine "sglang"`},
+		{Engine{Name: "ideal", NoAsyncScheduling: true}, `field "engine.name" (flag --engine): engine "ideal" has no mechanisms`},
+		{Engine{NoFrontEnd: true}, `engine "ideal" has no mechanisms`}, // the default is ideal
+		{Engine{Name: "vllm-v1", RequestMs: -1}, `field "engine.front_end_request_ms" (flag --front-end-request-ms)`},
+	}
+	for _, c := range cases {
+		s := small()
+		s.Engine = &c.e
+		_, err := s.Resolve()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want %q", c.e, err, c.want)
+		}
+	}
+}
+
+// BenchmarkSimulate100kVLLMV1 is BenchmarkSimulate100k with the vllm-v1
+// engine (every mechanism on).
+func BenchmarkSimulate100kVLLMV1(b *testing.B) {
+	s := Default()
+	s.Workload.Rate = 17
+	s.Workload.Requests = 100_000
+	s.Engine = &Engine{Name: "vllm-v1"}
+	p, err := s.Resolve()
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rep, err := Run(p, dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if rep.Result.Finished != 100_000 {
+			b.Fatalf("finished %d", rep.Result.Finished)
+		}
+	}
+	b.ReportMetric(float64(b.N)*100_000/b.Elapsed().Seconds(), "req/s")
+}

@@ -1,0 +1,195 @@
+package serve
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/servesim/servesim/models"
+	"github.com/servesim/servesim/sim"
+)
+
+// Engine is the serving stack between the router and the kernels: the
+// front end a request crosses before the engine core sees it, the
+// scheduling pipeline that decides when a queued request becomes visible
+// to the batcher, the path of a computed token back to the client, and
+// the CPU work a step adds to its kernels. The World consults it at those
+// four points and nowhere else; Ideal is kernels only.
+//
+// Each part is a mechanism with its own switch (see VLLMV1). Later
+// mechanisms that change how a step is priced (CUDA-graph padding of
+// decode batches, launch overheads paid outside a graph) belong in
+// Kernels, which may wrap the timer in anything that prices a
+// models.Batch; the interface need not change for them.
+type Engine interface {
+	// Name is the engine model's name and version, e.g. "vllm-v1".
+	Name() string
+	// Ingress is the time from a request's arrival at the endpoint to its
+	// arrival in the engine core's queue, for a prompt of the given tokens.
+	Ingress(prompt int) sim.Time
+	// JoinLag is how many step ends after the step in flight a request
+	// that reaches a busy engine core waits before the batcher sees it
+	// (0: the batcher sees it when the step in flight ends). A request
+	// that reaches an idle engine core is scheduled at once, whatever the
+	// lag, and so is a held one when the batcher has nothing else to run.
+	JoinLag() int
+	// Egress is the time from the end of the step that computed a token to
+	// the client's receipt of it.
+	Egress() sim.Time
+	// Kernels returns the timer an instance prices its steps with, given
+	// the kernel-time model: k itself, or k plus what the engine adds.
+	Kernels(k StepTimer) StepTimer
+}
+
+// Ideal is today's simulator: kernels only. A request reaches the queue
+// when it arrives, the batcher sees it when the step in flight ends, a
+// token reaches the client when its step ends, and a step costs the
+// kernel-time model's time (which includes its own fixed per-iteration
+// overhead).
+type Ideal struct{}
+
+func (Ideal) Name() string                  { return "ideal" }
+func (Ideal) Ingress(int) sim.Time          { return 0 }
+func (Ideal) JoinLag() int                  { return 0 }
+func (Ideal) Egress() sim.Time              { return 0 }
+func (Ideal) Kernels(k StepTimer) StepTimer { return k }
+
+// VLLMV1 models vLLM's V1 serving stack (vLLM ≥ 0.12, where async
+// scheduling is the default). Every mechanism has a switch; with all of
+// them off it behaves exactly as Ideal.
+//
+// 1. Scheduling pipeline (AsyncScheduling). vllm/v1/engine/core.py,
+// EngineCore.step_with_batch_queue with a batch queue of 2
+// (max_concurrent_batches is 2 under async scheduling, vLLM PRs 19970 and
+// 27614): the loop schedules and submits step N+1 right after submitting
+// step N, without blocking, and only then blocks on step N's result
+// (future.result()), runs scheduler.update_from_output and returns step
+// N's outputs. The busy loop (run_busy_loop → _process_input_queue) adds
+// new requests between calls, so a request arriving while step N runs is
+// added after N's result, when step N+1 is already planned and on its way
+// to the GPU: it joins step N+2, one step later than with synchronous
+// scheduling (EngineCore.step: schedule, execute, update). JoinLag is 1.
+// When nothing was left to plan for N+1 (the batch queue holds only N),
+// step_with_batch_queue blocks on N and the next call schedules the new
+// request at once: a request reaching an idle engine, or one held while
+// the batcher has nothing else to run, is scheduled without lag. The
+// async scheduler (vllm/v1/core/sched/async_scheduler.py) plans decodes
+// over output placeholders, so a running request's next decode or chunk
+// never waits for its previous step's tokens: only joining lags. Tokens
+// are not delayed by a step: step N's outputs leave update_from_output as
+// soon as N's future resolves, while N+1 runs on the GPU (contrary to the
+// issue's reading that each token reaches the client a step late); their
+// path to the client is the front end's per-token cost below.
+//
+// 2. Front end (FrontEnd). vllm/entrypoints/openai (serving_completion's
+// create_completion: request parsing, then the renderer's tokenization of
+// the prompt), vllm/v1/engine/async_llm.py (AsyncLLM.add_request →
+// input processing → EngineCoreClient over ZMQ to the engine core
+// process) on the way in; on the way out the engine core's output thread
+// sends EngineCoreOutputs over ZMQ, AsyncLLM's output handler runs
+// vllm/v1/engine/output_processor.py (OutputProcessor.process_outputs:
+// incremental detokenization per new token) and the OpenAI layer writes
+// one SSE chunk per token. Ingress = RequestCost + TokenizeCost × prompt
+// tokens; Egress = TokenCost. The constants are fitted to measured runs
+// (see experiments/engine.go for which run fitted which).
+//
+// 3. CPU work per step (StepCPU). PerRequestCPU seconds per request in
+// the batch (prefill chunks + decodes) are added to every step: the
+// scheduler, input preparation, sampling and output processing that grow
+// with the batch. The calibrated profiles' per-iteration overhead is the
+// intercept of the same linear fit (hardware/calibrate/overhead.go, the
+// Vidur/Sarathi-Serve cpu_overheads.csv) and their per_request_s the
+// slope, recorded there but not applied; this applies the slope, so
+// nothing is counted twice.
+type VLLMV1 struct {
+	AsyncScheduling bool
+	FrontEnd        bool
+	RequestCost     sim.Time // per request on the way in: HTTP/OpenAI layer and the hop to the engine core
+	TokenizeCost    float64  // seconds per prompt token
+	TokenCost       sim.Time // per output token on the way out: hop back, detokenization, streaming
+	StepCPU         bool
+	PerRequestCPU   float64 // seconds per request in a step's batch
+}
+
+// VLLMV1Version names the model of vLLM this implements.
+const VLLMV1Version = "vllm-v1"
+
+func (e VLLMV1) Name() string { return VLLMV1Version }
+
+func (e VLLMV1) Ingress(prompt int) sim.Time {
+	if !e.FrontEnd {
+		return 0
+	}
+	return e.RequestCost + sim.FromSeconds(e.TokenizeCost*float64(prompt))
+}
+
+func (e VLLMV1) JoinLag() int {
+	if e.AsyncScheduling {
+		return 1
+	}
+	return 0
+}
+
+func (e VLLMV1) Egress() sim.Time {
+	if !e.FrontEnd {
+		return 0
+	}
+	return e.TokenCost
+}
+
+func (e VLLMV1) Kernels(k StepTimer) StepTimer {
+	if !e.StepCPU || e.PerRequestCPU == 0 {
+		return k
+	}
+	return stepCPU{k: k, perRequest: e.PerRequestCPU}
+}
+
+// Validate checks that every cost is finite and ≥ 0.
+func (e VLLMV1) Validate() error {
+	switch {
+	case e.RequestCost < 0, e.TokenCost < 0:
+		return fmt.Errorf("serve: engine vllm-v1: front-end costs must be ≥ 0 (request %v, token %v)", e.RequestCost, e.TokenCost)
+	case !(e.TokenizeCost >= 0) || math.IsInf(e.TokenizeCost, 0):
+		return fmt.Errorf("serve: engine vllm-v1: tokenization cost %g s/token must be finite and ≥ 0", e.TokenizeCost)
+	case !(e.PerRequestCPU >= 0) || math.IsInf(e.PerRequestCPU, 0):
+		return fmt.Errorf("serve: engine vllm-v1: per-request step CPU %g s must be finite and ≥ 0", e.PerRequestCPU)
+	}
+	return nil
+}
+
+// String describes the engine's mechanisms for reports.
+func (e VLLMV1) String() string {
+	s := "vllm-v1:"
+	if e.AsyncScheduling {
+		s += " async scheduling (joins one step late);"
+	} else {
+		s += " synchronous scheduling;"
+	}
+	if e.FrontEnd {
+		s += fmt.Sprintf(" front end %.3g ms + %.3g µs/prompt token in, %.3g ms/token out;",
+			e.RequestCost.Milliseconds(), e.TokenizeCost*1e6, e.TokenCost.Milliseconds())
+	} else {
+		s += " no front end;"
+	}
+	if e.StepCPU {
+		s += fmt.Sprintf(" step CPU %.3g µs/request", e.PerRequestCPU*1e6)
+	} else {
+		s += " no per-request step CPU"
+	}
+	return s
+}
+
+var (
+	_ Engine = Ideal{}
+	_ Engine = VLLMV1{}
+)
+
+// stepCPU adds a per-request CPU cost to a kernel-time model's step.
+type stepCPU struct {
+	k          StepTimer
+	perRequest float64
+}
+
+func (s stepCPU) Step(b models.Batch) (seconds, flops, bytes float64) {
+	sec, flops, bytes := s.k.Step(b)
+	return sec + s.perRequest*float64(b.Prefills+b.Decodes), flops, bytes
+}

@@ -1,0 +1,95 @@
+package serve
+
+import "github.com/servesim/servesim/sim"
+
+// Preemption: choosing a victim, freeing its KV, swapping it out and back.
+
+// victim picks the running request to preempt.
+func (in *Instance) victim() *request {
+	if in.cfg.Victim != VictimLowestPriority {
+		return in.tail
+	}
+	v := in.tail
+	for r := in.tail.prev; r != nil; r = r.prev {
+		if v.key < r.key {
+			v = r
+		}
+	}
+	return v
+}
+
+// release frees a running request's KV: its private blocks and its
+// references to cached prefix units.
+func (in *Instance) release(r *request) {
+	in.usedBlocks -= r.blocks
+	r.blocks = 0
+	for i, u := range r.units {
+		in.cache.release(u)
+		r.units[i] = nil
+	}
+	r.units = r.units[:0]
+}
+
+// preempt evicts a running request: by swap when configured and host space
+// allows, else by recompute (its KV is dropped and it goes back to the queue
+// to prefill its prompt and generated tokens again).
+func (in *Instance) preempt(r *request, now sim.Time) {
+	switch r.state {
+	case stateDecode:
+		in.leaveDecode(r)
+	case statePrefill:
+		in.removePrefilling(r)
+	default:
+		panic("serve: preempting a request that is not running")
+	}
+	in.unlink(r)
+	r.preemptions++
+	in.preempted++
+	in.w.res.Preemptions++
+	kvBytes := float64(r.computed) * in.cfg.KVBytesPerToken
+	if in.cfg.Preempt == PreemptSwap && in.swapBytes+kvBytes <= in.cfg.SwapSpace {
+		in.release(r)
+		in.swapBytes += kvBytes
+		sec := kvBytes / in.cfg.HostBW
+		in.swapSec += sec
+		in.w.res.SwapOutSeconds += sec
+		in.w.res.SwapOuts++
+		r.state = stateSwapped
+		in.swapped.insert(r)
+		return
+	}
+	in.release(r)
+	in.w.res.RecomputeTokens += int64(r.computed)
+	r.computed = 0
+	r.target = r.prompt + r.generated
+	r.state = stateWaiting
+	in.waiting.insert(r)
+}
+
+// swapIn brings swapped requests back, in queue order, while their blocks
+// fit and the sequence limit allows.
+func (in *Instance) swapIn(now sim.Time) {
+	for in.swapped.len() > 0 {
+		r := in.swapped.at(0)
+		need := in.blocksOf(r.computed)
+		if need > in.FreeBlocks() || in.running >= in.cfg.Limits.MaxNumSeqs {
+			return
+		}
+		in.swapped.removeAt(0)
+		in.allocate(need)
+		r.blocks = need
+		kvBytes := float64(r.computed) * in.cfg.KVBytesPerToken
+		in.swapBytes -= kvBytes
+		sec := kvBytes / in.cfg.HostBW
+		in.swapSec += sec
+		in.w.res.SwapInSeconds += sec
+		in.link(r)
+		if r.computed < r.target {
+			r.state = statePrefill
+			r.pidx = len(in.prefilling)
+			in.prefilling = append(in.prefilling, r)
+		} else {
+			in.enterDecode(r)
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package experiments
 
 import (
-	"errors"
 	"math"
 	"path/filepath"
 	"strings"
@@ -32,22 +31,14 @@ func TestValidationSuite(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, r := range runs {
-			build := RunScenario
-			if r.Format == realrun.FormatStages {
-				build = StageScenario
-			}
-			s, err := build(r, e.Base())
-			if err != nil && !errors.Is(err, ErrNeedsStages) {
-				t.Fatal(err)
-			}
-			e.Apply(&s)
-			v, err := Validate(r, s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			vs = append(vs, v)
+		got, err := ValidateRuns(runs, e.Base(), e.Apply)
+		if err != nil {
+			t.Fatal(err)
 		}
+		for _, v := range got {
+			v.Fitted = e.Fitted
+		}
+		vs = append(vs, got...)
 	}
 	simulated := 0
 	for _, v := range vs {

@@ -71,11 +71,7 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	base := experiments.Scenario{ModelsFile: s.ModelsFile, GPUsFile: s.GPUsFile, Model: s.Model, GPU: s.GPU}
-	type job struct {
-		run   *realrun.Run
-		entry *experiments.SuiteEntry
-	}
-	var jobs []job
+	var vs []*experiments.Validation
 	switch {
 	case *suite:
 		if fs.NArg() > 0 {
@@ -97,9 +93,24 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 			if err != nil {
 				return err
 			}
-			for _, r := range runs {
-				jobs = append(jobs, job{r, e})
+			bs, eb := base, e.Base()
+			if bs.Model == "" {
+				bs.Model = eb.Model
 			}
+			if bs.GPU == "" {
+				bs.GPU = eb.GPU
+			}
+			got, err := experiments.ValidateRuns(runs, bs, func(sc *experiments.Scenario) {
+				e.Apply(sc)
+				override(fs, sc, &s)
+			})
+			if err != nil {
+				return err
+			}
+			for _, v := range got {
+				v.Fitted = e.Fitted
+			}
+			vs = append(vs, got...)
 		}
 	case fs.NArg() == 0:
 		fs.Usage()
@@ -108,45 +119,18 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 		if fs.Changed("data") {
 			return errors.New("validate: --data applies to --suite only")
 		}
+		var runs []*realrun.Run
 		for _, a := range fs.Args() {
-			runs, err := realrun.Open(a)
+			got, err := realrun.Open(a)
 			if err != nil {
 				return err
 			}
-			for _, r := range runs {
-				jobs = append(jobs, job{r, nil})
-			}
+			runs = append(runs, got...)
 		}
-	}
-	var vs []*experiments.Validation
-	for _, j := range jobs {
-		bs := base
-		if j.entry != nil {
-			eb := j.entry.Base()
-			if bs.Model == "" {
-				bs.Model = eb.Model
-			}
-			if bs.GPU == "" {
-				bs.GPU = eb.GPU
-			}
-		}
-		build := experiments.RunScenario
-		if j.run.Format == realrun.FormatStages {
-			build = experiments.StageScenario
-		}
-		sc, err := build(j.run, bs)
-		if err != nil && !errors.Is(err, experiments.ErrNeedsStages) {
+		var err error
+		if vs, err = experiments.ValidateRuns(runs, base, func(sc *experiments.Scenario) { override(fs, sc, &s) }); err != nil {
 			return err
 		}
-		if j.entry != nil {
-			j.entry.Apply(&sc)
-		}
-		override(fs, &sc, &s)
-		v, err := experiments.Validate(j.run, sc)
-		if err != nil {
-			return err
-		}
-		vs = append(vs, v)
 	}
 	files, err := validationFiles(vs)
 	if err != nil {
@@ -185,7 +169,7 @@ func validationFiles(vs []*experiments.Validation) ([]outFile, error) {
 	files := []outFile{{name: "validation.csv", data: experiments.ValidationCSV(vs)}, {name: "validation.json", data: js}}
 	var sims []*experiments.Validation
 	for _, v := range vs {
-		if v.Plan != nil {
+		if v.Plan != nil && len(v.Run.Requests) > 0 { // aggregate-only rows have no measured CDF
 			sims = append(sims, v)
 		}
 	}

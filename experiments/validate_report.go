@@ -139,7 +139,7 @@ func writeWideTable(b *bytes.Buffer, vs []*Validation) {
 	b.WriteByte('\n')
 	fmt.Fprintf(b, "%-26s", "metric")
 	for _, v := range vs {
-		fmt.Fprintf(b, " | %-36s", trunc(shortRunName(v.Run.Name), 36))
+		fmt.Fprintf(b, " | %-36s", trunc(ShortRunName(v.Run.Name), 36))
 	}
 	if len(vs) > 1 {
 		fmt.Fprintf(b, " | %s", "median |err|")
@@ -193,7 +193,7 @@ func writeSuiteTables(b *bytes.Buffer, vs []*Validation) {
 	const nameW = 36
 	fmt.Fprintf(b, "\nMeans, measured|simulated:\n%-*s %19s %17s %21s %15s\n", nameW, "run", "TTFT ms     ", "TPOT ms    ", "E2E ms      ", "req/s   ")
 	for _, v := range vs {
-		fmt.Fprintf(b, "%-*s", nameW, trunc(shortRunName(v.Run.Name), nameW))
+		fmt.Fprintf(b, "%-*s", nameW, trunc(ShortRunName(v.Run.Name), nameW))
 		for _, c := range []struct {
 			m string
 			w int
@@ -210,7 +210,7 @@ func writeSuiteTables(b *bytes.Buffer, vs []*Validation) {
 	b.WriteByte('\n')
 	overlap := false
 	for _, v := range vs {
-		name := shortRunName(v.Run.Name)
+		name := ShortRunName(v.Run.Name)
 		if v.Overlap {
 			name, overlap = name+" *", true
 		}

@@ -215,10 +215,10 @@ func stageCompare(r *realrun.StageRow, sm metrics.Summary) []MetricRow {
 		MetricRow{"total_throughput", "tok/s", r.InputTokensPS + r.RequestsPerSec*out, simIn + simRPS*out})
 }
 
-// shortRunName drops an inference-perf experiment's timestamp prefix
+// ShortRunName drops an inference-perf experiment's timestamp prefix
 // ("20260217-231439-llama-2-7b-tp1-general/stage_0" →
 // "llama-2-7b-tp1-general/stage_0") for tables.
-func shortRunName(s string) string {
+func ShortRunName(s string) string {
 	if len(s) > 16 && s[8] == '-' && s[15] == '-' && strings.Trim(s[:8]+s[9:15], "0123456789") == "" {
 		return s[16:]
 	}

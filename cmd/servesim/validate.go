@@ -28,12 +28,17 @@ all or nothing.
 
 A RUN is a directory with requests.jsonl and meta.json (LLMServingSim's bench
 layout, also with them under vllm/), a vllm bench serve --save-result
---save-detailed .json, or an inference-perf results .csv (listed with their
-measured numbers; their replay needs workload stages, not yet available).
+--save-detailed .json, or an inference-perf results .csv: each experiment is
+simulated once from its workload description (constant-rate stages drained
+between them, shared_prefix prompts scaled to the measured prompt length) and
+compared per row (summary, stage_0, stage_1), the simulated requests counted
+in the stage in which they arrived.
 
 --suite runs experiments/validation/*.toml: every visible run, found under
-../shared/data (or --data DIR), as one table with the median absolute error
-per metric.
+../shared/data (or --data DIR): a table of means, a table of signed errors per
+run and metric, and the median absolute error per metric over all runs and
+over the held-out ones (nothing fitted on them); validation-suite.png draws
+simulated against measured.
 
 Examples:
   servesim validate ../shared/data/llmservingsim/vllm-runs/RTX4090/Llama-3.1-8B
@@ -184,7 +189,54 @@ func validationFiles(vs []*experiments.Validation) ([]outFile, error) {
 		}
 		files = append(files, outFile{name: name, fig: fig})
 	}
+	if fig, err := suiteFigure(vs); err != nil {
+		return nil, err
+	} else if fig != nil {
+		files = append(files, outFile{name: "validation-suite.png", fig: fig})
+	}
 	return files, nil
+}
+
+// suiteFigure draws, for more than three simulated runs, simulated against
+// measured TTFT median, TPOT mean and E2E median: one point per run, or per
+// stage of an inference-perf run (summary rows, which repeat the stages'
+// requests, are left out). nil for three runs or fewer.
+func suiteFigure(vs []*experiments.Validation) (*plots.Figure, error) {
+	n := 0
+	for _, v := range vs {
+		if v.Plan != nil {
+			n++
+		}
+	}
+	if n <= 3 {
+		return nil, nil
+	}
+	panels := []plots.SuitePanel{{Title: "TTFT median", Unit: "ms"}, {Title: "TPOT mean", Unit: "ms"}, {Title: "E2E latency median", Unit: "ms"}}
+	metrics := []string{"ttft_median", "tpot_mean", "e2e_median"}
+	held := 0
+	for _, v := range vs {
+		if v.Plan == nil || v.Overlap {
+			continue
+		}
+		if len(v.Fitted) == 0 {
+			held++
+		}
+		group, mark := experiments.ShortRunName(v.Run.Name), 0
+		if r := v.Run.Stage; r != nil {
+			group = experiments.ShortRunName(r.Experiment)
+			fmt.Sscanf(r.Scope, "stage_%d", &mark)
+		}
+		for i, name := range metrics {
+			for _, m := range v.Metrics {
+				if m.Metric == name {
+					panels[i].Points = append(panels[i].Points, plots.SuitePoint{Group: group, Mark: mark, Real: m.Real, Sim: m.Sim})
+				}
+			}
+		}
+	}
+	caption := fmt.Sprintf("One point per run, or per load stage of an inference-perf H100 run (filled circle: stage 0, hollow square: stage 1); summary rows left out. %d of %d points held out (nothing fitted on the run).\n"+
+		"Simulated: servesim's kernel-time model only (no serving-stack engine model yet). TPOT = (E2E − TTFT)/(output tokens − 1); inference-perf rows give only its mean.", held, len(panels[0].Points))
+	return plots.ValidationSuite("Validation suite: simulated against measured", caption, panels)
 }
 
 func validationData(v *experiments.Validation) plots.ValidationData {

@@ -1,7 +1,6 @@
 package experiments
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -14,12 +13,6 @@ import (
 	"github.com/servesim/servesim/sim/serve"
 	"github.com/servesim/servesim/sim/workload"
 )
-
-// ErrNeedsStages marks a run whose replay needs workload shapes the
-// simulator does not have yet: inference-perf's constant-rate stages and
-// shared-prefix prompts. Validate reports such runs with their measured
-// numbers and this status instead of failing.
-var ErrNeedsStages = errors.New("needs workload stages and the inference-perf shared_prefix generator (not yet available)")
 
 // RunScenario builds the scenario of a real run from its own engine
 // arguments and GPU. base carries what the user set: a non-empty Model or
@@ -93,32 +86,20 @@ func vllmDType(d, def string) (string, error) {
 	return "", fmt.Errorf("%q is not a precision servesim models (bf16, fp8)", d)
 }
 
-// StageScenario is the hook for inference-perf runs (realrun.FormatStages):
-// it builds the run's scenario from the row's engine limits (H100, TP,
-// max_num_seqs, max_num_batched_tokens, max_model_len, prefix caching on)
-// and returns it with ErrNeedsStages, because the workload (the row's
-// constant-rate stages with drains between them, and G × U = 10 × 10
-// shared-prefix prompts of system_prompt_len + question_len tokens cycled
-// in a fixed shuffled order, output_len tokens each; see
-// ../shared/data/vllm-h100-runs/SOURCE.md) needs workload shapes that are
-// not built yet. Completing it means filling s.Workload from the row and
-// returning nil.
-func StageScenario(run *realrun.Run, base Scenario) (Scenario, error) {
-	s, err := RunScenario(run, base)
-	if err != nil {
-		return s, err
-	}
-	return s, ErrNeedsStages
-}
-
 // Validation is one real run beside its simulation.
 type Validation struct {
-	Run      *realrun.Run
-	Plan     *Plan // nil when Status is set
-	Status   string
-	Notes    []string
-	Real     metrics.Summary // measured (zero for aggregate-only runs; see Metrics)
-	Sim      metrics.Summary
+	Run    *realrun.Run
+	Plan   *Plan // nil when Status is set
+	Status string
+	Notes  []string
+	Real   metrics.Summary // measured (zero for aggregate-only runs; see Metrics)
+	Sim    metrics.Summary // simulated (inference-perf rows: the row's scope only)
+	// Fitted lists the parameters fitted on this run (the suite file's
+	// fitted field); empty = held out.
+	Fitted []string
+	// Overlap marks a summary row whose stage rows are compared too: it
+	// holds the same requests again, so the median errors leave it out.
+	Overlap  bool
 	Metrics  []MetricRow
 	SimRecs  []metrics.Record // the simulation's per-request records
 	SimTicks []realrun.Tick   // the simulation's per-second running requests and throughput
@@ -150,9 +131,11 @@ func (m MetricRow) Err() float64 {
 func Validate(run *realrun.Run, s Scenario) (*Validation, error) {
 	v := &Validation{Run: run, Notes: append([]string(nil), run.Notes...)}
 	if run.Format == realrun.FormatStages {
-		v.Status = ErrNeedsStages.Error()
-		v.Metrics = stageMetrics(run.Stage)
-		return v, nil
+		vs, err := ValidateStages([]*realrun.Run{run}, s)
+		if err != nil {
+			return nil, err
+		}
+		return vs[0], nil
 	}
 	reqs := make([]workload.Request, len(run.Requests))
 	for i, q := range run.Requests {
@@ -311,27 +294,4 @@ func statOrNaN(s metrics.Stats, f func(metrics.Stats) float64) float64 {
 		return math.NaN()
 	}
 	return f(s)
-}
-
-// stageMetrics are an inference-perf row's measured metrics (simulated:
-// NaN). TPOT is (E2E − TTFT)/(output_len − 1) on the means, so only its
-// mean is known; ITL is not listed (the table's ITL counts chunks).
-// Throughputs use output_len for the output tokens (the table's own
-// output_tokens_per_sec undercounts; SOURCE.md).
-func stageMetrics(r *realrun.StageRow) []MetricRow {
-	nan := math.NaN()
-	ms := func(v float64) float64 { return v * 1e3 }
-	row := func(name, unit string, v float64) MetricRow { return MetricRow{name, unit, v, nan} }
-	rows := []MetricRow{
-		row("ttft_mean", "ms", ms(r.TTFT.Mean)), row("ttft_median", "ms", ms(r.TTFT.Median)), row("ttft_p90", "ms", ms(r.TTFT.P90)), row("ttft_p99", "ms", ms(r.TTFT.P99)),
-		row("tpot_mean", "ms", ms(r.TPOTMean)), row("tpot_median", "ms", nan), row("tpot_p90", "ms", nan), row("tpot_p99", "ms", nan),
-	}
-	for _, q := range []string{"mean", "median", "p90", "p99"} {
-		rows = append(rows, row("itl_"+q, "ms", nan))
-	}
-	rows = append(rows, row("e2e_mean", "ms", ms(r.E2E.Mean)), row("e2e_median", "ms", ms(r.E2E.Median)), row("e2e_p90", "ms", ms(r.E2E.P90)), row("e2e_p99", "ms", ms(r.E2E.P99)))
-	return append(rows,
-		row("request_throughput", "req/s", r.RequestsPerSec),
-		row("output_throughput", "tok/s", r.RequestsPerSec*float64(r.OutputLen)),
-		row("total_throughput", "tok/s", r.InputTokensPS+r.RequestsPerSec*float64(r.OutputLen)))
 }

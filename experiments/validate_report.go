@@ -9,11 +9,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/servesim/servesim/experiments/realrun"
 )
 
 // MedianAbsErrors returns, per metric, the median of |error| over the
 // validations where it is defined, in the metric order of the rows; a
-// metric defined nowhere is left out.
+// metric defined nowhere is left out. Summary rows whose stages are listed
+// too (Overlap) are left out: their requests are counted in the stages.
 func MedianAbsErrors(vs []*Validation) ([]string, map[string]float64) {
 	var order []string
 	errs := map[string][]float64{}
@@ -23,7 +26,7 @@ func MedianAbsErrors(vs []*Validation) ([]string, map[string]float64) {
 				order = append(order, m.Metric)
 				errs[m.Metric] = nil
 			}
-			if e := m.Err(); !math.IsNaN(e) {
+			if e := m.Err(); !math.IsNaN(e) && !v.Overlap {
 				errs[m.Metric] = append(errs[m.Metric], math.Abs(e))
 			}
 		}
@@ -47,19 +50,65 @@ func MedianAbsErrors(vs []*Validation) ([]string, map[string]float64) {
 	return kept, out
 }
 
+// HeldOut returns the validations of runs on which nothing was fitted.
+func HeldOut(vs []*Validation) []*Validation {
+	var out []*Validation
+	for _, v := range vs {
+		if len(v.Fitted) == 0 {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// scored counts the validations the medians use (not Overlap).
+func scored(vs []*Validation) int {
+	n := 0
+	for _, v := range vs {
+		if !v.Overlap {
+			n++
+		}
+	}
+	return n
+}
+
 // WriteValidationText prints each run's header (scenario, kernel model,
-// notes) and one table: metric, then measured, simulated and signed error
-// per simulated run, and with several the median absolute error over them;
-// runs not simulated are listed with their measured means.
+// workload, notes; once per simulation for an inference-perf experiment's
+// rows) and the comparison. Up to three runs: one table of metric, then
+// measured, simulated and signed error per run, and with several the
+// median absolute error. More runs: a table of means, measured beside
+// simulated, one row per run, and a table of signed errors per run and
+// metric with the median absolute errors under it, over all runs and over
+// the held-out ones (every value is in validation.csv).
 func WriteValidationText(w io.Writer, vs []*Validation) error {
 	var b bytes.Buffer
-	for _, v := range vs {
-		fmt.Fprintf(&b, "Run %s (%s, %d requests): %s\n", v.Run.Name, v.Run.Format, len(v.Run.Requests), v.Run.Path)
+	for i, v := range vs {
+		if v.Plan != nil && i > 0 && vs[i-1].Plan == v.Plan {
+			continue
+		}
+		if v.Run.Format == realrun.FormatStages {
+			var scopes []string
+			for _, u := range vs[i:] {
+				if u.Plan != v.Plan {
+					break
+				}
+				scopes = append(scopes, u.Run.Stage.Scope)
+			}
+			fmt.Fprintf(&b, "Run %s (%s; rows %s): %s\n", v.Run.Stage.Experiment, v.Run.Format, strings.Join(scopes, ", "), v.Run.Path)
+		} else {
+			fmt.Fprintf(&b, "Run %s (%s, %d requests): %s\n", v.Run.Name, v.Run.Format, len(v.Run.Requests), v.Run.Path)
+		}
 		if v.Plan != nil {
 			p := v.Plan
 			fmt.Fprintf(&b, "  scenario: %s on %s, TP %d, %s weights, %s KV; max_num_seqs %d, max_num_batched_tokens %d, max_model_len %d, %d KV blocks\n",
 				p.Model.Name, p.GPU.Name, p.Parallel.TP, p.Parallel.Weights, p.Parallel.KV, p.Limits.MaxNumSeqs, p.Limits.MaxNumBatchedTokens, p.MaxModelLen, p.Memory.Blocks)
 			fmt.Fprintf(&b, "  kernel times: %s\n", p.Kernel)
+			if p.Replay == nil {
+				fmt.Fprintf(&b, "  workload: %s; %s\n", p.describeShape(), p.describeLengths())
+			}
+		}
+		if len(v.Fitted) > 0 {
+			fmt.Fprintf(&b, "  fitted on this run: %s\n", strings.Join(v.Fitted, ", "))
 		}
 		if v.Status != "" {
 			fmt.Fprintf(&b, "  not simulated: %s\n", v.Status)
@@ -68,69 +117,138 @@ func WriteValidationText(w io.Writer, vs []*Validation) error {
 			fmt.Fprintf(&b, "  note: %s\n", n)
 		}
 	}
-	var simd, listed []*Validation
+	var simd []*Validation
 	for _, v := range vs {
 		if v.Plan != nil {
 			simd = append(simd, v)
-		} else {
-			listed = append(listed, v)
 		}
 	}
-	if len(listed) > 0 {
-		fmt.Fprintf(&b, "\nMeasured only (%d runs; every metric is in validation.csv):\n", len(listed))
-		fmt.Fprintf(&b, "  %-58s %11s %11s %11s %9s\n", "run", "TTFT ms", "TPOT ms", "E2E ms", "req/s")
-		for _, v := range listed {
-			get := func(name string) string {
-				for _, m := range v.Metrics {
-					if m.Metric == name {
-						return numStr(m.Real)
-					}
-				}
-				return "—"
-			}
-			fmt.Fprintf(&b, "  %-58s %11s %11s %11s %9s\n", trunc(v.Run.Name, 58), get("ttft_mean"), get("tpot_mean"), get("e2e_mean"), get("request_throughput"))
-		}
-		b.WriteString("  (means; TPOT = (E2E − TTFT)/(output_len − 1))\n")
+	switch {
+	case len(simd) > 3:
+		writeSuiteTables(&b, simd)
+	case len(simd) > 0:
+		writeWideTable(&b, simd)
 	}
-	if len(simd) == 0 {
-		_, err := w.Write(b.Bytes())
-		return err
-	}
-	vs = simd
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// writeWideTable is the table for a few runs: a row per metric, measured,
+// simulated and error per run.
+func writeWideTable(b *bytes.Buffer, vs []*Validation) {
 	b.WriteByte('\n')
-	fmt.Fprintf(&b, "%-26s", "metric")
+	fmt.Fprintf(b, "%-26s", "metric")
 	for _, v := range vs {
-		fmt.Fprintf(&b, " | %-36s", trunc(v.Run.Name, 36))
+		fmt.Fprintf(b, " | %-36s", trunc(ShortRunName(v.Run.Name), 36))
 	}
 	if len(vs) > 1 {
-		fmt.Fprintf(&b, " | %s", "median |err|")
+		fmt.Fprintf(b, " | %s", "median |err|")
 	}
 	b.WriteByte('\n')
-	fmt.Fprintf(&b, "%-26s", "")
+	fmt.Fprintf(b, "%-26s", "")
 	for range vs {
-		fmt.Fprintf(&b, " | %11s %11s %12s", "real", "sim", "error")
+		fmt.Fprintf(b, " | %11s %11s %12s", "real", "sim", "error")
 	}
 	b.WriteByte('\n')
-	order, med := MedianAbsErrors(vs)
-	_ = order
+	_, med := MedianAbsErrors(vs)
 	for i, m := range vs[0].Metrics {
-		fmt.Fprintf(&b, "%-26s", m.Metric+" ("+m.Unit+")")
+		fmt.Fprintf(b, "%-26s", m.Metric+" ("+m.Unit+")")
 		for _, v := range vs {
 			r := v.Metrics[i]
-			fmt.Fprintf(&b, " | %11s %11s %12s", numStr(r.Real), numStr(r.Sim), pctStr(r.Err()))
+			fmt.Fprintf(b, " | %11s %11s %12s", numStr(r.Real), numStr(r.Sim), pctStr(r.Err()))
 		}
 		if len(vs) > 1 {
 			if e, ok := med[m.Metric]; ok {
-				fmt.Fprintf(&b, " | %11.1f %%", 100*e)
+				fmt.Fprintf(b, " | %11.1f %%", 100*e)
 			} else {
-				fmt.Fprintf(&b, " | %13s", "—")
+				fmt.Fprintf(b, " | %13s", "—")
 			}
 		}
 		b.WriteByte('\n')
 	}
 	b.WriteString("error = (sim − real)/real; — = not measured or not simulated.\n")
-	_, err := w.Write(b.Bytes())
-	return err
+}
+
+// suiteColumns are the metrics of the suite's error table (the token
+// throughputs follow the request throughput: the same tokens are replayed;
+// they and ITL are in validation.csv).
+var suiteColumns = []struct{ metric, head string }{
+	{"ttft_mean", "TTFT"}, {"ttft_median", "p50"}, {"ttft_p90", "p90"}, {"ttft_p99", "p99"},
+	{"tpot_mean", "TPOT"}, {"tpot_median", "p50"}, {"tpot_p90", "p90"}, {"tpot_p99", "p99"},
+	{"e2e_mean", "E2E"}, {"e2e_median", "p50"}, {"e2e_p90", "p90"}, {"e2e_p99", "p99"},
+	{"request_throughput", "req/s"},
+}
+
+func metricOf(v *Validation, name string) MetricRow {
+	for _, m := range v.Metrics {
+		if m.Metric == name {
+			return m
+		}
+	}
+	return MetricRow{Metric: name, Real: math.NaN(), Sim: math.NaN()}
+}
+
+// writeSuiteTables writes the means table and the error table.
+func writeSuiteTables(b *bytes.Buffer, vs []*Validation) {
+	const nameW = 36
+	fmt.Fprintf(b, "\nMeans, measured|simulated:\n%-*s %19s %17s %21s %15s\n", nameW, "run", "TTFT ms     ", "TPOT ms    ", "E2E ms      ", "req/s   ")
+	for _, v := range vs {
+		fmt.Fprintf(b, "%-*s", nameW, trunc(ShortRunName(v.Run.Name), nameW))
+		for _, c := range []struct {
+			m string
+			w int
+		}{{"ttft_mean", 9}, {"tpot_mean", 8}, {"e2e_mean", 10}, {"request_throughput", 7}} {
+			r := metricOf(v, c.m)
+			fmt.Fprintf(b, " %*s|%-*s", c.w, numStr(r.Real), c.w, numStr(r.Sim))
+		}
+		b.WriteByte('\n')
+	}
+	fmt.Fprintf(b, "\nSigned error (sim − real)/real:\n%-*s", nameW, "run")
+	for _, c := range suiteColumns {
+		fmt.Fprintf(b, " %7s", c.head)
+	}
+	b.WriteByte('\n')
+	overlap := false
+	for _, v := range vs {
+		name := ShortRunName(v.Run.Name)
+		if v.Overlap {
+			name, overlap = name+" *", true
+		}
+		fmt.Fprintf(b, "%-*s", nameW, trunc(name, nameW))
+		for _, c := range suiteColumns {
+			fmt.Fprintf(b, " %7s", pctShort(metricOf(v, c.metric).Err()))
+		}
+		b.WriteByte('\n')
+	}
+	held := HeldOut(vs)
+	for _, g := range []struct {
+		label string
+		vs    []*Validation
+	}{{fmt.Sprintf("median |err|, all (%d)", scored(vs)), vs}, {fmt.Sprintf("median |err|, held out (%d)", scored(held)), held}} {
+		_, med := MedianAbsErrors(g.vs)
+		fmt.Fprintf(b, "%-*s", nameW, g.label)
+		for _, c := range suiteColumns {
+			if e, ok := med[c.metric]; ok {
+				fmt.Fprintf(b, " %6.0f%%", 100*e)
+			} else {
+				fmt.Fprintf(b, " %7s", "—")
+			}
+		}
+		b.WriteByte('\n')
+	}
+	b.WriteString("— = not measured (inference-perf rows: only TPOT's mean, from the means; ITL not compared).\n")
+	if overlap {
+		b.WriteString("* = a summary row whose stages are listed: left out of the medians (its requests are in the stages).\n")
+	}
+	b.WriteString("held out = nothing fitted on the run (experiments/validation/*.toml, field fitted).\n")
+}
+
+// pctShort is a signed percentage in at most 7 characters.
+func pctShort(e float64) string {
+	if math.IsNaN(e) {
+		return "—"
+	}
+	return fmt.Sprintf("%+.0f%%", 100*e)
 }
 
 func trunc(s string, n int) string {
@@ -176,6 +294,10 @@ func ValidationCSV(vs []*Validation) []byte {
 		for _, k := range order {
 			fmt.Fprintf(&b, "(median |error|),,%s,,,,%s\n", k, cell(med[k]))
 		}
+		order, med = MedianAbsErrors(HeldOut(vs))
+		for _, k := range order {
+			fmt.Fprintf(&b, "(median |error| held out),,%s,,,,%s\n", k, cell(med[k]))
+		}
 	}
 	return b.Bytes()
 }
@@ -190,6 +312,8 @@ func csvQuote(s string) string {
 type validationJSON struct {
 	Runs           []validationRunJSON `json:"runs"`
 	MedianAbsError map[string]float64  `json:"median_abs_error,omitempty"`
+	// MedianAbsErrorHeldOut is over the runs on which nothing was fitted.
+	MedianAbsErrorHeldOut map[string]float64 `json:"median_abs_error_held_out,omitempty"`
 }
 
 type validationRunJSON struct {
@@ -198,6 +322,8 @@ type validationRunJSON struct {
 	Format   string          `json:"format"`
 	Requests int             `json:"requests"`
 	Status   string          `json:"status,omitempty"`
+	Fitted   []string        `json:"fitted"`
+	Overlap  bool            `json:"overlap,omitempty"`
 	Scenario *Scenario       `json:"scenario,omitempty"`
 	Kernel   string          `json:"kernel,omitempty"`
 	KVBlocks int             `json:"kv_blocks,omitempty"`
@@ -225,7 +351,11 @@ func ptrOrNil(v float64) *float64 {
 func ValidationJSON(vs []*Validation) ([]byte, error) {
 	var out validationJSON
 	for _, v := range vs {
-		r := validationRunJSON{Name: v.Run.Name, Path: v.Run.Path, Format: v.Run.Format, Requests: len(v.Run.Requests), Status: v.Status, Notes: v.Notes}
+		r := validationRunJSON{Name: v.Run.Name, Path: v.Run.Path, Format: v.Run.Format, Requests: len(v.Run.Requests), Status: v.Status,
+			Fitted: v.Fitted, Overlap: v.Overlap, Notes: v.Notes}
+		if r.Fitted == nil {
+			r.Fitted = []string{}
+		}
 		if r.Notes == nil {
 			r.Notes = []string{}
 		}
@@ -240,6 +370,7 @@ func ValidationJSON(vs []*Validation) ([]byte, error) {
 	}
 	if len(vs) > 1 {
 		_, out.MedianAbsError = MedianAbsErrors(vs)
+		_, out.MedianAbsErrorHeldOut = MedianAbsErrors(HeldOut(vs))
 	}
 	js, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {

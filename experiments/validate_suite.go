@@ -131,3 +131,54 @@ func (e SuiteEntry) Describe() string {
 	}
 	return fmt.Sprintf("%s: %s (%s)", filepath.Base(e.File), e.Run, f)
 }
+
+// ValidateRuns validates runs in order. The consecutive rows of one
+// inference-perf experiment share one simulation (ValidateStages), built
+// by StageScenario from the summary row when it is there; other runs go
+// through RunScenario and Validate. base is the RunScenario base; adjust,
+// when not nil, applies the caller's overrides to each scenario built.
+func ValidateRuns(runs []*realrun.Run, base Scenario, adjust func(*Scenario)) ([]*Validation, error) {
+	var vs []*Validation
+	for i := 0; i < len(runs); {
+		r := runs[i]
+		group := []*realrun.Run{r}
+		for i++; r.Format == realrun.FormatStages && i < len(runs) && runs[i].Format == realrun.FormatStages &&
+			runs[i].Stage.Experiment == r.Stage.Experiment; i++ {
+			group = append(group, runs[i])
+		}
+		if r.Format != realrun.FormatStages {
+			s, err := RunScenario(r, base)
+			if err != nil {
+				return nil, err
+			}
+			if adjust != nil {
+				adjust(&s)
+			}
+			v, err := Validate(r, s)
+			if err != nil {
+				return nil, err
+			}
+			vs = append(vs, v)
+			continue
+		}
+		from := group[0]
+		for _, g := range group {
+			if g.Stage.Scope == "summary" {
+				from = g
+			}
+		}
+		s, err := StageScenario(from, base)
+		if err != nil {
+			return nil, err
+		}
+		if adjust != nil {
+			adjust(&s)
+		}
+		got, err := ValidateStages(group, s)
+		if err != nil {
+			return nil, err
+		}
+		vs = append(vs, got...)
+	}
+	return vs, nil
+}

@@ -1,7 +1,6 @@
 package experiments
 
 import (
-	"errors"
 	"math"
 	"path/filepath"
 	"strings"
@@ -32,50 +31,54 @@ func TestValidationSuite(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, r := range runs {
-			build := RunScenario
-			if r.Format == realrun.FormatStages {
-				build = StageScenario
-			}
-			s, err := build(r, e.Base())
-			if err != nil && !errors.Is(err, ErrNeedsStages) {
-				t.Fatal(err)
-			}
-			e.Apply(&s)
-			v, err := Validate(r, s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			vs = append(vs, v)
+		got, err := ValidateRuns(runs, e.Base(), e.Apply)
+		if err != nil {
+			t.Fatal(err)
 		}
+		for _, v := range got {
+			v.Fitted = e.Fitted
+		}
+		vs = append(vs, got...)
 	}
-	simulated := 0
+	simulated, rows := 0, 0
 	for _, v := range vs {
 		if v.Plan == nil {
-			if v.Status == "" {
-				t.Errorf("%s: neither simulated nor a status", v.Run.Name)
-			}
+			t.Errorf("%s: not simulated (%s)", v.Run.Name, v.Status)
 			continue
 		}
 		simulated++
-		in, out := v.Run.TokenTotals()
-		if v.Sim.InputTokens != in || v.Sim.OutputTokens != out || v.Sim.Completed != len(v.Run.Requests) {
-			t.Errorf("%s: simulated %d requests, %d/%d tokens; the run has %d, %d/%d", v.Run.Name, v.Sim.Completed, v.Sim.InputTokens, v.Sim.OutputTokens, len(v.Run.Requests), in, out)
+		if len(v.Fitted) != 0 {
+			t.Errorf("%s: fitted %v; nothing is fitted on the suite's runs yet", v.Run.Name, v.Fitted)
+		}
+		if row := v.Run.Stage; row != nil {
+			rows++
+			// The simulation sends what inference-perf sent: int(rate ×
+			// duration) per stage, the row's successes (no failures).
+			if v.Sim.Completed != row.Successes || v.Sim.Rejected != 0 {
+				t.Errorf("%s: simulated %d completed, %d rejected; the row has %d successes", v.Run.Name, v.Sim.Completed, v.Sim.Rejected, row.Successes)
+			}
+		} else {
+			in, out := v.Run.TokenTotals()
+			if v.Sim.InputTokens != in || v.Sim.OutputTokens != out || v.Sim.Completed != len(v.Run.Requests) {
+				t.Errorf("%s: simulated %d requests, %d/%d tokens; the run has %d, %d/%d", v.Run.Name, v.Sim.Completed, v.Sim.InputTokens, v.Sim.OutputTokens, len(v.Run.Requests), in, out)
+			}
 		}
 		for _, m := range v.Metrics {
-			if strings.HasPrefix(m.Metric, "itl_") { // requests.jsonl records no token gaps
+			if math.IsNaN(m.Real) { // not measured (ITL; inference-perf's TPOT percentiles)
 				continue
 			}
-			if math.IsNaN(m.Real) || math.IsNaN(m.Sim) || math.IsInf(m.Sim, 0) || math.IsNaN(m.Err()) {
+			if math.IsNaN(m.Sim) || math.IsInf(m.Sim, 0) || math.IsNaN(m.Err()) {
 				t.Errorf("%s %s: real %v sim %v", v.Run.Name, m.Metric, m.Real, m.Sim)
 			}
 		}
 	}
-	if simulated != 2 {
-		t.Errorf("%d runs simulated, want 2", simulated)
+	if simulated != 16 || rows != 14 { // 2 LLMServingSim runs + 14 rows of runs.csv
+		t.Errorf("%d runs simulated, %d of them inference-perf rows; want 16 and 14", simulated, rows)
 	}
-	if _, med := MedianAbsErrors(vs); len(med) == 0 || math.IsNaN(med["e2e_median"]) {
-		t.Errorf("median errors %v", med)
+	for _, set := range [][]*Validation{vs, HeldOut(vs)} {
+		if _, med := MedianAbsErrors(set); len(med) == 0 || math.IsNaN(med["e2e_median"]) || math.IsNaN(med["ttft_p99"]) {
+			t.Errorf("median errors %v", med)
+		}
 	}
 }
 

@@ -708,3 +708,13 @@ func TestPlanChart(t *testing.T) {
 		t.Error("no error for a NaN cost")
 	}
 }
+
+func TestValidationSuiteFigure(t *testing.T) {
+	fig, err := ValidationSuite("t", "c", []SuitePanel{{Title: "TTFT", Unit: "ms", Points: []SuitePoint{{"a", 0, 10, 12}, {"a", 1, 20, 30}, {"b", 0, 5, math.NaN()}}}})
+	if err != nil || len(fig.Panels) != 1 || len(fig.Panels[0]) != 1 {
+		t.Fatalf("fig %v, err %v", fig, err)
+	}
+	if _, err := ValidationSuite("t", "c", []SuitePanel{{Title: "TTFT", Unit: "ms", Points: []SuitePoint{{"a", 0, 0, 1}}}}); err == nil || !strings.HasPrefix(err.Error(), "plots: ") {
+		t.Errorf("no drawable point: err = %v", err)
+	}
+}

@@ -28,12 +28,17 @@ all or nothing.
 
 A RUN is a directory with requests.jsonl and meta.json (LLMServingSim's bench
 layout, also with them under vllm/), a vllm bench serve --save-result
---save-detailed .json, or an inference-perf results .csv (listed with their
-measured numbers; their replay needs workload stages, not yet available).
+--save-detailed .json, or an inference-perf results .csv: each experiment is
+simulated once from its workload description (constant-rate stages drained
+between them, shared_prefix prompts scaled to the measured prompt length) and
+compared per row (summary, stage_0, stage_1), the simulated requests counted
+in the stage in which they arrived.
 
 --suite runs experiments/validation/*.toml: every visible run, found under
-../shared/data (or --data DIR), as one table with the median absolute error
-per metric.
+../shared/data (or --data DIR): a table of means, a table of signed errors per
+run and metric, and the median absolute error per metric over all runs and
+over the held-out ones (nothing fitted on them); validation-suite.png draws
+simulated against measured.
 
 Examples:
   servesim validate ../shared/data/llmservingsim/vllm-runs/RTX4090/Llama-3.1-8B
@@ -71,11 +76,7 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	base := experiments.Scenario{ModelsFile: s.ModelsFile, GPUsFile: s.GPUsFile, Model: s.Model, GPU: s.GPU}
-	type job struct {
-		run   *realrun.Run
-		entry *experiments.SuiteEntry
-	}
-	var jobs []job
+	var vs []*experiments.Validation
 	switch {
 	case *suite:
 		if fs.NArg() > 0 {
@@ -97,9 +98,24 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 			if err != nil {
 				return err
 			}
-			for _, r := range runs {
-				jobs = append(jobs, job{r, e})
+			bs, eb := base, e.Base()
+			if bs.Model == "" {
+				bs.Model = eb.Model
 			}
+			if bs.GPU == "" {
+				bs.GPU = eb.GPU
+			}
+			got, err := experiments.ValidateRuns(runs, bs, func(sc *experiments.Scenario) {
+				e.Apply(sc)
+				override(fs, sc, &s)
+			})
+			if err != nil {
+				return err
+			}
+			for _, v := range got {
+				v.Fitted = e.Fitted
+			}
+			vs = append(vs, got...)
 		}
 	case fs.NArg() == 0:
 		fs.Usage()
@@ -108,45 +124,18 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 		if fs.Changed("data") {
 			return errors.New("validate: --data applies to --suite only")
 		}
+		var runs []*realrun.Run
 		for _, a := range fs.Args() {
-			runs, err := realrun.Open(a)
+			got, err := realrun.Open(a)
 			if err != nil {
 				return err
 			}
-			for _, r := range runs {
-				jobs = append(jobs, job{r, nil})
-			}
+			runs = append(runs, got...)
 		}
-	}
-	var vs []*experiments.Validation
-	for _, j := range jobs {
-		bs := base
-		if j.entry != nil {
-			eb := j.entry.Base()
-			if bs.Model == "" {
-				bs.Model = eb.Model
-			}
-			if bs.GPU == "" {
-				bs.GPU = eb.GPU
-			}
-		}
-		build := experiments.RunScenario
-		if j.run.Format == realrun.FormatStages {
-			build = experiments.StageScenario
-		}
-		sc, err := build(j.run, bs)
-		if err != nil && !errors.Is(err, experiments.ErrNeedsStages) {
+		var err error
+		if vs, err = experiments.ValidateRuns(runs, base, func(sc *experiments.Scenario) { override(fs, sc, &s) }); err != nil {
 			return err
 		}
-		if j.entry != nil {
-			j.entry.Apply(&sc)
-		}
-		override(fs, &sc, &s)
-		v, err := experiments.Validate(j.run, sc)
-		if err != nil {
-			return err
-		}
-		vs = append(vs, v)
 	}
 	files, err := validationFiles(vs)
 	if err != nil {
@@ -185,7 +174,7 @@ func validationFiles(vs []*experiments.Validation) ([]outFile, error) {
 	files := []outFile{{name: "validation.csv", data: experiments.ValidationCSV(vs)}, {name: "validation.json", data: js}}
 	var sims []*experiments.Validation
 	for _, v := range vs {
-		if v.Plan != nil {
+		if v.Plan != nil && len(v.Run.Requests) > 0 { // aggregate-only rows have no measured CDF
 			sims = append(sims, v)
 		}
 	}
@@ -200,7 +189,54 @@ func validationFiles(vs []*experiments.Validation) ([]outFile, error) {
 		}
 		files = append(files, outFile{name: name, fig: fig})
 	}
+	if fig, err := suiteFigure(vs); err != nil {
+		return nil, err
+	} else if fig != nil {
+		files = append(files, outFile{name: "validation-suite.png", fig: fig})
+	}
 	return files, nil
+}
+
+// suiteFigure draws, for more than three simulated runs, simulated against
+// measured TTFT median, TPOT mean and E2E median: one point per run, or per
+// stage of an inference-perf run (summary rows, which repeat the stages'
+// requests, are left out). nil for three runs or fewer.
+func suiteFigure(vs []*experiments.Validation) (*plots.Figure, error) {
+	n := 0
+	for _, v := range vs {
+		if v.Plan != nil {
+			n++
+		}
+	}
+	if n <= 3 {
+		return nil, nil
+	}
+	panels := []plots.SuitePanel{{Title: "TTFT median", Unit: "ms"}, {Title: "TPOT mean", Unit: "ms"}, {Title: "E2E latency median", Unit: "ms"}}
+	metrics := []string{"ttft_median", "tpot_mean", "e2e_median"}
+	held := 0
+	for _, v := range vs {
+		if v.Plan == nil || v.Overlap {
+			continue
+		}
+		if len(v.Fitted) == 0 {
+			held++
+		}
+		group, mark := experiments.ShortRunName(v.Run.Name), 0
+		if r := v.Run.Stage; r != nil {
+			group = experiments.ShortRunName(r.Experiment)
+			fmt.Sscanf(r.Scope, "stage_%d", &mark)
+		}
+		for i, name := range metrics {
+			for _, m := range v.Metrics {
+				if m.Metric == name {
+					panels[i].Points = append(panels[i].Points, plots.SuitePoint{Group: group, Mark: mark, Real: m.Real, Sim: m.Sim})
+				}
+			}
+		}
+	}
+	caption := fmt.Sprintf("One point per run, or per load stage of an inference-perf H100 run (filled circle: stage 0, hollow square: stage 1); summary rows left out. %d of %d points held out (nothing fitted on the run).\n"+
+		"Simulated: servesim's kernel-time model only (no serving-stack engine model yet). TPOT = (E2E − TTFT)/(output tokens − 1); inference-perf rows give only its mean.", held, len(panels[0].Points))
+	return plots.ValidationSuite("Validation suite: simulated against measured", caption, panels)
 }
 
 func validationData(v *experiments.Validation) plots.ValidationData {

@@ -53,3 +53,28 @@ func TestValidateSharedRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateSuiteCLI runs the whole suite through the CLI and checks the
+// tables and the suite figure are written (no accuracy is asserted).
+func TestValidateSuiteCLI(t *testing.T) {
+	data := filepath.Join("..", "..", "..", "shared", "data")
+	if _, err := os.Stat(filepath.Join(data, "vllm-h100-runs", "runs.csv")); err != nil {
+		t.Skip("../shared/data/vllm-h100-runs not found")
+	}
+	out := t.TempDir()
+	var buf bytes.Buffer
+	if err := dispatch([]string{"validate", "--suite", "--data", data, "-o", out}, &buf, &buf); err != nil {
+		t.Fatalf("%v\n%s", err, buf.String())
+	}
+	for _, f := range []string{"validation.csv", "validation.json", "validation-suite.png"} {
+		if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	for _, want := range []string{"llama-2-70b-tp4-general/stage_1", "median |err|, held out (11)", "Signed error", "(median |error| held out)"} {
+		csv, _ := os.ReadFile(filepath.Join(out, "validation.csv"))
+		if !strings.Contains(buf.String(), want) && !strings.Contains(string(csv), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+}

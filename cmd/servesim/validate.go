@@ -72,6 +72,12 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&b.PrefixCaching, "prefix-caching", false, "prefix caching (default: the run's, else on)")
 	fs.StringVar(&b.Preemption, "preemption", "", "preemption when KV runs out: recompute or swap")
 	fs.StringVar(&s.Scheduler.Policy, "scheduler", "", "queue order: fcfs (vLLM's default), sjf, ...")
+	s.Engine = &experiments.Engine{}
+	fs.StringVar(&s.Engine.Name, "engine", "", "engine model: "+experiments.EngineNames+" (default "+experiments.DefaultEngine+")")
+	fs.BoolVar(&s.Engine.NoAsyncScheduling, "no-async-scheduling", false, "vllm-v1: synchronous scheduling (vLLM's --no-async-scheduling)")
+	fs.BoolVar(&s.Engine.NoFrontEnd, "no-front-end", false, "vllm-v1: no front-end (API server) costs")
+	fs.BoolVar(&s.Engine.NoStepCPU, "no-step-cpu", false, "vllm-v1: no per-request CPU time per step")
+	quiet := fs.BoolP("quiet", "q", false, "print only the tables")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -90,10 +96,14 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "Validation suite: %d files, data in %s.\n", len(entries), dir)
+		if !*quiet {
+			fmt.Fprintf(stdout, "Validation suite: %d files, data in %s.\n", len(entries), dir)
+		}
 		for i := range entries {
 			e := &entries[i]
-			fmt.Fprintf(stdout, "  %s\n", e.Describe())
+			if !*quiet {
+				fmt.Fprintf(stdout, "  %s\n", e.Describe())
+			}
 			runs, err := e.Open(dir)
 			if err != nil {
 				return err
@@ -154,7 +164,9 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 	for _, f := range files {
 		names = append(names, filepath.Join(*out, f.name))
 	}
-	fmt.Fprintf(stdout, "Wrote %s.\n", strings.Join(names, ", "))
+	if !*quiet {
+		fmt.Fprintf(stdout, "Wrote %s.\n", strings.Join(names, ", "))
+	}
 	return nil
 }
 

@@ -280,7 +280,7 @@ func (s *Scenario) resolveWorkload(p *Plan) error {
 	}
 	if wl.Trace != nil {
 		if len(wl.Classes) > 0 {
-			return fieldError("workload.classes", "classes", "a trace and a class mix exclude each other")
+			return s.fieldError("workload.classes", "", "a trace and a class mix exclude each other")
 		}
 		t := *wl.Trace
 		t.File = s.path(t.File)
@@ -291,20 +291,20 @@ func (s *Scenario) resolveWorkload(p *Plan) error {
 		return nil
 	}
 	if !(wl.Rate > 0) || math.IsInf(wl.Rate, 0) {
-		return fieldError("workload.rate", "rate", "%g requests/s: must be a positive number", wl.Rate)
+		return s.fieldError("workload.rate", "rate", "%g requests/s: must be a positive number", wl.Rate)
 	}
 	if wl.Requests < 0 {
-		return fieldError("workload.requests", "requests", "%d must be ≥ 0", wl.Requests)
+		return s.fieldError("workload.requests", "requests", "%d must be ≥ 0", wl.Requests)
 	}
-	if !(wl.DurationS >= 0) || math.IsInf(wl.DurationS, 0) {
-		return fieldError("workload.duration_s", "duration", "%g must be ≥ 0", wl.DurationS)
+	if _, err := s.duration("workload.duration_s", "duration", wl.DurationS, 1, "s"); err != nil {
+		return err
 	}
 	if wl.Requests == 0 && wl.DurationS == 0 {
-		return fieldError("workload.requests", "requests", "give a number of requests or a duration_s")
+		return s.fieldError("workload.requests", "requests", "give a number of requests or a duration_s")
 	}
 	arrival := workload.Arrival{Process: wl.Arrival, Rate: wl.Rate, Burstiness: wl.Burstiness}
 	if err := arrival.Validate(); err != nil {
-		return fieldError("workload.arrival", "arrival", "%v", err)
+		return s.fieldError("workload.arrival", "arrival", "%v", err)
 	}
 	var dur sim.Time
 	if wl.DurationS > 0 {
@@ -316,20 +316,25 @@ func (s *Scenario) resolveWorkload(p *Plan) error {
 			field := fmt.Sprintf("workload.classes[%d]", i)
 			pd, err := trace.ParseDist(c.Prompt, s.dir)
 			if err != nil {
-				return fieldError(field+".prompt", "classes", "%v", err)
+				return s.fieldError(field+".prompt", "", "%v", err)
 			}
 			od, err := trace.ParseDist(c.Output, s.dir)
 			if err != nil {
-				return fieldError(field+".output", "classes", "%v", err)
+				return s.fieldError(field+".output", "", "%v", err)
 			}
-			if !(c.TTFTms >= 0) || !(c.TPOTms >= 0) {
-				return fieldError(field, "classes", "SLOs must be ≥ 0")
+			ttft, err := s.duration(field+".ttft_ms", "", c.TTFTms, 1e-3, "ms")
+			if err != nil {
+				return err
+			}
+			tpot, err := s.duration(field+".tpot_ms", "", c.TPOTms, 1e-3, "ms")
+			if err != nil {
+				return err
 			}
 			m.Classes = append(m.Classes, trace.Class{Name: c.Name, Weight: c.Weight, Prompt: pd, Output: od,
-				TTFTSLO: sim.FromSeconds(c.TTFTms / 1e3), TPOTSLO: sim.FromSeconds(c.TPOTms / 1e3)})
+				TTFTSLO: ttft, TPOTSLO: tpot})
 		}
 		if err := m.Validate(); err != nil {
-			return fieldError("workload.classes", "classes", "%v", err)
+			return s.fieldError("workload.classes", "", "%v", err)
 		}
 		p.Mix = m
 		return nil
@@ -337,14 +342,14 @@ func (s *Scenario) resolveWorkload(p *Plan) error {
 	p.Workload = workload.Synthetic{Arrival: arrival, Count: wl.Requests, Duration: dur, Seed: s.Seed,
 		SharedPrefix: wl.SharedPrefix, PrefixGroups: wl.PrefixGroups, Turns: wl.Turns, Conversations: wl.Conversations}
 	if wl.Prompt == "" || wl.Output == "" {
-		return fieldError("workload.prompt", "prompt-len", "prompt and output length distributions are required, e.g. \"lognormal:6.5,0.8\"")
+		return s.fieldError("workload.prompt", "prompt-len", "prompt and output length distributions are required, e.g. \"lognormal:6.5,0.8\"")
 	}
 	var err error
 	if p.Workload.Prompt, err = workload.ParseDist(wl.Prompt); err != nil {
-		return fieldError("workload.prompt", "prompt-len", "%v", err)
+		return s.fieldError("workload.prompt", "prompt-len", "%v", err)
 	}
 	if p.Workload.Output, err = workload.ParseDist(wl.Output); err != nil {
-		return fieldError("workload.output", "output-len", "%v", err)
+		return s.fieldError("workload.output", "output-len", "%v", err)
 	}
 	if err := p.Workload.Validate(); err != nil {
 		return fmt.Errorf("experiments: workload: %w", err)

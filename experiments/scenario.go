@@ -40,7 +40,9 @@ type Scenario struct {
 	Hardware  Hardware  `toml:"hardware" json:"hardware"`
 	Disagg    Disagg    `toml:"disagg" json:"disagg"`
 
-	dir string // directory of the scenario file, for relative paths
+	dir  string         // directory of the scenario file, for relative paths
+	file string         // the scenario file's name in errors
+	set  map[string]int // the keys given explicitly and where (see fields.go)
 }
 
 // Workload is a synthetic workload.
@@ -159,6 +161,9 @@ func Default() Scenario {
 	if err != nil {
 		panic("experiments: embedded default.toml is invalid: " + err.Error())
 	}
+	// Its values are defaults, not the user's choices: a flag that changes
+	// the batch policy re-derives the token budget (see Explicit).
+	s.set, s.file = nil, ""
 	return s
 }
 
@@ -203,6 +208,18 @@ func Parse(r io.Reader, name string) (Scenario, error) {
 			where = fmt.Sprintf("%s line %d", name, line)
 		}
 		return s, fmt.Errorf("experiments: %s: unknown field %q (the fields are listed in README.md and `servesim run --help`)", where, k.String())
+	}
+	s.file = name
+	s.recordKeys(md, data)
+	if s.Explicit("seed") {
+		// The toml package converts a negative integer into the uint64
+		// field by wrapping it (-1 becomes 2^64 − 1); read it signed.
+		var raw struct {
+			Seed int64 `toml:"seed"`
+		}
+		if _, err := toml.Decode(string(data), &raw); err == nil && raw.Seed < 0 {
+			return s, s.fieldError("seed", "seed", "%d must be ≥ 0", raw.Seed)
+		}
 	}
 	return s, nil
 }

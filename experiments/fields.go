@@ -112,7 +112,11 @@ func (s *Scenario) duration(field, flag string, v, unit float64, unitName string
 		return 0, s.fieldError(field, flag, "%g %s is not a number of %s ≥ 0", v, unitName, unitWord(unitName))
 	}
 	if !(v*unit <= MaxDurationS) {
-		return 0, s.fieldError(field, flag, "%g %s is out of range (at most %g %s, %g s)", v, unitName, MaxDurationS/unit, unitName, MaxDurationS)
+		limit := fmt.Sprintf("%g %s", MaxDurationS/unit, unitName)
+		if unit != 1 {
+			limit += fmt.Sprintf(", %g s", MaxDurationS)
+		}
+		return 0, s.fieldError(field, flag, "%g %s is out of range (at most %s)", v, unitName, limit)
 	}
 	t, err := sim.FromSecondsChecked(v * unit)
 	if err != nil { // not reached below MaxDurationS

@@ -450,7 +450,7 @@ func (s *Scenario) checkPriorities(p *Plan) error {
 		return s.fieldError("scheduler.policy", "scheduler", "\"priority\" orders requests by class, but the workload has no classes: give workload.classes, or a trace with a class column, or choose another scheduler")
 	}
 	if len(sc.Priorities) == 0 {
-		return s.fieldError("scheduler.priorities", "", "scheduler \"priority\" needs a priority per class (lower first), e.g. priorities = {chat = 0, batch = 1}")
+		return s.fieldError("scheduler.policy", "scheduler", "\"priority\" needs a priority per class (lower first) in scheduler.priorities, e.g. priorities = {chat = 0, batch = 1}")
 	}
 	if p.Mix == nil {
 		return nil // a trace's classes are known only when it is read

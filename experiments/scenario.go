@@ -16,8 +16,11 @@ import (
 )
 
 // Scenario is one simulation as a user writes it: a TOML file, flags, or
-// both (flags override the file). Zero values mean "default"; Validate
-// fills defaults and checks every field once, at the edge.
+// both (flags override the file). Zero values mean "default"; Resolve
+// fills defaults and checks every field once, at the edge. A zero the user
+// wrote (Parse and SetByFlag record which fields were written) is an error
+// where zero is not a legal value, and means zero where it is.
+// Durations are at most MaxDurationS.
 type Scenario struct {
 	Name       string `toml:"name" json:"name"`
 	Model      string `toml:"model" json:"model"`             // catalog name, e.g. "llama-3.1-8b"
@@ -94,7 +97,7 @@ type Batch struct {
 	PrefixCaching       bool    `toml:"prefix_caching" json:"prefix_caching"` // reuse cached KV of shared prefixes
 	Preemption          string  `toml:"preemption" json:"preemption"`         // recompute | swap
 	Victim              string  `toml:"victim" json:"victim"`                 // newest | lowest-priority
-	SwapSpaceGB         float64 `toml:"swap_space_gb" json:"swap_space_gb"`   // host memory for swapped KV per GPU (default 4, vLLM's)
+	SwapSpaceGB         float64 `toml:"swap_space_gb" json:"swap_space_gb"`   // host memory for swapped KV per GPU (default 4 GiB, vLLM's; an explicit 0: none)
 }
 
 // Scheduler orders each instance's waiting queue.
@@ -137,7 +140,7 @@ type Disagg struct {
 	DecodeBatch    Batch   `toml:"decode_batch" json:"decode_batch"`
 	Link           string  `toml:"link" json:"link"`                       // nvlink | ib (default) | roce | pcie
 	LinkGBps       float64 `toml:"link_gb_per_s" json:"link_gb_per_s"`     // per GPU, per direction; overrides the preset
-	LinkLatencyUs  float64 `toml:"link_latency_us" json:"link_latency_us"` // overrides the preset
+	LinkLatencyUs  float64 `toml:"link_latency_us" json:"link_latency_us"` // overrides the preset (an explicit 0: an instant link)
 	Streaming      bool    `toml:"streaming" json:"streaming"`             // layer-wise KV streaming during prefill
 	MaxPending     int     `toml:"max_pending" json:"max_pending"`         // finished prefills held before backpressure (default max_num_seqs)
 }
@@ -148,7 +151,7 @@ type Hardware struct {
 	// calibrated profile, roofline for GPUs without one), "roofline", or a
 	// profile file written by servesim calibrate.
 	Profile        string  `toml:"profile" json:"profile"`
-	IterOverheadMs float64 `toml:"iteration_overhead_ms" json:"iteration_overhead_ms"` // per-iteration CPU/scheduling time (0: the profile's, or 0.5 ms for the roofline)
+	IterOverheadMs float64 `toml:"iteration_overhead_ms" json:"iteration_overhead_ms"` // per-iteration CPU/scheduling time (omitted: the profile's, or 0.5 ms for the roofline; an explicit 0: none)
 }
 
 //go:embed default.toml

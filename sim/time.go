@@ -65,11 +65,15 @@ func FromSecondsChecked(s float64) (Time, error) {
 // It is cheap enough for every step of a run: one conversion and a compare.
 // t must be ≥ 0, as every simulated time is.
 func (t Time) AddSeconds(s float64) (Time, bool) {
-	d, ok := fromSeconds(s)
-	if !ok || d >= Forever-t {
+	// fromSeconds written out: one call per step, as FromSeconds was.
+	ns := math.Round(s * 1e9)
+	if !(s >= 0 && ns < 0x1p63) {
 		return 0, false
 	}
-	return t + d, true
+	if d := Time(ns); d < Forever-t {
+		return t + d, true
+	}
+	return 0, false
 }
 
 // Seconds returns t in seconds.

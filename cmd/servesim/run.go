@@ -62,7 +62,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&s.SLO.TTFTms, "slo-ttft", 0, "TTFT SLO in ms (0 = none)")
 	fs.Float64Var(&s.SLO.TPOTms, "slo-tpot", 0, "TPOT SLO in ms (0 = none)")
 	fs.Float64Var(&s.SLO.E2Ems, "slo-e2e", 0, "E2E latency SLO in ms (0 = none)")
-	fs.Float64Var(&s.Hardware.IterOverheadMs, "iteration-overhead-ms", 0, "per-iteration CPU overhead in ms (default: the profile's; 0.5 for the roofline)")
+	fs.Float64Var(&s.Hardware.IterOverheadMs, "iteration-overhead-ms", 0, "per-iteration CPU overhead in ms (default: the profile's; 0.5 for the roofline; 0 = none)")
 	fs.StringVar(&s.Hardware.Profile, "profile", "", "kernel-time model: builtin (calibrated, default), roofline, or a profile file from servesim calibrate")
 	fs.IntVar(&s.Replicas, "replicas", 0, "identical instances behind the router (default 1)")
 	fs.StringVar(&s.Router.Policy, "router", "", "routing: round-robin, least-outstanding, least-kv, power-of-two, prefix-affinity")

@@ -85,25 +85,25 @@ func (s *Scenario) resolveEngine(p *Plan) error {
 		{e.CPUPerRequestUs, "step_cpu_per_request_us", "step-cpu-per-request-us"},
 	} {
 		if !(f.v >= 0) || math.IsInf(f.v, 0) {
-			return fieldError("engine."+f.field, f.flg, "%g must be finite and ≥ 0 (0 = the default)", f.v)
+			return s.fieldError("engine."+f.field, f.flg, "%g must be finite and ≥ 0 (0 = the default)", f.v)
 		}
 	}
 	switch name {
 	case "ideal":
 		if *e != (Engine{Name: e.Name}) {
-			return fieldError("engine.name", "engine", "engine %q has no mechanisms to set: the switches and parameters of [engine] are for vllm-v1", name)
+			return s.fieldError("engine.name", "engine", "engine %q has no mechanisms to set: the switches and parameters of [engine] are for vllm-v1", name)
 		}
 		p.Serve.Engine = serve.Ideal{}
 		return nil
 	case serve.VLLMV1Version:
 	default:
-		return fieldError("engine.name", "engine", "unknown engine %q (known: %s)", name, EngineNames)
+		return s.fieldError("engine.name", "engine", "unknown engine %q (known: %s)", name, EngineNames)
 	}
 	v := serve.VLLMV1{AsyncScheduling: !e.NoAsyncScheduling, FrontEnd: !e.NoFrontEnd, StepCPU: !e.NoStepCPU}
-	v.RequestCost = sim.FromSeconds(orDefault(e.RequestMs, DefaultFrontEndRequestMs) / 1e3)
-	v.TokenizeCost = orDefault(e.TokenizeUsPerToken, DefaultTokenizeUsPerToken) / 1e6
-	v.TokenCost = sim.FromSeconds(orDefault(e.TokenMs, DefaultFrontEndTokenMs) / 1e3)
-	if e.CPUPerRequestUs > 0 {
+	v.RequestCost = sim.FromSeconds(s.unsetDefault("engine.front_end_request_ms", e.RequestMs, DefaultFrontEndRequestMs) / 1e3)
+	v.TokenizeCost = s.unsetDefault("engine.tokenize_us_per_token", e.TokenizeUsPerToken, DefaultTokenizeUsPerToken) / 1e6
+	v.TokenCost = sim.FromSeconds(s.unsetDefault("engine.front_end_token_ms", e.TokenMs, DefaultFrontEndTokenMs) / 1e3)
+	if e.CPUPerRequestUs > 0 || s.Explicit("engine.step_cpu_per_request_us") {
 		v.PerRequestCPU = e.CPUPerRequestUs / 1e6
 	} else {
 		var err error
@@ -118,8 +118,10 @@ func (s *Scenario) resolveEngine(p *Plan) error {
 	return nil
 }
 
-func orDefault(v, def float64) float64 {
-	if v == 0 {
+// unsetDefault is v, or def when v is zero and the scenario did not set
+// the field explicitly (an explicit 0 means no cost).
+func (s *Scenario) unsetDefault(field string, v, def float64) float64 {
+	if v == 0 && !s.Explicit(field) {
 		return def
 	}
 	return v

@@ -17,8 +17,11 @@ import (
 )
 
 // Scenario is one simulation as a user writes it: a TOML file, flags, or
-// both (flags override the file). Zero values mean "default"; Validate
-// fills defaults and checks every field once, at the edge.
+// both (flags override the file). Zero values mean "default"; Resolve
+// fills defaults and checks every field once, at the edge. A zero the user
+// wrote (Parse and SetByFlag record which fields were written) is an error
+// where zero is not a legal value, and means zero where it is.
+// Durations are at most MaxDurationS.
 type Scenario struct {
 	Name       string `toml:"name" json:"name"`
 	Model      string `toml:"model" json:"model"`             // catalog name, e.g. "llama-3.1-8b"
@@ -42,7 +45,9 @@ type Scenario struct {
 	Disagg    Disagg    `toml:"disagg" json:"disagg"`
 	Engine    *Engine   `toml:"engine,omitempty" json:"engine,omitempty"` // the serving stack (engine.go); nil: DefaultEngine
 
-	dir string // directory of the scenario file, for relative paths
+	dir  string         // directory of the scenario file, for relative paths
+	file string         // the scenario file's name in errors
+	set  map[string]int // the keys given explicitly and where (see fields.go)
 }
 
 // Workload is a synthetic workload.
@@ -118,7 +123,7 @@ type Batch struct {
 	PrefixCaching       bool    `toml:"prefix_caching" json:"prefix_caching"` // reuse cached KV of shared prefixes
 	Preemption          string  `toml:"preemption" json:"preemption"`         // recompute | swap
 	Victim              string  `toml:"victim" json:"victim"`                 // newest | lowest-priority
-	SwapSpaceGB         float64 `toml:"swap_space_gb" json:"swap_space_gb"`   // host memory for swapped KV per GPU (default 4, vLLM's)
+	SwapSpaceGB         float64 `toml:"swap_space_gb" json:"swap_space_gb"`   // host memory for swapped KV per GPU (default 4 GiB, vLLM's; an explicit 0: none)
 }
 
 // Scheduler orders each instance's waiting queue.
@@ -161,7 +166,7 @@ type Disagg struct {
 	DecodeBatch    Batch   `toml:"decode_batch" json:"decode_batch"`
 	Link           string  `toml:"link" json:"link"`                       // nvlink | ib (default) | roce | pcie
 	LinkGBps       float64 `toml:"link_gb_per_s" json:"link_gb_per_s"`     // per GPU, per direction; overrides the preset
-	LinkLatencyUs  float64 `toml:"link_latency_us" json:"link_latency_us"` // overrides the preset
+	LinkLatencyUs  float64 `toml:"link_latency_us" json:"link_latency_us"` // overrides the preset (an explicit 0: an instant link)
 	Streaming      bool    `toml:"streaming" json:"streaming"`             // layer-wise KV streaming during prefill
 	MaxPending     int     `toml:"max_pending" json:"max_pending"`         // finished prefills held before backpressure (default max_num_seqs)
 }
@@ -172,7 +177,7 @@ type Hardware struct {
 	// calibrated profile, roofline for GPUs without one), "roofline", or a
 	// profile file written by servesim calibrate.
 	Profile        string  `toml:"profile" json:"profile"`
-	IterOverheadMs float64 `toml:"iteration_overhead_ms" json:"iteration_overhead_ms"` // per-iteration CPU/scheduling time (0: the profile's, or 0.5 ms for the roofline)
+	IterOverheadMs float64 `toml:"iteration_overhead_ms" json:"iteration_overhead_ms"` // per-iteration CPU/scheduling time (omitted: the profile's, or 0.5 ms for the roofline; an explicit 0: none)
 }
 
 //go:embed default.toml
@@ -185,6 +190,9 @@ func Default() Scenario {
 	if err != nil {
 		panic("experiments: embedded default.toml is invalid: " + err.Error())
 	}
+	// Its values are defaults, not the user's choices: a flag that changes
+	// the batch policy re-derives the token budget (see Explicit).
+	s.set, s.file = nil, ""
 	return s
 }
 
@@ -229,6 +237,18 @@ func Parse(r io.Reader, name string) (Scenario, error) {
 			where = fmt.Sprintf("%s line %d", name, line)
 		}
 		return s, fmt.Errorf("experiments: %s: unknown field %q (the fields are listed in README.md and `servesim run --help`)", where, k.String())
+	}
+	s.file = name
+	s.recordKeys(md, data)
+	if s.Explicit("seed") {
+		// The toml package converts a negative integer into the uint64
+		// field by wrapping it (-1 becomes 2^64 − 1); read it signed.
+		var raw struct {
+			Seed int64 `toml:"seed"`
+		}
+		if _, err := toml.Decode(string(data), &raw); err == nil && raw.Seed < 0 {
+			return s, s.fieldError("seed", "seed", "%d must be ≥ 0", raw.Seed)
+		}
 	}
 	return s, nil
 }

@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"bytes"
+	"maps"
 	"slices"
 
 	"errors"
@@ -29,6 +30,10 @@ type Sweep struct {
 	dir  string
 	file string // the experiment file, for errors
 	src  []byte // its text, to find the lines errors are about
+	// Where the base's keys and the axes are in the sweep file, so that a
+	// point's explicit fields are the ones the file gives (see fields.go).
+	baseSet   map[string]int
+	axisLines []int
 }
 
 // Axis is one swept field and its values. A value that is a table (an
@@ -110,6 +115,38 @@ func ParseSweep(data []byte, file, name, dir string) (*Sweep, error) {
 		}
 	} else if err := CheckName(sw.Name); err != nil {
 		return nil, fmt.Errorf("experiments: %s: name %v", sw.at(keyLine(data, toml.Key{"name"})), err)
+	}
+	var all Scenario // the whole file's keys and lines
+	all.recordKeys(md, data)
+	sw.file, sw.baseSet = file, map[string]int{}
+	for k, line := range all.set {
+		if rest, ok := strings.CutPrefix(k, "base."); ok {
+			sw.baseSet[rest] = line
+		}
+	}
+	for i := range sw.Axes {
+		line, _ := all.origin(fmt.Sprintf("axis[%d].values", i))
+		sw.axisLines = append(sw.axisLines, line)
+	}
+	// Seeds are uint64 and the toml package wraps a negative one (-1
+	// becomes 2^64 − 1); read them signed.
+	var raw struct {
+		Base struct {
+			Seed int64 `toml:"seed"`
+		} `toml:"base"`
+		Seeds []int64 `toml:"seeds"`
+	}
+	if _, err := toml.Decode(string(data), &raw); err == nil {
+		for _, v := range append([]int64{raw.Base.Seed}, raw.Seeds...) {
+			if v < 0 {
+				key := "seeds"
+				if v == raw.Base.Seed && all.Explicit("base.seed") {
+					key = "base.seed"
+				}
+				line, _ := all.origin(key)
+				return nil, fmt.Errorf("experiments: %s line %d: field %q: seed %d must be ≥ 0", file, line, key, v)
+			}
+		}
 	}
 	return &sw, nil
 }
@@ -259,7 +296,36 @@ func (sw *Sweep) scenario(vals []any, seed uint64) (Scenario, error) {
 		return s, err
 	}
 	s.dir = sw.dir
+	// The point's TOML spells out every field of the base, zeros included:
+	// its explicit fields are those the sweep file gives, in the base or
+	// on an axis.
+	s.file, s.set = sw.file, maps.Clone(sw.baseSet)
+	if s.set == nil {
+		s.set = map[string]int{}
+	}
+	for k, a := range sw.Axes {
+		line := lineUnknown
+		if k < len(sw.axisLines) && sw.axisLines[k] > 0 {
+			line = sw.axisLines[k]
+		}
+		markSet(s.set, a.Field, vals[k], line)
+	}
 	return s, nil
+}
+
+// markSet records field (a table value: each of its fields) as set at line.
+func markSet(set map[string]int, field string, v any, line int) {
+	tbl, ok := v.(map[string]any)
+	if !ok {
+		set[field] = line
+		return
+	}
+	for k, sub := range tbl {
+		if field != "." {
+			k = field + "." + k
+		}
+		markSet(set, k, sub, line)
+	}
 }
 
 // mergeInto copies src into dst, merging nested tables.

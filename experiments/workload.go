@@ -19,15 +19,15 @@ func (s *Scenario) resolveShape(p *Plan, other string) error {
 	wl := &s.Workload
 	if c := wl.MaxConcurrency; c != nil {
 		if *c < 1 {
-			return fieldError("workload.max_concurrency", "max-concurrency", "%d must be ≥ 1 (leave it unset for no limit)", *c)
+			return s.fieldError("workload.max_concurrency", "max-concurrency", "%d must be ≥ 1 (leave it unset for no limit)", *c)
 		}
 		p.MaxConcurrency = *c
 	}
 	if !(wl.ThinkTimeS >= 0) || math.IsInf(wl.ThinkTimeS, 0) {
-		return fieldError("workload.think_time_s", "think-time", "%g must be ≥ 0 seconds", wl.ThinkTimeS)
+		return s.fieldError("workload.think_time_s", "think-time", "%g must be ≥ 0 seconds", wl.ThinkTimeS)
 	}
 	if wl.ThinkTimeS > 0 && p.MaxConcurrency == 0 {
-		return fieldError("workload.think_time_s", "think-time", "think time applies to closed-loop users: set max_concurrency too")
+		return s.fieldError("workload.think_time_s", "think-time", "think time applies to closed-loop users: set max_concurrency too")
 	}
 	p.Think = sim.FromSeconds(wl.ThinkTimeS)
 	if other != "" {
@@ -36,44 +36,44 @@ func (s *Scenario) resolveShape(p *Plan, other string) error {
 			name string
 		}{{len(wl.Stages) > 0, "stages"}, {wl.Drain, "drain"}, {wl.GapS != 0, "gap_s"}, {wl.Rescale, "rescale"}, {wl.SharedPrefixData != nil, "shared_prefix"}} {
 			if f.set {
-				return fieldError("workload."+f.name, strings.ReplaceAll(f.name, "_", "-"), "applies to the synthetic workload, not to %s", other)
+				return s.fieldError("workload."+f.name, strings.ReplaceAll(f.name, "_", "-"), "applies to the synthetic workload, not to %s", other)
 			}
 		}
 		return nil
 	}
 	if len(wl.Stages) > 0 {
 		if wl.Rate != 0 || wl.Requests != 0 || wl.DurationS != 0 {
-			return fieldError("workload.stages", "stage", "stages set the rate and length of the run: leave rate, requests and duration_s unset")
+			return s.fieldError("workload.stages", "stage", "stages set the rate and length of the run: leave rate, requests and duration_s unset")
 		}
 		for i, st := range wl.Stages {
 			f := fmt.Sprintf("workload.stages[%d]", i)
 			if !(st.Rate > 0) || math.IsInf(st.Rate, 0) {
-				return fieldError(f+".rate", "stage", "%g requests/s: must be a finite number > 0", st.Rate)
+				return s.fieldError(f+".rate", "stage", "%g requests/s: must be a finite number > 0", st.Rate)
 			}
 			if !(st.DurationS > 0) || math.IsInf(st.DurationS, 0) || st.DurationS > 1e9 {
-				return fieldError(f+".duration_s", "stage", "%g must be a number of seconds > 0", st.DurationS)
+				return s.fieldError(f+".duration_s", "stage", "%g must be a number of seconds > 0", st.DurationS)
 			}
 			p.Workload.Stages = append(p.Workload.Stages, workload.Stage{Rate: st.Rate, Duration: sim.FromSeconds(st.DurationS)})
 		}
 	}
 	if (wl.Drain || wl.GapS != 0) && len(wl.Stages) < 2 {
-		return fieldError("workload.drain", "drain", "drain and gap_s apply between stages: give two [[workload.stages]] or more")
+		return s.fieldError("workload.drain", "drain", "drain and gap_s apply between stages: give two [[workload.stages]] or more")
 	}
 	if !(wl.GapS >= 0) || math.IsInf(wl.GapS, 0) || wl.GapS > 1e9 {
-		return fieldError("workload.gap_s", "gap", "%g must be a number of seconds ≥ 0", wl.GapS)
+		return s.fieldError("workload.gap_s", "gap", "%g must be a number of seconds ≥ 0", wl.GapS)
 	}
 	p.Workload.Drain, p.Workload.Gap, p.Workload.Rescale = wl.Drain, sim.FromSeconds(wl.GapS), wl.Rescale
 	if math.IsInf(wl.Rate, 1) && wl.Rescale {
-		return fieldError("workload.rescale", "rescale", "rate inf sends every request at t = 0: there are no gaps to rescale")
+		return s.fieldError("workload.rescale", "rescale", "rate inf sends every request at t = 0: there are no gaps to rescale")
 	}
 	if d := wl.SharedPrefixData; d != nil {
 		if wl.Prompt != "" || wl.Output != "" || wl.SharedPrefix != 0 || wl.PrefixGroups != 0 || wl.Turns != 0 {
-			return fieldError("workload.shared_prefix", "shared-prefix", "sets every prompt and output length: leave prompt, output, shared_prefix_tokens, prefix_groups and turns unset")
+			return s.fieldError("workload.shared_prefix", "shared-prefix", "sets every prompt and output length: leave prompt, output, shared_prefix_tokens, prefix_groups and turns unset")
 		}
 		dd := *d
 		dd.BlockTokens = s.Batch.BlockSize // the engine's blocks: hashes it can use
 		if err := dd.Validate(); err != nil {
-			return fieldError("workload.shared_prefix", "shared-prefix", "%v", err)
+			return s.fieldError("workload.shared_prefix", "shared-prefix", "%v", err)
 		}
 		p.Workload.Data = &dd
 	}

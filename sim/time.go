@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 )
@@ -21,14 +22,58 @@ const (
 // Forever is later than any event a run can schedule.
 const Forever Time = math.MaxInt64
 
+// MaxSeconds is the clock's range in seconds: 2^63 ns ≈ 9.22e9 s, about
+// 292 years. Durations and times in seconds must stay below it.
+const MaxSeconds = 0x1p63 / 1e9
+
 // FromSeconds converts a duration in seconds to Time, rounding to the
-// nearest nanosecond. It panics on NaN, negative or overflowing input: the
-// caller (a kernel-time model) has broken its contract.
+// nearest nanosecond. It panics on NaN, negative or overflowing input
+// (MaxSeconds or more): the caller (a kernel-time model) has broken its
+// contract. Values from outside the program go through FromSecondsChecked.
 func FromSeconds(s float64) Time {
-	if math.IsNaN(s) || s < 0 || s > float64(math.MaxInt64)/1e9 {
+	t, ok := fromSeconds(s)
+	if !ok {
 		panic("sim: FromSeconds of invalid duration " + strconv.FormatFloat(s, 'g', -1, 64))
 	}
-	return Time(math.Round(s * 1e9))
+	return t
+}
+
+// fromSeconds is FromSeconds reporting failure instead of panicking.
+func fromSeconds(s float64) (Time, bool) {
+	ns := math.Round(s * 1e9)
+	if !(s >= 0 && ns < 0x1p63) { // false for NaN
+		return 0, false
+	}
+	return Time(ns), true
+}
+
+// FromSecondsChecked is FromSeconds for durations from outside the program
+// (a scenario, a file): it returns an error saying what is wrong instead of
+// panicking. The caller adds where the value came from.
+func FromSecondsChecked(s float64) (Time, error) {
+	if t, ok := fromSeconds(s); ok {
+		return t, nil
+	}
+	if !(s >= 0) {
+		return 0, fmt.Errorf("sim: %g s is not a duration ≥ 0", s)
+	}
+	return 0, fmt.Errorf("sim: %g s is out of the clock's range (less than %.4g s, about 292 years)", s, MaxSeconds)
+}
+
+// AddSeconds returns t plus a duration of s seconds, and false instead when
+// s is not a duration ≥ 0 or the sum would reach Forever (the clock's end).
+// It is cheap enough for every step of a run: one conversion and a compare.
+// t must be ≥ 0, as every simulated time is.
+func (t Time) AddSeconds(s float64) (Time, bool) {
+	// fromSeconds written out: one call per step, as FromSeconds was.
+	ns := math.Round(s * 1e9)
+	if !(s >= 0 && ns < 0x1p63) {
+		return 0, false
+	}
+	if d := Time(ns); d < Forever-t {
+		return t + d, true
+	}
+	return 0, false
 }
 
 // Seconds returns t in seconds.

@@ -67,7 +67,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&s.SLO.TTFTms, "slo-ttft", 0, "TTFT SLO in ms (0 = none)")
 	fs.Float64Var(&s.SLO.TPOTms, "slo-tpot", 0, "TPOT SLO in ms (0 = none)")
 	fs.Float64Var(&s.SLO.E2Ems, "slo-e2e", 0, "E2E latency SLO in ms (0 = none)")
-	fs.Float64Var(&s.Hardware.IterOverheadMs, "iteration-overhead-ms", 0, "per-iteration CPU overhead in ms (default: the profile's; 0.5 for the roofline)")
+	fs.Float64Var(&s.Hardware.IterOverheadMs, "iteration-overhead-ms", 0, "per-iteration CPU overhead in ms (default: the profile's; 0.5 for the roofline; 0 = none)")
 	fs.StringVar(&s.Hardware.Profile, "profile", "", "kernel-time model: builtin (calibrated, default), roofline, or a profile file from servesim calibrate")
 	fs.IntVar(&s.Replicas, "replicas", 0, "identical instances behind the router (default 1)")
 	fs.StringVar(&s.Router.Policy, "router", "", "routing: round-robin, least-outstanding, least-kv, power-of-two, prefix-affinity")
@@ -133,6 +133,12 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	override(fs, &base, &s)
+	if (fs.Changed("policy") || fs.Changed("chunked-prefill")) && !base.Explicit("batch.max_num_batched_tokens") {
+		// A token budget nobody chose — the embedded default's 8192 is
+		// chunked prefill's — is derived for the policy the flag chose, as
+		// README documents: 8192 chunked, max(max_model_len, 2048) otherwise.
+		base.Batch.MaxNumBatchedTokens = 0
+	}
 	if *traceFile != "" {
 		base.Workload.Trace = &trace.Options{File: *traceFile}
 	}
@@ -184,67 +190,73 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// scenarioFlags maps each scenario flag to a function copying it from the
-// flag-bound scenario into the base.
-var scenarioFlags = map[string]func(dst, src *experiments.Scenario){
-	"name":                   func(d, s *experiments.Scenario) { d.Name = s.Name },
-	"model":                  func(d, s *experiments.Scenario) { d.Model = s.Model },
-	"gpu":                    func(d, s *experiments.Scenario) { d.GPU = s.GPU },
-	"tp":                     func(d, s *experiments.Scenario) { d.TP = s.TP },
-	"weights":                func(d, s *experiments.Scenario) { d.Weights = s.Weights },
-	"kv":                     func(d, s *experiments.Scenario) { d.KV = s.KV },
-	"seed":                   func(d, s *experiments.Scenario) { d.Seed = s.Seed },
-	"models-file":            func(d, s *experiments.Scenario) { d.ModelsFile = s.ModelsFile },
-	"gpus-file":              func(d, s *experiments.Scenario) { d.GPUsFile = s.GPUsFile },
-	"arrival":                func(d, s *experiments.Scenario) { d.Workload.Arrival = s.Workload.Arrival },
-	"rate":                   func(d, s *experiments.Scenario) { d.Workload.Rate = s.Workload.Rate },
-	"burstiness":             func(d, s *experiments.Scenario) { d.Workload.Burstiness = s.Workload.Burstiness },
-	"requests":               func(d, s *experiments.Scenario) { d.Workload.Requests = s.Workload.Requests },
-	"duration":               func(d, s *experiments.Scenario) { d.Workload.DurationS = s.Workload.DurationS },
-	"prompt-len":             func(d, s *experiments.Scenario) { d.Workload.Prompt = s.Workload.Prompt },
-	"output-len":             func(d, s *experiments.Scenario) { d.Workload.Output = s.Workload.Output },
-	"policy":                 func(d, s *experiments.Scenario) { d.Batch.Policy = s.Batch.Policy },
-	"chunked-prefill":        func(d, s *experiments.Scenario) { d.Batch.Policy = s.Batch.Policy },
-	"max-num-seqs":           func(d, s *experiments.Scenario) { d.Batch.MaxNumSeqs = s.Batch.MaxNumSeqs },
-	"max-num-batched-tokens": func(d, s *experiments.Scenario) { d.Batch.MaxNumBatchedTokens = s.Batch.MaxNumBatchedTokens },
-	"max-model-len":          func(d, s *experiments.Scenario) { d.Batch.MaxModelLen = s.Batch.MaxModelLen },
-	"block-size":             func(d, s *experiments.Scenario) { d.Batch.BlockSize = s.Batch.BlockSize },
-	"gpu-memory-utilization": func(d, s *experiments.Scenario) { d.Batch.GPUMemUtil = s.Batch.GPUMemUtil },
-	"slo-ttft":               func(d, s *experiments.Scenario) { d.SLO.TTFTms = s.SLO.TTFTms },
-	"slo-tpot":               func(d, s *experiments.Scenario) { d.SLO.TPOTms = s.SLO.TPOTms },
-	"slo-e2e":                func(d, s *experiments.Scenario) { d.SLO.E2Ems = s.SLO.E2Ems },
-	"iteration-overhead-ms":  func(d, s *experiments.Scenario) { d.Hardware.IterOverheadMs = s.Hardware.IterOverheadMs },
-	"profile":                func(d, s *experiments.Scenario) { d.Hardware.Profile = s.Hardware.Profile },
-	"replicas":               func(d, s *experiments.Scenario) { d.Replicas = s.Replicas },
-	"router":                 func(d, s *experiments.Scenario) { d.Router.Policy = s.Router.Policy },
-	"router-staleness-ms":    func(d, s *experiments.Scenario) { d.Router.StalenessMs = s.Router.StalenessMs },
-	"scheduler":              func(d, s *experiments.Scenario) { d.Scheduler.Policy = s.Scheduler.Policy },
-	"predict-error":          func(d, s *experiments.Scenario) { d.Scheduler.PredictError = s.Scheduler.PredictError },
-	"admission":              func(d, s *experiments.Scenario) { d.Admission.Policy = s.Admission.Policy },
-	"queue-cap":              func(d, s *experiments.Scenario) { d.Admission.QueueCap = s.Admission.QueueCap },
-	"prefix-caching":         func(d, s *experiments.Scenario) { d.Batch.PrefixCaching = s.Batch.PrefixCaching },
-	"preemption":             func(d, s *experiments.Scenario) { d.Batch.Preemption = s.Batch.Preemption },
-	"victim":                 func(d, s *experiments.Scenario) { d.Batch.Victim = s.Batch.Victim },
-	"max-wait-ms":            func(d, s *experiments.Scenario) { d.Batch.MaxWaitMs = s.Batch.MaxWaitMs },
-	"refill":                 func(d, s *experiments.Scenario) { d.Batch.Refill = s.Batch.Refill },
-	"shared-prefix-tokens":   func(d, s *experiments.Scenario) { d.Workload.SharedPrefix = s.Workload.SharedPrefix },
-	"prefix-groups":          func(d, s *experiments.Scenario) { d.Workload.PrefixGroups = s.Workload.PrefixGroups },
-	"turns":                  func(d, s *experiments.Scenario) { d.Workload.Turns = s.Workload.Turns },
-	"conversations":          func(d, s *experiments.Scenario) { d.Workload.Conversations = s.Workload.Conversations },
-	"decode-replicas":        func(d, s *experiments.Scenario) { d.Disagg.DecodeReplicas = s.Disagg.DecodeReplicas },
-	"decode-gpu":             func(d, s *experiments.Scenario) { d.Disagg.DecodeGPU = s.Disagg.DecodeGPU },
-	"decode-tp":              func(d, s *experiments.Scenario) { d.Disagg.DecodeTP = s.Disagg.DecodeTP },
-	"link":                   func(d, s *experiments.Scenario) { d.Disagg.Link = s.Disagg.Link },
-	"streaming":              func(d, s *experiments.Scenario) { d.Disagg.Streaming = s.Disagg.Streaming },
-	// The engine model: src.Engine is always set (runCmd binds it).
-	"engine":                  func(d, s *experiments.Scenario) { engineOf(d).Name = s.Engine.Name },
-	"no-async-scheduling":     func(d, s *experiments.Scenario) { engineOf(d).NoAsyncScheduling = s.Engine.NoAsyncScheduling },
-	"no-front-end":            func(d, s *experiments.Scenario) { engineOf(d).NoFrontEnd = s.Engine.NoFrontEnd },
-	"no-step-cpu":             func(d, s *experiments.Scenario) { engineOf(d).NoStepCPU = s.Engine.NoStepCPU },
-	"front-end-request-ms":    func(d, s *experiments.Scenario) { engineOf(d).RequestMs = s.Engine.RequestMs },
-	"tokenize-us-per-token":   func(d, s *experiments.Scenario) { engineOf(d).TokenizeUsPerToken = s.Engine.TokenizeUsPerToken },
-	"front-end-token-ms":      func(d, s *experiments.Scenario) { engineOf(d).TokenMs = s.Engine.TokenMs },
-	"step-cpu-per-request-us": func(d, s *experiments.Scenario) { engineOf(d).CPUPerRequestUs = s.Engine.CPUPerRequestUs },
+// scenarioFlag is a scenario flag's field: its TOML key, and a function
+// copying it from the flag-bound scenario into the base.
+type scenarioFlag struct {
+	key   string
+	apply func(dst, src *experiments.Scenario)
+}
+
+// scenarioFlags maps each scenario flag to its field.
+var scenarioFlags = map[string]scenarioFlag{
+	"name":                   {"name", func(d, s *experiments.Scenario) { d.Name = s.Name }},
+	"model":                  {"model", func(d, s *experiments.Scenario) { d.Model = s.Model }},
+	"gpu":                    {"gpu", func(d, s *experiments.Scenario) { d.GPU = s.GPU }},
+	"tp":                     {"tp", func(d, s *experiments.Scenario) { d.TP = s.TP }},
+	"weights":                {"weights", func(d, s *experiments.Scenario) { d.Weights = s.Weights }},
+	"kv":                     {"kv", func(d, s *experiments.Scenario) { d.KV = s.KV }},
+	"seed":                   {"seed", func(d, s *experiments.Scenario) { d.Seed = s.Seed }},
+	"models-file":            {"models_file", func(d, s *experiments.Scenario) { d.ModelsFile = s.ModelsFile }},
+	"gpus-file":              {"gpus_file", func(d, s *experiments.Scenario) { d.GPUsFile = s.GPUsFile }},
+	"arrival":                {"workload.arrival", func(d, s *experiments.Scenario) { d.Workload.Arrival = s.Workload.Arrival }},
+	"rate":                   {"workload.rate", func(d, s *experiments.Scenario) { d.Workload.Rate = s.Workload.Rate }},
+	"burstiness":             {"workload.burstiness", func(d, s *experiments.Scenario) { d.Workload.Burstiness = s.Workload.Burstiness }},
+	"requests":               {"workload.requests", func(d, s *experiments.Scenario) { d.Workload.Requests = s.Workload.Requests }},
+	"duration":               {"workload.duration_s", func(d, s *experiments.Scenario) { d.Workload.DurationS = s.Workload.DurationS }},
+	"prompt-len":             {"workload.prompt", func(d, s *experiments.Scenario) { d.Workload.Prompt = s.Workload.Prompt }},
+	"output-len":             {"workload.output", func(d, s *experiments.Scenario) { d.Workload.Output = s.Workload.Output }},
+	"policy":                 {"batch.policy", func(d, s *experiments.Scenario) { d.Batch.Policy = s.Batch.Policy }},
+	"chunked-prefill":        {"batch.policy", func(d, s *experiments.Scenario) { d.Batch.Policy = s.Batch.Policy }},
+	"max-num-seqs":           {"batch.max_num_seqs", func(d, s *experiments.Scenario) { d.Batch.MaxNumSeqs = s.Batch.MaxNumSeqs }},
+	"max-num-batched-tokens": {"batch.max_num_batched_tokens", func(d, s *experiments.Scenario) { d.Batch.MaxNumBatchedTokens = s.Batch.MaxNumBatchedTokens }},
+	"max-model-len":          {"batch.max_model_len", func(d, s *experiments.Scenario) { d.Batch.MaxModelLen = s.Batch.MaxModelLen }},
+	"block-size":             {"batch.block_size", func(d, s *experiments.Scenario) { d.Batch.BlockSize = s.Batch.BlockSize }},
+	"gpu-memory-utilization": {"batch.gpu_memory_utilization", func(d, s *experiments.Scenario) { d.Batch.GPUMemUtil = s.Batch.GPUMemUtil }},
+	"slo-ttft":               {"slo.ttft_ms", func(d, s *experiments.Scenario) { d.SLO.TTFTms = s.SLO.TTFTms }},
+	"slo-tpot":               {"slo.tpot_ms", func(d, s *experiments.Scenario) { d.SLO.TPOTms = s.SLO.TPOTms }},
+	"slo-e2e":                {"slo.e2e_ms", func(d, s *experiments.Scenario) { d.SLO.E2Ems = s.SLO.E2Ems }},
+	"iteration-overhead-ms":  {"hardware.iteration_overhead_ms", func(d, s *experiments.Scenario) { d.Hardware.IterOverheadMs = s.Hardware.IterOverheadMs }},
+	"profile":                {"hardware.profile", func(d, s *experiments.Scenario) { d.Hardware.Profile = s.Hardware.Profile }},
+	"replicas":               {"replicas", func(d, s *experiments.Scenario) { d.Replicas = s.Replicas }},
+	"router":                 {"router.policy", func(d, s *experiments.Scenario) { d.Router.Policy = s.Router.Policy }},
+	"router-staleness-ms":    {"router.staleness_ms", func(d, s *experiments.Scenario) { d.Router.StalenessMs = s.Router.StalenessMs }},
+	"scheduler":              {"scheduler.policy", func(d, s *experiments.Scenario) { d.Scheduler.Policy = s.Scheduler.Policy }},
+	"predict-error":          {"scheduler.predict_error", func(d, s *experiments.Scenario) { d.Scheduler.PredictError = s.Scheduler.PredictError }},
+	"admission":              {"admission.policy", func(d, s *experiments.Scenario) { d.Admission.Policy = s.Admission.Policy }},
+	"queue-cap":              {"admission.queue_cap", func(d, s *experiments.Scenario) { d.Admission.QueueCap = s.Admission.QueueCap }},
+	"prefix-caching":         {"batch.prefix_caching", func(d, s *experiments.Scenario) { d.Batch.PrefixCaching = s.Batch.PrefixCaching }},
+	"preemption":             {"batch.preemption", func(d, s *experiments.Scenario) { d.Batch.Preemption = s.Batch.Preemption }},
+	"victim":                 {"batch.victim", func(d, s *experiments.Scenario) { d.Batch.Victim = s.Batch.Victim }},
+	"max-wait-ms":            {"batch.max_wait_ms", func(d, s *experiments.Scenario) { d.Batch.MaxWaitMs = s.Batch.MaxWaitMs }},
+	"refill":                 {"batch.refill", func(d, s *experiments.Scenario) { d.Batch.Refill = s.Batch.Refill }},
+	"shared-prefix-tokens":   {"workload.shared_prefix_tokens", func(d, s *experiments.Scenario) { d.Workload.SharedPrefix = s.Workload.SharedPrefix }},
+	"prefix-groups":          {"workload.prefix_groups", func(d, s *experiments.Scenario) { d.Workload.PrefixGroups = s.Workload.PrefixGroups }},
+	"turns":                  {"workload.turns", func(d, s *experiments.Scenario) { d.Workload.Turns = s.Workload.Turns }},
+	"conversations":          {"workload.conversations", func(d, s *experiments.Scenario) { d.Workload.Conversations = s.Workload.Conversations }},
+	"decode-replicas":        {"disagg.decode_replicas", func(d, s *experiments.Scenario) { d.Disagg.DecodeReplicas = s.Disagg.DecodeReplicas }},
+	"decode-gpu":             {"disagg.decode_gpu", func(d, s *experiments.Scenario) { d.Disagg.DecodeGPU = s.Disagg.DecodeGPU }},
+	"decode-tp":              {"disagg.decode_tp", func(d, s *experiments.Scenario) { d.Disagg.DecodeTP = s.Disagg.DecodeTP }},
+	"link":                   {"disagg.link", func(d, s *experiments.Scenario) { d.Disagg.Link = s.Disagg.Link }},
+	"streaming":              {"disagg.streaming", func(d, s *experiments.Scenario) { d.Disagg.Streaming = s.Disagg.Streaming }},
+	// The engine model: src.Engine is always set (runCmd and validateCmd bind it).
+	"engine":                  {"engine.name", func(d, s *experiments.Scenario) { engineOf(d).Name = s.Engine.Name }},
+	"no-async-scheduling":     {"engine.no_async_scheduling", func(d, s *experiments.Scenario) { engineOf(d).NoAsyncScheduling = s.Engine.NoAsyncScheduling }},
+	"no-front-end":            {"engine.no_front_end", func(d, s *experiments.Scenario) { engineOf(d).NoFrontEnd = s.Engine.NoFrontEnd }},
+	"no-step-cpu":             {"engine.no_step_cpu", func(d, s *experiments.Scenario) { engineOf(d).NoStepCPU = s.Engine.NoStepCPU }},
+	"front-end-request-ms":    {"engine.front_end_request_ms", func(d, s *experiments.Scenario) { engineOf(d).RequestMs = s.Engine.RequestMs }},
+	"tokenize-us-per-token":   {"engine.tokenize_us_per_token", func(d, s *experiments.Scenario) { engineOf(d).TokenizeUsPerToken = s.Engine.TokenizeUsPerToken }},
+	"front-end-token-ms":      {"engine.front_end_token_ms", func(d, s *experiments.Scenario) { engineOf(d).TokenMs = s.Engine.TokenMs }},
+	"step-cpu-per-request-us": {"engine.step_cpu_per_request_us", func(d, s *experiments.Scenario) { engineOf(d).CPUPerRequestUs = s.Engine.CPUPerRequestUs }},
 }
 
 // engineOf returns d's [engine] table, creating it (a copy: d may share
@@ -258,10 +270,14 @@ func engineOf(d *experiments.Scenario) *experiments.Engine {
 	return d.Engine
 }
 
+// override copies the flags set on the command line into dst and records
+// their fields as set explicitly (so that --max-num-seqs 0 is an error, not
+// the default).
 func override(fs *pflag.FlagSet, dst, src *experiments.Scenario) {
-	for name, apply := range scenarioFlags {
+	for name, f := range scenarioFlags {
 		if fs.Changed(name) {
-			apply(dst, src)
+			f.apply(dst, src)
+			dst.SetByFlag(f.key)
 		}
 	}
 }

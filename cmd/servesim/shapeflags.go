@@ -24,13 +24,13 @@ func addShapeFlags(fs *pflag.FlagSet, s *experiments.Scenario) {
 }
 
 func init() {
-	for name, f := range map[string]func(d, s *experiments.Scenario){
-		"stages":          func(d, s *experiments.Scenario) { d.Workload.Stages = s.Workload.Stages },
-		"drain":           func(d, s *experiments.Scenario) { d.Workload.Drain = s.Workload.Drain },
-		"gap":             func(d, s *experiments.Scenario) { d.Workload.GapS = s.Workload.GapS },
-		"rescale":         func(d, s *experiments.Scenario) { d.Workload.Rescale = s.Workload.Rescale },
-		"max-concurrency": func(d, s *experiments.Scenario) { d.Workload.MaxConcurrency = s.Workload.MaxConcurrency },
-		"think-time":      func(d, s *experiments.Scenario) { d.Workload.ThinkTimeS = s.Workload.ThinkTimeS },
+	for name, f := range map[string]scenarioFlag{
+		"stages":          {"workload.stages", func(d, s *experiments.Scenario) { d.Workload.Stages = s.Workload.Stages }},
+		"drain":           {"workload.drain", func(d, s *experiments.Scenario) { d.Workload.Drain = s.Workload.Drain }},
+		"gap":             {"workload.gap_s", func(d, s *experiments.Scenario) { d.Workload.GapS = s.Workload.GapS }},
+		"rescale":         {"workload.rescale", func(d, s *experiments.Scenario) { d.Workload.Rescale = s.Workload.Rescale }},
+		"max-concurrency": {"workload.max_concurrency", func(d, s *experiments.Scenario) { d.Workload.MaxConcurrency = s.Workload.MaxConcurrency }},
+		"think-time":      {"workload.think_time_s", func(d, s *experiments.Scenario) { d.Workload.ThinkTimeS = s.Workload.ThinkTimeS }},
 	} {
 		scenarioFlags[name] = f
 	}

@@ -209,8 +209,14 @@ func (l *link) schedule(now sim.Time) {
 	for _, x := range l.active[1:] {
 		least = min(least, x.remaining)
 	}
-	d := sim.FromSeconds(max(least, 0) * float64(len(l.active)) / l.bw)
-	l.w.eng.ScheduleEvent(l.ev, now+d)
+	sec := max(least, 0) * float64(len(l.active)) / l.bw
+	at, ok := now.AddSeconds(sec)
+	if !ok {
+		l.w.fail(fmt.Errorf("serve: simulated time would pass the clock's range (%.3g s, about 292 years) at %v: a KV transfer of %g s (%g bytes at %g B/s shared by %d); check the link bandwidth",
+			sim.MaxSeconds, now, sec, least, l.bw, len(l.active)))
+		return
+	}
+	l.w.eng.ScheduleEvent(l.ev, at)
 }
 
 // fire finishes the transfers whose bytes have all left (within one
@@ -225,9 +231,12 @@ func (l *link) fire(now sim.Time) {
 			continue
 		}
 		r := x.r
-		if l.lat == 0 {
+		switch {
+		case l.lat == 0:
 			l.w.deliver(r, now)
-		} else {
+		case l.lat >= sim.Forever-now:
+			l.w.fail(fmt.Errorf("serve: simulated time would pass the clock's range (%.3g s, about 292 years) at %v: a KV link latency of %v", sim.MaxSeconds, now, l.lat))
+		default:
 			l.w.eng.Schedule(now+l.lat, prioStepEnd, sim.HandlerFunc(func(t sim.Time) { l.w.deliver(r, t) }))
 		}
 	}

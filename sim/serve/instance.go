@@ -208,11 +208,18 @@ func (in *Instance) PredictTTFT(prompt int) sim.Time {
 	for i := 0; i < in.held.len(); i++ {
 		pending += int64(in.held.at(i).prompt)
 	}
-	t := sim.FromSeconds(float64(pending) / in.prefillTPS)
+	// After the iteration in flight; the prediction saturates where the
+	// clock ends, so that Now() plus it never overflows (a very slow GPU,
+	// a long queue).
+	from := in.Now()
 	if in.busy {
-		t += in.endEv.Time() - in.Now()
+		from = in.endEv.Time()
 	}
-	return t
+	at, ok := from.AddSeconds(float64(pending) / in.prefillTPS)
+	if !ok {
+		at = sim.Forever
+	}
+	return at - in.Now()
 }
 
 var (
@@ -397,7 +404,25 @@ func (in *Instance) startStep(now sim.Time) {
 	sec, flops, bytes := in.cfg.Step.Step(b)
 	in.flops, in.bytes = flops, bytes
 	in.stepSeq++
-	in.w.eng.ScheduleEvent(in.endEv, now+sim.FromSeconds(sec+in.swapSec))
+	end, ok := now.AddSeconds(sec + in.swapSec)
+	if !ok {
+		in.w.fail(in.stepTimeError(now, sec))
+		return
+	}
+	in.w.eng.ScheduleEvent(in.endEv, end)
+}
+
+// stepTimeError explains a step whose end the clock cannot hold: a step
+// time that is not a number ≥ 0, or one so long (a very slow GPU, a broken
+// profile) that simulated time would pass the clock's range.
+func (in *Instance) stepTimeError(now sim.Time, sec float64) error {
+	d := sec + in.swapSec
+	if !(d >= 0) {
+		return fmt.Errorf("serve: instance %d, step %d at %v: the step time is %g s (kernel %g s + swap %g s), not a duration ≥ 0; check the GPU and profile numbers",
+			in.id, in.w.res.Steps+1, now, d, sec, in.swapSec)
+	}
+	return fmt.Errorf("serve: simulated time would pass the clock's range (%.3g s, about 292 years) at step %d of instance %d: a step of %g s starting at %v; check the GPU and profile numbers (a GPU this slow cannot serve the workload)",
+		sim.MaxSeconds, in.w.res.Steps+1, in.id, d, now)
 }
 
 // allocate takes n blocks, evicting unreferenced cached prefixes (least

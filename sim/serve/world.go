@@ -243,6 +243,13 @@ func (w *World) runUntilDone(done <-chan struct{}) {
 	}
 }
 
+// fail stops the run with err (the first error wins).
+func (w *World) fail(err error) {
+	if w.err == nil {
+		w.err = err
+	}
+}
+
 // arrive takes the pending arrival, offers it to the cluster and schedules
 // the next one.
 func (w *World) arrive(now sim.Time) {
@@ -254,6 +261,11 @@ func (w *World) arrive(now sim.Time) {
 		r.ttftSLO = w.cfg.TTFTSLO
 	}
 	if r.ttftSLO > 0 {
+		if r.ttftSLO >= sim.Forever-now {
+			w.fail(fmt.Errorf("serve: request %d arriving at %v: its TTFT deadline (%v later) would pass the clock's range (%.3g s, about 292 years)",
+				r.id, now, r.ttftSLO, sim.MaxSeconds))
+			return
+		}
 		r.deadline = now + r.ttftSLO
 	}
 	if len(q.Prefix) > 0 && q.PrefixBlockTokens > 0 && q.PrefixBlockTokens%w.cfg.Instance.BlockSize == 0 {

@@ -348,8 +348,8 @@ func TestSweepErrorsCiteTheFile(t *testing.T) {
 			`sweep.toml line 16: axis "workload.rate": value 3 is given twice (values 1 and 3)`},
 		{"duplicate seed", strings.Replace(smallSweep, "seeds = [1, 2]", "seeds = [1, 2, 1]", 1), "sweep.toml line 3: seeds: seed 1 is given twice"},
 		{"duplicate label", strings.Replace(smallSweep, "values = [3, 9.5]", "values = [3, 9.5]\nlabels = [\"x\", \"x\"]", 1), `label "x" is given twice`},
-		{"same scenario twice", strings.Replace(strings.Replace(smallSweep, `field = "workload.rate"`+"\nvalues = [3, 9.5]", `field = "batch.max_num_seqs"`+"\nvalues = [0, 256]", 1), "requests = 150", "requests = 150\nrate = 3", 1),
-			"resolve to the same scenario"}, // 0 means vLLM's default of 256
+		{"same scenario twice", strings.Replace(strings.Replace(smallSweep, `field = "workload.rate"`+"\nvalues = [3, 9.5]", `field = "router.policy"`+"\nvalues = [\"\", \"round-robin\"]", 1), "requests = 150", "requests = 150\nrate = 3", 1),
+			"resolve to the same scenario"}, // "" means round-robin
 		{"path in name", strings.Replace(smallSweep, `name = "small"`, `name = "../../escape"`, 1), `sweep.toml line 2: name "../../escape" has '/'`},
 		{"dot name", strings.Replace(smallSweep, `name = "small"`, `name = ".."`, 1), `name ".." starts with '.'`},
 		{"a scenario file", "model = \"llama-3.1-8b\"\n[workload]\nrate = 2\n", "an experiment needs a [base] scenario and [[axis]] tables (field = a scenario field, values = [...]) (this looks like a scenario"},

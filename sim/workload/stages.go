@@ -64,8 +64,8 @@ type stage struct {
 // end returns the stage's end in sim.Time when it starts at start seconds
 // (sim.Forever when that is past what sim.Time holds).
 func (st stage) end(start float64) sim.Time {
-	if e := start + st.dur; e <= maxSeconds {
-		return sim.FromSeconds(e)
+	if t, err := sim.FromSecondsChecked(start + st.dur); err == nil {
+		return t
 	}
 	return sim.Forever
 }
@@ -150,7 +150,7 @@ func (c *clock) next(inflight int64, lastFinish float64) (float64, int) {
 			}
 			// Compared in sim.Time, as the arrival will be: an arrival that
 			// rounds to the stage's end is past it.
-			if st.dur == 0 || (c.t <= maxSeconds && sim.FromSeconds(c.t) < st.end(c.start)) {
+			if t, err := sim.FromSecondsChecked(c.t); st.dur == 0 || (err == nil && t < st.end(c.start)) {
 				c.i++
 				return c.t, clockOK
 			}

@@ -85,7 +85,7 @@ func (s *Scenario) resolveEngine(p *Plan) error {
 		{e.CPUPerRequestUs, "step_cpu_per_request_us", "step-cpu-per-request-us"},
 	} {
 		if !(f.v >= 0) || math.IsInf(f.v, 0) {
-			return s.fieldError("engine."+f.field, f.flg, "%g must be finite and ≥ 0 (0 = the default)", f.v)
+			return s.fieldError("engine."+f.field, f.flg, "%g must be finite and ≥ 0 (0 = no cost; omit the field for the default)", f.v)
 		}
 	}
 	switch name {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 
 	"github.com/servesim/servesim/hardware/calibrate"
 	"github.com/servesim/servesim/sim"
@@ -91,7 +92,7 @@ func (s *Scenario) resolveEngine(p *Plan) error {
 	switch name {
 	case "ideal":
 		if *e != (Engine{Name: e.Name}) {
-			return s.fieldError("engine.name", "engine", "engine %q has no mechanisms to set: the switches and parameters of [engine] are for vllm-v1", name)
+			return s.fieldError("engine.name", "engine", "engine %q has no mechanisms to set (%s given): the switches and parameters of [engine] are for vllm-v1", name, e.setFields())
 		}
 		p.Serve.Engine = serve.Ideal{}
 		return nil
@@ -162,4 +163,27 @@ func (p *Plan) describeEngine(w io.Writer) error {
 	}
 	_, err := fmt.Fprintf(w, "Engine: %s.\n", e)
 	return err
+}
+
+// setFields names the [engine] fields other than name that are set, with
+// their flags, for the error that says ideal has none.
+func (e *Engine) setFields() string {
+	var set []string
+	for _, f := range []struct {
+		on          bool
+		field, flag string
+	}{
+		{e.NoAsyncScheduling, "no_async_scheduling", "no-async-scheduling"},
+		{e.NoFrontEnd, "no_front_end", "no-front-end"},
+		{e.NoStepCPU, "no_step_cpu", "no-step-cpu"},
+		{e.RequestMs != 0, "front_end_request_ms", "front-end-request-ms"},
+		{e.TokenizeUsPerToken != 0, "tokenize_us_per_token", "tokenize-us-per-token"},
+		{e.TokenMs != 0, "front_end_token_ms", "front-end-token-ms"},
+		{e.CPUPerRequestUs != 0, "step_cpu_per_request_us", "step-cpu-per-request-us"},
+	} {
+		if f.on {
+			set = append(set, fmt.Sprintf("engine.%s (--%s)", f.field, f.flag))
+		}
+	}
+	return strings.Join(set, ", ")
 }

@@ -118,7 +118,7 @@ func (s *Scenario) resolvePool(gc *hardware.Catalog, m *models.Model, prefix, gp
 	}
 	p.Limits = policies.Limits{MaxNumSeqs: b.MaxNumSeqs, MaxNumBatchedTokens: b.MaxNumBatchedTokens}
 	if p.Memory, err = hardware.PlanMemory(m, p.GPU, p.Parallel, b.GPUMemUtil, b.BlockSize, hardware.DefaultActivationReserve); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w (fields %q, %q, %q: flags --tp, --block-size, --gpu-memory-utilization)", err, f("tp"), f("batch.block_size"), f("batch.gpu_memory_utilization"))
 	}
 	kern, overhead, desc, id, err := s.kernelModel(p.GPU, *tp)
 	if err != nil {
@@ -182,6 +182,11 @@ func (s *Scenario) kernelModel(g *hardware.GPU, tp int) (hardware.KernelModel, f
 	}
 }
 
+// MaxReplicas bounds replicas and disagg.decode_replicas: each instance
+// holds its own state, so a count past any real cluster (100,000 instances)
+// would only exhaust memory before the first event.
+const MaxReplicas = 100_000
+
 // Resolve fills defaults, checks every field and looks up the model and GPU.
 func (s Scenario) Resolve() (*Plan, error) {
 	mc := models.Builtin()
@@ -231,6 +236,9 @@ func (s Scenario) Resolve() (*Plan, error) {
 		}
 		if p.Decode, err = s.resolvePool(gc, p.Model, "disagg.decode_", d.DecodeGPU, &d.DecodeTP, &d.DecodeBatch); err != nil {
 			return nil, err
+		}
+		if s.Disagg.DecodeReplicas > MaxReplicas {
+			return nil, s.fieldError("disagg.decode_replicas", "decode-replicas", "%d is out of range (at most %d instances)", s.Disagg.DecodeReplicas, MaxReplicas)
 		}
 	} else if s.Disagg.DecodeReplicas < 0 {
 		return nil, s.fieldError("disagg.decode_replicas", "decode-replicas", "%d must be ≥ 0 (0 = colocated)", s.Disagg.DecodeReplicas)
@@ -286,6 +294,9 @@ func (s *Scenario) resolveServe(p *Plan) error {
 	}
 	if s.Replicas < 0 {
 		return s.fieldError("replicas", "replicas", "%d must be ≥ 1", s.Replicas)
+	}
+	if s.Replicas > MaxReplicas {
+		return s.fieldError("replicas", "replicas", "%d is out of range (at most %d instances)", s.Replicas, MaxReplicas)
 	}
 	p.Replicas = s.Replicas
 	b := &s.Batch

@@ -231,8 +231,30 @@ func (s *Scenario) resolveWorkload(p *Plan) error {
 	if !staged && !(wl.Rate > 0) {
 		return s.fieldError("workload.rate", "rate", "%g requests/s: must be a positive number, or inf (every request at t = 0, as vLLM bench's default)", wl.Rate)
 	}
+	if !staged && !math.IsInf(wl.Rate, 1) && 1/wl.Rate > MaxDurationS {
+		return s.fieldError("workload.rate", "rate", "%g requests/s is out of range: one gap (1/rate = %g s) is past the longest run (%g s)", wl.Rate, 1/wl.Rate, MaxDurationS)
+	}
 	if wl.Requests < 0 {
 		return s.fieldError("workload.requests", "requests", "%d must be ≥ 0", wl.Requests)
+	}
+	for _, f := range []struct {
+		v           int
+		field, flag string
+	}{
+		{wl.SharedPrefix, "workload.shared_prefix_tokens", "shared-prefix-tokens"},
+		{wl.PrefixGroups, "workload.prefix_groups", "prefix-groups"},
+		{wl.Turns, "workload.turns", "turns"},
+		{wl.Conversations, "workload.conversations", "conversations"},
+	} {
+		if f.v < 0 {
+			return s.fieldError(f.field, f.flag, "%d must be ≥ 0", f.v)
+		}
+	}
+	if wl.SharedPrefix > 0 && wl.PrefixGroups == 0 {
+		return s.fieldError("workload.shared_prefix_tokens", "shared-prefix-tokens", "a shared prefix of %d tokens needs prefix_groups ≥ 1 (flag --prefix-groups)", wl.SharedPrefix)
+	}
+	if wl.Turns >= 2 && wl.Conversations == 0 {
+		return s.fieldError("workload.turns", "turns", "%d-turn conversations need conversations ≥ 1 (flag --conversations: how many are in flight at once)", wl.Turns)
 	}
 	if _, err := s.duration("workload.duration_s", "duration", wl.DurationS, 1, "s"); err != nil {
 		return err

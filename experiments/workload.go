@@ -15,13 +15,23 @@ import (
 // shared_prefix generator; it fills p's fields for them. mix says whether a
 // class mix or a trace (rather than the synthetic generator) supplies the
 // requests: only max_concurrency applies to those.
+// MaxConcurrency bounds workload.max_concurrency (the client holds a slot
+// per concurrent user; ten million is past any load generator).
+const MaxConcurrency = 10_000_000
+
 func (s *Scenario) resolveShape(p *Plan, other string) error {
 	wl := &s.Workload
 	if c := wl.MaxConcurrency; c != nil {
 		if *c < 1 {
 			return s.fieldError("workload.max_concurrency", "max-concurrency", "%d must be ≥ 1 (leave it unset for no limit)", *c)
 		}
+		if *c > MaxConcurrency {
+			return s.fieldError("workload.max_concurrency", "max-concurrency", "%d is out of range (at most %d: the client keeps a slot per user)", *c, MaxConcurrency)
+		}
 		p.MaxConcurrency = *c
+	}
+	if _, err := s.duration("workload.think_time_s", "think-time", wl.ThinkTimeS, 1, "s"); err != nil {
+		return err
 	}
 	if !(wl.ThinkTimeS >= 0) || math.IsInf(wl.ThinkTimeS, 0) {
 		return s.fieldError("workload.think_time_s", "think-time", "%g must be ≥ 0 seconds", wl.ThinkTimeS)

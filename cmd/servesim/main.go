@@ -70,7 +70,9 @@ func exitCode(err error, stderr io.Writer) int {
 // default handling. After the first signal the default handling is back at
 // once, so a second one kills the process even if the work does not stop.
 // Commands that do not call this keep Go's default: a signal ends them.
-func interruptible() (ctx context.Context, stop func()) {
+//
+// It is a variable so that tests can bound a command's run time.
+var interruptible = func() (ctx context.Context, stop func()) {
 	ctx, stop = signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-ctx.Done()

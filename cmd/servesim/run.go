@@ -94,16 +94,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&s.Disagg.Link, "link", "", "KV link: nvlink, ib (default), roce, pcie")
 	fs.BoolVar(&s.Disagg.Streaming, "streaming", false, "stream KV layer by layer during prefill")
 	// The engine model ([engine]).
-	e := &experiments.Engine{}
-	s.Engine = e
-	fs.StringVar(&e.Name, "engine", "", "engine model: "+experiments.EngineNames+" (default "+experiments.DefaultEngine+")")
-	fs.BoolVar(&e.NoAsyncScheduling, "no-async-scheduling", false, "vllm-v1: synchronous scheduling (vLLM --no-async-scheduling)")
-	fs.BoolVar(&e.NoFrontEnd, "no-front-end", false, "vllm-v1: no front-end costs")
-	fs.BoolVar(&e.NoStepCPU, "no-step-cpu", false, "vllm-v1: no per-request CPU time per step")
-	fs.Float64Var(&e.RequestMs, "front-end-request-ms", 0, "vllm-v1: front-end time per request in ms (default: fitted)")
-	fs.Float64Var(&e.TokenizeUsPerToken, "tokenize-us-per-token", 0, "vllm-v1: tokenization µs per prompt token")
-	fs.Float64Var(&e.TokenMs, "front-end-token-ms", 0, "vllm-v1: front-end time per output token in ms")
-	fs.Float64Var(&e.CPUPerRequestUs, "step-cpu-per-request-us", 0, "vllm-v1: step CPU µs per request in the batch (default: the profile's)")
+	s.Engine = engineFlags(fs)
 	ablation := fs.Bool("ablation", false, "run the scenario with vllm-v1, each engine mechanism off in turn, and ideal; print a Markdown table")
 
 	if err := fs.Parse(args); err != nil {
@@ -236,26 +227,6 @@ var scenarioFlags = map[string]func(dst, src *experiments.Scenario){
 	"decode-tp":              func(d, s *experiments.Scenario) { d.Disagg.DecodeTP = s.Disagg.DecodeTP },
 	"link":                   func(d, s *experiments.Scenario) { d.Disagg.Link = s.Disagg.Link },
 	"streaming":              func(d, s *experiments.Scenario) { d.Disagg.Streaming = s.Disagg.Streaming },
-	// The engine model: src.Engine is always set (runCmd binds it).
-	"engine":                  func(d, s *experiments.Scenario) { engineOf(d).Name = s.Engine.Name },
-	"no-async-scheduling":     func(d, s *experiments.Scenario) { engineOf(d).NoAsyncScheduling = s.Engine.NoAsyncScheduling },
-	"no-front-end":            func(d, s *experiments.Scenario) { engineOf(d).NoFrontEnd = s.Engine.NoFrontEnd },
-	"no-step-cpu":             func(d, s *experiments.Scenario) { engineOf(d).NoStepCPU = s.Engine.NoStepCPU },
-	"front-end-request-ms":    func(d, s *experiments.Scenario) { engineOf(d).RequestMs = s.Engine.RequestMs },
-	"tokenize-us-per-token":   func(d, s *experiments.Scenario) { engineOf(d).TokenizeUsPerToken = s.Engine.TokenizeUsPerToken },
-	"front-end-token-ms":      func(d, s *experiments.Scenario) { engineOf(d).TokenMs = s.Engine.TokenMs },
-	"step-cpu-per-request-us": func(d, s *experiments.Scenario) { engineOf(d).CPUPerRequestUs = s.Engine.CPUPerRequestUs },
-}
-
-// engineOf returns d's [engine] table, creating it (a copy: d may share
-// its table with the scenario it was copied from).
-func engineOf(d *experiments.Scenario) *experiments.Engine {
-	e := experiments.Engine{}
-	if d.Engine != nil {
-		e = *d.Engine
-	}
-	d.Engine = &e
-	return d.Engine
 }
 
 func override(fs *pflag.FlagSet, dst, src *experiments.Scenario) {

@@ -56,6 +56,7 @@ type PoolPlan struct {
 	GPU         *hardware.GPU
 	Parallel    models.Parallel
 	Memory      hardware.MemoryPlan
+	VLLMMemory  *hardware.VLLMMemoryPlan // the vllm-v1 memory plan's terms, nil under other plans
 	Step        *hardware.StepModel
 	Batcher     policies.Batcher
 	Limits      policies.Limits
@@ -145,11 +146,14 @@ func (s *Scenario) resolvePool(gc *hardware.Catalog, m *models.Model, prefix, gp
 		return nil, fieldError(f("batch.max_num_batched_tokens"), "max-num-batched-tokens", "%d must be > 0", b.MaxNumBatchedTokens)
 	}
 	p.Limits = policies.Limits{MaxNumSeqs: b.MaxNumSeqs, MaxNumBatchedTokens: b.MaxNumBatchedTokens}
-	if p.Memory, err = hardware.PlanMemory(m, p.GPU, p.Parallel, b.GPUMemUtil, b.BlockSize, hardware.DefaultActivationReserve); err != nil {
+	if err := s.planMemory(p, m, b, prefix); err != nil {
 		return nil, err
 	}
 	kern, overhead, desc, id, err := s.kernelModel(p.GPU, *tp)
 	if err != nil {
+		return nil, err
+	}
+	if kern, desc, id, err = s.engineKernel(kern, desc, id, p.GPU, *tp); err != nil {
 		return nil, err
 	}
 	p.Kernel, p.kernelID = desc, id

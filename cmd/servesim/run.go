@@ -94,7 +94,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&s.Disagg.Link, "link", "", "KV link: nvlink, ib (default), roce, pcie")
 	fs.BoolVar(&s.Disagg.Streaming, "streaming", false, "stream KV layer by layer during prefill")
 	// The engine model ([engine]).
-	s.Engine = engineFlags(fs)
+	engineFlags(fs, &s)
 	ablation := fs.Bool("ablation", false, "run the scenario with vllm-v1, each engine mechanism off in turn, and ideal; print a Markdown table")
 
 	if err := fs.Parse(args); err != nil {

@@ -72,7 +72,7 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&b.PrefixCaching, "prefix-caching", false, "prefix caching (default: the run's, else on)")
 	fs.StringVar(&b.Preemption, "preemption", "", "preemption when KV runs out: recompute or swap")
 	fs.StringVar(&s.Scheduler.Policy, "scheduler", "", "queue order: fcfs (vLLM's default), sjf, ...")
-	s.Engine = engineFlags(fs)
+	engineFlags(fs, &s)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -45,6 +45,7 @@ Examples:
   servesim validate --profile roofline ../shared/data/llmservingsim/vllm-runs/RTXPRO6000/Llama-3.1-8B
   servesim validate --gpu h100 --tp 1 bench-result.json
   servesim validate --suite -o validation-out
+  servesim validate --suite --engine vllm-v1 --no-custom-all-reduce -o validation-out
 `
 
 func validateCmd(args []string, stdout, stderr io.Writer) error {

@@ -26,6 +26,7 @@ func Ablation(s Scenario) ([]AblationRow, error) {
 		base = *s.Engine
 		base.Name = "vllm-v1"
 		base.NoAsyncScheduling, base.NoFrontEnd, base.NoStepCPU = false, false, false
+		base.NoCustomAllReduce, base.NoMemoryProfile = false, false
 	}
 	variant := func(f func(e *Engine)) Engine {
 		e := base
@@ -37,7 +38,12 @@ func Ablation(s Scenario) ([]AblationRow, error) {
 		{Variant: "no async scheduling", Engine: variant(func(e *Engine) { e.NoAsyncScheduling = true })},
 		{Variant: "no front end", Engine: variant(func(e *Engine) { e.NoFrontEnd = true })},
 		{Variant: "no step CPU", Engine: variant(func(e *Engine) { e.NoStepCPU = true })},
-		{Variant: "all off", Engine: variant(func(e *Engine) { e.NoAsyncScheduling, e.NoFrontEnd, e.NoStepCPU = true, true, true })},
+		{Variant: "no custom all-reduce", Engine: variant(func(e *Engine) { e.NoCustomAllReduce = true })},
+		{Variant: "no memory profile", Engine: variant(func(e *Engine) { e.NoMemoryProfile = true })},
+		{Variant: "all off", Engine: variant(func(e *Engine) {
+			e.NoAsyncScheduling, e.NoFrontEnd, e.NoStepCPU = true, true, true
+			e.NoCustomAllReduce, e.NoMemoryProfile = true, true
+		})},
 		{Variant: "ideal", Engine: Engine{Name: "ideal"}},
 	}
 	for i := range rows {

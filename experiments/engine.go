@@ -29,6 +29,22 @@ type Engine struct {
 	NoAsyncScheduling bool `toml:"no_async_scheduling" json:"no_async_scheduling"`
 	NoFrontEnd        bool `toml:"no_front_end" json:"no_front_end"`
 	NoStepCPU         bool `toml:"no_step_cpu" json:"no_step_cpu"`
+	// NoCustomAllReduce is vLLM's --disable-custom-all-reduce: every
+	// all-reduce takes the kernel profile's NCCL price.
+	NoCustomAllReduce bool `toml:"no_custom_all_reduce" json:"no_custom_all_reduce,omitempty"`
+	// NoMemoryProfile plans the KV cache as the ideal engine does (datasheet
+	// memory × utilization − weights − a fixed 3 GiB) instead of as vLLM's
+	// memory profiling does.
+	NoMemoryProfile bool `toml:"no_memory_profile" json:"no_memory_profile,omitempty"`
+	// EnforceEager is vLLM's --enforce-eager: no CUDA graphs, so no
+	// CUDA-graph memory in the memory plan.
+	EnforceEager bool `toml:"enforce_eager" json:"enforce_eager,omitempty"`
+	// Custom all-reduce (default: hardware.DefaultCustomAllReduce).
+	CustomARLatencyUs float64 `toml:"custom_all_reduce_latency_us" json:"custom_all_reduce_latency_us,omitempty"`
+	CustomARLinkEff   float64 `toml:"custom_all_reduce_link_efficiency" json:"custom_all_reduce_link_efficiency,omitempty"`
+	CustomARMaxBytes  float64 `toml:"custom_all_reduce_max_bytes" json:"custom_all_reduce_max_bytes,omitempty"`
+	// Non-torch memory per GPU in GiB (default: hardware.DefaultNonTorch).
+	NonTorchGiB float64 `toml:"non_torch_memory_gib" json:"non_torch_memory_gib,omitempty"`
 	// Front end (default: the fitted values below).
 	RequestMs          float64 `toml:"front_end_request_ms" json:"front_end_request_ms"`
 	TokenizeUsPerToken float64 `toml:"tokenize_us_per_token" json:"tokenize_us_per_token"`
@@ -76,18 +92,8 @@ func (s *Scenario) resolveEngine(p *Plan) error {
 	if name == "" {
 		name = DefaultEngine
 	}
-	for _, f := range []struct {
-		v          float64
-		field, flg string
-	}{
-		{e.RequestMs, "front_end_request_ms", "front-end-request-ms"},
-		{e.TokenizeUsPerToken, "tokenize_us_per_token", "tokenize-us-per-token"},
-		{e.TokenMs, "front_end_token_ms", "front-end-token-ms"},
-		{e.CPUPerRequestUs, "step_cpu_per_request_us", "step-cpu-per-request-us"},
-	} {
-		if !(f.v >= 0) || math.IsInf(f.v, 0) {
-			return s.fieldError("engine."+f.field, f.flg, "%g must be finite and ≥ 0 (0 = no cost; omit the field for the default)", f.v)
-		}
+	if err := e.checkNumbers(); err != nil {
+		return err
 	}
 	switch name {
 	case "ideal":
@@ -100,7 +106,8 @@ func (s *Scenario) resolveEngine(p *Plan) error {
 	default:
 		return s.fieldError("engine.name", "engine", "unknown engine %q (known: %s)", name, EngineNames)
 	}
-	v := serve.VLLMV1{AsyncScheduling: !e.NoAsyncScheduling, FrontEnd: !e.NoFrontEnd, StepCPU: !e.NoStepCPU}
+	v := serve.VLLMV1{AsyncScheduling: !e.NoAsyncScheduling, FrontEnd: !e.NoFrontEnd, StepCPU: !e.NoStepCPU,
+		CustomAllReduce: !e.NoCustomAllReduce, MemoryProfile: !e.NoMemoryProfile}
 	v.RequestCost = sim.FromSeconds(s.unsetDefault("engine.front_end_request_ms", e.RequestMs, DefaultFrontEndRequestMs) / 1e3)
 	v.TokenizeCost = s.unsetDefault("engine.tokenize_us_per_token", e.TokenizeUsPerToken, DefaultTokenizeUsPerToken) / 1e6
 	v.TokenCost = sim.FromSeconds(s.unsetDefault("engine.front_end_token_ms", e.TokenMs, DefaultFrontEndTokenMs) / 1e3)
@@ -161,8 +168,39 @@ func (p *Plan) describeEngine(w io.Writer) error {
 	if !ok {
 		return nil
 	}
-	_, err := fmt.Fprintf(w, "Engine: %s.\n", e)
-	return err
+	if _, err := fmt.Fprintf(w, "Engine: %s.\n", e); err != nil {
+		return err
+	}
+	for _, pp := range []*PoolPlan{&p.PoolPlan, p.Decode} {
+		if pp != nil && pp.VLLMMemory != nil {
+			if _, err := fmt.Fprintf(w, "vLLM memory plan (%s, tp %d): %s.\n", pp.GPU.Name, pp.Parallel.TP, pp.VLLMMemory); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkNumbers checks that every parameter of the table is finite and ≥ 0.
+func (e *Engine) checkNumbers() error {
+	for _, f := range []struct {
+		v          float64
+		field, flg string
+	}{
+		{e.RequestMs, "front_end_request_ms", "front-end-request-ms"},
+		{e.TokenizeUsPerToken, "tokenize_us_per_token", "tokenize-us-per-token"},
+		{e.TokenMs, "front_end_token_ms", "front-end-token-ms"},
+		{e.CPUPerRequestUs, "step_cpu_per_request_us", "step-cpu-per-request-us"},
+		{e.CustomARLatencyUs, "custom_all_reduce_latency_us", "custom-all-reduce-latency-us"},
+		{e.CustomARLinkEff, "custom_all_reduce_link_efficiency", "custom-all-reduce-link-efficiency"},
+		{e.CustomARMaxBytes, "custom_all_reduce_max_bytes", "custom-all-reduce-max-bytes"},
+		{e.NonTorchGiB, "non_torch_memory_gib", "non-torch-memory-gib"},
+	} {
+		if !(f.v >= 0) || math.IsInf(f.v, 0) {
+			return fieldError("engine."+f.field, f.flg, "%g must be finite and ≥ 0", f.v)
+		}
+	}
+	return nil
 }
 
 // setFields names the [engine] fields other than name that are set, with

@@ -22,7 +22,7 @@ func TestEngineOffIsIdealOnGoldens(t *testing.T) {
 				t.Fatal(err)
 			}
 			var want any
-			for i, e := range []*Engine{nil, {Name: "ideal"}, {Name: "vllm-v1", NoAsyncScheduling: true, NoFrontEnd: true, NoStepCPU: true}} {
+			for i, e := range []*Engine{nil, {Name: "ideal"}, {Name: "vllm-v1", NoAsyncScheduling: true, NoFrontEnd: true, NoStepCPU: true, NoCustomAllReduce: true, NoMemoryProfile: true}} {
 				sc := s
 				sc.Engine = e
 				p, err := sc.Resolve()
@@ -57,14 +57,14 @@ func TestAblation(t *testing.T) {
 	for _, r := range rows {
 		by[r.Variant] = r
 	}
-	if len(rows) != 6 || !reflect.DeepEqual(by["all off"].Summary, by["ideal"].Summary) {
+	if len(rows) != 8 || !reflect.DeepEqual(by["all off"].Summary, by["ideal"].Summary) {
 		t.Fatalf("%d rows; all off and ideal differ", len(rows))
 	}
 	if !(by["vllm-v1"].Summary.TTFT.Mean > by["ideal"].Summary.TTFT.Mean) {
 		t.Fatalf("vllm-v1 TTFT %v not above ideal %v", by["vllm-v1"].Summary.TTFT.Mean, by["ideal"].Summary.TTFT.Mean)
 	}
 	var b strings.Builder
-	if err := WriteAblation(&b, rows); err != nil || strings.Count(b.String(), "\n") != 8 {
+	if err := WriteAblation(&b, rows); err != nil || strings.Count(b.String(), "\n") != 10 {
 		t.Fatalf("table: %v\n%s", err, b.String())
 	}
 }
@@ -79,6 +79,9 @@ func TestEngineBadInput(t *testing.T) {
 		{Engine{Name: "ideal", NoAsyncScheduling: true}, `field "engine.name" (flag --engine): engine "ideal" has no mechanisms`},
 		{Engine{NoFrontEnd: true}, `engine "ideal" has no mechanisms`}, // the default is ideal
 		{Engine{Name: "vllm-v1", RequestMs: -1}, `field "engine.front_end_request_ms" (flag --front-end-request-ms)`},
+		{Engine{Name: "vllm-v1", CustomARLatencyUs: -1}, `field "engine.custom_all_reduce_latency_us" (flag --custom-all-reduce-latency-us)`},
+		{Engine{Name: "vllm-v1", NonTorchGiB: -1}, `field "engine.non_torch_memory_gib" (flag --non-torch-memory-gib)`},
+		{Engine{Name: "ideal", NoCustomAllReduce: true}, `engine "ideal" has no mechanisms`},
 	}
 	for _, c := range cases {
 		s := small()

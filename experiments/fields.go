@@ -282,3 +282,13 @@ func parentKey(k string) string {
 	}
 	return ""
 }
+
+// fieldError names a field (and the flag that sets it) where no scenario
+// is at hand to say which file and line set it; methods of Scenario use
+// s.fieldError.
+func fieldError(field, flag, format string, args ...any) error {
+	if flag == "" {
+		return fmt.Errorf("experiments: field %q: %s", field, fmt.Sprintf(format, args...))
+	}
+	return fmt.Errorf("experiments: field %q (flag --%s): %s", field, flag, fmt.Sprintf(format, args...))
+}

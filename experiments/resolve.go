@@ -117,11 +117,14 @@ func (s *Scenario) resolvePool(gc *hardware.Catalog, m *models.Model, prefix, gp
 		b.MaxNumBatchedTokens = 8192
 	}
 	p.Limits = policies.Limits{MaxNumSeqs: b.MaxNumSeqs, MaxNumBatchedTokens: b.MaxNumBatchedTokens}
-	if p.Memory, err = hardware.PlanMemory(m, p.GPU, p.Parallel, b.GPUMemUtil, b.BlockSize, hardware.DefaultActivationReserve); err != nil {
+	if err := s.planMemory(p, m, b, prefix); err != nil {
 		return nil, fmt.Errorf("%w (fields %q, %q, %q: flags --tp, --block-size, --gpu-memory-utilization)", err, f("tp"), f("batch.block_size"), f("batch.gpu_memory_utilization"))
 	}
 	kern, overhead, desc, id, err := s.kernelModel(p.GPU, *tp)
 	if err != nil {
+		return nil, err
+	}
+	if kern, desc, id, err = s.engineKernel(kern, desc, id, p.GPU, *tp); err != nil {
 		return nil, err
 	}
 	p.Kernel, p.kernelID = desc, id

@@ -55,6 +55,7 @@ type PoolPlan struct {
 	GPU         *hardware.GPU
 	Parallel    models.Parallel
 	Memory      hardware.MemoryPlan
+	VLLMMemory  *hardware.VLLMMemoryPlan // the vllm-v1 memory plan's terms, nil under other plans
 	Step        *hardware.StepModel
 	Batcher     policies.Batcher
 	Limits      policies.Limits

@@ -124,6 +124,11 @@ type Batch struct {
 	Preemption          string  `toml:"preemption" json:"preemption"`         // recompute | swap
 	Victim              string  `toml:"victim" json:"victim"`                 // newest | lowest-priority
 	SwapSpaceGB         float64 `toml:"swap_space_gb" json:"swap_space_gb"`   // host memory for swapped KV per GPU (default 4 GiB, vLLM's; an explicit 0: none)
+	// vLLM's cache_config overrides of the memory plan (0 = not set):
+	// kv_cache_memory_bytes replaces the KV budget per GPU,
+	// num_gpu_blocks_override the block count.
+	KVCacheMemoryBytes   float64 `toml:"kv_cache_memory_bytes" json:"kv_cache_memory_bytes,omitempty"`
+	NumGPUBlocksOverride int     `toml:"num_gpu_blocks_override" json:"num_gpu_blocks_override,omitempty"`
 }
 
 // Scheduler orders each instance's waiting queue.

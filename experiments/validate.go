@@ -151,6 +151,9 @@ func Validate(run *realrun.Run, s Scenario) (*Validation, error) {
 	p.Workload, p.Scenario.Workload = workload.Synthetic{}, Workload{}
 	p.Replay = &workload.Replay{Requests: reqs}
 	p.Inputs = digestOf(p.Inputs, "replay", reqs)
+	if p.VLLMMemory != nil {
+		v.Notes = append(v.Notes, "vLLM memory plan: "+p.VLLMMemory.String())
+	}
 	if run.Engine.KVBlocks > 0 && (run.Engine.BlockSize == 0 || run.Engine.BlockSize == p.Memory.BlockSize) {
 		v.Notes = append(v.Notes, fmt.Sprintf("KV cache: the run's %d blocks (servesim's own plan: %d)", run.Engine.KVBlocks, p.Memory.Blocks))
 		p.Memory.Blocks = run.Engine.KVBlocks

@@ -141,6 +141,9 @@ func ValidateStages(runs []*realrun.Run, s Scenario) ([]*Validation, error) {
 			fmt.Sprintf("KV cache: servesim's plan, %d blocks (the table does not record vLLM's)", p.Memory.Blocks),
 			fmt.Sprintf("prompts: system %d + question %d tokens, the table's %d + %d scaled to the measured mean prompt length (the load generator counts ~5 %% more tokens: tokenization; SOURCE.md)", sys, q, row.SystemPromptLen, row.QuestionLen),
 			"TPOT = (E2E − TTFT)/(output_len − 1) on the means, measured and simulated alike; ITL not compared (the load generator's ITL counts streamed chunks, about two per token)")
+		if p.VLLMMemory != nil {
+			v.Notes = append(v.Notes, "vLLM memory plan: "+p.VLLMMemory.String())
+		}
 		stage := -1
 		if row.Scope != "summary" {
 			if _, err := fmt.Sscanf(row.Scope, "stage_%d", &stage); err != nil || stage < 0 || stage >= len(counts) {

@@ -158,6 +158,7 @@ func (c *Catalog) LoadFile(path string) error {
 //	bf16_flops = 362e12           # required, FLOP/s dense
 //	fp8_flops = 733e12            # 0 or absent: unsupported
 //	mem_bytes = 48e9              # required
+//	device_bytes = 51e9           # optional: what the driver reports (absent: mem_bytes)
 //	mem_bw = 864e9                # required, bytes/s
 //	link_bw = 32e9                # required, bytes/s per direction (PCIe here)
 //	link_latency = 35.5e-6        # absent: DefaultLinkLatency

@@ -35,6 +35,11 @@ type GPU struct {
 	// H100 shows 79.22 GiB = 85.1e9 bytes to vLLM), so KV budgets built on
 	// it are slightly conservative.
 	MemBytes float64 `toml:"mem_bytes"`
+	// DeviceBytes is the device memory the driver reports (CUDA
+	// cudaMemGetInfo's total, torch.cuda.mem_get_info()[1]): what vLLM
+	// multiplies gpu_memory_utilization by. 0 = unknown: DeviceMemory then
+	// takes MemBytes.
+	DeviceBytes float64 `toml:"device_bytes"`
 	// MemBW is the HBM bandwidth in bytes/s.
 	MemBW float64 `toml:"mem_bw"`
 	// LinkBW is the GPU-to-GPU (NVLink) bandwidth in bytes/s per direction:
@@ -64,6 +69,15 @@ type GPU struct {
 	// Sources says where each number came from, one entry per number, e.g.
 	// "bf16_flops: 989.4e12 [S8†,S15†] data/gpu-specs.md".
 	Sources []string `toml:"sources"`
+}
+
+// DeviceMemory returns the device memory the driver reports: DeviceBytes,
+// or MemBytes when that is unknown.
+func (g *GPU) DeviceMemory() float64 {
+	if g.DeviceBytes > 0 {
+		return g.DeviceBytes
+	}
+	return g.MemBytes
 }
 
 // DefaultLinkLatency is the all-reduce latency a TOML GPU entry gets when it
@@ -166,6 +180,7 @@ func (g *GPU) validate() error {
 		{"fp8_flops", g.FP8FLOPS, false, MinRate, MaxFLOPS, "FLOP/s"},
 		{"fp4_flops", g.FP4FLOPS, false, MinRate, MaxFLOPS, "FLOP/s"},
 		{"mem_bytes", g.MemBytes, true, 1, MaxMemBytes, "bytes"},
+		{"device_bytes", g.DeviceBytes, false, 1, MaxMemBytes, "bytes"},
 		{"mem_bw", g.MemBW, true, MinRate, MaxBandwidth, "bytes/s"},
 		{"link_bw", g.LinkBW, true, MinRate, MaxBandwidth, "bytes/s"},
 		{"link_latency", g.LinkLatency, false, 0, MaxLatency, "s"},

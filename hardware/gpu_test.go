@@ -99,8 +99,24 @@ func TestBuiltinSources(t *testing.T) {
 				t.Errorf("%s: %d sources for %s, want 1", g.Name, n, k)
 			}
 		}
-		if len(g.Sources) != len(keys) {
-			t.Errorf("%s: %d sources, want %d", g.Name, len(g.Sources), len(keys))
+		want := len(keys)
+		if g.DeviceBytes > 0 { // device_bytes is optional, cited when given
+			want++
+			n := 0
+			for _, s := range g.Sources {
+				if strings.HasPrefix(s, "device_bytes:") {
+					n++
+					if !strings.Contains(s, "data/") && !strings.Contains(s, "assumption") {
+						t.Errorf("%s: source %q cites neither a data file nor an assumption", g.Name, s)
+					}
+				}
+			}
+			if n != 1 {
+				t.Errorf("%s: %d sources for device_bytes, want 1", g.Name, n)
+			}
+		}
+		if len(g.Sources) != want {
+			t.Errorf("%s: %d sources, want %d", g.Name, len(g.Sources), want)
 		}
 	}
 }

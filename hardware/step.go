@@ -52,7 +52,11 @@ func NewStepModel(m *models.Model, g *GPU, p models.Parallel, k KernelModel, ite
 		return nil, err
 	}
 	var rf *Roofline
-	switch r := k.(type) {
+	inner := k
+	if w, ok := k.(CustomARKernel); ok {
+		inner = w.K // checked as the kernel it wraps
+	}
+	switch r := inner.(type) {
 	case Roofline:
 		rf = &r
 	case *Roofline:

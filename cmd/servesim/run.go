@@ -94,16 +94,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&s.Disagg.Link, "link", "", "KV link: nvlink, ib (default), roce, pcie")
 	fs.BoolVar(&s.Disagg.Streaming, "streaming", false, "stream KV layer by layer during prefill")
 	// The engine model ([engine]).
-	e := &experiments.Engine{}
-	s.Engine = e
-	fs.StringVar(&e.Name, "engine", "", "engine model: "+experiments.EngineNames+" (default "+experiments.DefaultEngine+")")
-	fs.BoolVar(&e.NoAsyncScheduling, "no-async-scheduling", false, "vllm-v1: synchronous scheduling (vLLM --no-async-scheduling)")
-	fs.BoolVar(&e.NoFrontEnd, "no-front-end", false, "vllm-v1: no front-end costs")
-	fs.BoolVar(&e.NoStepCPU, "no-step-cpu", false, "vllm-v1: no per-request CPU time per step")
-	fs.Float64Var(&e.RequestMs, "front-end-request-ms", 0, "vllm-v1: front-end time per request in ms (default: fitted)")
-	fs.Float64Var(&e.TokenizeUsPerToken, "tokenize-us-per-token", 0, "vllm-v1: tokenization µs per prompt token")
-	fs.Float64Var(&e.TokenMs, "front-end-token-ms", 0, "vllm-v1: front-end time per output token in ms")
-	fs.Float64Var(&e.CPUPerRequestUs, "step-cpu-per-request-us", 0, "vllm-v1: step CPU µs per request in the batch (default: the profile's)")
+	engineFlags(fs, &s)
 	ablation := fs.Bool("ablation", false, "run the scenario with vllm-v1, each engine mechanism off in turn, and ideal; print a Markdown table")
 
 	if err := fs.Parse(args); err != nil {
@@ -248,26 +239,6 @@ var scenarioFlags = map[string]scenarioFlag{
 	"decode-tp":              {"disagg.decode_tp", func(d, s *experiments.Scenario) { d.Disagg.DecodeTP = s.Disagg.DecodeTP }},
 	"link":                   {"disagg.link", func(d, s *experiments.Scenario) { d.Disagg.Link = s.Disagg.Link }},
 	"streaming":              {"disagg.streaming", func(d, s *experiments.Scenario) { d.Disagg.Streaming = s.Disagg.Streaming }},
-	// The engine model: src.Engine is always set (runCmd and validateCmd bind it).
-	"engine":                  {"engine.name", func(d, s *experiments.Scenario) { engineOf(d).Name = s.Engine.Name }},
-	"no-async-scheduling":     {"engine.no_async_scheduling", func(d, s *experiments.Scenario) { engineOf(d).NoAsyncScheduling = s.Engine.NoAsyncScheduling }},
-	"no-front-end":            {"engine.no_front_end", func(d, s *experiments.Scenario) { engineOf(d).NoFrontEnd = s.Engine.NoFrontEnd }},
-	"no-step-cpu":             {"engine.no_step_cpu", func(d, s *experiments.Scenario) { engineOf(d).NoStepCPU = s.Engine.NoStepCPU }},
-	"front-end-request-ms":    {"engine.front_end_request_ms", func(d, s *experiments.Scenario) { engineOf(d).RequestMs = s.Engine.RequestMs }},
-	"tokenize-us-per-token":   {"engine.tokenize_us_per_token", func(d, s *experiments.Scenario) { engineOf(d).TokenizeUsPerToken = s.Engine.TokenizeUsPerToken }},
-	"front-end-token-ms":      {"engine.front_end_token_ms", func(d, s *experiments.Scenario) { engineOf(d).TokenMs = s.Engine.TokenMs }},
-	"step-cpu-per-request-us": {"engine.step_cpu_per_request_us", func(d, s *experiments.Scenario) { engineOf(d).CPUPerRequestUs = s.Engine.CPUPerRequestUs }},
-}
-
-// engineOf returns d's [engine] table, creating it (a copy: d may share
-// its table with the scenario it was copied from).
-func engineOf(d *experiments.Scenario) *experiments.Engine {
-	e := experiments.Engine{}
-	if d.Engine != nil {
-		e = *d.Engine
-	}
-	d.Engine = &e
-	return d.Engine
 }
 
 // override copies the flags set on the command line into dst and records

@@ -45,6 +45,7 @@ Examples:
   servesim validate --profile roofline ../shared/data/llmservingsim/vllm-runs/RTXPRO6000/Llama-3.1-8B
   servesim validate --gpu h100 --tp 1 bench-result.json
   servesim validate --suite -o validation-out
+  servesim validate --suite --engine vllm-v1 --no-custom-all-reduce -o validation-out
 `
 
 func validateCmd(args []string, stdout, stderr io.Writer) error {
@@ -72,11 +73,7 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&b.PrefixCaching, "prefix-caching", false, "prefix caching (default: the run's, else on)")
 	fs.StringVar(&b.Preemption, "preemption", "", "preemption when KV runs out: recompute or swap")
 	fs.StringVar(&s.Scheduler.Policy, "scheduler", "", "queue order: fcfs (vLLM's default), sjf, ...")
-	s.Engine = &experiments.Engine{}
-	fs.StringVar(&s.Engine.Name, "engine", "", "engine model: "+experiments.EngineNames+" (default "+experiments.DefaultEngine+")")
-	fs.BoolVar(&s.Engine.NoAsyncScheduling, "no-async-scheduling", false, "vllm-v1: synchronous scheduling (vLLM's --no-async-scheduling)")
-	fs.BoolVar(&s.Engine.NoFrontEnd, "no-front-end", false, "vllm-v1: no front-end (API server) costs")
-	fs.BoolVar(&s.Engine.NoStepCPU, "no-step-cpu", false, "vllm-v1: no per-request CPU time per step")
+	engineFlags(fs, &s)
 	quiet := fs.BoolP("quiet", "q", false, "print only the tables")
 	if err := fs.Parse(args); err != nil {
 		return err

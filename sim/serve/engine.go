@@ -55,7 +55,8 @@ func (Ideal) Kernels(k StepTimer) StepTimer { return k }
 
 // VLLMV1 models vLLM's V1 serving stack (vLLM ≥ 0.12, where async
 // scheduling is the default). Every mechanism has a switch; with all of
-// them off it behaves exactly as Ideal.
+// them off it behaves exactly as Ideal (4 and 5 act on the plan the
+// instance is built from, not through this interface).
 //
 // 1. Scheduling pipeline (AsyncScheduling). vllm/v1/engine/core.py,
 // EngineCore.step_with_batch_queue with a batch queue of 2
@@ -100,6 +101,20 @@ func (Ideal) Kernels(k StepTimer) StepTimer { return k }
 // Vidur/Sarathi-Serve cpu_overheads.csv) and their per_request_s the
 // slope, recorded there but not applied; this applies the slope, so
 // nothing is counted twice.
+//
+// 4. TP communication (CustomAllReduce). vLLM's TP group all-reduces small
+// messages with its custom all-reduce inside an NVLink domain and large
+// ones with NCCL (vllm/distributed/device_communicators/cuda_communicator.py
+// and custom_all_reduce.py; hardware.CustomAllReduce has the rules and the
+// cited latency). The all-reduce messages of a step are inside the step
+// model, so this mechanism is applied where the pool's kernel model is
+// built (experiments, hardware.CustomARKernel), not in Kernels: the flag
+// here records it for reports.
+//
+// 5. Memory as vLLM plans it (MemoryProfile). The KV cache is what vLLM's
+// V1 worker leaves after a profiling pass (vllm/v1/worker/gpu_worker.py
+// determine_available_memory; hardware.PlanMemoryVLLM), applied where the
+// pool's memory is planned (experiments); the flag records it.
 type VLLMV1 struct {
 	AsyncScheduling bool
 	FrontEnd        bool
@@ -108,6 +123,8 @@ type VLLMV1 struct {
 	TokenCost       sim.Time // per output token on the way out: hop back, detokenization, streaming
 	StepCPU         bool
 	PerRequestCPU   float64 // seconds per request in a step's batch
+	CustomAllReduce bool    // recorded: applied to the kernel model (see 4)
+	MemoryProfile   bool    // recorded: applied to the memory plan (see 5)
 }
 
 // VLLMV1Version names the model of vLLM this implements.
@@ -171,9 +188,19 @@ func (e VLLMV1) String() string {
 		s += " no front end;"
 	}
 	if e.StepCPU {
-		s += fmt.Sprintf(" step CPU %.3g µs/request", e.PerRequestCPU*1e6)
+		s += fmt.Sprintf(" step CPU %.3g µs/request;", e.PerRequestCPU*1e6)
 	} else {
-		s += " no per-request step CPU"
+		s += " no per-request step CPU;"
+	}
+	if e.CustomAllReduce {
+		s += " custom all-reduce;"
+	} else {
+		s += " NCCL all-reduces;"
+	}
+	if e.MemoryProfile {
+		s += " memory as vLLM profiles it"
+	} else {
+		s += " memory as the ideal engine plans it"
 	}
 	return s
 }

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"github.com/servesim/servesim/experiments"
+	"github.com/spf13/pflag"
+)
+
+// engineFlags binds the [engine] table's flags on fs (run and validate
+// share them), and the [batch] fields of vLLM's memory plan, filling s.
+func engineFlags(fs *pflag.FlagSet, s *experiments.Scenario) {
+	e := &experiments.Engine{}
+	s.Engine = e
+	fs.StringVar(&e.Name, "engine", "", "engine model: "+experiments.EngineNames+" (default "+experiments.DefaultEngine+")")
+	fs.BoolVar(&e.NoAsyncScheduling, "no-async-scheduling", false, "vllm-v1: synchronous scheduling (vLLM --no-async-scheduling)")
+	fs.BoolVar(&e.NoFrontEnd, "no-front-end", false, "vllm-v1: no front-end costs")
+	fs.BoolVar(&e.NoStepCPU, "no-step-cpu", false, "vllm-v1: no per-request CPU time per step")
+	fs.Float64Var(&e.RequestMs, "front-end-request-ms", 0, "vllm-v1: front-end time per request in ms (default: fitted)")
+	fs.Float64Var(&e.TokenizeUsPerToken, "tokenize-us-per-token", 0, "vllm-v1: tokenization µs per prompt token")
+	fs.Float64Var(&e.TokenMs, "front-end-token-ms", 0, "vllm-v1: front-end time per output token in ms")
+	fs.Float64Var(&e.CPUPerRequestUs, "step-cpu-per-request-us", 0, "vllm-v1: step CPU µs per request in the batch (default: the profile's)")
+	fs.BoolVar(&e.NoCustomAllReduce, "no-custom-all-reduce", false, "vllm-v1: NCCL for every all-reduce (vLLM --disable-custom-all-reduce)")
+	fs.Float64Var(&e.CustomARLatencyUs, "custom-all-reduce-latency-us", 0, "vllm-v1: custom all-reduce µs per stage (default 5)")
+	fs.Float64Var(&e.CustomARLinkEff, "custom-all-reduce-link-efficiency", 0, "vllm-v1: custom all-reduce fraction of link_bw (default 0.7)")
+	fs.Float64Var(&e.CustomARMaxBytes, "custom-all-reduce-max-bytes", 0, "vllm-v1: messages of at least this many bytes take NCCL (default 8 MiB)")
+	fs.BoolVar(&e.NoMemoryProfile, "no-memory-profile", false, "vllm-v1: plan the KV cache as the ideal engine does")
+	fs.BoolVar(&e.EnforceEager, "enforce-eager", false, "vllm-v1: no CUDA graphs, so no CUDA-graph memory (vLLM --enforce-eager)")
+	fs.Float64Var(&e.NonTorchGiB, "non-torch-memory-gib", 0, "vllm-v1: non-torch memory per GPU in GiB (default 0.32, +1.79 at TP > 1)")
+	fs.Float64Var(&s.Batch.KVCacheMemoryBytes, "kv-cache-memory-bytes", 0, "KV-cache bytes per GPU, replacing the memory plan's (vLLM --kv-cache-memory-bytes)")
+	fs.IntVar(&s.Batch.NumGPUBlocksOverride, "num-gpu-blocks-override", 0, "KV blocks per GPU, replacing the memory plan's (vLLM --num-gpu-blocks-override)")
+}
+
+// engineScenarioFlags are the [engine] entries of scenarioFlags: src.Engine
+// is always set (engineFlags binds it).
+var engineScenarioFlags = map[string]scenarioFlag{
+	"engine":                  {"engine.name", func(d, s *experiments.Scenario) { engineOf(d).Name = s.Engine.Name }},
+	"no-async-scheduling":     {"engine.no_async_scheduling", func(d, s *experiments.Scenario) { engineOf(d).NoAsyncScheduling = s.Engine.NoAsyncScheduling }},
+	"no-front-end":            {"engine.no_front_end", func(d, s *experiments.Scenario) { engineOf(d).NoFrontEnd = s.Engine.NoFrontEnd }},
+	"no-step-cpu":             {"engine.no_step_cpu", func(d, s *experiments.Scenario) { engineOf(d).NoStepCPU = s.Engine.NoStepCPU }},
+	"front-end-request-ms":    {"engine.front_end_request_ms", func(d, s *experiments.Scenario) { engineOf(d).RequestMs = s.Engine.RequestMs }},
+	"tokenize-us-per-token":   {"engine.tokenize_us_per_token", func(d, s *experiments.Scenario) { engineOf(d).TokenizeUsPerToken = s.Engine.TokenizeUsPerToken }},
+	"front-end-token-ms":      {"engine.front_end_token_ms", func(d, s *experiments.Scenario) { engineOf(d).TokenMs = s.Engine.TokenMs }},
+	"step-cpu-per-request-us": {"engine.step_cpu_per_request_us", func(d, s *experiments.Scenario) { engineOf(d).CPUPerRequestUs = s.Engine.CPUPerRequestUs }},
+	"no-custom-all-reduce":    {"engine.no_custom_all_reduce", func(d, s *experiments.Scenario) { engineOf(d).NoCustomAllReduce = s.Engine.NoCustomAllReduce }},
+	"custom-all-reduce-latency-us": {"engine.custom_all_reduce_latency_us", func(d, s *experiments.Scenario) {
+		engineOf(d).CustomARLatencyUs = s.Engine.CustomARLatencyUs
+	}},
+	"custom-all-reduce-link-efficiency": {"engine.custom_all_reduce_link_efficiency", func(d, s *experiments.Scenario) {
+		engineOf(d).CustomARLinkEff = s.Engine.CustomARLinkEff
+	}},
+	"custom-all-reduce-max-bytes": {"engine.custom_all_reduce_max_bytes", func(d, s *experiments.Scenario) { engineOf(d).CustomARMaxBytes = s.Engine.CustomARMaxBytes }},
+	"no-memory-profile":           {"engine.no_memory_profile", func(d, s *experiments.Scenario) { engineOf(d).NoMemoryProfile = s.Engine.NoMemoryProfile }},
+	"enforce-eager":               {"engine.enforce_eager", func(d, s *experiments.Scenario) { engineOf(d).EnforceEager = s.Engine.EnforceEager }},
+	"non-torch-memory-gib":        {"engine.non_torch_memory_gib", func(d, s *experiments.Scenario) { engineOf(d).NonTorchGiB = s.Engine.NonTorchGiB }},
+	"kv-cache-memory-bytes":       {"batch.kv_cache_memory_bytes", func(d, s *experiments.Scenario) { d.Batch.KVCacheMemoryBytes = s.Batch.KVCacheMemoryBytes }},
+	"num-gpu-blocks-override":     {"batch.num_gpu_blocks_override", func(d, s *experiments.Scenario) { d.Batch.NumGPUBlocksOverride = s.Batch.NumGPUBlocksOverride }},
+}
+
+func init() {
+	for k, v := range engineScenarioFlags {
+		scenarioFlags[k] = v
+	}
+}
+
+// engineOf returns d's [engine] table, creating it (a copy: d may share
+// its table with the scenario it was copied from).
+func engineOf(d *experiments.Scenario) *experiments.Engine {
+	e := experiments.Engine{}
+	if d.Engine != nil {
+		e = *d.Engine
+	}
+	d.Engine = &e
+	return d.Engine
+}

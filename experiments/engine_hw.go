@@ -1,0 +1,127 @@
+package experiments
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/servesim/servesim/hardware"
+	"github.com/servesim/servesim/models"
+	"github.com/servesim/servesim/sim/serve"
+)
+
+// The engine mechanisms that act on a pool's hardware plan rather than on
+// the serving world: vLLM's custom all-reduce (a kernel-model wrapper, as
+// the step's all-reduce messages live inside the step model) and vLLM's
+// memory planning. Both are resolved with the pool, before resolveEngine.
+
+// vllmTable returns the [engine] table and whether the scenario runs
+// vllm-v1.
+func (s *Scenario) vllmTable() (*Engine, bool) {
+	e := s.Engine
+	if e == nil {
+		e = &Engine{}
+	}
+	name := e.Name
+	if name == "" {
+		name = DefaultEngine
+	}
+	return e, name == serve.VLLMV1Version
+}
+
+// customAllReduce returns the table's custom all-reduce parameters.
+func (e *Engine) customAllReduce() (hardware.CustomAllReduce, error) {
+	ar := hardware.DefaultCustomAllReduce()
+	if e.CustomARLatencyUs > 0 {
+		ar.Latency = e.CustomARLatencyUs / 1e6
+	}
+	if e.CustomARLinkEff > 0 {
+		ar.Link = e.CustomARLinkEff
+	}
+	if e.CustomARMaxBytes > 0 {
+		ar.MaxBytes = e.CustomARMaxBytes
+	}
+	if e.CustomARLinkEff > 1 {
+		return ar, fieldError("engine.custom_all_reduce_link_efficiency", "custom-all-reduce-link-efficiency", "%g must be in (0, 1] (0 = the default)", e.CustomARLinkEff)
+	}
+	if err := ar.Validate(); err != nil {
+		return ar, fmt.Errorf("experiments: field \"engine\": %w", err)
+	}
+	return ar, nil
+}
+
+// engineKernel wraps the pool's kernel model in vLLM's custom all-reduce
+// when the scenario runs vllm-v1 with it on (hardware.CustomARKernel) and
+// the TP group has all-reduces; desc and id say so.
+func (s *Scenario) engineKernel(k hardware.KernelModel, desc, id string, g *hardware.GPU, tp int) (hardware.KernelModel, string, string, error) {
+	e, vllm := s.vllmTable()
+	if !vllm || e.NoCustomAllReduce {
+		return k, desc, id, nil
+	}
+	if err := e.checkNumbers(); err != nil {
+		return nil, "", "", err
+	}
+	ar, err := e.customAllReduce()
+	if err != nil {
+		return nil, "", "", err
+	}
+	if tp < 2 {
+		return k, desc, id, nil
+	}
+	if !ar.Enabled(g, tp) {
+		return k, desc + fmt.Sprintf("; NCCL all-reduces (no vLLM custom all-reduce at tp %d on %s)", tp, g.Name), id, nil
+	}
+	desc += fmt.Sprintf("; vLLM custom all-reduce below %.3g MiB (%.3g µs/stage)", ar.MaxBytes/(1<<20), ar.Latency*1e6)
+	return hardware.CustomARKernel{K: k, GPU: g, TP: tp, AR: ar}, desc, id + " custom-ar " + digestOf(ar), nil
+}
+
+// planMemory sizes the pool's KV cache: as vLLM's memory profiling does
+// (hardware.PlanMemoryVLLM) under vllm-v1 with it on, else as DESIGN §4
+// (hardware.PlanMemory); b's kv_cache_memory_bytes and
+// num_gpu_blocks_override apply to either.
+func (s *Scenario) planMemory(p *PoolPlan, m *models.Model, b *Batch, prefix string) error {
+	f := func(name string) string { return prefix + name }
+	if !(b.KVCacheMemoryBytes >= 0) || math.IsInf(b.KVCacheMemoryBytes, 0) {
+		return s.fieldError(f("batch.kv_cache_memory_bytes"), "kv-cache-memory-bytes", "%g must be finite and ≥ 0 (0 = not set)", b.KVCacheMemoryBytes)
+	}
+	if b.NumGPUBlocksOverride < 0 {
+		return s.fieldError(f("batch.num_gpu_blocks_override"), "num-gpu-blocks-override", "%d must be ≥ 0 (0 = not set)", b.NumGPUBlocksOverride)
+	}
+	e, vllm := s.vllmTable()
+	if vllm && !e.NoMemoryProfile {
+		if err := e.checkNumbers(); err != nil {
+			return err
+		}
+		nonTorch := hardware.DefaultNonTorch(p.Parallel.TP)
+		if e.NonTorchGiB > 0 {
+			nonTorch = e.NonTorchGiB * (1 << 30)
+		}
+		vp, err := hardware.PlanMemoryVLLM(m, p.GPU, p.Parallel, hardware.VLLMMemory{
+			Utilization: b.GPUMemUtil, BlockSize: b.BlockSize,
+			MaxNumBatchedTokens: b.MaxNumBatchedTokens, MaxNumSeqs: b.MaxNumSeqs,
+			NonTorch: nonTorch, CUDAGraphs: !e.EnforceEager,
+			KVCacheBytes: b.KVCacheMemoryBytes, BlocksOverride: b.NumGPUBlocksOverride,
+		})
+		if err != nil {
+			return err
+		}
+		p.Memory, p.VLLMMemory = vp.MemoryPlan, &vp
+		return nil
+	}
+	var err error
+	if p.Memory, err = hardware.PlanMemory(m, p.GPU, p.Parallel, b.GPUMemUtil, b.BlockSize, hardware.DefaultActivationReserve); err != nil {
+		return err
+	}
+	if b.KVCacheMemoryBytes > 0 {
+		blockBytes := float64(p.Memory.BlockSize) * p.Memory.KVBytesPerTokenPerGPU
+		p.Memory.KVBytesPerGPU = b.KVCacheMemoryBytes
+		if blocks := math.Floor(b.KVCacheMemoryBytes / blockBytes); blocks >= 1 {
+			p.Memory.Blocks = int(min(blocks, math.MaxInt32))
+		} else if b.NumGPUBlocksOverride == 0 {
+			return s.fieldError(f("batch.kv_cache_memory_bytes"), "kv-cache-memory-bytes", "%g bytes hold less than one %d-token block of %g bytes", b.KVCacheMemoryBytes, p.Memory.BlockSize, blockBytes)
+		}
+	}
+	if b.NumGPUBlocksOverride > 0 {
+		p.Memory.Blocks = b.NumGPUBlocksOverride
+	}
+	return nil
+}

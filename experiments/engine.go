@@ -92,7 +92,7 @@ func (s *Scenario) resolveEngine(p *Plan) error {
 	if name == "" {
 		name = DefaultEngine
 	}
-	if err := e.checkNumbers(); err != nil {
+	if err := s.checkNumbers(e); err != nil {
 		return err
 	}
 	switch name {
@@ -181,8 +181,9 @@ func (p *Plan) describeEngine(w io.Writer) error {
 	return nil
 }
 
-// checkNumbers checks that every parameter of the table is finite and ≥ 0.
-func (e *Engine) checkNumbers() error {
+// checkNumbers checks that every parameter of s's [engine] table e is
+// finite and ≥ 0, naming the field (and its file and line, or its flag).
+func (s *Scenario) checkNumbers(e *Engine) error {
 	for _, f := range []struct {
 		v          float64
 		field, flg string
@@ -197,7 +198,7 @@ func (e *Engine) checkNumbers() error {
 		{e.NonTorchGiB, "non_torch_memory_gib", "non-torch-memory-gib"},
 	} {
 		if !(f.v >= 0) || math.IsInf(f.v, 0) {
-			return fieldError("engine."+f.field, f.flg, "%g must be finite and ≥ 0", f.v)
+			return s.fieldError("engine."+f.field, f.flg, "%g must be finite and ≥ 0", f.v)
 		}
 	}
 	return nil
@@ -218,6 +219,13 @@ func (e *Engine) setFields() string {
 		{e.TokenizeUsPerToken != 0, "tokenize_us_per_token", "tokenize-us-per-token"},
 		{e.TokenMs != 0, "front_end_token_ms", "front-end-token-ms"},
 		{e.CPUPerRequestUs != 0, "step_cpu_per_request_us", "step-cpu-per-request-us"},
+		{e.NoCustomAllReduce, "no_custom_all_reduce", "no-custom-all-reduce"},
+		{e.NoMemoryProfile, "no_memory_profile", "no-memory-profile"},
+		{e.EnforceEager, "enforce_eager", "enforce-eager"},
+		{e.CustomARLatencyUs != 0, "custom_all_reduce_latency_us", "custom-all-reduce-latency-us"},
+		{e.CustomARLinkEff != 0, "custom_all_reduce_link_efficiency", "custom-all-reduce-link-efficiency"},
+		{e.CustomARMaxBytes != 0, "custom_all_reduce_max_bytes", "custom-all-reduce-max-bytes"},
+		{e.NonTorchGiB != 0, "non_torch_memory_gib", "non-torch-memory-gib"},
 	} {
 		if f.on {
 			set = append(set, fmt.Sprintf("engine.%s (--%s)", f.field, f.flag))

@@ -57,7 +57,7 @@ func (s *Scenario) engineKernel(k hardware.KernelModel, desc, id string, g *hard
 	if !vllm || e.NoCustomAllReduce {
 		return k, desc, id, nil
 	}
-	if err := e.checkNumbers(); err != nil {
+	if err := s.checkNumbers(e); err != nil {
 		return nil, "", "", err
 	}
 	ar, err := e.customAllReduce()
@@ -88,7 +88,7 @@ func (s *Scenario) planMemory(p *PoolPlan, m *models.Model, b *Batch, prefix str
 	}
 	e, vllm := s.vllmTable()
 	if vllm && !e.NoMemoryProfile {
-		if err := e.checkNumbers(); err != nil {
+		if err := s.checkNumbers(e); err != nil {
 			return err
 		}
 		nonTorch := hardware.DefaultNonTorch(p.Parallel.TP)

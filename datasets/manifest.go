@@ -240,12 +240,8 @@ func lookup(ref, cache string, shared []string) (string, bool, error) {
 			}
 		}
 	}
-	what := "data set " + d.Name
-	if rel != "" {
-		what += " file " + rel
-	}
-	return "", true, fmt.Errorf("datasets: %s: %s is not in %s (run `servesim data fetch %s`, or set %s to where it is)",
-		ref, what, orNone(tried), d.Name, EnvDir)
+	return "", true, fmt.Errorf("datasets: %s: not found at %s (run `servesim data fetch %s`, or set %s to where it is)",
+		ref, orNone(tried), d.Name, EnvDir)
 }
 
 func orNone(tried []string) string {

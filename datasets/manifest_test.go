@@ -118,7 +118,7 @@ func TestLookup(t *testing.T) {
 		{ref: "vidur-profiling", want: "S/vidur-profiling", ok: true},
 		{ref: "vidur-profiling:compute/h100", want: "S/vidur-profiling/compute/h100", ok: true},
 		{ref: "sharegpt-lengths", want: "S/traces/sharegpt/sharegpt_8k_filtered_stats_llama2_tokenizer.csv", ok: true}, // the only file
-		{ref: "mooncake-fast25:toolagent", ok: true, err: "is not in " + cache},
+		{ref: "mooncake-fast25:toolagent", ok: true, err: "not found at " + filepath.Join(cache, "mooncake-fast25", "toolagent_trace.jsonl")},
 		{ref: "burstgpt:1", ok: true, err: "run `servesim data fetch burstgpt`"},
 		{ref: "mooncake-fast25:bogus", ok: true, err: `no file, folder or alias "bogus" (aliases: conversation, synthetic, toolagent;`},
 		{ref: "vidur-profiling:../../etc", ok: true, err: "no file, folder or alias"},

@@ -25,7 +25,7 @@ when it is whole; path prints where a data reference resolves.
 
 The cache is --dir, else $SERVESIM_DATA, else the user cache directory's
 servesim folder. Commands that take a data path (run --trace, trace stats,
-calibrate --trace) also take a reference: NAME (its folder, or its only
+calibrate --trace, validate RUN) also take a reference: NAME (its folder, or its only
 file), NAME:ALIAS (a file by its short name) or NAME:PATH, looked up in the
 cache and then in ../shared/data.
 

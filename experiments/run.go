@@ -221,7 +221,11 @@ func (s *Scenario) resolveWorkload(p *Plan) error {
 			return s.fieldError("workload.classes", "", "a trace and a class mix exclude each other")
 		}
 		t := *wl.Trace
-		t.File = s.path(t.File)
+		f, err := s.dataPath(t.File)
+		if err != nil {
+			return fmt.Errorf("experiments: workload.trace: %w", err)
+		}
+		t.File = f
 		if err := t.Validate(); err != nil {
 			return fmt.Errorf("experiments: workload.trace: %w", err)
 		}

@@ -112,6 +112,9 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 
+	if err := resolveData(trace); err != nil {
+		return err
+	}
 	switch {
 	case *builtin != "":
 		p, ok := calibrate.Builtin(*builtin)

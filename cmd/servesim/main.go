@@ -43,6 +43,7 @@ func init() {
 		{"place", "search colocated and disaggregated deployments for the best goodput per GPU", placeCmd},
 		{"plot", "draw PNG plots from sweep results or run directories", plotCmd},
 		{"validate", "replay real vLLM runs and compare measured with simulated metrics", validateCmd},
+		{"data", "list and fetch the public data sets the examples use (traces, kernel profiles)", dataCmd},
 	}
 }
 

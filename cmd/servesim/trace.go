@@ -73,6 +73,9 @@ func traceStatsCmd(args []string, stdout, stderr io.Writer) error {
 	o := trace.ReaderOptions{Format: f, SkipBadRows: *skip, Model: *model, LogType: *logType, Failed: *failed}
 	var all []trace.Stats
 	for _, path := range fs.Args() {
+		if err := resolveData(&path); err != nil {
+			return err
+		}
 		st, err := trace.StatsFile(path, o)
 		if err != nil {
 			return err

@@ -133,6 +133,9 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		var runs []*realrun.Run
 		for _, a := range fs.Args() {
+			if err := resolveData(&a); err != nil {
+				return err
+			}
 			got, err := realrun.Open(a)
 			if err != nil {
 				return err

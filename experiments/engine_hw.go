@@ -3,6 +3,7 @@ package experiments
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/servesim/servesim/hardware"
 	"github.com/servesim/servesim/models"
@@ -124,4 +125,49 @@ func (s *Scenario) planMemory(p *PoolPlan, m *models.Model, b *Batch, prefix str
 		p.Memory.Blocks = b.NumGPUBlocksOverride
 	}
 	return nil
+}
+
+// cudaGraphs returns vLLM's CUDA-graph dispatch for the plan's pool
+// (serve.CUDAGraphs): capture sizes from its limits, launches from the
+// model's operators. An eager step launches every kernel of a forward
+// pass (the operators' occurrences, one attention call a layer, as vLLM's
+// attention backends take prefills and decodes in one call); a piecewise
+// one launches attention eagerly and a graph for each piece between, so
+// 2·layers + 1. A disaggregated decode pool takes the prefill pool's
+// capture sizes (one engine model serves both).
+func (s *Scenario) cudaGraphs(p *Plan, e *Engine) *serve.CUDAGraphs {
+	g := &serve.CUDAGraphs{Eager: e.EnforceEager, Launch: DefaultLaunchUs / 1e6}
+	if e.LaunchUs > 0 || s.Explicit("engine.kernel_launch_us") {
+		g.Launch = e.LaunchUs / 1e6
+	}
+	if !g.Eager {
+		g.Sizes = serve.CaptureSizes(p.Limits.MaxNumSeqs, p.Limits.MaxNumBatchedTokens)
+	}
+	for _, op := range p.Model.Ops(models.Batch{Decodes: 1, DecodeCtx: 1}, p.Parallel, nil) {
+		if op.Kind != models.OpAttnPrefill {
+			g.EagerLaunches += op.Count
+		}
+	}
+	g.PiecewiseLaunches = 2*p.Model.Layers + 1
+	return g
+}
+
+// vllmBatchDefaults returns the max_num_seqs and max_num_batched_tokens a
+// scenario gets when it sets neither: the simulator's (256, 8192), or,
+// under vllm-v1 unless no_vllm_defaults, vLLM's for its OpenAI API server
+// on the GPU (vllm/engine/arg_utils.py EngineArgs.get_batch_defaults,
+// vLLM ≥ 0.10: a device of ≥ 70 GiB whose name is not an A100, such as
+// H100, H200 and B200, gets 1024 and 8192; any other 256 and 2048, the
+// A100 kept small because a large budget lowers its throughput, vLLM PR
+// 17885). The device memory is the total CUDA reports
+// (hardware.GPU.DeviceMemory), as current_platform.get_device_total_memory.
+func (s *Scenario) vllmBatchDefaults(g *hardware.GPU) (seqs, tokens int, desc string) {
+	e, vllm := s.vllmTable()
+	if !vllm || e.NoVLLMDefaults {
+		return 256, 8192, ""
+	}
+	if g.DeviceMemory() >= 70*(1<<30) && !strings.Contains(strings.ToLower(g.Name+" "+g.FullName), "a100") {
+		return 1024, 8192, "vLLM's default for a GPU of ≥ 70 GiB other than the A100"
+	}
+	return 256, 2048, "vLLM's default for a GPU below 70 GiB or an A100"
 }

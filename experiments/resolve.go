@@ -77,7 +77,11 @@ func (s *Scenario) resolvePool(gc *hardware.Catalog, m *models.Model, prefix, gp
 			b.MaxModelLen, m.Name, m.MaxContext)
 	}
 	p.MaxModelLen = b.MaxModelLen
-	if err := orDefault(s, &b.MaxNumSeqs, 256, f("batch.max_num_seqs"), fl("max-num-seqs"), "≥ 1", "256"); err != nil {
+	defSeqs, defTokens, defWhy := s.vllmBatchDefaults(p.GPU)
+	if defWhy != "" {
+		defWhy = ", " + defWhy
+	}
+	if err := orDefault(s, &b.MaxNumSeqs, defSeqs, f("batch.max_num_seqs"), fl("max-num-seqs"), "≥ 1", fmt.Sprint(defSeqs, defWhy)); err != nil {
 		return nil, err
 	}
 	if b.MaxNumSeqs < 0 {
@@ -101,7 +105,7 @@ func (s *Scenario) resolvePool(gc *hardware.Catalog, m *models.Model, prefix, gp
 	}
 	budget, budgetFlag := f("batch.max_num_batched_tokens"), fl("max-num-batched-tokens")
 	if b.MaxNumBatchedTokens < 0 || (b.MaxNumBatchedTokens == 0 && s.Explicit(budget)) {
-		return nil, s.fieldError(budget, budgetFlag, "%d must be ≥ 1; omit it for the default (8192 with chunked prefill, else max(max_model_len, 2048))", b.MaxNumBatchedTokens)
+		return nil, s.fieldError(budget, budgetFlag, "%d must be ≥ 1; omit it for the default (%d with chunked prefill%s, else max(max_model_len, 2048))", b.MaxNumBatchedTokens, defTokens, defWhy)
 	}
 	if _, whole := p.Batcher.(interface{ MaxPrompt(policies.Limits) int }); whole {
 		if b.MaxNumBatchedTokens == 0 {
@@ -114,7 +118,7 @@ func (s *Scenario) resolvePool(gc *hardware.Catalog, m *models.Model, prefix, gp
 				b.MaxNumBatchedTokens, b.MaxModelLen)
 		}
 	} else if b.MaxNumBatchedTokens == 0 {
-		b.MaxNumBatchedTokens = 8192
+		b.MaxNumBatchedTokens = defTokens
 	}
 	p.Limits = policies.Limits{MaxNumSeqs: b.MaxNumSeqs, MaxNumBatchedTokens: b.MaxNumBatchedTokens}
 	if err := s.planMemory(p, m, b, prefix); err != nil {

@@ -24,6 +24,10 @@ func engineFlags(fs *pflag.FlagSet, s *experiments.Scenario) {
 	fs.Float64Var(&e.CustomARMaxBytes, "custom-all-reduce-max-bytes", 0, "vllm-v1: messages of at least this many bytes take NCCL (default 8 MiB)")
 	fs.BoolVar(&e.NoMemoryProfile, "no-memory-profile", false, "vllm-v1: plan the KV cache as the ideal engine does")
 	fs.BoolVar(&e.EnforceEager, "enforce-eager", false, "vllm-v1: no CUDA graphs, so no CUDA-graph memory (vLLM --enforce-eager)")
+	fs.BoolVar(&e.NoCPUOverlap, "no-cpu-overlap", false, "vllm-v1: step CPU in series with the kernels under async scheduling too")
+	fs.BoolVar(&e.NoLaunches, "no-kernel-launches", false, "vllm-v1: price no kernel launches and no CUDA-graph padding")
+	fs.Float64Var(&e.LaunchUs, "kernel-launch-us", 0, "vllm-v1: CPU µs per kernel or graph launch (default 5)")
+	fs.BoolVar(&e.NoVLLMDefaults, "no-vllm-defaults", false, "vllm-v1: the simulator's max_num_seqs/max_num_batched_tokens defaults, not vLLM's for the GPU")
 	fs.Float64Var(&e.NonTorchGiB, "non-torch-memory-gib", 0, "vllm-v1: non-torch memory per GPU in GiB (default 0.32, +1.79 at TP > 1)")
 	fs.Float64Var(&s.Batch.KVCacheMemoryBytes, "kv-cache-memory-bytes", 0, "KV-cache bytes per GPU, replacing the memory plan's (vLLM --kv-cache-memory-bytes)")
 	fs.IntVar(&s.Batch.NumGPUBlocksOverride, "num-gpu-blocks-override", 0, "KV blocks per GPU, replacing the memory plan's (vLLM --num-gpu-blocks-override)")
@@ -50,6 +54,10 @@ var engineScenarioFlags = map[string]scenarioFlag{
 	"custom-all-reduce-max-bytes": {"engine.custom_all_reduce_max_bytes", func(d, s *experiments.Scenario) { engineOf(d).CustomARMaxBytes = s.Engine.CustomARMaxBytes }},
 	"no-memory-profile":           {"engine.no_memory_profile", func(d, s *experiments.Scenario) { engineOf(d).NoMemoryProfile = s.Engine.NoMemoryProfile }},
 	"enforce-eager":               {"engine.enforce_eager", func(d, s *experiments.Scenario) { engineOf(d).EnforceEager = s.Engine.EnforceEager }},
+	"no-cpu-overlap":              {"engine.no_cpu_overlap", func(d, s *experiments.Scenario) { engineOf(d).NoCPUOverlap = s.Engine.NoCPUOverlap }},
+	"no-kernel-launches":          {"engine.no_kernel_launches", func(d, s *experiments.Scenario) { engineOf(d).NoLaunches = s.Engine.NoLaunches }},
+	"kernel-launch-us":            {"engine.kernel_launch_us", func(d, s *experiments.Scenario) { engineOf(d).LaunchUs = s.Engine.LaunchUs }},
+	"no-vllm-defaults":            {"engine.no_vllm_defaults", func(d, s *experiments.Scenario) { engineOf(d).NoVLLMDefaults = s.Engine.NoVLLMDefaults }},
 	"non-torch-memory-gib":        {"engine.non_torch_memory_gib", func(d, s *experiments.Scenario) { engineOf(d).NonTorchGiB = s.Engine.NonTorchGiB }},
 	"kv-cache-memory-bytes":       {"batch.kv_cache_memory_bytes", func(d, s *experiments.Scenario) { d.Batch.KVCacheMemoryBytes = s.Batch.KVCacheMemoryBytes }},
 	"num-gpu-blocks-override":     {"batch.num_gpu_blocks_override", func(d, s *experiments.Scenario) { d.Batch.NumGPUBlocksOverride = s.Batch.NumGPUBlocksOverride }},

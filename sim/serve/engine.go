@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/servesim/servesim/models"
 	"github.com/servesim/servesim/sim"
 )
 
@@ -111,6 +110,32 @@ func (Ideal) Kernels(k StepTimer) StepTimer { return k }
 // built (experiments, hardware.CustomARKernel), not in Kernels: the flag
 // here records it for reports.
 //
+// 6. CPU/GPU overlap (CPUOverlap, with AsyncScheduling). With a batch
+// queue of 2 (step_with_batch_queue above), the engine core schedules
+// step N+1 and the worker prepares its inputs and launches its kernels
+// (vllm/v1/worker/gpu_model_runner.py execute_model → _prepare_inputs,
+// then the forward; the sampled token IDs of step N feed N+1 on the GPU,
+// _prepare_input_ids, and reach the CPU by a non-blocking copy,
+// AsyncGPUModelRunnerOutput) while step N's kernels run; N's output
+// processing (update_from_output) runs once N's future resolves, while
+// N+1 runs. So in steady state every CPU part of a step hides behind the
+// previous step's kernels: a step that follows another at once costs
+// max(GPU, CPU) (v1Overlap), CPU being the kernel model's fixed
+// per-iteration overhead (hardware.StepModel.IterOverhead: sarathi-serve's
+// schedule + sampler + prepare_inputs + process_model_outputs, the 0.81 ms
+// intercept of hardware/calibrate/overhead.go's fit), the per-request CPU
+// (StepCPU, the slope of the same fit) and the kernel launches (7). Nothing
+// is left serial: sampling is GPU work and its output transfer does not
+// block. A step that starts an idle engine has no previous step to hide
+// behind and costs CPU + GPU; under synchronous scheduling (EngineCore.step:
+// schedule, execute and wait, update) every step does.
+//
+// 7. CUDA graphs and kernel launches (Graphs; nil: kernels only, no
+// launches). See CUDAGraphs: a decode batch is padded to a captured size
+// and replays as one graph; other batches run piecewise graphs or
+// eagerly and pay their launches on the CPU, where they overlap the
+// step's own kernels (and, with 6, the previous step's).
+//
 // 5. Memory as vLLM plans it (MemoryProfile). The KV cache is what vLLM's
 // V1 worker leaves after a profiling pass (vllm/v1/worker/gpu_worker.py
 // determine_available_memory; hardware.PlanMemoryVLLM), applied where the
@@ -125,6 +150,8 @@ type VLLMV1 struct {
 	PerRequestCPU   float64 // seconds per request in a step's batch
 	CustomAllReduce bool    // recorded: applied to the kernel model (see 4)
 	MemoryProfile   bool    // recorded: applied to the memory plan (see 5)
+	CPUOverlap      bool    // see 6; needs AsyncScheduling
+	Graphs          *CUDAGraphs
 }
 
 // VLLMV1Version names the model of vLLM this implements.
@@ -154,10 +181,22 @@ func (e VLLMV1) Egress() sim.Time {
 }
 
 func (e VLLMV1) Kernels(k StepTimer) StepTimer {
-	if !e.StepCPU || e.PerRequestCPU == 0 {
+	overlap := e.CPUOverlap && e.AsyncScheduling
+	perRequest := 0.0
+	if e.StepCPU {
+		perRequest = e.PerRequestCPU
+	}
+	if perRequest == 0 && !overlap && e.Graphs == nil {
 		return k
 	}
-	return stepCPU{k: k, perRequest: e.PerRequestCPU}
+	s := v1Step{k: k, perRequest: perRequest, graphs: e.Graphs}
+	if f, ok := k.(iterOverheader); ok {
+		s.fixed = f.IterOverhead()
+	}
+	if overlap {
+		return &v1Overlap{s}
+	}
+	return &s
 }
 
 // Validate checks that every cost is finite and ≥ 0.
@@ -169,6 +208,9 @@ func (e VLLMV1) Validate() error {
 		return fmt.Errorf("serve: engine vllm-v1: tokenization cost %g s/token must be finite and ≥ 0", e.TokenizeCost)
 	case !(e.PerRequestCPU >= 0) || math.IsInf(e.PerRequestCPU, 0):
 		return fmt.Errorf("serve: engine vllm-v1: per-request step CPU %g s must be finite and ≥ 0", e.PerRequestCPU)
+	}
+	if e.Graphs != nil {
+		return e.Graphs.Validate()
 	}
 	return nil
 }
@@ -197,6 +239,21 @@ func (e VLLMV1) String() string {
 	} else {
 		s += " NCCL all-reduces;"
 	}
+	switch {
+	case e.CPUOverlap && e.AsyncScheduling:
+		s += " step CPU overlaps the previous step's kernels;"
+	default:
+		s += " step CPU in series with the kernels;"
+	}
+	switch g := e.Graphs; {
+	case g == nil:
+		s += " no kernel launches;"
+	case g.Eager || len(g.Sizes) == 0:
+		s += fmt.Sprintf(" eager (%d launches/step, %.3g µs each);", g.EagerLaunches, g.Launch*1e6)
+	default:
+		s += fmt.Sprintf(" CUDA graphs up to %d tokens (%d sizes; eager %d, piecewise %d launches/step, %.3g µs each);",
+			g.Sizes[len(g.Sizes)-1], len(g.Sizes), g.EagerLaunches, g.PiecewiseLaunches, g.Launch*1e6)
+	}
 	if e.MemoryProfile {
 		s += " memory as vLLM profiles it"
 	} else {
@@ -209,14 +266,3 @@ var (
 	_ Engine = Ideal{}
 	_ Engine = VLLMV1{}
 )
-
-// stepCPU adds a per-request CPU cost to a kernel-time model's step.
-type stepCPU struct {
-	k          StepTimer
-	perRequest float64
-}
-
-func (s stepCPU) Step(b models.Batch) (seconds, flops, bytes float64) {
-	sec, flops, bytes := s.k.Step(b)
-	return sec + s.perRequest*float64(b.Prefills+b.Decodes), flops, bytes
-}

@@ -119,7 +119,9 @@ func TestEngineAllOffIsIdeal(t *testing.T) {
 		t.Fatalf("vllm-v1 with every mechanism off differs from ideal (replay: go test ./sim/serve -run TestEngineAllOffIsIdeal)")
 	}
 	// And each mechanism on changes something, and keeps every request.
-	for _, e := range []VLLMV1{{AsyncScheduling: true}, {FrontEnd: true, RequestCost: 5e6}, {StepCPU: true, PerRequestCPU: 4e-5}} {
+	graphs := &CUDAGraphs{Sizes: CaptureSizes(300, 512), EagerLaunches: 300, PiecewiseLaunches: 65, Launch: 5e-6}
+	for _, e := range []VLLMV1{{AsyncScheduling: true}, {FrontEnd: true, RequestCost: 5e6}, {StepCPU: true, PerRequestCPU: 4e-5},
+		{AsyncScheduling: true, CPUOverlap: true, StepCPU: true, PerRequestCPU: 4e-3}, {Graphs: graphs}} {
 		c := runEngine(t, e, cfg, reqs)
 		if len(c.recs) != len(reqs) || slices.Equal(a.recs, c.recs) {
 			t.Fatalf("%v: %d records, or the same as ideal", e, len(c.recs))

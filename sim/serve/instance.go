@@ -341,6 +341,7 @@ func (in *Instance) startStep(now sim.Time) {
 		return
 	}
 	in.w.eng.Cancel(in.wakeEv)
+	back := in.busy // the previous step ended now: this one follows it at once
 	in.busy = true
 	in.started = now
 
@@ -401,7 +402,12 @@ func (in *Instance) startStep(now sim.Time) {
 		return
 	}
 	in.batch = b
-	sec, flops, bytes := in.cfg.Step.Step(b)
+	var sec, flops, bytes float64
+	if p, ok := in.cfg.Step.(PipelinedTimer); ok && back {
+		sec, flops, bytes = p.StepPipelined(b)
+	} else {
+		sec, flops, bytes = in.cfg.Step.Step(b)
+	}
 	in.flops, in.bytes = flops, bytes
 	in.stepSeq++
 	end, ok := now.AddSeconds(sec + in.swapSec)

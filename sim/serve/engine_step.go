@@ -1,0 +1,159 @@
+package serve
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/servesim/servesim/models"
+)
+
+// How vllm-v1 prices a step: the CPU side (the kernel model's fixed
+// per-iteration overhead, the per-request CPU, kernel launches), the GPU
+// side (the kernels, on the batch a CUDA graph pads), and how the two
+// combine (in series, or overlapped under async scheduling).
+
+// PipelinedTimer is a StepTimer whose step costs less when it follows
+// another step at once (its CPU work ran while the previous step's
+// kernels did). Step is the cost of a step that starts an idle engine,
+// or of any step under synchronous scheduling; StepPipelined that of a
+// step that starts the moment the previous one ends. An Instance calls
+// StepPipelined for a step that starts in the event that ended the
+// previous one, Step otherwise.
+type PipelinedTimer interface {
+	StepTimer
+	StepPipelined(b models.Batch) (seconds, flops, bytes float64)
+}
+
+// iterOverheader is what hardware.StepModel reports of the fixed
+// per-iteration CPU overhead it adds to every step (its IterOverhead).
+type iterOverheader interface{ IterOverhead() float64 }
+
+// CUDAGraphs is vLLM V1's CUDA-graph dispatch under its default
+// cudagraph_mode FULL_AND_PIECEWISE (vllm/config/compilation.py
+// CUDAGraphMode; vllm/v1/cudagraph_dispatcher.py; the model runner's
+// execute_model pads the batch to the dispatched size):
+//
+//   - a uniform-decode batch (every request one new token) of n ≤ the
+//     largest captured size runs one FULL graph padded to the next
+//     captured size: one launch, and the padded rows cost GEMM time;
+//   - any other batch of t ≤ the largest captured size tokens runs the
+//     PIECEWISE graphs padded to the next captured size in tokens: the
+//     pieces between attention layers replay as graphs and attention
+//     runs eagerly, PiecewiseLaunches launches a step;
+//   - a batch of more tokens runs eagerly: EagerLaunches launches, no
+//     padding.
+//
+// Padded rows are priced as decodes with no context (they pass through
+// every GEMM; their attention reads no KV). Eager (vLLM's
+// --enforce-eager, cudagraph_mode NONE) runs every step eagerly.
+type CUDAGraphs struct {
+	Eager bool
+	// Sizes are the captured batch sizes in tokens, ascending (see
+	// CaptureSizes).
+	Sizes []int
+	// EagerLaunches and PiecewiseLaunches are the kernel launches of a
+	// step run eagerly and of one run as piecewise graphs.
+	EagerLaunches, PiecewiseLaunches int
+	// Launch is the CPU seconds of one launch (a kernel or a graph).
+	Launch float64
+}
+
+// CaptureSizes returns vLLM's default cudagraph_capture_sizes
+// (vllm/config/vllm.py VllmConfig._set_cudagraph_sizes, vLLM ≥ 0.11):
+// max_cudagraph_capture_size = min(max_num_seqs·2, 512, max_num_batched_tokens),
+// sizes [1, 2, 4] + range(8, min(max+1, 256), 8) + range(256, max+1, 16),
+// each ≤ max.
+func CaptureSizes(maxNumSeqs, maxNumBatchedTokens int) []int {
+	m := min(maxNumSeqs*2, 512, maxNumBatchedTokens)
+	var s []int
+	for _, v := range []int{1, 2, 4} {
+		if v <= m {
+			s = append(s, v)
+		}
+	}
+	for v := 8; v < min(m+1, 256); v += 8 {
+		s = append(s, v)
+	}
+	for v := 256; v <= m; v += 16 {
+		s = append(s, v)
+	}
+	return s
+}
+
+// Validate checks the sizes ascend and are ≥ 1 and the costs are ≥ 0.
+func (g *CUDAGraphs) Validate() error {
+	if !sort.IntsAreSorted(g.Sizes) || (len(g.Sizes) > 0 && g.Sizes[0] < 1) {
+		return fmt.Errorf("serve: engine vllm-v1: CUDA-graph capture sizes %v must be ≥ 1 and ascending", g.Sizes)
+	}
+	if g.EagerLaunches < 0 || g.PiecewiseLaunches < 0 || !(g.Launch >= 0) || g.Launch > 1 {
+		return fmt.Errorf("serve: engine vllm-v1: kernel launches (%d eager, %d piecewise) and launch cost %g s must be ≥ 0 (and the cost below 1 s)",
+			g.EagerLaunches, g.PiecewiseLaunches, g.Launch)
+	}
+	return nil
+}
+
+// dispatch returns the batch the GPU runs and the step's launches.
+func (g *CUDAGraphs) dispatch(b models.Batch) (models.Batch, int) {
+	n := b.Tokens()
+	if g.Eager || len(g.Sizes) == 0 || n > g.Sizes[len(g.Sizes)-1] {
+		return b, g.EagerLaunches
+	}
+	i := sort.SearchInts(g.Sizes, n)
+	b.Decodes += g.Sizes[i] - n
+	if b.Prefills == 0 {
+		return b, 1 // FULL graph
+	}
+	return b, g.PiecewiseLaunches
+}
+
+// v1Step prices a step of the vllm-v1 engine in series: the CPU work
+// (fixed + per request) before and after the kernels, and the kernels
+// overlapped with their own launches (the GPU runs each kernel as soon as
+// it is launched, so the step's kernel span is max(GPU, launch CPU)).
+// With no launches it is k's time plus the per-request CPU.
+type v1Step struct {
+	k          StepTimer
+	fixed      float64 // k's own fixed CPU overhead per iteration (iterOverheader), 0 if unknown
+	perRequest float64
+	graphs     *CUDAGraphs // nil: no launch model
+}
+
+// parts returns the step's kernel seconds (without k's fixed overhead),
+// its CPU seconds other than launches, its launch seconds, and its work.
+func (s *v1Step) parts(b models.Batch) (gpu, cpu, launch, flops, bytes float64) {
+	gb, launches := b, 0
+	if s.graphs != nil {
+		gb, launches = s.graphs.dispatch(b)
+		launch = float64(launches) * s.graphs.Launch
+	}
+	sec, flops, bytes := s.k.Step(gb)
+	cpu = s.perRequest * float64(b.Prefills+b.Decodes)
+	if sec > 0 {
+		gpu, cpu = sec-s.fixed, cpu+s.fixed
+	}
+	return gpu, cpu, launch, flops, bytes
+}
+
+func (s *v1Step) Step(b models.Batch) (seconds, flops, bytes float64) {
+	if s.graphs == nil {
+		sec, flops, bytes := s.k.Step(b)
+		return sec + s.perRequest*float64(b.Prefills+b.Decodes), flops, bytes
+	}
+	gpu, cpu, launch, flops, bytes := s.parts(b)
+	return cpu + max(gpu, launch), flops, bytes
+}
+
+// v1Overlap is v1Step under async scheduling with CPU/GPU overlap: a step
+// that follows another at once costs max(GPU, CPU), its CPU work (all of
+// it, launches included) having run while the previous step's kernels did.
+type v1Overlap struct{ v1Step }
+
+func (s *v1Overlap) StepPipelined(b models.Batch) (seconds, flops, bytes float64) {
+	gpu, cpu, launch, flops, bytes := s.parts(b)
+	return max(gpu, cpu+launch), flops, bytes
+}
+
+var (
+	_ StepTimer      = (*v1Step)(nil)
+	_ PipelinedTimer = (*v1Overlap)(nil)
+)

@@ -47,8 +47,10 @@ func TestValidationSuite(t *testing.T) {
 			continue
 		}
 		simulated++
-		if len(v.Fitted) != 0 {
-			t.Errorf("%s: fitted %v; nothing is fitted on the suite's runs yet", v.Run.Name, v.Fitted)
+		// Only the codegen run fitted anything: the vllm-v1 front-end cost
+		// (DefaultFrontEndRequestMs, TestEngineFit).
+		if want := strings.Contains(v.Run.Name, "llama-2-7b-tp1-codegen"); want != (len(v.Fitted) != 0) {
+			t.Errorf("%s: fitted %v; only the codegen run fitted a parameter (the vllm-v1 front end)", v.Run.Name, v.Fitted)
 		}
 		if row := v.Run.Stage; row != nil {
 			rows++

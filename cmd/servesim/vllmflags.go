@@ -78,6 +78,10 @@ func init() {
 	}
 }
 
+// vllmAliasOf maps each numeric alias to servesim's flag, which the
+// scenario's errors name (they name fields, and a field has one flag).
+var vllmAliasOf = map[string]string{"tensor-parallel-size": "tp", "request-rate": "rate", "num-prompts": "requests"}
+
 // chunkedChanged reports whether a chunked-prefill switch was given.
 func chunkedChanged(fs *pflag.FlagSet) bool {
 	return fs.Changed("chunked-prefill") || fs.Changed("enable-chunked-prefill") || fs.Changed("no-enable-chunked-prefill")

@@ -3,6 +3,7 @@ package experiments
 import (
 	"fmt"
 	"io"
+	"runtime/debug"
 	"sort"
 	"strings"
 
@@ -11,11 +12,42 @@ import (
 
 // SummaryFile is the layout of summary.json.
 type SummaryFile struct {
+	Servesim RunInfo         `json:"servesim"`
 	Scenario Scenario        `json:"scenario"`
 	Instance InstanceInfo    `json:"instance"`
 	Counts   Counts          `json:"counts"`
 	Trace    *TraceCounts    `json:"trace,omitempty"`
 	Metrics  metrics.Summary `json:"metrics"`
+}
+
+// RunInfo records what produced the results: the servesim version, the
+// kernel-time model and its provenance (builtin, roofline, or a profile
+// file, with a digest of its content), and the engine model.
+type RunInfo struct {
+	Version          string `json:"version"`
+	Kernel           string `json:"kernel"`
+	KernelProvenance string `json:"kernel_provenance"`
+	Engine           string `json:"engine"`
+}
+
+// Version is servesim's version: the main module's from the build
+// information (a tagged `go install` gives v1.2.3), else "devel".
+func Version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if v := bi.Main.Version; v != "" && v != "(devel)" {
+			return v
+		}
+	}
+	return "devel"
+}
+
+func (r *Report) runInfo() RunInfo {
+	p := r.Plan
+	engine := "ideal"
+	if e, ok := p.Serve.Engine.(fmt.Stringer); ok {
+		engine = e.String()
+	}
+	return RunInfo{Version: Version(), Kernel: p.Kernel, KernelProvenance: p.kernelID, Engine: engine}
 }
 
 // InstanceInfo describes the resolved instance.
@@ -66,6 +98,7 @@ func (r *Report) instanceInfo() InstanceInfo {
 
 func (r *Report) summaryJSON() SummaryFile {
 	return SummaryFile{
+		Servesim: r.runInfo(),
 		Scenario: r.Plan.Scenario,
 		Instance: r.instanceInfo(),
 		Counts:   r.counts(),

@@ -83,6 +83,11 @@ func TestNumericFlagEdges(t *testing.T) {
 						return exitCode(dispatch(a, &out, &out), &out), nil
 					}()
 					msg := out.String()
+					// vLLM's spelling of a flag is the same field as
+					// servesim's: its errors name servesim's flag.
+					if canon, ok := vllmAliasOf[flag]; ok && strings.Contains(msg, "--"+canon) {
+						msg += " " + flag
+					}
 					switch {
 					case p != nil:
 						t.Fatalf("servesim %s panicked: %v", strings.Join(a, " "), p)

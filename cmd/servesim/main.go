@@ -17,6 +17,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/pflag"
@@ -44,6 +45,8 @@ func init() {
 		{"plot", "draw PNG plots from sweep results or run directories", plotCmd},
 		{"validate", "replay real vLLM runs and compare measured with simulated metrics", validateCmd},
 		{"data", "list and fetch the public data sets the examples use (traces, kernel profiles)", dataCmd},
+		{"version", "print servesim's version", versionCmd},
+		{"completion", "print a shell completion script (completion bash|zsh|fish)", completionCmd},
 	}
 }
 
@@ -51,18 +54,63 @@ func main() {
 	os.Exit(exitCode(dispatch(os.Args[1:], os.Stdout, os.Stderr), os.Stderr))
 }
 
+// Exit statuses.
+const (
+	exitOK          = 0   // success, or help
+	exitBadInput    = 1   // a bad scenario, flag value, file or data
+	exitUsage       = 2   // an unknown command or flag, a missing argument
+	exitInterrupted = 130 // SIGINT or SIGTERM (128 + SIGINT, as shells report it)
+)
+
+// usageError is a command line servesim cannot parse: an unknown command
+// or flag, a flag without its value, a missing argument.
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+// pflagUsage are the starts of pflag's errors for a command line it cannot
+// parse (pflag's errors have no types); a flag with a bad value is bad
+// input instead ("invalid argument ...").
+var pflagUsage = []string{"unknown flag", "unknown shorthand flag", "flag needs an argument", "bad flag syntax"}
+
+// missingArgument are the commands' errors for missing or extra
+// arguments (matched here so that the command files keep plain errors).
+var missingArgument = []string{
+	": unexpected argument",                // run, models, gpus, calibrate
+	"validate: give one or more RUN paths", // validate
+	"merge: want an experiment file",       // merge
+	"sweep: want one experiment file",      // sweep
+	"trace stats: name at least one trace", // trace stats
+	"trace: unknown subcommand",            // trace
+	"completion: want one shell",           // completion
+}
+
 // exitCode prints err (if any) and returns the process's exit status:
-// 0 for success or help, 130 for a run interrupted by SIGINT or SIGTERM
-// (128 + SIGINT, as shells report it), 1 for any other error.
+// exitOK, exitUsage for a usageError or a pflag parse error,
+// exitInterrupted for a run interrupted by a signal, else exitBadInput.
 func exitCode(err error, stderr io.Writer) int {
 	if err == nil || errors.Is(err, pflag.ErrHelp) {
-		return 0
+		return exitOK
 	}
 	fmt.Fprintln(stderr, "servesim:", err)
 	if errors.Is(err, context.Canceled) {
-		return 130
+		return exitInterrupted
 	}
-	return 1
+	var u usageError
+	if errors.As(err, &u) {
+		return exitUsage
+	}
+	for _, p := range pflagUsage {
+		if strings.HasPrefix(err.Error(), p) {
+			return exitUsage
+		}
+	}
+	for _, p := range missingArgument {
+		if strings.Contains(err.Error(), p) {
+			return exitUsage
+		}
+	}
+	return exitBadInput
 }
 
 // interruptible returns a context cancelled by the first SIGINT or SIGTERM,
@@ -88,8 +136,18 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 	}
 	switch args[0] {
 	case "-h", "--help", "help":
+		if len(args) > 1 && args[0] == "help" { // `servesim help run` is `servesim run --help`
+			return dispatch([]string{args[1], "--help"}, stdout, stderr)
+		}
 		usage(stdout)
 		return nil
+	case "--version", "-V":
+		return versionCmd(args[1:], stdout, stderr)
+	}
+	// Help goes to stdout (`servesim run --help | grep max-num-seqs`):
+	// a command asked for help writes its usage where its errors would go.
+	if wantsHelp(args) {
+		stderr = stdout
 	}
 	for _, c := range commands {
 		if c.name == args[0] {
@@ -100,7 +158,20 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 		return runCmd(args, stdout, stderr) // `servesim --rate 5` means `servesim run --rate 5`
 	}
 	usage(stderr)
-	return fmt.Errorf("unknown command %q", args[0])
+	return usageError{fmt.Errorf("unknown command %q", args[0])}
+}
+
+// wantsHelp reports whether args ask for help (-h or --help before "--").
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "--help":
+			return true
+		}
+	}
+	return false
 }
 
 func usage(w io.Writer) {

@@ -73,7 +73,8 @@ output = "constant:10"
 }
 
 // TestBadInputExitsNonZero runs the real main on bad input: each must print
-// an error naming the problem and exit 1, never panic.
+// an error naming the problem and exit 1 (bad input) or 2 (usage: an
+// unknown command or flag), never panic.
 func TestBadInputExitsNonZero(t *testing.T) {
 	if testing.Short() {
 		t.Skip("subprocesses")
@@ -86,8 +87,20 @@ func TestBadInputExitsNonZero(t *testing.T) {
 		{"run --tp 3", "tp"},
 		{"run --model llama-3.1-405b", "llama-3.1-405b"},
 		{"run --prompt-len weibull:1,2", "workload.prompt"},
+	}
+	usage := []struct{ args, want string }{
 		{"run --no-such-flag", "unknown flag"},
 		{"frobnicate", `unknown command "frobnicate"`},
+		{"run --rate", "flag needs an argument"},
+		{"run extra", "unexpected argument"},
+		{"validate", "give one or more RUN paths"},
+		{"completion", "want one shell"},
+	}
+	for _, c := range usage {
+		out, code := runMain(t, c.args)
+		if code != 2 || !strings.Contains(out, c.want) || strings.Contains(out, "panic") {
+			t.Errorf("servesim %s: exit %d, output %q; want exit 2 and %q", c.args, code, out, c.want)
+		}
 	}
 	for _, c := range cases {
 		out, code := runMain(t, c.args)

@@ -96,8 +96,17 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	// The engine model ([engine]).
 	engineFlags(fs, &s)
 	ablation := fs.Bool("ablation", false, "run the scenario with vllm-v1, each engine mechanism off in turn, and ideal; print a Markdown table")
+	// vLLM's spelling (vllmflags.go) and vllm bench serve's datasets and
+	// result file (dataset.go, vllmresult.go).
+	vllmEngineAliases(fs, &s)
+	var goodput goodputValue
+	vllmRunAliases(fs, &s, chunked, &goodput)
+	var ds datasetFlags
+	addDatasetFlags(fs, &ds)
+	var save saveResultFlags
+	addSaveResultFlags(fs, &save)
 
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(vllmArgs(args)); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -116,7 +125,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		what = *config
 	}
-	if fs.Changed("chunked-prefill") && !fs.Changed("policy") {
+	if chunkedChanged(fs) && !fs.Changed("policy") {
 		if *chunked {
 			b.Policy = "chunked"
 		} else {
@@ -124,14 +133,27 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	override(fs, &base, &s)
-	if (fs.Changed("policy") || fs.Changed("chunked-prefill")) && !base.Explicit("batch.max_num_batched_tokens") {
+	goodput.apply(fs, &base)
+	if (fs.Changed("policy") || chunkedChanged(fs)) && !base.Explicit("batch.max_num_batched_tokens") {
 		// A token budget nobody chose — the embedded default's 8192 is
 		// chunked prefill's — is derived for the policy the flag chose, as
 		// README documents: 8192 chunked, max(max_model_len, 2048) otherwise.
 		base.Batch.MaxNumBatchedTokens = 0
 	}
 	if *traceFile != "" {
+		if fs.Changed("dataset-name") {
+			return fmt.Errorf("run: --trace and --dataset-name exclude each other")
+		}
 		base.Workload.Trace = &trace.Options{File: *traceFile}
+	}
+	saveOpts, err := save.options(fs)
+	if err != nil {
+		return err
+	}
+	cleanup, err := applyDataset(fs, &ds, &base, *out)
+	defer cleanup()
+	if err != nil {
+		return err
 	}
 	if fs.Changed("skip-bad-rows") {
 		if base.Workload.Trace == nil {
@@ -178,7 +200,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	if *out != "" && !*quiet {
 		fmt.Fprintf(stdout, "Wrote %s/requests.csv, %s/steps.csv and %s/summary.json.\n", *out, *out, *out)
 	}
-	return nil
+	return save.write(rep, saveOpts, stdout, *quiet)
 }
 
 // scenarioFlag is a scenario flag's field: its TOML key, and a function

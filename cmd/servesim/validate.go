@@ -74,8 +74,9 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&b.Preemption, "preemption", "", "preemption when KV runs out: recompute or swap")
 	fs.StringVar(&s.Scheduler.Policy, "scheduler", "", "queue order: fcfs (vLLM's default), sjf, ...")
 	engineFlags(fs, &s)
+	vllmEngineAliases(fs, &s)
 	quiet := fs.BoolP("quiet", "q", false, "print only the tables")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(vllmArgs(args)); err != nil {
 		return err
 	}
 	base := experiments.Scenario{ModelsFile: s.ModelsFile, GPUsFile: s.GPUsFile, Model: s.Model, GPU: s.GPU}

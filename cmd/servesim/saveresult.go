@@ -1,0 +1,76 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/servesim/servesim/experiments"
+)
+
+// saveResultFlags are `vllm bench serve`'s result-file flags.
+type saveResultFlags struct {
+	save                  bool
+	filename, dir, label  string
+	percentiles, pmetrics string
+}
+
+func addSaveResultFlags(fs *pflag.FlagSet, f *saveResultFlags) {
+	fs.BoolVar(&f.save, "save-result", false, "also write the results as vllm bench serve --save-result does (its JSON keys)")
+	fs.StringVar(&f.filename, "result-filename", "", "--save-result's file (default: vLLM's {backend}-{rate}qps-{model}-{date}.json)")
+	fs.StringVar(&f.dir, "result-dir", "", "--save-result's directory (default: the current one)")
+	fs.StringVar(&f.label, "label", "", "--save-result's label (default: the backend, servesim)")
+	fs.StringVar(&f.percentiles, "metric-percentiles", "99", "--save-result's percentiles, comma-separated: of 0, 50, 90, 95, 99, 100")
+	fs.StringVar(&f.pmetrics, "percentile-metrics", "ttft,tpot,itl", "--save-result's metrics with percentiles: of ttft, tpot, itl, e2el")
+}
+
+// options checks the flags before the run, so that a typo fails at once.
+func (f *saveResultFlags) options(fs *pflag.FlagSet) (experiments.VLLMResultOptions, error) {
+	o := experiments.VLLMResultOptions{Label: f.label}
+	if !f.save {
+		for _, n := range []string{"result-filename", "result-dir", "label", "metric-percentiles", "percentile-metrics"} {
+			if fs.Changed(n) {
+				return o, fmt.Errorf("run: --%s applies to --save-result (add it)", n)
+			}
+		}
+		return o, nil
+	}
+	var err error
+	if o.Percentiles, err = experiments.ParseVLLMPercentiles(f.percentiles); err != nil {
+		return o, err
+	}
+	o.Metrics, err = experiments.ParseVLLMMetrics(f.pmetrics)
+	return o, err
+}
+
+// write writes the vLLM result file and says where.
+func (f *saveResultFlags) write(rep *experiments.Report, o experiments.VLLMResultOptions, stdout io.Writer, quiet bool) error {
+	if !f.save {
+		return nil
+	}
+	o.Date = time.Now().Format("20060102-150405")
+	data, err := rep.VLLMResult(o)
+	if err != nil {
+		return err
+	}
+	name := f.filename
+	if name == "" {
+		name = rep.VLLMResultFileName(o)
+	}
+	if f.dir != "" {
+		if err := experiments.MkdirAll(f.dir); err != nil {
+			return err
+		}
+		name = filepath.Join(f.dir, name)
+	}
+	if err := experiments.WriteFileAtomic(name, data); err != nil {
+		return err
+	}
+	if !quiet {
+		fmt.Fprintf(stdout, "Wrote %s (vllm bench serve --save-result's keys).\n", name)
+	}
+	return nil
+}

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// summaryOf runs `servesim run ARGS -o DIR -q` and returns summary.json's
+// scenario and metrics.
+func summaryOf(t *testing.T, args string) map[string]any {
+	t.Helper()
+	dir := t.TempDir()
+	var out bytes.Buffer
+	if err := dispatch(append(strings.Fields(args), "-q", "-o", dir), &out, &out); err != nil {
+		t.Fatalf("%s: %v\n%s", args, err, out.String())
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "servesim")
+	return m
+}
+
+// TestVLLMAliases: each vLLM spelling is the same flag as servesim's: the
+// two command lines give identical summary.json files.
+func TestVLLMAliases(t *testing.T) {
+	const base = "--model llama-3.1-8b --prompt-len constant:200 --output-len constant:20 "
+	for _, c := range []struct{ servesim, vllm string }{
+		{"--tp 2 --rate 4 -n 30", "-tp 2 --request-rate 4 --num-prompts 30"},
+		{"--tp 2 -n 30", "-tp=2 -n 30"},
+		{"--tp 2 -n 30", "--tensor-parallel-size 2 -n 30"},
+		{"--rate inf -n 30", "--request-rate inf --num-prompts 30"},
+		{"--prefix-caching -n 30", "--enable-prefix-caching -n 30"},
+		{"--prefix-caching=false -n 30", "--no-enable-prefix-caching -n 30"},
+		{"--chunked-prefill=false -n 30", "--no-enable-chunked-prefill -n 30"},
+		{"--chunked-prefill -n 30", "--enable-chunked-prefill -n 30"},
+		{"--kv fp8 -n 30", "--kv-cache-dtype fp8_e4m3 -n 30"},
+		{"--kv bf16 -n 30", "--kv-cache-dtype auto -n 30"},
+		{"--weights bf16 -n 30", "--dtype bfloat16 -n 30"},
+		{"--weights fp8 -n 30", "--quantization fp8 -n 30"},
+		{"--slo-ttft 500 --slo-tpot 50 -n 30", "--goodput ttft:500 tpot:50 -n 30"},
+		{"--slo-e2e 2000 -n 30", "--goodput=e2el:2000 -n 30"},
+		// random dataset: 1024·(1 ± 0.5) = [512, 1536] → uniform:511.5,1536.5; 128·(1 ± 0.5) = [64, 192].
+		{"--prompt-len uniform:511.5,1536.5 --output-len uniform:63.5,192.5 -n 30", "--dataset-name random --random-range-ratio 0.5 -n 30"},
+		{"--prompt-len constant:300 --output-len constant:40 -n 30", "--random-input-len 300 --random-output-len 40 -n 30"},
+	} {
+		a, b := summaryOf(t, base+c.servesim), summaryOf(t, base+c.vllm)
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("%q and %q differ:\n%v\n%v", c.servesim, c.vllm, a["scenario"], b["scenario"])
+		}
+	}
+}
+
+func TestVLLMArgs(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"-tp 4 --rate 2", "--tensor-parallel-size 4 --rate 2"},
+		{"-tp=4", "--tensor-parallel-size=4"},
+		{"--goodput ttft:500 tpot:50 --rate 2", "--goodput=ttft:500,tpot:50 --rate 2"},
+		{"--goodput=ttft:500 e2el:9", "--goodput=ttft:500,e2el:9"},
+		{"--goodput --rate 2", "--goodput= --rate 2"},
+		{"-- -tp 4", "-- -tp 4"},
+	} {
+		if got := strings.Join(vllmArgs(strings.Fields(c.in)), " "); got != c.want {
+			t.Errorf("%q: got %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func TestRandomLengths(t *testing.T) {
+	for _, c := range []struct {
+		in, out        int
+		r              float64
+		prompt, output string
+		wantErr        bool
+	}{
+		{1024, 128, 0, "constant:1024", "constant:128", false},
+		// ⌊1000·0.9⌋ = 900, ⌈1000·1.1⌉ = 1100; ⌊10·0.9⌋ = 9, ⌈10·1.1⌉ = 11.
+		{1000, 10, 0.1, "uniform:899.5,1100.5", "uniform:8.5,11.5", false},
+		// output ⌊1·0.5⌋ = 0 → 1 (vLLM's max(output_low, 1)), ⌈1·1.5⌉ = 2.
+		{10, 1, 0.5, "uniform:4.5,15.5", "uniform:0.5,2.5", false},
+		{1, 10, 0.5, "", "", true}, // ⌊1·0.5⌋ = 0 prompt tokens
+		{10, 10, 1, "", "", true},
+		{0, 10, 0, "", "", true},
+	} {
+		p, o, err := randomLengths(c.in, c.out, c.r)
+		if (err != nil) != c.wantErr || p != c.prompt || o != c.output {
+			t.Errorf("%d, %d, %v: %q %q %v", c.in, c.out, c.r, p, o, err)
+		}
+	}
+}
+
+func TestSampleShareGPT(t *testing.T) {
+	path := filepath.Join("testdata", "vllm", "sharegpt.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := sampleShareGPT(path, data, 10, 0, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Kept: a (49 characters → round(49/4) = 12 tokens; reply 75 → round(18.75) = 19) and d
+	// (600, 300 from num_tokens). b's prompt "hi" is 1 < 4 tokens, c has one
+	// turn, e's prompt 1025 > 1024, f's total 2049 > 2048.
+	kept := map[lengths]bool{{12, 19}: true, {600, 300}: true}
+	if len(got) != 10 {
+		t.Fatalf("%d requests, want 10 (oversampled)", len(got))
+	}
+	for _, g := range got {
+		if !kept[g] {
+			t.Errorf("sampled %v, want one of %v", g, kept)
+		}
+	}
+	fixed, err := sampleShareGPT(path, data, 2, 7, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// --sharegpt-output-len 7: b's output check is skipped but its prompt is still short.
+	for _, g := range fixed {
+		if g.output != 7 {
+			t.Errorf("%v: output %d, want 7", g, g.output)
+		}
+	}
+}
+
+func TestSampleBurstGPT(t *testing.T) {
+	path := filepath.Join("testdata", "vllm", "burstgpt.csv")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := sampleBurstGPT(path, data, 2, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// GPT-4 rows with Response tokens > 0: (200, 80) and (400, 90).
+	slices.SortFunc(got, func(a, b lengths) int { return a.prompt - b.prompt })
+	if want := []lengths{{200, 80}, {400, 90}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}
+
+// TestDatasetRun runs the ShareGPT and BurstGPT datasets end to end, with
+// the save-result file.
+func TestDatasetRun(t *testing.T) {
+	for _, c := range []struct{ args, want string }{
+		{"--dataset-name sharegpt --dataset-path testdata/vllm/sharegpt.json --num-prompts 8 --request-rate 2", "Successful requests:                     8"},
+		{"--dataset-name burstgpt --dataset-path testdata/vllm/burstgpt.csv --num-prompts 5", "Successful requests:                     5"},
+		{"--dataset-name sharegpt --dataset-path testdata/vllm/sharegpt.json -n 4 --max-concurrency 2", "Successful requests:                     4"},
+	} {
+		dir := t.TempDir()
+		res := filepath.Join(dir, "r.json")
+		var out bytes.Buffer
+		args := append(strings.Fields(c.args), "-o", dir, "--save-result", "--result-filename", res)
+		if err := dispatch(append([]string{"run"}, args...), &out, &out); err != nil {
+			t.Fatalf("%s: %v\n%s", c.args, err, out.String())
+		}
+		if !strings.Contains(out.String(), c.want) {
+			t.Errorf("%s: output lacks %q:\n%s", c.args, c.want, out.String())
+		}
+		for _, f := range []string{"dataset.csv", "r.json"} {
+			if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+}

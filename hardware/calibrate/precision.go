@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -234,4 +235,240 @@ func mathDType(g *hardware.GPU, d models.DType) models.DType {
 		return models.FP8
 	}
 	return models.BF16
+}
+
+// XLATable is XLA's matmul table read and fitted: the four fits of the
+// catalog GPUs and precisions it holds, by "gpu/dtype" ("h100/bf16").
+type XLATable struct {
+	File string
+	Rows []XLARow
+	Fits map[string]XLAFit
+	// h100Bias is the median signed error of the built-in H100 profile on
+	// the sm_90 BF16 rows (set by GenerateBuiltin, for the notes).
+	h100Bias float64
+}
+
+// xlaCells are the fits of an XLATable, in report order.
+var xlaCells = []struct {
+	gpu string
+	d   models.DType
+}{{"h100", models.BF16}, {"h100", models.FP8}, {"b200", models.BF16}, {"b200", models.FP8}}
+
+// LoadXLA reads XLA's matmul table (matmul.csv) and fits every GPU and
+// precision it holds.
+func LoadXLA(path string) (*XLATable, error) {
+	rows, err := readFile(path, filepath.Base(path), ReadXLAMatmul)
+	if err != nil {
+		return nil, err
+	}
+	t := &XLATable{File: filepath.Base(path), Rows: rows, Fits: map[string]XLAFit{}}
+	for _, c := range xlaCells {
+		g, err := hardware.Builtin().Get(c.gpu)
+		if err != nil {
+			return nil, err
+		}
+		f, ok := FitXLA(rows, g, c.d)
+		if !ok {
+			return nil, fmt.Errorf("calibrate: %s: fewer than %d usable %s rows for %s", path, minGEMMSamples, c.d, c.gpu)
+		}
+		t.Fits[c.gpu+"/"+c.d.String()] = f
+	}
+	return t, nil
+}
+
+// DefaultXLAPath is where the built-in profiles and the report find XLA's
+// table: the xla-matmul folder beside the Vidur data (both folders of
+// ../shared/data).
+func DefaultXLAPath(vidurDir string) string {
+	return filepath.Join(filepath.Dir(filepath.Clean(vidurDir)), "xla-matmul", "matmul.csv")
+}
+
+// relative returns the GEMMPrecision numbers of fit f against base: η_f/η_b
+// and max(0, h_f − h_b).
+func relative(f, base XLAFit) (float64, float64) {
+	return f.ComputeEff / base.ComputeEff, max(0, f.HalfTokens-base.HalfTokens)
+}
+
+// Precisions returns the [[gemm_precision]] entries of the built-in
+// profile of gpu, whose [[op]] GEMM parameters are the H100's BF16 Vidur
+// fit (h100, and h200 and b200 transferred from it); nil for a GPU the
+// table says nothing about (a100).
+//
+//   - h100, h200 FP8: transferred. XLA's sm_90 FP8 rows are not physical
+//     (SOURCE.md: 87 of 1,125 above the 1,979 TFLOP/s dense peak, FP8/BF16
+//     2.73× on large shapes where 2× is the bound), so the B200's measured
+//     FP8-against-BF16 relation is carried over to Hopper.
+//   - b200 BF16 and FP8: measured, the sm_100_B200 fits against the sm_90
+//     BF16 fit (the Hopper kernels the [[op]] numbers describe).
+//   - b200 FP4: an estimate (nothing measured): FP8's measured scale times
+//     ρ, the B200's measured loss of compute-bound efficiency from BF16 to
+//     FP8 (median fraction of the peak over GEMMs of 2³⁵ FLOPs or more),
+//     assumed to repeat from FP8 to FP4; never below FP8's absolute
+//     throughput (half FP8's scale on the doubled peak), with FP8's extra
+//     half-saturation tokens.
+func (t *XLATable) Precisions(gpu string) []GEMMPrecision {
+	base := t.Fits["h100/bf16"]
+	hb, hf := t.Fits["h100/fp8"], t.Fits["b200/fp8"]
+	bb := t.Fits["b200/bf16"]
+	pct := func(f XLAFit) string {
+		return fmt.Sprintf("η %.3f, h %.0f tokens (held out by shape: median %.1f %%, p90 %.1f %%)", f.ComputeEff, f.HalfTokens, f.HeldOut.Median, f.HeldOut.P90)
+	}
+	src := "XLA's measured matmul table (../shared/data/xla-matmul/" + t.File + ", openxla/xla e97611c4)"
+	switch gpu {
+	case "h100", "h200":
+		s, h := relative(hf, bb)
+		return []GEMMPrecision{{DType: "fp8", ComputeScale: s, ExtraHalfTokens: h, Basis: BasisTransferred,
+			Source: fmt.Sprintf("%s, B200's FP8 fit (%s) against its BF16 fit (%s), carried over to Hopper: the sm_90 FP8 rows are not physical "+
+				"(%d of %d above the dense FP8 peak; the fit to the rest, %s, hits η = 1), so not used", src, pct(hf), pct(bb), hb.Rejected, hb.Rejected+hb.Samples, pct(hb))}}
+	case "b200":
+		sb, hbb := relative(bb, base)
+		s8, h8 := relative(hf, base)
+		rho := hf.LargeEff / bb.LargeEff
+		s4 := max(s8*rho, s8/2)
+		return []GEMMPrecision{
+			{DType: "bf16", ComputeScale: sb, ExtraHalfTokens: hbb, Basis: BasisMeasured,
+				Source: fmt.Sprintf("%s: sm_100_B200 BF16 fit (%s) against the sm_90 BF16 fit (%s), the Hopper kernels the [[op]] numbers were fitted on", src, pct(bb), pct(base))},
+			{DType: "fp8", ComputeScale: s8, ExtraHalfTokens: h8, Basis: BasisMeasured,
+				Source: fmt.Sprintf("%s: sm_100_B200 FP8 (E4M3/E5M2 inputs, BF16 out) fit (%s) against the sm_90 BF16 fit", src, pct(hf))},
+			{DType: "fp4", ComputeScale: s4, ExtraHalfTokens: h8, Basis: BasisEstimate,
+				Source: fmt.Sprintf("ESTIMATE, no FP4 GEMM measured: FP8's measured scale %.3f × ρ = %.3f, the B200's measured drop in compute-bound efficiency "+
+					"from BF16 to FP8 (median fraction of the peak over GEMMs ≥ 2³⁵ FLOPs: %.3f → %.3f in %s), assumed to repeat from FP8 to FP4; "+
+					"floor: FP8's absolute throughput (scale %.3f); FP8's extra half-saturation tokens", s8, rho, bb.LargeEff, hf.LargeEff, t.File, s8/2)},
+		}
+	}
+	return nil
+}
+
+// precisionSummary is the Describe clause of a profile's precisions, e.g.
+// "GEMM efficiency × 0.80 bf16 (measured), × 0.87 fp8 (measured), × 0.81 fp4 (estimate)".
+func (p *Profile) precisionSummary() string {
+	if len(p.GEMMPrecisions) == 0 {
+		return ""
+	}
+	parts := make([]string, len(p.GEMMPrecisions))
+	for i, g := range p.GEMMPrecisions {
+		parts[i] = fmt.Sprintf("× %.2f %s (%s)", g.ComputeScale, g.DType, g.Basis)
+	}
+	return "GEMM efficiency " + strings.Join(parts, ", ")
+}
+
+// XLACheck returns the errors of profile p's GEMMs against XLA's rows of
+// GPU g in precision d: each row priced as one mlp_up GEMM of B·M tokens
+// (the wave term and residual trees included where p has them).
+func XLACheck(p *Profile, g *hardware.GPU, rows []XLARow, d models.DType) (ErrStats, error) {
+	k, err := p.Calibrated(g, 1)
+	if err != nil {
+		return ErrStats{}, err
+	}
+	ss := XLASamples(rows, g.Name, d)
+	pe := make([]float64, len(ss))
+	for i := range ss {
+		pe[i] = 100 * (k.OpTime(&ss[i].Op)/ss[i].Seconds - 1)
+	}
+	return errStats(pe), nil
+}
+
+// xlaNotes are the notes a built-in profile of gpu gets from XLA's table:
+// what its GEMM precisions rest on and how well it predicts the table.
+func (t *XLATable) notes(p *Profile, g *hardware.GPU, plain *Profile) ([]string, error) {
+	var notes []string
+	for _, d := range []models.DType{models.BF16, models.FP8} {
+		key := xlaKey(g.Name)
+		if key == "" {
+			return nil, nil
+		}
+		c, err := XLACheck(p, g, t.Rows, d)
+		if err != nil {
+			return nil, err
+		}
+		line := fmt.Sprintf("The %s profile against XLA's measured %s matmul table (%s, %s, %d shapes b×m×n×k, 1–4 × 256–4096; another software stack than Vidur's): "+
+			"median absolute error %.1f %%, p90 %.1f %%, median signed %+.1f %% (> 0: predicted slower)", p.GPU, d, key, t.File, c.N, c.Median, c.P90, c.Bias)
+		if plain != nil {
+			pc, err := XLACheck(plain, g, t.Rows, d)
+			if err != nil {
+				return nil, err
+			}
+			line += fmt.Sprintf(" (the H100 fit transferred through the specs alone, without [[gemm_precision]]: %.1f %% / %.1f %% / %+.1f %%; "+
+				"the H100 profile is %+.1f %% against sm_90 BF16, so a transfer that keeps that offset is right about B200 against H100)", pc.Median, pc.P90, pc.Bias, t.h100Bias)
+		}
+		if g.Name == "h100" && d == models.FP8 {
+			line += "; the sm_90 FP8 rows are not physical (above the peak), so this FP8 figure is not a measure of accuracy"
+		}
+		notes = append(notes, line+".")
+	}
+	return notes, nil
+}
+
+// xlaKey is XLA's profile name of a catalog GPU, or "".
+func xlaKey(gpu string) string {
+	switch gpu {
+	case "h100":
+		return "sm_90"
+	case "b200":
+		return "sm_100_B200"
+	}
+	return ""
+}
+
+// xlaTables are the report's GEMM-precision section: the XLA fits per GPU
+// and precision (in-sample and held out by shape), and the built-in-style
+// profiles against the table (h100: the Vidur fit; b200: the H100 fit
+// transferred, without and with the B200's [[gemm_precision]]).
+func (t *XLATable) tables(h100 *Profile) (*ErrTable, *ErrTable, error) {
+	fits := &ErrTable{Title: "GEMM efficiency per precision: the GEMM model fitted to XLA's measured matmul table (" + t.File + "), per GPU and precision",
+		Note: "o + max(FLOPs/(peak·η)·(1 + h/(b·m)), bytes/(MemBW·μ)) with the precision's dense peak. Held out by shape: shape (m, n, k) in fold " +
+			"(rank m + rank n + rank k) mod 5, each fold predicted by the fit on the other four. sm_90 FP8: rows above the 1,979 TFLOP/s peak left out " +
+			"(not physical, SOURCE.md); the rest still fit at η = 1, so the built-in Hopper FP8 scale is the B200's FP8/BF16 relation, transferred. " +
+			"No FP4 GEMM is measured (B200 FP4 is an estimate; see its profile), nor FP8 KV cache or FP8 attention (the table holds matmuls only).",
+		RowHeader: "GPU, precision", Columns: []string{"in-sample", "held out by shape"}}
+	for _, c := range xlaCells {
+		f := t.Fits[c.gpu+"/"+c.d.String()]
+		row := fmt.Sprintf("%s (%s) %s: η %.3f, h %.0f, %d rows", c.gpu, xlaKey(c.gpu), c.d, f.ComputeEff, f.HalfTokens, f.Samples)
+		if f.Rejected > 0 {
+			row += fmt.Sprintf(", %d rejected", f.Rejected)
+		}
+		fits.Rows = append(fits.Rows, row)
+		fits.Cells = append(fits.Cells, []ErrStats{f.InSample, f.HeldOut})
+	}
+	check := &ErrTable{Title: "Profiles against XLA's matmul table: each row priced as one mlp_up GEMM of b·m tokens",
+		Note: "XLA's kernels are not Vidur's (another software stack), so the H100 column gives the offset of the stack; a transfer is right " +
+			"about B200 against H100 where its column keeps that offset.",
+		RowHeader: "precision", Columns: []string{"h100 (sm_90)", "h100 → b200, specs only (sm_100_B200)", "h100 → b200 with B200 [[gemm_precision]] (sm_100_B200)"}}
+	hg, err := hardware.Builtin().Get("h100")
+	if err != nil {
+		return nil, nil, err
+	}
+	bg, err := hardware.Builtin().Get("b200")
+	if err != nil {
+		return nil, nil, err
+	}
+	base := h100.Clone()
+	base.GEMMPrecisions = t.Precisions("h100")
+	plain, err := Transfer(h100, bg)
+	if err != nil {
+		return nil, nil, err
+	}
+	plain.GEMMPrecisions = nil
+	derived := plain.Clone()
+	derived.GEMMPrecisions = t.Precisions("b200")
+	for _, d := range []models.DType{models.BF16, models.FP8} {
+		var line []ErrStats
+		for _, c := range []struct {
+			p *Profile
+			g *hardware.GPU
+		}{{base, hg}, {plain, bg}, {derived, bg}} {
+			s, err := XLACheck(c.p, c.g, t.Rows, d)
+			if err != nil {
+				return nil, nil, err
+			}
+			line = append(line, s)
+		}
+		name := d.String()
+		if d == models.FP8 {
+			name += " (sm_90 rows not physical)"
+		}
+		check.Rows = append(check.Rows, name)
+		check.Cells = append(check.Cells, line)
+	}
+	return fits, check, nil
 }

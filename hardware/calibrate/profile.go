@@ -261,6 +261,9 @@ func (p *Profile) Describe() string {
 			fmt.Fprintf(&b, ": in-sample median error %.1f %%", t.Fit.MedianAPE)
 		}
 	}
+	if s := p.precisionSummary(); s != "" {
+		b.WriteString("; " + s)
+	}
 	fmt.Fprintf(&b, "; attention by roofline at %.0f %% of peak (assumed)", 100*p.Attention.ComputeEff)
 	if len(p.AllReduce) == 0 {
 		b.WriteString("; all-reduce by roofline")

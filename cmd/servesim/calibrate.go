@@ -45,7 +45,9 @@ Traces (--format, guessed from --trace when not given):
 --report prints the accuracy report on a Vidur trace directory: in-sample,
 held out by model, held out by GPU (A100 <-> H100 through the specs), what
 the model reaches fitted to each GEMM shape alone (with and without waves),
-and per-layer step times. --transfer moves a fitted
+per-layer step times, and GEMM efficiency per precision (BF16, FP8) on XLA's
+measured matmul table held out by shape (--xla FILE; default: xla-matmul/
+matmul.csv beside the trace directory, skipped if absent). --transfer moves a fitted
 profile to another GPU through its specs (same efficiencies, the new peaks).
 The built-in profiles (a100, h100 fitted; h200, b200 transferred from h100)
 are regenerated with ` + "`go generate ./hardware/calibrate`" + `.
@@ -67,6 +69,7 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 	node := fs.String("node", "", "Vidur network/<node> directory of the all-reduce profile (default <gpu>_dgx)")
 	cpu := fs.String("cpu-overheads", "", "Vidur cpu_overheads.csv, relative to --trace (default historical/<gpu>/, else the only historical/*/ one)")
 	report := fs.Bool("report", false, "print the accuracy report of a Vidur trace directory (Markdown)")
+	xla := fs.String("xla", "", "with --report: XLA's matmul table (matmul.csv) for the GEMM-precision section (default: ../xla-matmul/matmul.csv beside --trace)")
 	measured := fs.StringArray("measured", nil, "with --report: native CSV of a GPU without a trace, predicted by the transferred H100 fit (repeatable)")
 	transfer := fs.String("transfer", "", "transfer this fitted profile to --gpu through the specs")
 	builtin := fs.String("builtin", "", "print the built-in profile of a GPU (a100, h100, h200, b200)")
@@ -127,7 +130,7 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 		if *trace == "" {
 			return fmt.Errorf("calibrate: --report needs --trace DIR (a copy of Vidur's data/profiling)")
 		}
-		acc, err := calibrate.Evaluate(*trace, calibrate.ReportOptions{Measured: *measured})
+		acc, err := calibrate.Evaluate(*trace, calibrate.ReportOptions{Measured: *measured, XLA: *xla})
 		if err != nil {
 			return err
 		}

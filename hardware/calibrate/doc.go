@@ -151,6 +151,16 @@
 // residual trees add about 1.3 µs per dense GEMM; hardware.StepModel
 // prices each token count once).
 //
+// # Precisions
+//
+// XLA's measured matmul table (../shared/data/xla-matmul, [ReadXLAMatmul],
+// [FitXLA]: BF16 and FP8 on H100 sm_90 and B200 sm_100_B200, held out by
+// shape) gives the built-in profiles their [GEMMPrecision] entries: GEMM
+// compute efficiency per math precision relative to the H100 BF16 fit.
+// B200 BF16 and FP8 are measured, B200 FP4 is a labelled estimate, Hopper
+// FP8 is the B200's FP8/BF16 relation transferred (the sm_90 FP8 rows run
+// above the peak). FP8 KV cache and attention are not in the table.
+//
 // [Builtin] returns the embedded profiles: a100 and h100 fitted to the Vidur
 // data, h200 and b200 the h100 fit transferred through their specs, each
 // saying what it was derived from and, for the transferred ones, what error

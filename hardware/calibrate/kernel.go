@@ -19,7 +19,10 @@ import (
 // the padded work of whole waves of the class's GEMM tiles on the GPU's
 // SMs, only for GEMM classes with a wave term and operators with N and K;
 // the last term, a row's latency, only where ρ_k > 0; see OpParams); an
-// operator with no FLOPs and no bytes takes 0. Attention uses the profile's
+// operator with no FLOPs and no bytes takes 0. For a GEMM class, η_k, ω_k
+// and h_k are those of the op's math precision: the profile's
+// [[gemm_precision]] entry for it adjusts the [[op]] numbers
+// (GEMMPrecision). Attention uses the profile's
 // [attention] roofline (h = 0). An all-reduce is
 //
 //	latency + 2·(TP−1)/TP · CommBytes / (LinkBW · link_eff)
@@ -42,14 +45,17 @@ type Calibrated struct {
 }
 
 type class struct {
-	o      float64 // fixed seconds
-	invC   float64 // 1/η (compute efficiency)
-	h      float64 // half-saturation tokens
+	o float64 // fixed seconds
+	// invC is 1/η (compute efficiency), h the half-saturation tokens and
+	// invW 1/η_w (wave efficiency), by the models.DType of the op's math:
+	// the [[op]] numbers adjusted by the profile's [[gemm_precision]].
+	invC   [3]float64
+	h      [3]float64
+	invW   [3]float64
 	invM   float64 // 1/(MemBW·μ)
 	invRow float64 // 1/(MemBW·row_memory_eff); 0: no per-row term
 	tm, tn int     // GEMM output tile; tm = 0: no wave term
 	wave   float64 // 2·tm·tn·SMs: FLOPs of one wave per unit of K
-	invW   float64 // 1/η_w (wave efficiency)
 }
 
 var (
@@ -104,17 +110,30 @@ func (p *Profile) Calibrated(g *hardware.GPU, tp int) (*Calibrated, error) {
 	}
 	for _, o := range p.Ops {
 		kind, _ := models.ParseOpKind(o.Op) // Validate checked it
-		c := class{o: o.OverheadS, invC: 1 / o.ComputeEff, h: o.HalfTokens, invM: 1 / (g.MemBW * o.MemoryEff)}
+		c := class{o: o.OverheadS, invM: 1 / (g.MemBW * o.MemoryEff)}
 		if o.RowMemoryEff > 0 {
 			c.invRow = 1 / (g.MemBW * o.RowMemoryEff)
 		}
 		if o.TileM > 0 && g.SMs > 0 {
-			c.tm, c.tn, c.invW = o.TileM, o.TileN, 1/o.WaveEff
+			c.tm, c.tn = o.TileM, o.TileN
 			c.wave = 2 * float64(o.TileM) * float64(o.TileN) * float64(g.SMs)
+		}
+		for _, d := range []models.DType{models.BF16, models.FP8, models.FP4} {
+			eff, weff, h := o.ComputeEff, o.WaveEff, o.HalfTokens
+			if gp, ok := p.precision(mathDType(g, d)); ok && isGEMM(kind) {
+				eff, weff, h = min(1, eff*gp.ComputeScale), min(1, weff*gp.ComputeScale), h+gp.ExtraHalfTokens
+			}
+			c.invC[d], c.h[d] = 1/eff, h
+			if c.tm > 0 {
+				c.invW[d] = 1 / weff
+			}
 		}
 		k.cls[kind] = c
 	}
-	att := class{o: p.Attention.OverheadS, invC: 1 / p.Attention.ComputeEff, invM: 1 / (g.MemBW * p.Attention.MemoryEff)}
+	att := class{o: p.Attention.OverheadS, invM: 1 / (g.MemBW * p.Attention.MemoryEff)}
+	for d := range att.invC {
+		att.invC[d] = 1 / p.Attention.ComputeEff
+	}
 	k.cls[models.OpAttnPrefill] = att
 	k.cls[models.OpAttnDecode] = att
 	if tp > 1 {
@@ -162,17 +181,18 @@ func (k *Calibrated) OpTime(op *models.Op) float64 {
 	}
 	c := &k.cls[op.Kind]
 	n := float64(max(op.Tokens, 1))
-	inv := k.invPeak[op.Compute]
-	tc := op.FLOPs * inv * c.invC
-	if c.h > 0 {
-		tc *= 1 + c.h/n
+	d := op.Compute
+	inv := k.invPeak[d]
+	tc := op.FLOPs * inv * c.invC[d]
+	if c.h[d] > 0 {
+		tc *= 1 + c.h[d]/n
 	}
 	if c.tm > 0 && op.N > 0 && op.K > 0 && op.Tokens > 0 {
 		// The wave term: the padded work of whole waves, plus the FLOPs
 		// beyond the GEMM's (the LM head's norm).
 		tiles := ((op.Tokens + c.tm - 1) / c.tm) * ((op.N + c.tn - 1) / c.tn)
 		w := c.wave*float64(op.K)*float64((tiles+k.sms-1)/k.sms) + max(0, op.FLOPs-2*float64(op.Tokens)*float64(op.N)*float64(op.K))
-		tc = min(tc, w*inv*c.invW)
+		tc = min(tc, w*inv*c.invW[d])
 	}
 	t := max(tc, op.Bytes*c.invM)
 	if c.invRow > 0 {

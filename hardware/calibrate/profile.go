@@ -58,6 +58,10 @@ type Profile struct {
 	GEMMTrees *GEMMTrees `toml:"gemm_trees"`
 	// Notes are free-form lines: caveats, measured transfer errors.
 	Notes []string `toml:"notes"`
+	// GEMMPrecisions, if not empty, adjust the GEMM classes per math
+	// precision (see GEMMPrecision, precision.go); a precision without an
+	// entry takes the [[op]] parameters as they are.
+	GEMMPrecisions []GEMMPrecision `toml:"gemm_precision"`
 }
 
 // Source is the provenance of a profile.
@@ -257,6 +261,9 @@ func (p *Profile) Describe() string {
 			fmt.Fprintf(&b, ": in-sample median error %.1f %%", t.Fit.MedianAPE)
 		}
 	}
+	if s := p.precisionSummary(); s != "" {
+		b.WriteString("; " + s)
+	}
 	fmt.Fprintf(&b, "; attention by roofline at %.0f %% of peak (assumed)", 100*p.Attention.ComputeEff)
 	if len(p.AllReduce) == 0 {
 		b.WriteString("; all-reduce by roofline")
@@ -272,6 +279,7 @@ func (p *Profile) Clone() *Profile {
 	c.Ops = append([]OpParams(nil), p.Ops...)
 	c.AllReduce = append([]AllReduceParams(nil), p.AllReduce...)
 	c.Notes = append([]string(nil), p.Notes...)
+	c.GEMMPrecisions = append([]GEMMPrecision(nil), p.GEMMPrecisions...)
 	// GEMMTrees is shared: nothing modifies trees once grown or read.
 	return &c
 }

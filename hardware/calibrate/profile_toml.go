@@ -204,6 +204,7 @@ func (p *Profile) WriteTOML() []byte {
 	w("[iteration]\noverhead_s = %s\nper_request_s = %s\nsource = %s\n\n", tomlFloat(p.Iteration.OverheadS), tomlFloat(p.Iteration.PerRequestS), tomlQuote(p.Iteration.Source))
 	w("[attention]\ncompute_eff = %s\nmemory_eff = %s\noverhead_s = %s\nsource = %s\n",
 		tomlFloat(p.Attention.ComputeEff), tomlFloat(p.Attention.MemoryEff), tomlFloat(p.Attention.OverheadS), tomlQuote(p.Attention.Source))
+	writePrecisions(&b, p.GEMMPrecisions)
 	for _, o := range p.Ops {
 		w("\n[[op]]\nop = %s\noverhead_s = %s\ncompute_eff = %s\nhalf_tokens = %s\nmemory_eff = %s\nrow_memory_eff = %s\nwave_eff = %s\ntile_m = %d\ntile_n = %d\nfrom = %s\n",
 			tomlQuote(o.Op), tomlFloat(o.OverheadS), tomlFloat(o.ComputeEff), tomlFloat(o.HalfTokens), tomlFloat(o.MemoryEff),

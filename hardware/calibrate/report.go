@@ -105,6 +105,9 @@ type Accuracy struct {
 	// measurements (nil when none are given).
 	Measured *ErrTable
 	Steps    []StepRow
+	// XLAFits and XLACheck are the GEMM-precision section (precision.go):
+	// nil without XLA's matmul table.
+	XLAFits, XLACheck *ErrTable
 	// Profiles are the in-sample fits by GPU.
 	Profiles map[string]*Profile
 }
@@ -114,6 +117,9 @@ type ReportOptions struct {
 	// Measured are native CSVs of other GPUs (e.g. testdata/h200_*.csv):
 	// each is predicted by the H100 fit transferred to that GPU.
 	Measured []string
+	// XLA is XLA's matmul table (matmul.csv) for the GEMM-precision
+	// section; "" reads DefaultXLAPath(dir) if it exists.
+	XLA string
 }
 
 // traceGPUs are the GPUs of the Vidur data.
@@ -150,6 +156,20 @@ func loadVidurGPU(dir, gpu string) (*Trace, *hardware.GPU, error) {
 //     H100 at 1, 16, 256 and 4096 tokens.
 func Evaluate(dir string, opt ReportOptions) (*Accuracy, error) {
 	acc := &Accuracy{Profiles: map[string]*Profile{}}
+	// XLA's table first, so that a bad file fails before the fits.
+	xla := opt.XLA
+	if xla == "" {
+		if _, err := os.Stat(DefaultXLAPath(dir)); err == nil {
+			xla = DefaultXLAPath(dir)
+		}
+	}
+	var xt *XLATable
+	if xla != "" {
+		var err error
+		if xt, err = LoadXLA(xla); err != nil {
+			return nil, err
+		}
+	}
 	traces := map[string]*Trace{}
 	gpus := map[string]*hardware.GPU{}
 	inCols := make([][]labelled, 0, len(traceGPUs))
@@ -295,6 +315,13 @@ func Evaluate(dir string, opt ReportOptions) (*Accuracy, error) {
 		}
 		acc.Measured = table("A GPU without a trace: the H100 fit transferred through the specs, and a fit to the measurements themselves, "+
 			"against this project's own measurements (hardware/calibrate/testdata)", names, cols)
+	}
+
+	if xt != nil {
+		var err error
+		if acc.XLAFits, acc.XLACheck, err = xt.tables(acc.Profiles["h100"]); err != nil {
+			return nil, err
+		}
 	}
 
 	steps, err := stepRows(dir, traces["h100"], gpus["h100"], acc.Profiles["h100"], heldOut)
@@ -608,7 +635,7 @@ func (a *Accuracy) Markdown(w io.Writer) error {
 	var b strings.Builder
 	b.WriteString("Cells: median / p90 of the absolute percentage error |predicted/measured − 1|, the median signed error " +
 		"(> 0: predicted slower than measured), and the number of kernel timings.\n\n")
-	for _, t := range []*ErrTable{a.InSample, a.HeldOutModel, a.HeldOutPerModel, a.Floor, a.HeldOutGPU, a.Measured} {
+	for _, t := range []*ErrTable{a.InSample, a.HeldOutModel, a.HeldOutPerModel, a.Floor, a.HeldOutGPU, a.Measured, a.XLAFits, a.XLACheck} {
 		if t == nil {
 			continue
 		}
@@ -667,6 +694,10 @@ func GenerateBuiltin(dir string, measured []string) (map[string][]byte, error) {
 	if _, err := os.Stat(filepath.Join(dir, "compute")); err != nil {
 		return nil, fmt.Errorf("calibrate: %s is not a copy of Vidur's data/profiling: %w", dir, err)
 	}
+	xt, err := LoadXLA(DefaultXLAPath(dir))
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: the built-in profiles' GEMM precisions need XLA's matmul table beside the Vidur data: %w", err)
+	}
 	fitted := map[string]*Profile{}
 	gpus := map[string]*hardware.GPU{}
 	traces := map[string]*Trace{}
@@ -680,6 +711,19 @@ func GenerateBuiltin(dir string, measured []string) (map[string][]byte, error) {
 			Notes: VidurNotes(name)})
 		if err != nil {
 			return nil, err
+		}
+		p.GEMMPrecisions = xt.Precisions(name)
+		xn, err := xt.notes(p, g, nil)
+		if err != nil {
+			return nil, err
+		}
+		p.Notes = append(p.Notes, xn...)
+		if name == "h100" {
+			c, err := XLACheck(p, g, xt.Rows, models.BF16)
+			if err != nil {
+				return nil, err
+			}
+			xt.h100Bias = c.Bias
 		}
 		fitted[name], gpus[name], traces[name] = p, g, tr
 	}
@@ -713,6 +757,17 @@ func GenerateBuiltin(dir string, measured []string) (map[string][]byte, error) {
 			"see the README's calibration section and `servesim calibrate --report`.", gemm.Median, gemm.P90, all.Median, all.P90)
 		notes := []string{p.Notes[0], trust}
 		notes = append(notes, transferNotes(name)...)
+		if ps := xt.Precisions(name); ps != nil && name != "h200" {
+			// Re-derived from the GPU's own GEMM measurements.
+			plain := p.Clone()
+			plain.GEMMPrecisions = nil
+			p.GEMMPrecisions = ps
+			xn, err := xt.notes(p, g, plain)
+			if err != nil {
+				return nil, err
+			}
+			notes = append(notes, xn...)
+		}
 		for _, path := range measured {
 			ss, err := readFile(path, filepath.Base(path), func(r io.Reader, n string) ([]Sample, error) { return ReadNative(r, n, nil) })
 			if err != nil {
@@ -762,8 +817,10 @@ func transferNotes(gpu string) []string {
 		}
 	case "b200":
 		return []string{
-			"B200 (Blackwell) has no trace and was not measured: the H100 (Hopper) efficiencies are assumed to carry over to its 2.27× BF16 peak, " +
-				"2.39× HBM bandwidth and 2× NVLink. New tensor-core instructions and larger tiles make this the least certain profile; its error is unknown.",
+			"B200 (Blackwell): GEMM compute efficiencies per precision are measured on a B200 ([[gemm_precision]] bf16 and fp8: XLA's sm_100_B200 matmul table, " +
+				"relative to its sm_90 BF16 table, applied to the H100 per-class fit); FP4 is an estimate (no FP4 GEMM measured; see its source). " +
+				"Still transferred from the H100 (Hopper), unmeasured on Blackwell: the GEMM memory efficiencies, overheads, half-token counts of the classes and tiles, " +
+				"every non-GEMM operator (to its 2.39× HBM bandwidth), attention (assumed) and the all-reduce (to 2× NVLink).",
 		}
 	}
 	return nil

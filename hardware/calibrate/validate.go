@@ -166,6 +166,9 @@ func (p *Profile) validate() error {
 			return err
 		}
 	}
+	if err := validatePrecisions(p.GEMMPrecisions, fe); err != nil {
+		return err
+	}
 	for i, a := range p.AllReduce {
 		at := func(f string) string { return fmt.Sprintf("all_reduce[%d].%s", i, f) }
 		if a.TP < 2 || a.TP > maxTraceTP {

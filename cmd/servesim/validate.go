@@ -97,7 +97,10 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 		if !*quiet {
 			fmt.Fprintf(stdout, "Validation suite: %d files, data in %s.\n", len(entries), dir)
 		}
+		bar := newProgress(stderr, *quiet, len(entries), "validate --suite")
+		defer bar.Done()
 		for i := range entries {
+			bar.Add()
 			e := &entries[i]
 			if !*quiet {
 				fmt.Fprintf(stdout, "  %s\n", e.Describe())

@@ -102,8 +102,10 @@ func (p *Profile) Calibrated(g *hardware.GPU, tp int) (*Calibrated, error) {
 	for _, d := range []models.DType{models.BF16, models.FP8, models.FP4} {
 		k.invPeak[d] = 1 / g.PeakFLOPS(d)
 	}
+	qkNorm := false // a profile entry for qk_norm; else it takes the norm class
 	for _, o := range p.Ops {
 		kind, _ := models.ParseOpKind(o.Op) // Validate checked it
+		qkNorm = qkNorm || kind == models.OpQKNorm
 		c := class{o: o.OverheadS, invC: 1 / o.ComputeEff, h: o.HalfTokens, invM: 1 / (g.MemBW * o.MemoryEff)}
 		if o.RowMemoryEff > 0 {
 			c.invRow = 1 / (g.MemBW * o.RowMemoryEff)
@@ -113,6 +115,9 @@ func (p *Profile) Calibrated(g *hardware.GPU, tp int) (*Calibrated, error) {
 			c.wave = 2 * float64(o.TileM) * float64(o.TileN) * float64(g.SMs)
 		}
 		k.cls[kind] = c
+	}
+	if !qkNorm {
+		k.cls[models.OpQKNorm] = k.cls[models.OpNorm]
 	}
 	att := class{o: p.Attention.OverheadS, invC: 1 / p.Attention.ComputeEff, invM: 1 / (g.MemBW * p.Attention.MemoryEff)}
 	k.cls[models.OpAttnPrefill] = att

@@ -17,9 +17,11 @@ import (
 func TestBuiltin(t *testing.T) {
 	c := Builtin()
 	want := []string{
-		"codellama-34b", "gpt-oss-120b", "internlm-20b", "llama-2-70b", "llama-2-7b",
+		"codellama-34b", "deepseek-v3", "gpt-oss-120b", "internlm-20b", "llama-2-70b", "llama-2-7b",
 		"llama-3-70b", "llama-3-8b", "llama-3.1-405b", "llama-3.1-70b", "llama-3.1-8b",
-		"mixtral-8x7b", "phi-2", "qwen-72b", "qwen2.5-72b",
+		"llama-4-scout-17b-16e", "mistral-nemo-12b", "mixtral-8x22b", "mixtral-8x7b", "phi-2",
+		"qwen-72b", "qwen2.5-72b", "qwen2.5-7b", "qwen3-14b", "qwen3-235b-a22b", "qwen3-30b-a3b",
+		"qwen3-32b", "qwen3-8b", "yi-34b",
 	}
 	var got []string
 	for _, m := range c.All() {
@@ -63,7 +65,7 @@ func TestGet(t *testing.T) {
 		}
 	}
 	_, err := c.Get("llama-4")
-	want := `models: unknown model "llama-4" (known: codellama-34b, gpt-oss-120b, internlm-20b, llama-2-70b, llama-2-7b, llama-3-70b, llama-3-8b, llama-3.1-405b, llama-3.1-70b, llama-3.1-8b, mixtral-8x7b, phi-2, qwen-72b, qwen2.5-72b)`
+	want := `models: unknown model "llama-4" (known: codellama-34b, deepseek-v3, gpt-oss-120b, internlm-20b, llama-2-70b, llama-2-7b, llama-3-70b, llama-3-8b, llama-3.1-405b, llama-3.1-70b, llama-3.1-8b, llama-4-scout-17b-16e, mistral-nemo-12b, mixtral-8x22b, mixtral-8x7b, phi-2, qwen-72b, qwen2.5-72b, qwen2.5-7b, qwen3-14b, qwen3-235b-a22b, qwen3-30b-a3b, qwen3-32b, qwen3-8b, yi-34b)`
 	if err == nil || err.Error() != want {
 		t.Errorf("Get(llama-4) error\n got %v\nwant %s", err, want)
 	}

@@ -1,8 +1,9 @@
 package models
 
 // Multi-head latent attention (MLA), as DeepSeek-V2/V3 define it and vLLM
-// runs it (vllm/model_executor/layers/attention/mla_attention.py, the
-// MLACommonImpl of vllm/v1/attention/backends/mla/common.py):
+// runs it (vllm/v1/attention/backends/mla/common.py, whose module docstring
+// reads: "we generally want to use the compute friendly approach for
+// 'prefill' ... and the data-movement friendly approach for 'decode'"):
 //
 //   - q = q_b(norm(q_a(x))) (q_a: Hidden→QLoRARank, q_b: QLoRARank→Heads·HeadDim;
 //     without QLoRARank one Hidden→Heads·HeadDim projection);

@@ -210,11 +210,19 @@ func (s Scenario) Resolve() (*Plan, error) {
 	}
 	p := &Plan{}
 	var err error
-	if s.Model == "" {
-		return nil, s.fieldError("model", "model", "missing (see `servesim models`)")
-	}
-	if p.Model, err = mc.Get(s.Model); err != nil {
-		return nil, fmt.Errorf("%w (field \"model\", flag --model)", err)
+	switch {
+	case s.ModelConfig != "" && s.Model != "":
+		return nil, s.fieldError("model_config", "model-config", "set model_config (a HuggingFace config.json) or model (%q), not both", s.Model)
+	case s.ModelConfig != "":
+		if p.Model, err = models.ReadHFConfig(s.path(s.ModelConfig)); err != nil {
+			return nil, fmt.Errorf("%w (field \"model_config\", flag --model-config)", err)
+		}
+	case s.Model == "":
+		return nil, s.fieldError("model", "model", "missing (see `servesim models`, or import a HuggingFace config.json with model_config)")
+	default:
+		if p.Model, err = mc.Get(s.Model); err != nil {
+			return nil, fmt.Errorf("%w (field \"model\", flag --model)", err)
+		}
 	}
 	if s.GPU == "" {
 		return nil, s.fieldError("gpu", "gpu", "missing (see `servesim gpus`)")

@@ -32,6 +32,10 @@ type Scenario struct {
 	Seed       uint64 `toml:"seed" json:"seed"`               // one seed; each random stream derives its own source from it
 	ModelsFile string `toml:"models_file" json:"models_file"` // extra models (TOML), relative to the scenario file
 	GPUsFile   string `toml:"gpus_file" json:"gpus_file"`     // extra GPUs (TOML), relative to the scenario file
+	// ModelConfig is a HuggingFace config.json, or a directory holding one,
+	// imported as the model (models.ReadHFConfig) instead of a catalog name;
+	// relative to the scenario file. Set it or Model, not both.
+	ModelConfig string `toml:"model_config" json:"model_config,omitempty"`
 
 	Replicas int `toml:"replicas" json:"replicas"` // identical instances behind the router
 

@@ -16,7 +16,8 @@ import (
 
 // RunScenario builds the scenario of a real run from its own engine
 // arguments and GPU. base carries what the user set: a non-empty Model or
-// GPU replaces the run's, and ModelsFile / GPUsFile extend the catalogs
+// GPU replaces the run's (a ModelConfig, an imported config.json, replaces
+// the run's model too), and ModelsFile / GPUsFile extend the catalogs
 // the run's names are looked up in. Models are found by their Hugging Face
 // id (models/builtin.toml's hf_name), GPUs by name or alias (the driver's
 // device name, e.g. "NVIDIA GeForce RTX 4090"). A model or GPU missing from
@@ -25,8 +26,8 @@ import (
 func RunScenario(run *realrun.Run, base Scenario) (Scenario, error) {
 	e := run.Engine
 	s := Scenario{Name: run.Name, ModelsFile: base.ModelsFile, GPUsFile: base.GPUsFile, dir: base.dir}
-	s.Model, s.GPU = base.Model, base.GPU
-	if s.Model == "" {
+	s.Model, s.GPU, s.ModelConfig = base.Model, base.GPU, base.ModelConfig
+	if s.Model == "" && s.ModelConfig == "" {
 		mc := models.Builtin()
 		if s.ModelsFile != "" {
 			if err := mc.LoadFile(s.path(s.ModelsFile)); err != nil {
@@ -35,7 +36,7 @@ func RunScenario(run *realrun.Run, base Scenario) (Scenario, error) {
 		}
 		m, err := mc.ByHFName(e.Model)
 		if err != nil {
-			return s, fmt.Errorf("experiments: run %s: model %q is not in the catalog: add it with --models-file FILE (a [[model]] with hf_name = %q, shaped like models/builtin.toml), or name a catalog model with --model (see `servesim models`)", run.Name, e.Model, e.Model)
+			return s, fmt.Errorf("experiments: run %s: model %q is not in the catalog: add it with --models-file FILE (a [[model]] with hf_name = %q, shaped like models/builtin.toml), import its config.json with --model-config, or name a catalog model with --model (see `servesim models`)", run.Name, e.Model, e.Model)
 		}
 		s.Model = m.Name
 	}

@@ -41,10 +41,19 @@ func TestBuiltinNumbers(t *testing.T) {
 		{"rtx-4090", 165.2e12, 330.3e12, 0, 25250627584, 1008e9, 32e9, 32e9, 450, 35.5e-6, 0, 128},
 		// L40S: 362.05 / 733 dense; 48 GB; 864 GB/s; 350 W; 142 SMs.
 		{"l40s", 362.05e12, 733e12, 0, 48e9, 864e9, 32e9, 32e9, 350, 35.5e-6, 0, 142},
+		// H100 PCIe 80GB: 756 / 1,513 dense [S15†]; 80 GB [S5†,S6]; 2,000 GB/s [S5†]; PCIe Gen5
+		// 128 / 2 = 64 GB/s for TP and host [S5†]; 350 W [S7]; 114 SMs [S5†,S6].
+		{"h100-pcie", 756e12, 1513e12, 0, 80e9, 2000e9, 64e9, 64e9, 350, 35.5e-6, 0, 114},
+		// A100 PCIe 80GB: 312 BF16 (GA100) [S1†,S15†]; 80 GB; 1,935 GB/s, 300 W [S2†]; PCIe Gen4
+		// 32 GB/s per direction [S1†]; 108 SMs [S1†].
+		{"a100-pcie", 312e12, 0, 0, 80e9, 1935e9, 32e9, 32e9, 300, 35.5e-6, 0, 108},
+		// GB200, per GPU: 2,500 / 5,000 / 10,000 [S12†,S15†]; 186 GB [S11]; 8,000 GB/s [S12†];
+		// NVLink5 1,800 / 2 = 900 GB/s [S12†]; NVLink-C2C 900 / 2 = 450 GB/s; 1,200 W [S11]; 148 SMs ‡.
+		{"gb200", 2500e12, 5000e12, 10000e12, 186e9, 8000e9, 900e9, 450e9, 1200, 35.5e-6, 0, 148},
 	}
 	c := Builtin()
-	if got := strings.Join(c.Names(), ","); got != "a100,b200,h100,h200,l40s,rtx-4090,rtx-pro-6000" {
-		t.Fatalf("Builtin names = %s, want a100,b200,h100,h200,l40s,rtx-4090,rtx-pro-6000", got)
+	if got := strings.Join(c.Names(), ","); got != "a100,a100-pcie,b200,gb200,h100,h100-pcie,h200,l40s,rtx-4090,rtx-pro-6000" {
+		t.Fatalf("Builtin names = %s, want a100,a100-pcie,b200,gb200,h100,h100-pcie,h200,l40s,rtx-4090,rtx-pro-6000", got)
 	}
 	for _, r := range rows {
 		g, err := c.Get(r.name)

@@ -40,8 +40,13 @@ func Builtin() *Catalog {
 }
 
 // Get returns a copy of the named model, matching the name without regard to
-// case. The error lists the known names.
+// case. A name with a '/' is a HuggingFace repository id
+// ("meta-llama/Llama-3.1-8B-Instruct") and is looked up with ByHFName. The
+// error lists the known names.
 func (c *Catalog) Get(name string) (*Model, error) {
+	if strings.Contains(name, "/") {
+		return c.ByHFName(name)
+	}
 	m, ok := c.models[strings.ToLower(strings.TrimSpace(name))]
 	if !ok {
 		known := "none"
@@ -54,20 +59,44 @@ func (c *Catalog) Get(name string) (*Model, error) {
 	return &cp, nil
 }
 
-// ByHFName returns a copy of the model whose HFName is hf (ignoring case),
-// e.g. "meta-llama/Llama-2-7b-hf": the directory names of Vidur's profiling
-// data. If several models share it, the first by name is returned.
+// ByHFName returns a copy of the model whose HFName, or one of whose
+// HFAliases, is hf (ignoring case), e.g. "meta-llama/Llama-2-7b-hf": the
+// directory names of Vidur's profiling data. A model's HFName wins over
+// another's alias; among equals the first by name is returned. The error
+// lists the HuggingFace ids the catalog knows.
 func (c *Catalog) ByHFName(hf string) (*Model, error) {
-	if strings.TrimSpace(hf) == "" {
+	hf = strings.TrimSpace(hf)
+	if hf == "" {
 		return nil, fmt.Errorf("models: empty hf_name")
 	}
-	for _, n := range c.names() {
-		if m := c.models[n]; strings.EqualFold(m.HFName, strings.TrimSpace(hf)) {
-			cp := *m
-			return &cp, nil
+	for _, aliases := range []bool{false, true} {
+		for _, n := range c.names() {
+			m := c.models[n]
+			match := strings.EqualFold(m.HFName, hf)
+			if aliases {
+				match = false
+				for _, a := range m.HFAliases {
+					match = match || strings.EqualFold(a, hf)
+				}
+			}
+			if match {
+				cp := *m
+				cp.HFAliases = append([]string(nil), m.HFAliases...)
+				return &cp, nil
+			}
 		}
 	}
-	return nil, fmt.Errorf("models: no model with hf_name %q", hf)
+	var known []string
+	for _, n := range c.names() {
+		if m := c.models[n]; m.HFName != "" {
+			known = append(known, m.HFName)
+		}
+		known = append(known, c.models[n].HFAliases...)
+	}
+	if len(known) == 0 {
+		known = []string{"none"}
+	}
+	return nil, fmt.Errorf("models: no model with hf_name %q (known: %s; for another model pass its config.json with --model-config)", hf, strings.Join(known, ", "))
 }
 
 // All returns copies of every model, sorted by name.
@@ -321,6 +350,20 @@ func (d *decoded) fill(tbl map[string]any) *FieldError {
 				return fe
 			}
 			f.SetBool(b)
+		case reflect.Slice: // []string
+			arr, ok := v.([]any)
+			if !ok {
+				fe.Msg = "want an array of strings, got " + tomlType(v)
+				return fe
+			}
+			ss := make([]string, len(arr))
+			for j, e := range arr {
+				if ss[j], ok = e.(string); !ok {
+					fe.Msg = fmt.Sprintf("element %d: want a string, got %s", j, tomlType(e))
+					return fe
+				}
+			}
+			f.Set(reflect.ValueOf(ss))
 		default:
 			panic("models: Model field " + k + " has an unsupported kind") // TestModelKeys guards this
 		}

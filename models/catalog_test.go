@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,9 +17,11 @@ import (
 func TestBuiltin(t *testing.T) {
 	c := Builtin()
 	want := []string{
-		"codellama-34b", "gpt-oss-120b", "internlm-20b", "llama-2-70b", "llama-2-7b",
+		"codellama-34b", "deepseek-v3", "gpt-oss-120b", "internlm-20b", "llama-2-70b", "llama-2-7b",
 		"llama-3-70b", "llama-3-8b", "llama-3.1-405b", "llama-3.1-70b", "llama-3.1-8b",
-		"mixtral-8x7b", "phi-2", "qwen-72b", "qwen2.5-72b",
+		"llama-4-scout-17b-16e", "mistral-nemo-12b", "mixtral-8x22b", "mixtral-8x7b", "phi-2",
+		"qwen-72b", "qwen2.5-72b", "qwen2.5-7b", "qwen3-14b", "qwen3-235b-a22b", "qwen3-30b-a3b",
+		"qwen3-32b", "qwen3-8b", "yi-34b",
 	}
 	var got []string
 	for _, m := range c.All() {
@@ -62,7 +65,7 @@ func TestGet(t *testing.T) {
 		}
 	}
 	_, err := c.Get("llama-4")
-	want := `models: unknown model "llama-4" (known: codellama-34b, gpt-oss-120b, internlm-20b, llama-2-70b, llama-2-7b, llama-3-70b, llama-3-8b, llama-3.1-405b, llama-3.1-70b, llama-3.1-8b, mixtral-8x7b, phi-2, qwen-72b, qwen2.5-72b)`
+	want := `models: unknown model "llama-4" (known: codellama-34b, deepseek-v3, gpt-oss-120b, internlm-20b, llama-2-70b, llama-2-7b, llama-3-70b, llama-3-8b, llama-3.1-405b, llama-3.1-70b, llama-3.1-8b, llama-4-scout-17b-16e, mistral-nemo-12b, mixtral-8x22b, mixtral-8x7b, phi-2, qwen-72b, qwen2.5-72b, qwen2.5-7b, qwen3-14b, qwen3-235b-a22b, qwen3-30b-a3b, qwen3-32b, qwen3-8b, yi-34b)`
 	if err == nil || err.Error() != want {
 		t.Errorf("Get(llama-4) error\n got %v\nwant %s", err, want)
 	}
@@ -120,7 +123,7 @@ func TestLoadErrors(t *testing.T) {
 		name, doc, want string
 	}{
 		{"unknown key", strings.Replace(valid, "ffn = 128", "fnn = 128", 1),
-			`models: f.toml line 6: model "tiny": field "fnn": unknown key (known: name, hf_name, source, layers,`},
+			`models: f.toml line 6: model "tiny": field "fnn": unknown key (known: name, hf_name, hf_aliases, source, layers,`},
 		{"wrong type", strings.Replace(valid, "layers = 2", `layers = "2"`, 1),
 			`models: f.toml line 3: model "tiny": field "layers": want an integer, got string`},
 		{"float for int", strings.Replace(valid, "hidden = 64", "hidden = 64.0", 1),
@@ -223,28 +226,36 @@ func TestLoadFile(t *testing.T) {
 
 // Every Model field has a TOML key the loader can set.
 func TestModelKeys(t *testing.T) {
-	if len(modelKeys) != 22 {
-		t.Errorf("%d TOML keys, the loader and this test know 22", len(modelKeys))
+	if len(modelKeys) != 30 {
+		t.Errorf("%d TOML keys, the loader and this test know 30", len(modelKeys))
 	}
 	// A table that sets every key loads and round-trips each value.
 	doc := `[[model]]
 name = "all"
 hf_name = "org/all"
+hf_aliases = ["org/all-instruct", "org/all-chat"]
 source = "here"
 layers = 4
 hidden = 64
 heads = 4
 kv_heads = 2
 head_dim = 32
-ffn = 0
+ffn = 8
 vocab = 100
 experts = 4
 top_k = 1
 expert_ffn = 16
+shared_experts = 1
+dense_layers = 1
+qk_norm = true
+q_lora_rank = 8
+kv_lora_rank = 16
+rope_head_dim = 8
+v_head_dim = 16
 gated_mlp = false
 tied_embeddings = true
 max_context = 512
-qkv_bias = true
+qkv_bias = false
 bias = true
 norm = "layernorm"
 parallel_block = true
@@ -256,10 +267,12 @@ sliding_layers = 2
 		t.Fatal(err)
 	}
 	m, _ := c.Get("all")
-	want := Model{Name: "all", HFName: "org/all", Source: "here", Layers: 4, Hidden: 64, Heads: 4, KVHeads: 2,
-		HeadDim: 32, Vocab: 100, Experts: 4, TopK: 1, ExpertFFN: 16, TiedEmbeddings: true, MaxContext: 512,
-		QKVBias: true, Bias: true, Norm: NormLayer, ParallelBlock: true, SlidingWindow: 64, SlidingLayers: 2}
-	if *m != want {
+	want := Model{Name: "all", HFName: "org/all", HFAliases: []string{"org/all-instruct", "org/all-chat"},
+		Source: "here", Layers: 4, Hidden: 64, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 8, Vocab: 100,
+		Experts: 4, TopK: 1, ExpertFFN: 16, SharedExperts: 1, DenseLayers: 1, QKNorm: true,
+		QLoRARank: 8, KVLoRARank: 16, RopeHeadDim: 8, VHeadDim: 16, TiedEmbeddings: true, MaxContext: 512,
+		Bias: true, Norm: NormLayer, ParallelBlock: true, SlidingWindow: 64, SlidingLayers: 2}
+	if !reflect.DeepEqual(*m, want) {
 		t.Errorf("loaded\n%+v\nwant\n%+v", *m, want)
 	}
 }

@@ -20,10 +20,24 @@
 // norm kind. Builtin returns a catalog parsed from the embedded builtin.toml
 // by the same loader users call (Catalog.LoadFile), so there is one code
 // path. It holds Llama-2-7B/70B, Llama-3-8B/70B, Llama-3.1-8B/70B/405B,
-// CodeLlama-34B, InternLM-20B, Qwen-72B (v1), phi-2, Qwen2.5-72B,
-// Mixtral-8x7B and gpt-oss-120b, each citing its published config.json; the
+// CodeLlama-34B, InternLM-20B, Qwen-72B (v1), phi-2, Qwen2.5-7B/72B,
+// Qwen3-8B/14B/32B, Mistral-NeMo-12B, Yi-34B, and the MoE models
+// Mixtral-8x7B/8x22B, Qwen3-30B-A3B, Qwen3-235B-A22B, Llama-4-Scout-17B-16E,
+// gpt-oss-120b and DeepSeek-V3, each citing its published config.json; the
 // dense models of Vidur's profiling data are all there so that calibration
-// can use their traces.
+// can use their traces. Catalog.Get also takes a HuggingFace id: a model's
+// hf_name or one of its hf_aliases (instruction-tuned repositories whose
+// config.json has the same shape, e.g. meta-llama/Llama-3.1-8B-Instruct for
+// llama-3.1-8b).
+//
+// # HuggingFace config.json
+//
+// ReadHFConfig builds a Model from a config.json (or the directory holding
+// it) for model_type llama, mistral, mixtral, qwen2, qwen3, qwen3_moe,
+// deepseek_v3 and llama4 (its text_config); ParseHFConfig lists the keys
+// read. An unknown architecture, a missing key (all of them are listed) or a
+// value of the wrong type is a *FieldError naming the file and the JSON key.
+// testdata/hf holds sample configs that import to the catalog's entries.
 //
 // Model files are TOML, [[model]] tables keyed by Model's TOML tags. Loading
 // is strict and all-or-nothing: unknown keys, wrong types, missing required
@@ -100,6 +114,27 @@
 //     expected number for T tokens each picking TopK of E uniformly is
 //     E·(1−(1−TopK/E)^T) (closed form, no randomness): TopK for one token,
 //     all E for large batches.
+//   - qk_norm (Qwen3, Llama 4, MLA): the norms inside attention, one per
+//     layer: Qwen3's q_norm and k_norm over the GPU's T·(q+kv) elements,
+//     MLA's q_a and kv_a norms over T·(q_lora_rank+kv_lora_rank); RMSNorm
+//     FLOPs and read/write bytes. Emitted last (it was added after lm_head;
+//     the OpKind values are stable). Calibrated profiles price it with the
+//     norm class unless they carry a qk_norm entry.
+//   - shared experts and leading dense layers (DeepSeek-V3, Llama 4): a
+//     shared expert is one more always-touched expert, T more rows and its
+//     weights; the DenseLayers dense MLPs are folded into mlp_up, act and
+//     mlp_down (Count = Layers) as the layer-weighted mean of dense and MoE
+//     FLOPs and bytes, so sums over a forward pass are exact while a kernel
+//     model's per-call overhead and saturation see one mean shape; the
+//     router counts the MoE layers only.
+//   - MLA (DeepSeek-V3, see mla.go): qkv is the fused q_a+kv_a projection
+//     plus q_b; attention FLOPs and bytes follow vLLM: prefill non-absorbed
+//     (kv_b up-projects the latents of context and new tokens, then
+//     attention with 192-dim queries/keys and 128-dim values), decode
+//     absorbed (W_UK into the query, multi-query attention over the
+//     576-element latent with 512-element values, then W_UV); the cache
+//     holds (kv_lora_rank + qk_rope_head_dim) elements per token per layer
+//     on every GPU; out_proj has K = (Heads/t)·v_head_dim.
 //   - add: two residual adds per layer, each reading two and writing one
 //     T×Hidden tensor.
 //   - lm_head: the final norm over all T tokens, then a GEMM over the rows
@@ -135,4 +170,10 @@
 //     not modelled (Compute still names the weight precision, whose
 //     tensor-core peak package hardware applies where the GPU has it).
 //   - Pipeline and expert parallelism are not modelled.
+//   - Llama 4's chunked local attention (8192-token chunks in 3 of 4
+//     layers) and NoPE layers are costed as full attention with RoPE
+//     everywhere (an upper bound past 8192 tokens); its weightless L2 q/k
+//     norm is counted with head_dim weights. DeepSeek-V3's grouped routing
+//     (n_group, topk_group) is taken as uniform routing, and its
+//     multi-token-prediction layer is left out.
 package models

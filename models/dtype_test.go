@@ -123,7 +123,7 @@ func FuzzParseDType(f *testing.F) {
 func TestOpKindNames(t *testing.T) {
 	// Names are part of the file formats (CSV headers, calibration files).
 	want := []string{"embed", "norm", "qkv", "rope", "attn_prefill", "attn_decode", "out_proj",
-		"all_reduce", "moe_router", "mlp_up", "act", "mlp_down", "add", "lm_head"}
+		"all_reduce", "moe_router", "mlp_up", "act", "mlp_down", "add", "lm_head", "qk_norm"}
 	if len(want) != int(NumOpKinds) {
 		t.Fatalf("%d names for %d kinds", len(want), NumOpKinds)
 	}
@@ -142,7 +142,7 @@ func TestOpKindNames(t *testing.T) {
 			t.Errorf("text round trip of %v failed: %v", k, err)
 		}
 	}
-	if got := NumOpKinds.String(); got != "OpKind(14)" {
+	if got := NumOpKinds.String(); got != "OpKind(15)" {
 		t.Errorf("NumOpKinds.String() = %q", got)
 	}
 	if _, err := NumOpKinds.MarshalText(); err == nil {

@@ -15,6 +15,10 @@ type Model struct {
 	Name string `toml:"name"`
 	// HFName is the HuggingFace repository, e.g. "meta-llama/Llama-3.1-8B".
 	HFName string `toml:"hf_name"`
+	// HFAliases are other HuggingFace repositories with exactly this shape
+	// (instruction-tuned variants of a base model: same config.json shape
+	// fields), which Catalog.ByHFName also accepts.
+	HFAliases []string `toml:"hf_aliases"`
 	// Source cites where the numbers come from: the URL of the published
 	// config.json, plus any paper or model card.
 	Source string `toml:"source"`
@@ -28,11 +32,36 @@ type Model struct {
 	Vocab   int `toml:"vocab"`    // vocab_size
 
 	// Experts and TopK are num_local_experts and num_experts_per_tok; both 0
-	// for a dense model. Every layer of an MoE model has an MoE MLP.
+	// for a dense model. Every layer of an MoE model has an MoE MLP, except
+	// the first DenseLayers.
 	Experts int `toml:"experts"`
 	TopK    int `toml:"top_k"`
 	// ExpertFFN is the intermediate size of one expert (MoE only).
 	ExpertFFN int `toml:"expert_ffn"`
+	// SharedExperts is the number of shared experts of width ExpertFFN that
+	// every token runs besides its TopK routed ones (DeepSeek-V3
+	// n_shared_experts = 1; Llama 4's shared expert). MoE only.
+	SharedExperts int `toml:"shared_experts"`
+	// DenseLayers is the number of leading layers whose MLP is dense, of
+	// width FFN, in an MoE model (DeepSeek-V3 first_k_dense_replace = 3).
+	DenseLayers int `toml:"dense_layers"`
+
+	// QKNorm is true when Q and K are RMS-normalized per head before RoPE
+	// (Qwen3 q_norm/k_norm, head_dim weights each; Llama 4's weightless
+	// L2 norm, counted with the same weights).
+	QKNorm bool `toml:"qk_norm"`
+
+	// Multi-head latent attention (DeepSeek-V2/V3), all 0 for standard
+	// attention. KVLoRARank > 0 selects MLA: K and V are projected from a
+	// cached latent of KVLoRARank elements plus a shared RoPE key of
+	// RopeHeadDim elements per token per layer. HeadDim is then the query
+	// and key head size qk_nope_head_dim + qk_rope_head_dim, VHeadDim the
+	// value head size, and QLoRARank the query's low-rank size (0: a full
+	// Hidden × Heads·HeadDim query projection). See doc.go and mla.go.
+	QLoRARank   int `toml:"q_lora_rank"`
+	KVLoRARank  int `toml:"kv_lora_rank"`
+	RopeHeadDim int `toml:"rope_head_dim"`
+	VHeadDim    int `toml:"v_head_dim"`
 
 	// GatedMLP is true for a gated MLP (SwiGLU: gate, up and down matrices)
 	// and false for a 2-matrix MLP (up, activation, down: GELU in phi-2).
@@ -164,6 +193,12 @@ func (m *Model) Validate() error {
 		{"expert_ffn", m.ExpertFFN, maxDim},
 		{"sliding_window", m.SlidingWindow, maxContext},
 		{"sliding_layers", m.SlidingLayers, maxDim},
+		{"shared_experts", m.SharedExperts, maxDim},
+		{"dense_layers", m.DenseLayers, maxDim},
+		{"q_lora_rank", m.QLoRARank, maxDim},
+		{"kv_lora_rank", m.KVLoRARank, maxDim},
+		{"rope_head_dim", m.RopeHeadDim, maxDim},
+		{"v_head_dim", m.VHeadDim, maxDim},
 	}
 	for _, f := range nonNegative {
 		if f.v < 0 {
@@ -192,10 +227,22 @@ func (m *Model) Validate() error {
 		if m.ExpertFFN == 0 {
 			return m.fieldErr("expert_ffn", "must be > 0 for an MoE model (experts = %d)", m.Experts)
 		}
-		if m.FFN != 0 {
-			return m.fieldErr("ffn", "must be 0 for an MoE model: every layer's MLP is MoE, sized by expert_ffn")
+		if m.DenseLayers >= m.Layers {
+			return m.fieldErr("dense_layers", "%d must be less than layers %d (an MoE model has MoE layers)", m.DenseLayers, m.Layers)
+		}
+		if m.DenseLayers == 0 && m.FFN != 0 {
+			return m.fieldErr("ffn", "must be 0 for an MoE model with no dense_layers: every layer's MLP is MoE, sized by expert_ffn")
+		}
+		if m.DenseLayers > 0 && m.FFN == 0 {
+			return m.fieldErr("ffn", "must be > 0: it is the width of the %d dense_layers", m.DenseLayers)
 		}
 	} else {
+		if m.SharedExperts != 0 {
+			return m.fieldErr("shared_experts", "must be 0 for a dense model (experts = 0), not %d", m.SharedExperts)
+		}
+		if m.DenseLayers != 0 {
+			return m.fieldErr("dense_layers", "must be 0 for a dense model (experts = 0), not %d", m.DenseLayers)
+		}
 		if m.TopK != 0 {
 			return m.fieldErr("top_k", "must be 0 for a dense model (experts = 0), not %d", m.TopK)
 		}
@@ -219,7 +266,7 @@ func (m *Model) Validate() error {
 	if (m.SlidingWindow > 0) != (m.SlidingLayers > 0) {
 		return m.fieldErr("sliding_window", "sliding_window (%d) and sliding_layers (%d) must be set together", m.SlidingWindow, m.SlidingLayers)
 	}
-	return nil
+	return m.validateMLA()
 }
 
 // CheckParallel reports whether the model can run with p: TP ≥ 1, TP divides
@@ -316,8 +363,12 @@ func (m *Model) mlpBias(f int) float64 {
 	return m.upMatrices()*float64(f) + float64(m.Hidden)
 }
 
-// attnMatrix is Q, K, V and output projections of one layer.
+// attnMatrix is Q, K, V and output projections of one layer (MLA: its
+// low-rank projections, see mla.go).
 func (m *Model) attnMatrix() float64 {
+	if m.IsMLA() {
+		return m.mlaMatrix()
+	}
 	h := float64(m.Hidden)
 	return 2*h*m.qDim() + 2*h*m.kvDim()
 }
@@ -334,6 +385,19 @@ func (m *Model) attnBias() float64 {
 	return b
 }
 
+// attnNorms is the weights of the norms inside attention: Qwen3's per-head
+// q_norm and k_norm (head_dim each) and MLA's q_a and kv_a latent norms.
+func (m *Model) attnNorms() float64 {
+	n := 0.0
+	if m.QKNorm {
+		n += 2 * float64(m.HeadDim)
+	}
+	if m.IsMLA() {
+		n += float64(m.QLoRARank) + float64(m.KVLoRARank)
+	}
+	return n
+}
+
 // routerBias is the router's bias, one per expert.
 func (m *Model) routerBias() float64 {
 	if m.Bias {
@@ -342,22 +406,37 @@ func (m *Model) routerBias() float64 {
 	return 0
 }
 
-// layerMatrix and layerSmall split one layer's parameters into matrices
-// (stored at the weight precision) and small vectors (norms, biases: BF16).
-func (m *Model) layerMatrix() float64 {
-	h := float64(m.Hidden)
+// moeLayers and denseLayers count the layers with an MoE and a dense MLP.
+func (m *Model) moeLayers() int {
 	if m.IsMoE() {
-		return m.attnMatrix() + float64(m.Experts)*m.mlpMatrix(m.ExpertFFN) + h*float64(m.Experts)
+		return m.Layers - m.DenseLayers
 	}
-	return m.attnMatrix() + m.mlpMatrix(m.FFN)
+	return 0
 }
 
-func (m *Model) layerSmall() float64 {
-	s := m.attnBias() + float64(m.normsPerLayer())*m.normElems()
-	if m.IsMoE() {
-		return s + float64(m.Experts)*m.mlpBias(m.ExpertFFN) + m.routerBias()
-	}
-	return s + m.mlpBias(m.FFN)
+func (m *Model) denseLayers() int { return m.Layers - m.moeLayers() }
+
+// moeMatrix and moeSmall are the parameters of one MoE MLP: routed and
+// shared experts and the Hidden×Experts router.
+func (m *Model) moeMatrix() float64 {
+	return float64(m.Experts+m.SharedExperts)*m.mlpMatrix(m.ExpertFFN) + float64(m.Hidden)*float64(m.Experts)
+}
+
+func (m *Model) moeSmall() float64 {
+	return float64(m.Experts+m.SharedExperts)*m.mlpBias(m.ExpertFFN) + m.routerBias()
+}
+
+// allMatrix and allSmall split the layers' parameters into matrices (stored
+// at the weight precision) and small vectors (norms, biases: BF16).
+func (m *Model) allMatrix() float64 {
+	l := float64(m.Layers)
+	return l*m.attnMatrix() + float64(m.denseLayers())*m.mlpMatrix(m.FFN) + float64(m.moeLayers())*m.moeMatrix()
+}
+
+func (m *Model) allSmall() float64 {
+	l := float64(m.Layers)
+	s := l * (m.attnBias() + m.attnNorms() + float64(m.normsPerLayer())*m.normElems())
+	return s + float64(m.denseLayers())*m.mlpBias(m.FFN) + float64(m.moeLayers())*m.moeSmall()
 }
 
 // embedTables is the embedding table plus the LM head unless tied.
@@ -370,17 +449,19 @@ func (m *Model) embedTables() float64 {
 }
 
 // Params returns the total number of parameters: per layer the Q, K, V and
-// output projections, the MLP (or every expert and the router), the norms
-// and the biases the model has; plus the embedding table, the LM head unless
-// tied, and the final norm. Ignored: an LM-head bias and gpt-oss's attention
-// sinks (one scalar per head per layer).
+// output projections (or MLA's), the norms inside attention, the MLP (or
+// every routed and shared expert and the router), the norms and the biases
+// the model has; plus the embedding table, the LM head unless tied, and the
+// final norm. Ignored: an LM-head bias, gpt-oss's attention sinks (one
+// scalar per head per layer), DeepSeek-V3's router score-correction bias
+// (one per expert per layer) and multi-token-prediction layers.
 func (m *Model) Params() float64 {
-	return float64(m.Layers)*(m.layerMatrix()+m.layerSmall()) + m.normElems() + m.embedTables()
+	return m.allMatrix() + m.allSmall() + m.normElems() + m.embedTables()
 }
 
 // ActiveParams returns the parameters one token multiplies in a forward
 // pass: Params less the experts it does not route to (Experts − TopK per
-// layer) and less the input embedding table, which is gathered, not
+// MoE layer) and less the input embedding table, which is gathered, not
 // multiplied (unless tied to the LM head, which every sampled token uses).
 // This is the convention of the gpt-oss model card (5.1B active of 116.8B);
 // Mistral's 12.9B active for Mixtral-8x7B also counts the embedding table.
@@ -390,7 +471,7 @@ func (m *Model) ActiveParams() float64 {
 		a -= float64(m.Vocab) * float64(m.Hidden)
 	}
 	if m.IsMoE() {
-		a -= float64(m.Layers) * float64(m.Experts-m.TopK) * (m.mlpMatrix(m.ExpertFFN) + m.mlpBias(m.ExpertFFN))
+		a -= float64(m.moeLayers()) * float64(m.Experts-m.TopK) * (m.mlpMatrix(m.ExpertFFN) + m.mlpBias(m.ExpertFFN))
 	}
 	return a
 }
@@ -401,8 +482,8 @@ func (m *Model) ActiveParams() float64 {
 // keep them; they are under 0.01 % of any catalog model. Quantization scales
 // are not counted.
 func (m *Model) WeightBytes(w DType) float64 {
-	matrices := float64(m.Layers)*m.layerMatrix() + m.embedTables()
-	small := float64(m.Layers)*m.layerSmall() + m.normElems()
+	matrices := m.allMatrix() + m.embedTables()
+	small := m.allSmall() + m.normElems()
 	return matrices*w.Bytes() + small*2
 }
 
@@ -411,8 +492,10 @@ func (m *Model) WeightBytes(w DType) float64 {
 // MLP and each expert's matrices, the embedding table and the LM head are
 // split by TP; K and V projections are split by TP, or one KV head replicated
 // on each GPU when TP > KVHeads; norms, the MoE router and the biases of
-// row-parallel layers (output projection, MLP down) are replicated. At TP = 1
-// it equals WeightBytes(p.Weights). It panics if p.TP < 1.
+// row-parallel layers (output projection, MLP down) are replicated. MLA's
+// down-projections (q_a, kv_a) are replicated and its up-projections (q_b,
+// kv_b) split by TP. At TP = 1 it equals WeightBytes(p.Weights). It panics
+// if p.TP < 1.
 func (m *Model) WeightBytesPerGPU(p Parallel) float64 {
 	tp := tpOf(p)
 	t := float64(tp)
@@ -421,8 +504,11 @@ func (m *Model) WeightBytesPerGPU(p Parallel) float64 {
 
 	// Per layer, matrices at the weight precision.
 	mat := 2*h*m.qDim()/t + 2*h*kvd
+	if m.IsMLA() {
+		mat = m.mlaMatrixPerGPU(t)
+	}
 	// Per layer, small vectors at BF16.
-	small := float64(m.normsPerLayer()) * m.normElems()
+	small := float64(m.normsPerLayer())*m.normElems() + m.attnNorms()
 	if m.QKVBias {
 		small += m.qDim()/t + 2*kvd
 	}
@@ -435,21 +521,30 @@ func (m *Model) WeightBytesPerGPU(p Parallel) float64 {
 		}
 		return m.upMatrices()*float64(f)/t + h // up biases split, down bias replicated
 	}
+	l := float64(m.Layers)
+	mat, small = l*mat, l*small
 	if m.IsMoE() {
 		e := float64(m.Experts)
-		mat += e*m.mlpMatrix(m.ExpertFFN)/t + h*e // experts split, router replicated
-		small += e*mlpSmall(m.ExpertFFN) + m.routerBias()
-	} else {
-		mat += m.mlpMatrix(m.FFN) / t
-		small += mlpSmall(m.FFN)
+		es := float64(m.Experts + m.SharedExperts)
+		ml := float64(m.moeLayers())
+		mat += ml * (es*m.mlpMatrix(m.ExpertFFN)/t + h*e) // experts split, router replicated
+		small += ml * (es*mlpSmall(m.ExpertFFN) + m.routerBias())
 	}
-	l := float64(m.Layers)
-	return (l*mat+m.embedTables()/t)*p.Weights.Bytes() + (l*small+m.normElems())*2
+	if dl := float64(m.denseLayers()); dl > 0 {
+		mat += dl * m.mlpMatrix(m.FFN) / t
+		small += dl * mlpSmall(m.FFN)
+	}
+	return (mat+m.embedTables()/t)*p.Weights.Bytes() + (small+m.normElems())*2
 }
 
 // KVBytesPerToken returns the KV-cache bytes of one token for the whole
-// model: 2 (K and V) × layers × kv_heads × head_dim × kv.Bytes().
+// model: 2 (K and V) × layers × kv_heads × head_dim × kv.Bytes(); for MLA,
+// layers × (kv_lora_rank + rope_head_dim) × kv.Bytes() (one latent and one
+// shared RoPE key, no V).
 func (m *Model) KVBytesPerToken(kv DType) float64 {
+	if m.IsMLA() {
+		return float64(m.Layers) * m.latentDim() * kv.Bytes()
+	}
 	return 2 * float64(m.Layers) * m.kvDim() * kv.Bytes()
 }
 
@@ -457,7 +552,14 @@ func (m *Model) KVBytesPerToken(kv DType) float64 {
 // of the TP group at p.KV: KV heads are split by TP, or, when TP > KVHeads,
 // each GPU caches one (replicated) KV head, so that the sum over the group
 // exceeds KVBytesPerToken. It panics if p.TP < 1.
+//
+// Under MLA every GPU caches the whole latent, as vLLM's MLA backends do
+// (the latent is shared by all heads), so the per-GPU bytes equal
+// KVBytesPerToken at any TP.
 func (m *Model) KVBytesPerTokenPerGPU(p Parallel) float64 {
 	tp := tpOf(p)
+	if m.IsMLA() {
+		return m.KVBytesPerToken(p.KV)
+	}
 	return 2 * float64(m.Layers) * float64(m.kvHeadsPerGPU(tp)) * float64(m.HeadDim) * p.KV.Bytes()
 }

@@ -23,6 +23,7 @@ var opKindNames = [NumOpKinds]string{
 	OpMLPDown:     "mlp_down",
 	OpAdd:         "add",
 	OpLMHead:      "lm_head",
+	OpQKNorm:      "qk_norm",
 }
 
 // String returns the operator's stable snake_case name ("qkv",

@@ -82,47 +82,112 @@ func (m *Model) Ops(b Batch, p Parallel, dst []Op) []Op {
 	dst = append(dst, Op{Kind: OpNorm, Count: L * m.normsPerLayer(), Tokens: nTok,
 		FLOPs: normF, Bytes: actRW + normW, Compute: BF16})
 
-	qkvN := qd + 2*kvd
-	dst = append(dst, gemm(OpQKV, L, nTok, tok, h, qkvN, h*qkvN, wb, wc))
+	if m.IsMLA() {
+		dst = append(dst, m.mlaQKV(L, nTok, tok, t, wb, wc))
+	} else {
+		qkvN := qd + 2*kvd
+		dst = append(dst, gemm(OpQKV, L, nTok, tok, h, qkvN, h*qkvN, wb, wc))
+	}
 
 	ropeElems := tok * (qd + kvd) // rotate Q and K in place
+	if m.IsMLA() {
+		r := float64(m.RopeHeadDim)
+		ropeElems = tok * (qHeads*r + r) // the RoPE part of each query head and the shared key
+	}
 	dst = append(dst, Op{Kind: OpRoPE, Count: L, Tokens: nTok,
 		FLOPs: ropeFLOPs * ropeElems, Bytes: 2 * ropeElems * actBytes, Compute: BF16})
 
-	dst = m.appendAttention(b, tp, kvb, dst)
+	dst = m.appendAttention(b, tp, kvb, wb, dst)
 
-	dst = append(dst, gemm(OpOutProj, L, nTok, tok, qd, h, qd*h, wb, wc))
+	od := qd // attention output width per GPU
+	if m.IsMLA() {
+		od = qHeads * float64(m.VHeadDim)
+	}
+	dst = append(dst, gemm(OpOutProj, L, nTok, tok, od, h, od*h, wb, wc))
 
 	if tp > 1 {
 		dst = append(dst, Op{Kind: OpAllReduce, Count: 2 * L, Tokens: nTok,
 			CommBytes: tok * h * actBytes, Compute: BF16})
 	}
 
-	if m.IsMoE() {
-		e := float64(m.Experts)
-		k := float64(m.TopK)
-		f := float64(m.ExpertFFN) / t // each expert's intermediate width per GPU
-		up := m.upMatrices() * f
-		rows := tok * k // (token, expert) pairs: rows of the grouped GEMMs
-		touched := expectedExperts(e, k, tok)
-		dst = append(dst, gemm(OpMoERouter, L, nTok, tok, h, e, h*e, wb, wc))
-		dst = append(dst, gemm(OpMLPUp, L, nTok*m.TopK, rows, h, up, touched*h*up, wb, wc))
-		dst = append(dst, m.actOp(L, nTok*m.TopK, rows*f))
-		dst = append(dst, gemm(OpMLPDown, L, nTok*m.TopK, rows, f, h, touched*f*h, wb, wc))
-	} else {
-		f := float64(m.FFN) / t
-		up := m.upMatrices() * f
-		dst = append(dst, gemm(OpMLPUp, L, nTok, tok, h, up, h*up, wb, wc))
-		dst = append(dst, m.actOp(L, nTok, tok*f))
-		dst = append(dst, gemm(OpMLPDown, L, nTok, tok, f, h, f*h, wb, wc))
-	}
+	dst = m.appendMLP(L, nTok, tok, t, wb, wc, dst)
 
 	// Residual adds: read two T×Hidden tensors, write one.
 	dst = append(dst, Op{Kind: OpAdd, Count: 2 * L, Tokens: nTok,
 		FLOPs: addFLOPs * tok * h, Bytes: 3 * tok * h * actBytes, Compute: BF16})
 
 	dst = m.appendLMHead(b, tp, wb, wc, dst)
+
+	if elems, weights := m.attnNormElems(tok, qd, kvd); elems > 0 {
+		dst = append(dst, Op{Kind: OpQKNorm, Count: L, Tokens: nTok,
+			FLOPs: rmsNormFLOPs * elems, Bytes: 2*elems*actBytes + weights*2, Compute: BF16})
+	}
 	return dst
+}
+
+// attnNormElems is the elements one layer's norms inside attention read
+// (and write) on one GPU, and their weights: Qwen3's q_norm and k_norm over
+// the GPU's query and key heads, MLA's q_a and kv_a norms over the
+// (replicated) latents.
+func (m *Model) attnNormElems(tok, qd, kvd float64) (elems, weights float64) {
+	if m.QKNorm {
+		elems += tok * (qd + kvd)
+		weights += 2 * float64(m.HeadDim)
+	}
+	if m.IsMLA() {
+		elems += tok * float64(m.QLoRARank+m.KVLoRARank)
+		weights += float64(m.QLoRARank + m.KVLoRARank)
+	}
+	return elems, weights
+}
+
+// appendMLP appends the MoE router, the MLP up-projection, activation and
+// down-projection. An MoE layer's T tokens make T·(TopK + SharedExperts)
+// (token, expert) rows over the expected routed experts touched plus the
+// shared ones. A model with DenseLayers leading dense layers gets one op
+// per class with Count = Layers whose FLOPs and bytes are the layer-weighted
+// mean of its dense and MoE layers (sums over the forward pass exact; a
+// kernel model sees the mean shape), with the MoE layers' Tokens, N and K;
+// the router counts the MoE layers only.
+func (m *Model) appendMLP(L, nTok int, tok, t, wb float64, wc DType, dst []Op) []Op {
+	h := float64(m.Hidden)
+	if !m.IsMoE() {
+		f := float64(m.FFN) / t
+		up := m.upMatrices() * f
+		dst = append(dst, gemm(OpMLPUp, L, nTok, tok, h, up, h*up, wb, wc))
+		dst = append(dst, m.actOp(L, nTok, tok*f))
+		return append(dst, gemm(OpMLPDown, L, nTok, tok, f, h, f*h, wb, wc))
+	}
+	e := float64(m.Experts)
+	k := float64(m.TopK)
+	sh := float64(m.SharedExperts)
+	f := float64(m.ExpertFFN) / t // each expert's intermediate width per GPU
+	up := m.upMatrices() * f
+	rows := tok * (k + sh) // (token, expert) rows of the grouped GEMMs
+	touched := expectedExperts(e, k, tok) + sh
+	ml := m.moeLayers()
+	mTok := nTok * (m.TopK + m.SharedExperts)
+	dst = append(dst, gemm(OpMoERouter, ml, nTok, tok, h, e, h*e, wb, wc))
+	ops := [3]Op{
+		gemm(OpMLPUp, L, mTok, rows, h, up, touched*h*up, wb, wc),
+		m.actOp(L, mTok, rows*f),
+		gemm(OpMLPDown, L, mTok, rows, f, h, touched*f*h, wb, wc),
+	}
+	if dl := m.DenseLayers; dl > 0 {
+		df := float64(m.FFN) / t
+		dup := m.upMatrices() * df
+		dense := [3]Op{
+			gemm(OpMLPUp, L, nTok, tok, h, dup, h*dup, wb, wc),
+			m.actOp(L, nTok, tok*df),
+			gemm(OpMLPDown, L, nTok, tok, df, h, df*h, wb, wc),
+		}
+		wm, wd := float64(ml)/float64(L), float64(dl)/float64(L)
+		for i := range ops {
+			ops[i].FLOPs = wm*ops[i].FLOPs + wd*dense[i].FLOPs
+			ops[i].Bytes = wm*ops[i].Bytes + wd*dense[i].Bytes
+		}
+	}
+	return append(dst, ops[:]...)
 }
 
 // BatchOps appends only the operators whose cost depends on more than the
@@ -137,7 +202,7 @@ func (m *Model) BatchOps(b Batch, p Parallel, dst []Op) []Op {
 		return dst
 	}
 	tp := tpOf(p)
-	dst = m.appendAttention(b, tp, p.KV.Bytes(), dst)
+	dst = m.appendAttention(b, tp, p.KV.Bytes(), p.Weights.Bytes(), dst)
 	return m.appendLMHead(b, tp, p.Weights.Bytes(), p.Weights, dst)
 }
 
@@ -147,7 +212,10 @@ func TokenOnly(k OpKind) bool {
 	return k != OpAttnPrefill && k != OpAttnDecode && k != OpLMHead
 }
 
-func (m *Model) appendAttention(b Batch, tp int, kvb float64, dst []Op) []Op {
+func (m *Model) appendAttention(b Batch, tp int, kvb, wb float64, dst []Op) []Op {
+	if m.IsMLA() {
+		return m.mlaAttention(b, tp, kvb, wb, dst)
+	}
 	hd := float64(m.HeadDim)
 	qHeads := float64(m.Heads) / float64(tp)
 	qd := qHeads * hd                        // query (and attention output) width per GPU

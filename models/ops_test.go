@@ -311,6 +311,13 @@ func TestOpsLinearFLOPsMatchActiveParams(t *testing.T) {
 				}
 				sum += f
 			}
+			if m.IsMLA() {
+				// MLA: q_a and kv_a are replicated, not split; kv_b's
+				// parameters are multiplied inside decode attention (the
+				// W_UK and W_UV absorptions), 2·T·kv_lora_rank·heads·(nope + v).
+				sum -= float64(tp-1) * 2 * T * float64(m.Hidden) * float64(m.QLoRARank+m.KVLoRARank+m.RopeHeadDim) * float64(m.Layers)
+				sum += 2 * T * float64(m.KVLoRARank) * float64(m.Heads) * (m.nopeDim() + float64(m.VHeadDim)) * float64(m.Layers)
+			}
 			if e := relErr(sum, 2*m.ActiveParams()*T); e > 1e-3 {
 				t.Errorf("%s TP %d: GEMM FLOPs %.4g vs 2·active·T %.4g: off by %.3f%%", m.Name, tp, sum, 2*m.ActiveParams()*T, 100*e)
 			}

@@ -60,6 +60,7 @@ const (
 	OpMLPDown                   // down GEMM (dense MLP or the touched experts)
 	OpAdd                       // residual adds
 	OpLMHead                    // final norm and LM head GEMM (sampled rows only)
+	OpQKNorm                    // norms inside attention: per-head q/k RMSNorm (Qwen3), MLA latent norms
 	NumOpKinds                  // number of operator classes
 )
 

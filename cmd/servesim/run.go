@@ -21,6 +21,8 @@ default scenario runs (print it with --print-default).
 Examples:
   servesim run
   servesim run --model llama-3.1-70b --gpu h200 --tp 4 --rate 8 --requests 2000
+  servesim run --model meta-llama/Llama-3.1-8B-Instruct --gpu h100-pcie
+  servesim run --model-config ~/models/Qwen3-8B --gpu h100
   servesim run --config scenario.toml --rate 12 --slo-ttft 300 --slo-tpot 40
   servesim run --prompt-len lognormal:7,0.6 --output-len uniform:50,400 --arrival gamma --burstiness 0.5
   servesim run --trace ../shared/data/traces/azure-llm-2023/AzureLLMInferenceTrace_conv.csv --replicas 2
@@ -41,13 +43,14 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	var s experiments.Scenario
 	w, b := &s.Workload, &s.Batch
 	fs.StringVar(&s.Name, "name", "", "scenario name")
-	fs.StringVar(&s.Model, "model", "", "model name (see `servesim models`)")
+	fs.StringVar(&s.Model, "model", "", "model name or HuggingFace id (see `servesim models`)")
 	fs.StringVar(&s.GPU, "gpu", "", "GPU name (see `servesim gpus`)")
 	fs.IntVar(&s.TP, "tp", 0, "tensor-parallel degree (default 1)")
 	fs.StringVar(&s.Weights, "weights", "", "weight precision: bf16, fp8, fp4 (default bf16)")
 	fs.StringVar(&s.KV, "kv", "", "KV-cache precision: bf16, fp8, fp4 (default bf16)")
 	fs.Uint64Var(&s.Seed, "seed", 0, "random seed")
 	fs.StringVar(&s.ModelsFile, "models-file", "", "TOML file of extra models")
+	fs.StringVar(&s.ModelConfig, "model-config", "", "HuggingFace config.json (or its directory) to import as the model, instead of --model")
 	fs.StringVar(&s.GPUsFile, "gpus-file", "", "TOML file of extra GPUs")
 	fs.StringVar(&w.Arrival, "arrival", "", "arrival process: poisson, gamma, constant")
 	fs.Float64Var(&w.Rate, "rate", 0, "request rate (requests/s); inf sends every request at t = 0, as vLLM bench")
@@ -134,6 +137,11 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	override(fs, &base, &s)
 	goodput.apply(fs, &base)
+	// --model-config: import a Hugging Face config.json as the model; it
+	// replaces the base scenario's model unless --model is given too.
+	if fs.Changed("model-config") && !fs.Changed("model") {
+		base.Model = ""
+	}
 	if (fs.Changed("policy") || chunkedChanged(fs)) && !base.Explicit("batch.max_num_batched_tokens") {
 		// A token budget nobody chose — the embedded default's 8192 is
 		// chunked prefill's — is derived for the policy the flag chose, as
@@ -220,6 +228,7 @@ var scenarioFlags = map[string]scenarioFlag{
 	"kv":                     {"kv", func(d, s *experiments.Scenario) { d.KV = s.KV }},
 	"seed":                   {"seed", func(d, s *experiments.Scenario) { d.Seed = s.Seed }},
 	"models-file":            {"models_file", func(d, s *experiments.Scenario) { d.ModelsFile = s.ModelsFile }},
+	"model-config":           {"model_config", func(d, s *experiments.Scenario) { d.ModelConfig = s.ModelConfig }},
 	"gpus-file":              {"gpus_file", func(d, s *experiments.Scenario) { d.GPUsFile = s.GPUsFile }},
 	"arrival":                {"workload.arrival", func(d, s *experiments.Scenario) { d.Workload.Arrival = s.Workload.Arrival }},
 	"rate":                   {"workload.rate", func(d, s *experiments.Scenario) { d.Workload.Rate = s.Workload.Rate }},

@@ -60,6 +60,7 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&s.TP, "tp", 0, "tensor-parallel degree, replacing the run's")
 	fs.StringVar(&s.Weights, "weights", "", "weight precision: bf16, fp8, fp4")
 	fs.StringVar(&s.KV, "kv", "", "KV-cache precision: bf16, fp8, fp4")
+	fs.StringVar(&s.ModelConfig, "model-config", "", "HuggingFace config.json (or its directory) imported as the model, replacing the run's")
 	fs.StringVar(&s.ModelsFile, "models-file", "", "TOML file of extra models (add a run's model: a [[model]] with its hf_name)")
 	fs.StringVar(&s.GPUsFile, "gpus-file", "", "TOML file of extra GPUs (add a run's GPU: a [[gpu]] with its device name as an alias)")
 	fs.StringVar(&s.Hardware.Profile, "profile", "", "kernel-time model: builtin (default), roofline, or a profile file")
@@ -79,7 +80,7 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(vllmArgs(args)); err != nil {
 		return err
 	}
-	base := experiments.Scenario{ModelsFile: s.ModelsFile, GPUsFile: s.GPUsFile, Model: s.Model, GPU: s.GPU}
+	base := experiments.Scenario{ModelsFile: s.ModelsFile, GPUsFile: s.GPUsFile, Model: s.Model, GPU: s.GPU, ModelConfig: s.ModelConfig}
 	var vs []*experiments.Validation
 	switch {
 	case *suite:

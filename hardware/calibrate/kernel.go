@@ -108,8 +108,10 @@ func (p *Profile) Calibrated(g *hardware.GPU, tp int) (*Calibrated, error) {
 	for _, d := range []models.DType{models.BF16, models.FP8, models.FP4} {
 		k.invPeak[d] = 1 / g.PeakFLOPS(d)
 	}
+	qkNorm := false // a profile entry for qk_norm; else it takes the norm class
 	for _, o := range p.Ops {
 		kind, _ := models.ParseOpKind(o.Op) // Validate checked it
+		qkNorm = qkNorm || kind == models.OpQKNorm
 		c := class{o: o.OverheadS, invM: 1 / (g.MemBW * o.MemoryEff)}
 		if o.RowMemoryEff > 0 {
 			c.invRow = 1 / (g.MemBW * o.RowMemoryEff)
@@ -129,6 +131,9 @@ func (p *Profile) Calibrated(g *hardware.GPU, tp int) (*Calibrated, error) {
 			}
 		}
 		k.cls[kind] = c
+	}
+	if !qkNorm {
+		k.cls[models.OpQKNorm] = k.cls[models.OpNorm]
 	}
 	att := class{o: p.Attention.OverheadS, invM: 1 / (g.MemBW * p.Attention.MemoryEff)}
 	for d := range att.invC {

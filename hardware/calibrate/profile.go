@@ -180,11 +180,13 @@ type FitStats struct {
 }
 
 // fittedKinds are the classes a profile carries parameters for, in OpKind
-// order: every class but attention and the all-reduce.
+// order: every class but attention, the all-reduce and qk_norm (the norms
+// inside attention, which no trace profiles: a profile may carry an entry
+// for it, else it is priced with the norm class's parameters).
 var fittedKinds = func() []models.OpKind {
 	var ks []models.OpKind
 	for k := models.OpKind(0); k < models.NumOpKinds; k++ {
-		if k != models.OpAttnPrefill && k != models.OpAttnDecode && k != models.OpAllReduce {
+		if k != models.OpAttnPrefill && k != models.OpAttnDecode && k != models.OpAllReduce && k != models.OpQKNorm {
 			ks = append(ks, k)
 		}
 	}

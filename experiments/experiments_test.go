@@ -150,7 +150,16 @@ func TestByteIdenticalOutputs(t *testing.T) {
 // TestGolden runs each scenario under testdata/golden and compares what it
 // prints (plan, summary, and the first iterations) with the .golden file.
 // Regenerate with: go test ./experiments -run TestGolden -update
-func TestGolden(t *testing.T) {
+func TestGolden(t *testing.T) { checkGoldens(t, "testdata/golden", nil) }
+
+// TestGoldenIdeal pins the ideal engine (kernels only, servesim's engine
+// before the vllm-v1 model became the default) on the same scenarios, in
+// testdata/golden/ideal: switching the default must not move it.
+func TestGoldenIdeal(t *testing.T) {
+	checkGoldens(t, filepath.Join("testdata", "golden", "ideal"), &Engine{Name: "ideal"})
+}
+
+func checkGoldens(t *testing.T, dir string, engine *Engine) {
 	files, err := filepath.Glob("testdata/golden/*.toml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no golden scenarios: %v", err)
@@ -161,6 +170,9 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if engine != nil {
+				s.Engine = engine
+			}
 			p, err := s.Resolve()
 			if err != nil {
 				t.Fatal(err)
@@ -168,19 +180,19 @@ func TestGolden(t *testing.T) {
 			var got bytes.Buffer
 			for range 2 { // twice in one process: output must not change
 				got.Reset()
-				dir := t.TempDir()
-				rep, err := Run(p, dir)
+				out := t.TempDir()
+				rep, err := Run(p, out)
 				if err != nil {
 					t.Fatal(err)
 				}
 				p.Describe(&got)
 				rep.WriteText(&got)
-				steps, _ := os.ReadFile(filepath.Join(dir, "steps.csv"))
+				steps, _ := os.ReadFile(filepath.Join(out, "steps.csv"))
 				lines := strings.SplitAfter(string(steps), "\n")
 				got.WriteString("first iterations (steps.csv):\n")
 				got.WriteString(strings.Join(lines[:min(len(lines), 25)], ""))
 			}
-			golden := strings.TrimSuffix(f, ".toml") + ".golden"
+			golden := filepath.Join(dir, strings.TrimSuffix(filepath.Base(f), ".toml")+".golden")
 			if *update {
 				if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
 					t.Fatal(err)

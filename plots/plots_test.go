@@ -497,6 +497,13 @@ func TestDashboardArithmetic(t *testing.T) {
 	if n.Duration != 3.5 {
 		t.Errorf("duration %v", n.Duration)
 	}
+	// Arrivals 0 → 2 s: offered 3 / 2 s = 1.5 req/s; goodput Met / 2 s =
+	// 0.5 req/s, where Met / Duration = 1 / 3.5 s = 0.286 would count the
+	// drain; within the span only request 1 finishes (1.5 s ≤ 2 s; request 2
+	// at 3.5 s is the drain): 1 / 2 s = 0.5 req/s completed.
+	if n.ArrivalSpan != 2 || n.Offered != 1.5 || n.WindowServed != 1 || n.WindowThroughput != 0.5 || n.WindowGoodput != 0.5 {
+		t.Errorf("arrival window %v s: offered %v, served %d, throughput %v goodput %v", n.ArrivalSpan, n.Offered, n.WindowServed, n.WindowThroughput, n.WindowGoodput)
+	}
 	want := map[string][]float64{
 		"arrivals":   {1, 1, 1, 0}, // at 0, 1 and 2 s
 		"throughput": {0, 1, 0, 1}, // finishes at 1.5 and 3.5 s

@@ -747,7 +747,20 @@ func TestTicks(t *testing.T) {
 }
 
 func TestPlanChart(t *testing.T) {
-	opts := []PlanOption{{"b200 colocated 2×TP2", 24, 4}, {"h100 colocated 6×TP2", 36, 12}, {"h200 colocated 5×TP2", 40, 10}}
+	opts := []PlanOption{
+		{Label: "b200 colocated 2×TP2", CostPerHour: 24, GPUs: 4, GPU: "b200", Rate: 20, CostPerMTok: 1.826},
+		{Label: "h100 colocated 6×TP2", CostPerHour: 36, GPUs: 12, GPU: "h100", Rate: 20},
+		{Label: "h200 colocated 5×TP2", CostPerHour: 40, GPUs: 10, GPU: "h200"},
+	}
+	for i, want := range []string{
+		"$24/h, 4 GPUs, 5 req/s per GPU, $1.83 per M output tokens", // 20 req/s / 4 GPUs = 5; 3 significant digits
+		"$36/h, 12 GPUs, 1.67 req/s per GPU",                        // 20 / 12 = 1.667
+		"$40/h, 10 GPUs",                                            // no rate given
+	} {
+		if got := opts[i].BarLabel(); got != want {
+			t.Errorf("label %d: %q, want %q", i, got, want)
+		}
+	}
 	p, err := PlanChart(opts, "Cheapest deployments")
 	if err != nil {
 		t.Fatal(err)
@@ -760,7 +773,7 @@ func TestPlanChart(t *testing.T) {
 	if _, err := PlanChart(nil, "x"); err == nil {
 		t.Error("no error for an empty plan")
 	}
-	if _, err := PlanChart([]PlanOption{{"x", math.NaN(), 1}}, "x"); err == nil {
+	if _, err := PlanChart([]PlanOption{{Label: "x", CostPerHour: math.NaN(), GPUs: 1}}, "x"); err == nil {
 		t.Error("no error for a NaN cost")
 	}
 }

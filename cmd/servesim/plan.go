@@ -105,7 +105,7 @@ func planChart(opts []experiments.Option, rate float64, file string) error {
 	var bars []plots.PlanOption
 	for _, o := range opts {
 		if o.Err == "" {
-			bars = append(bars, plots.PlanOption{Label: o.GPU + " " + o.Name, CostPerHour: o.CostPerHour, GPUs: o.GPUs})
+			bars = append(bars, plots.PlanOption{Label: o.GPU + " " + o.Name, CostPerHour: o.CostPerHour, GPUs: o.GPUs, GPU: o.GPU, Rate: rate, CostPerMTok: o.CostPerMOutTok})
 		}
 	}
 	p, err := plots.PlanChart(bars, fmt.Sprintf("Deployments serving %g req/s within the SLOs, by cost", rate))

@@ -84,7 +84,15 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	if isTerminal(stderr) {
+		o.OnProgress = func(done, total int) {
+			fmt.Fprintf(stderr, "\rservesim: plan: %d/%d shapes planned", done, total)
+		}
+	}
 	opts, err := experiments.PlanCapacity(base, o)
+	if o.OnProgress != nil {
+		fmt.Fprintln(stderr)
+	}
 	if err != nil {
 		return err
 	}

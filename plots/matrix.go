@@ -343,7 +343,15 @@ func (q quadrantNote) Plot(c draw.Canvas, p *plot.Plot) {
 	x, y := p.Transforms(&c)
 	cx := min(max(x(q.lineX), c.Min.X), c.Max.X)
 	cy := min(max(y(q.lineY), c.Min.Y), c.Max.Y)
-	w, h := sty.Width(q.text), sty.Height(q.text)
+	text := q.text
+	room := cx - c.Min.X - 2*pad // beside the TTFT line, in this quadrant
+	if !q.left {
+		room = c.Max.X - cx - 2*pad
+	}
+	if sty.Width(text) > room {
+		text = strings.Replace(text, ", ", ",\n", 1) // two lines fit a narrow quadrant
+	}
+	w, h := sty.Width(text), sty.Height(text)
 	left := cx - pad - w // the text's left edge
 	if !q.left {
 		left = cx + pad
@@ -355,7 +363,14 @@ func (q quadrantNote) Plot(c draw.Canvas, p *plot.Plot) {
 	}
 	bottom = min(max(bottom, c.Min.Y+pad), c.Max.Y-pad-h)
 	sty.XAlign, sty.YAlign = draw.XLeft, draw.YBottom
-	c.FillText(sty, vg.Point{X: left, Y: bottom}, q.text)
+	if !q.left {
+		sty.XAlign = draw.XLeft
+	} else {
+		// Right-aligned against the line, each line of a split name.
+		sty.XAlign = draw.XRight
+		left += w
+	}
+	c.FillText(sty, vg.Point{X: left, Y: bottom}, text)
 }
 
 // missMarks crosses out the points that miss an objective the plot's axes
@@ -387,7 +402,7 @@ func missMarks(pts []MatrixPoint, xy func(MatrixPoint) plotter.XY, logX, logY bo
 	if err != nil {
 		return nil, "", err
 	}
-	sc.GlyphStyle = draw.GlyphStyle{Color: sloRed, Radius: vg.Points(8), Shape: draw.CrossGlyph{}}
+	sc.GlyphStyle = draw.GlyphStyle{Color: color.Black, Radius: vg.Points(10), Shape: draw.CrossGlyph{}}
 	var names []string
 	for _, n := range []string{"TPOT", "E2E"} {
 		if what[n] {

@@ -23,6 +23,12 @@ type PlaceOptions struct {
 	// burst that ends before queues reach their steady state.
 	MinDuration float64
 	OnProgress  func(done, total int)
+	// NoPrune turns off the analytic capacity bound (see capacityBound):
+	// every candidate is searched by simulation alone.
+	NoPrune bool
+
+	cache *probeCache    // memo of simulated points (nil: none)
+	bound *capacityBound // the candidate's bound (nil: none)
 }
 
 // Placement is one searched deployment and its max goodput rate.
@@ -98,7 +104,27 @@ func Place(base Scenario, o PlaceOptions) ([]Placement, error) {
 	if len(cands) == 0 {
 		return nil, fmt.Errorf("experiments: place: no deployment fits %d GPUs with TP %v: each needs more GPUs (a disaggregated one at least two instances)", o.GPUs, o.TPs)
 	}
-	parallel(len(cands), o.Workers, func(i int) { searchRate(base, &cands[i], o) }, o.OnProgress)
+	if o.cache == nil {
+		o.cache = newProbeCache()
+		o.cache.noMemo = o.NoPrune
+	}
+	parallel(len(cands), o.Workers, func(i int) {
+		co := o
+		if !o.NoPrune {
+			// At the search's top rate each run is MinDuration long, the
+			// shortest any is: the bound's rate pruning checks against it.
+			p, err := scenarioFor(base, &cands[i], o.MaxRate, o).Resolve()
+			if err == nil {
+				b := boundOf(p)
+				if why := b.missesUnloaded(base.SLO); why != "" {
+					cands[i].Err = why
+					return
+				}
+				co.bound = &b
+			}
+		}
+		searchRate(base, &cands[i], co)
+	}, o.OnProgress)
 	if err := noneServes(cands); err != nil {
 		return nil, err
 	}
@@ -156,13 +182,16 @@ func scenarioFor(base Scenario, c *Placement, rate float64, o PlaceOptions) Scen
 	return s
 }
 
-// attainment runs c at rate and returns the SLO attainment and the report.
+// attainment runs c at rate and returns the SLO attainment and the report
+// (once per point with the memo).
 func attainment(base Scenario, c *Placement, rate float64, o PlaceOptions) (float64, *Report, error) {
-	p, err := scenarioFor(base, c, rate, o).Resolve()
-	if err != nil {
-		return 0, nil, err
-	}
-	rep, err := Run(p, "")
+	rep, err := o.cache.get(probeKey("place", base, c, rate), func() (*Report, error) {
+		p, err := scenarioFor(base, c, rate, o).Resolve()
+		if err != nil {
+			return nil, err
+		}
+		return Run(p, "")
+	})
 	if err != nil {
 		return 0, nil, err
 	}
@@ -185,6 +214,9 @@ func searchRate(base Scenario, c *Placement, o PlaceOptions) {
 	var best *Report
 	bestAtt := 0.0
 	for {
+		if o.bound != nil && o.bound.cannotServe(hi) {
+			break // above twice the analytic capacity bound: misses, unsimulated
+		}
 		att, rep, err := attainment(base, c, hi, o)
 		if err != nil {
 			c.Err = firstLine(err.Error())
@@ -205,6 +237,10 @@ func searchRate(base Scenario, c *Placement, o PlaceOptions) {
 			return
 		}
 		mid := (lo + hi) / 2
+		if o.bound != nil && o.bound.cannotServe(mid) {
+			hi = mid
+			continue
+		}
 		att, rep, err := attainment(base, c, mid, o)
 		if err != nil {
 			c.Err = firstLine(err.Error())

@@ -24,6 +24,14 @@ type PlanOptions struct {
 	MaxGPUs    int     // largest deployment considered (default 64)
 	Duration   float64 // seconds of arrivals per simulation (default 60)
 	Workers    int
+	// NoPrune turns off the analytic capacity bound (capacityBound) and
+	// the memo of simulated points: every shape is searched by simulation
+	// alone (for checking that pruning changes no ranking).
+	NoPrune bool
+	// OnProgress, when set, is called after each shape is planned.
+	OnProgress func(done, total int)
+
+	cache *probeCache
 }
 
 // Option is one planned deployment: the smallest of its shape that meets
@@ -102,6 +110,10 @@ func PlanCapacity(base Scenario, o PlanOptions) ([]Option, error) {
 			}
 		}
 	}
+	if o.cache == nil {
+		o.cache = newProbeCache()
+		o.cache.noMemo = o.NoPrune
+	}
 	out := make([]Option, len(jobs))
 	parallel(len(jobs), o.Workers, func(i int) {
 		j := jobs[i]
@@ -111,7 +123,7 @@ func PlanCapacity(base Scenario, o PlanOptions) ([]Option, error) {
 		}
 		out[i] = planShape(b, o, j.gpu, j.tp, j.disagg)
 		out[i].MaxNumSeqs = j.seqs
-	}, nil)
+	}, o.OnProgress)
 	if err := noPlanServes(out, o); err != nil {
 		return nil, err
 	}
@@ -128,8 +140,13 @@ func PlanCapacity(base Scenario, o PlanOptions) ([]Option, error) {
 	return out, nil
 }
 
-// evaluate runs one deployment at the target rate.
+// evaluate runs one deployment at the target rate (once per deployment
+// with the memo).
 func evaluate(base Scenario, o PlanOptions, c *Placement) (*Report, error) {
+	return o.cache.get(probeKey("plan", base, c, o.Rate), func() (*Report, error) { return evaluateRun(base, o, c) })
+}
+
+func evaluateRun(base Scenario, o PlanOptions, c *Placement) (*Report, error) {
 	p, err := scenarioFor(base, c, o.Rate, PlaceOptions{MinDuration: o.Duration}).Resolve()
 	if err != nil {
 		return nil, err
@@ -157,10 +174,34 @@ func planShape(base Scenario, o PlanOptions, gpu string, tp int, disagg bool) Op
 	}
 	var best *Report
 	var bestC Placement
+	// bound is one instance's (colocated) or one prefill plus one decode
+	// instance's (disaggregated) analytic capacity bound.
+	var bound *capacityBound
+	if !o.NoPrune {
+		one := Placement{Replicas: 1, TP: tp, GPUs: tp, Disagg: disagg, DecodeRep: 1, DecodeTP: tp}
+		if p, err := scenarioFor(base, &one, o.Rate, PlaceOptions{MinDuration: o.Duration}).Resolve(); err == nil {
+			b := boundOf(p)
+			bound = &b
+			if why := b.missesUnloaded(base.SLO); why != "" && o.Target > 0 {
+				opt.Err = why
+				return opt
+			}
+		}
+	}
 	if !disagg {
-		// Estimate from one instance's capacity, then step.
+		// Estimate from one instance's capacity, then step; with the bound,
+		// never below the replicas it proves necessary.
+		rMin := 1
+		if bound != nil && bound.ratePrunes {
+			need := math.Ceil(o.Rate / (boundSlack * bound.Rate))
+			if need*float64(tp) > float64(o.MaxGPUs) {
+				opt.Err = fmt.Sprintf("one TP%d instance serves at most %.3g req/s (analytic bound): %g req/s needs more than %d GPUs", tp, bound.Rate, o.Rate, o.MaxGPUs)
+				return opt
+			}
+			rMin = max(1, int(need))
+		}
 		one := Placement{Replicas: 1, TP: tp, GPUs: tp}
-		searchRate(base, &one, PlaceOptions{Target: o.Target, Precision: 0.05, MaxRate: o.Rate, MinDuration: o.Duration})
+		searchRate(base, &one, PlaceOptions{Target: o.Target, Precision: 0.05, MaxRate: o.Rate, MinDuration: o.Duration, cache: o.cache, bound: bound})
 		if one.Err != "" && !strings.HasPrefix(one.Err, "meets the target beyond") {
 			opt.Err = one.Err
 			return opt
@@ -175,6 +216,7 @@ func planShape(base Scenario, o PlanOptions, gpu string, tp int, disagg bool) Op
 			}
 			r = max(1, int(est))
 		}
+		r = max(r, rMin)
 		for ; r*tp <= o.MaxGPUs; r++ {
 			c := Placement{Replicas: r, TP: tp, GPUs: r * tp}
 			rep, ok, err := meets(&c)
@@ -184,7 +226,7 @@ func planShape(base Scenario, o PlanOptions, gpu string, tp int, disagg bool) Op
 			}
 			if ok {
 				// Step down while a smaller deployment still meets it.
-				for r > 1 {
+				for r > rMin {
 					d := Placement{Replicas: r - 1, TP: tp, GPUs: (r - 1) * tp}
 					rep2, ok2, err := meets(&d)
 					if err != nil || !ok2 {
@@ -203,6 +245,18 @@ func planShape(base Scenario, o PlanOptions, gpu string, tp int, disagg bool) Op
 				break // the prefill pool alone costs as much as the best found
 			}
 			maxD := (o.MaxGPUs - p*tp) / tp
+			minD := 1 // decode instances the bound proves necessary
+			if bound != nil && bound.ratePrunes {
+				// bound.Rate is one prefill and one decode instance's: the
+				// lower of the two pools' bounds, each scaling with its count.
+				if o.Rate > boundSlack*bound.prefill*float64(p) {
+					continue // the prefill pool cannot keep up: more prefill
+				}
+				minD = max(1, int(math.Ceil(o.Rate/(boundSlack*bound.decode))))
+				if minD > maxD {
+					continue
+				}
+			}
 			c := Placement{Disagg: true, Replicas: p, TP: tp, DecodeRep: maxD, DecodeTP: tp, GPUs: p*tp + maxD*tp}
 			if _, ok, err := meets(&c); err != nil {
 				opt.Err = firstLine(err.Error())
@@ -210,7 +264,7 @@ func planShape(base Scenario, o PlanOptions, gpu string, tp int, disagg bool) Op
 			} else if !ok {
 				continue // even the most decode instances do not meet it: more prefill
 			}
-			lo, hi := 0, maxD // hi meets, lo does not (0 decode instances never does)
+			lo, hi := minD-1, maxD // hi meets, lo does not (0 decode instances never does; fewer than minD cannot)
 			var hiRep *Report
 			for hi-lo > 1 {
 				mid := (lo + hi) / 2

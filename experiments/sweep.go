@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"github.com/servesim/servesim/sim/metrics"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -453,6 +454,19 @@ func perMillion(perHour, tokPerSec float64) float64 {
 	return perHour / 3600 / tokPerSec * 1e6
 }
 
+// IntColumns are the columns that count (requests, preemptions, GPUs):
+// results.csv writes them as integers.
+var IntColumns = map[string]bool{"completed": true, "rejected": true, "preemptions": true, "gpus": true}
+
+// formatMetric writes a column's value: a count as an integer (when it is
+// one: a NaN or a fraction keeps 4 decimals), anything else with 4 decimals.
+func formatMetric(name string, v float64) string {
+	if IntColumns[name] && v == math.Trunc(v) && math.Abs(v) < 1<<53 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 4, 64)
+}
+
 // WriteCSV writes one row per point: the axis values, the seed and every
 // column.
 func WriteCSV(w io.Writer, axes []Axis, pts []PointFile) error {
@@ -471,7 +485,7 @@ func WriteCSV(w io.Writer, axes []Axis, pts []PointFile) error {
 		}
 		b.WriteString(strconv.FormatUint(p.Seed, 10))
 		for _, c := range Columns {
-			b.WriteString("," + strconv.FormatFloat(p.Metrics[c.Name], 'f', 4, 64))
+			b.WriteString("," + formatMetric(c.Name, p.Metrics[c.Name]))
 		}
 		b.WriteByte('\n')
 	}

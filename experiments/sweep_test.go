@@ -3,6 +3,7 @@ package experiments
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -397,6 +398,29 @@ func TestCheckName(t *testing.T) {
 	} {
 		if err := CheckName(c.name); (err == nil) != c.ok {
 			t.Errorf("CheckName(%q) = %v, want ok=%v", c.name, err, c.ok)
+		}
+	}
+}
+
+// TestResultsCountsAreIntegers checks that results.csv writes its count
+// columns as integers and every other column with 4 decimals.
+func TestResultsCountsAreIntegers(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		v    float64
+		want string
+	}{
+		{"completed", 4000, "4000"},
+		{"rejected", 0, "0"},
+		{"preemptions", 17, "17"},
+		{"gpus", 8, "8"},
+		{"gpus", math.NaN(), "NaN"},     // not an integer: as any metric
+		{"gpus", 2.5, "2.5000"},         // an average is not a count
+		{"duration_s", 71, "71.0000"},   // not a count
+		{"slo_attainment", 1, "1.0000"}, // a fraction
+	} {
+		if got := formatMetric(tc.name, tc.v); got != tc.want {
+			t.Errorf("%s %v: %q, want %q", tc.name, tc.v, got, tc.want)
 		}
 	}
 }

@@ -79,6 +79,18 @@ type DashboardNumbers struct {
 	// Duration runs from the first arrival to the last completion (s), as
 	// sim/metrics' benchmark duration; 0 with no completion.
 	Duration float64
+	// ArrivalSpan runs from the first arrival to the last (s): the stretch
+	// under load. Offered is Requests / ArrivalSpan and WindowGoodput is
+	// Met / ArrivalSpan (every request arrives within it; each meeting the
+	// SLO counts at its arrival): offered load × attainment, which the
+	// drain tail after the last arrival does not dilute as Met / Duration
+	// does. WindowThroughput is the completions finishing within the span
+	// (WindowServed) per second of it: under overload it stays at what the
+	// deployment completes, not what it is offered. All three are NaN when
+	// the span is 0 (one arrival, or all at once).
+	ArrivalSpan                              float64
+	WindowServed                             int
+	Offered, WindowThroughput, WindowGoodput float64
 	// Attainment is Met/Requests: a rejected request does not meet the SLO.
 	// NaN when there is no SLO to check (no summary.json and no o.SLO):
 	// the gauge then says "no SLO", never green.
@@ -88,6 +100,8 @@ type DashboardNumbers struct {
 	SummaryAttainment float64
 	Gauge             string
 	TTFT, TPOT        Histogram
+
+	requests []Request
 }
 
 // Histogram is a latency histogram in ms: Counts[i] samples in
@@ -130,6 +144,8 @@ func (n *DashboardNumbers) String() string {
 	fmt.Fprintf(&b, "requests %d, served %d, rejected %d, met SLO %d, attainment %.6f (summary.json %.6f), gauge %s\n",
 		n.Requests, n.Served, n.Rejected, n.Met, n.Attainment, n.SummaryAttainment, n.Gauge)
 	fmt.Fprintf(&b, "time %.6f–%.6f s, duration %.6f s, window %.6f s, %d instances, steps %v\n", n.Start, n.End, n.Duration, n.Window, n.Instances, n.Steps)
+	fmt.Fprintf(&b, "arrivals over %.6f s: offered %.4f req/s, goodput %.4f req/s; finished within them %d (%.4f req/s)\n",
+		n.ArrivalSpan, n.Offered, n.WindowGoodput, n.WindowServed, n.WindowThroughput)
 	fmt.Fprintf(&b, "  %10s %9s %9s %9s %8s %8s %8s\n", "start_s", "arrive/s", "thru/s", "good/s", "prefill", "decode", "kv_use")
 	for i := range n.WindowStart {
 		fmt.Fprintf(&b, "  %10.4f %9.3f %9.3f %9.3f %8.4f %8.4f %8.4f\n", n.WindowStart[i], n.Arrivals[i], n.Throughput[i], n.Goodput[i], n.Prefill[i], n.Decode[i], n.KVUse[i])
@@ -189,7 +205,7 @@ func Dashboard(run *Run, o DashboardOptions) (*Figure, *DashboardNumbers, error)
 	if bins < 1 || bins > 1000 {
 		return nil, nil, fmt.Errorf("plots: dashboard: %d histogram bins: want 1 to 1000", o.Bins)
 	}
-	n := &DashboardNumbers{Run: run.Label, SummaryAttainment: math.NaN(), Steps: run.Steps != nil}
+	n := &DashboardNumbers{Run: run.Label, SummaryAttainment: math.NaN(), Steps: run.Steps != nil, requests: run.Requests}
 	slo := o.SLO
 	if run.Summary != nil {
 		slo = run.Summary.SLO.Override(o.SLO)
@@ -237,6 +253,7 @@ func Dashboard(run *Run, o DashboardOptions) (*Figure, *DashboardNumbers, error)
 	if lastFinish := maxFinish(run.Requests); lastFinish >= 0 {
 		n.Duration = float64(lastFinish-start) / 1e9
 	}
+	n.arrivalWindow()
 	n.Gauge = GaugeColor(n.Attainment)
 
 	span := float64(end-start) / 1e9
@@ -368,6 +385,29 @@ func Dashboard(run *Run, o DashboardOptions) (*Figure, *DashboardNumbers, error)
 	return fig, n, nil
 }
 
+// arrivalWindow fills ArrivalSpan and the rates over it (after Met).
+func (n *DashboardNumbers) arrivalWindow() {
+	first, last := int64(math.MaxInt64), int64(math.MinInt64)
+	for i := range n.requests {
+		first, last = min(first, n.requests[i].Arrival), max(last, n.requests[i].Arrival)
+	}
+	n.ArrivalSpan = float64(last-first) / 1e9
+	n.Offered, n.WindowThroughput, n.WindowGoodput = math.NaN(), math.NaN(), math.NaN()
+	if !(n.ArrivalSpan > 0) {
+		n.ArrivalSpan = 0
+		return
+	}
+	for i := range n.requests {
+		q := &n.requests[i]
+		if q.Served() && q.Finish <= last {
+			n.WindowServed++
+		}
+	}
+	n.Offered = float64(n.Requests) / n.ArrivalSpan
+	n.WindowThroughput = float64(n.WindowServed) / n.ArrivalSpan
+	n.WindowGoodput = float64(n.Met) / n.ArrivalSpan
+}
+
 func maxFinish(qs []Request) int64 {
 	m := int64(-1)
 	for i := range qs {
@@ -412,6 +452,11 @@ func (n *DashboardNumbers) ratesPlot() (*plot.Plot, error) {
 		l.Color, l.Dashes, l.Width = s.col, s.dash, vg.Points(s.w)
 		p.Add(l)
 		p.Legend.Add(s.name, l)
+	}
+	if n.ArrivalSpan > 0 {
+		v := vline{X: n.Start + n.ArrivalSpan, LineStyle: draw.LineStyle{Color: color.Black, Width: vg.Points(1), Dashes: dashes[2]}}
+		p.Add(v)
+		p.Legend.Add(fmt.Sprintf("last arrival (%s req/s completed before it)", num(n.WindowThroughput)), v)
 	}
 	p.Y.Min = 0
 	p.X.Tick.Marker, p.Y.Tick.Marker = linearTicks{}, linearTicks{}

@@ -43,10 +43,14 @@
 //     as sim/metrics does (linear interpolation between closest ranks).
 //   - Perception: every configuration in p95 TTFT × output throughput with
 //     quadrant lines at the TTFT SLO and a target throughput (the median of
-//     the configurations for either when not given) and named quadrants.
+//     the configurations for either when not given) and the quadrants named
+//     beside where the lines cross; a configuration missing any other SLO
+//     objective (TPOT, E2E, on the same statistic) is crossed out and feels
+//     slow.
 //   - ProviderFit: TTFT against output throughput with the cost per million
 //     output tokens as colour (five bins), the group as glyph shape, and the
-//     cheapest configuration within the SLO and the target ringed.
+//     cheapest configuration meeting every SLO objective and the target
+//     ringed.
 //   - Dashboard: one run's goodput, throughput and arrivals over time in
 //     windows; TTFT and TPOT histograms; prefill and decode utilization
 //     (the share of each window an instance spends in iterations with

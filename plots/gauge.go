@@ -81,7 +81,14 @@ func (n *DashboardNumbers) gaugePlot() *plot.Plot {
 	if n.Gauge == GaugeNone {
 		lines = []string{"no data: no SLO to check", "(no summary.json; give --slo-ttft, --slo-tpot or --slo-e2e)", lines[1]}
 	}
-	if n.Duration > 0 && n.Gauge != GaugeNone {
+	switch {
+	case n.Gauge == GaugeNone:
+	case n.ArrivalSpan > 0:
+		lines = append(lines,
+			fmt.Sprintf("goodput %s req/s over the %s s of arrivals (offered %s req/s)", num(n.WindowGoodput), num(n.ArrivalSpan), num(n.Offered)),
+			fmt.Sprintf("completed within them: %s req/s", num(n.WindowThroughput)),
+			fmt.Sprintf("(%s req/s over the %s s to the last completion, drain included)", num(float64(n.Met)/max(n.Duration, n.ArrivalSpan)), num(n.Duration)))
+	case n.Duration > 0:
 		lines = append(lines, fmt.Sprintf("goodput %s req/s over %s s", num(float64(n.Met)/n.Duration), num(n.Duration)))
 	}
 	if !math.IsNaN(n.SummaryAttainment) && math.Abs(n.SummaryAttainment-n.Attainment) > 1e-9 {

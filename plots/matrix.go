@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/palette/brewer"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -21,8 +20,10 @@ type MatrixOptions struct {
 	// be chosen, the last axis labels the points.
 	X, Group string
 	// SLO.TTFTms is the TTFT quadrant line (Perception; default: the median
-	// of the configurations' TTFT) and the objective the cheapest
-	// configuration must meet (ProviderFit).
+	// of the configurations' TTFT). Every objective set (TTFT, TPOT, E2E) is
+	// checked on the Stat statistic of each configuration: a configuration
+	// missing any of them feels slow (Perception) and cannot be the
+	// cheapest meeting the SLO (ProviderFit).
 	SLO SLO
 	// TargetThroughput in output tokens/s is the throughput quadrant line
 	// (Perception; default: the median of the configurations' throughput)
@@ -39,10 +40,18 @@ type MatrixPoint struct {
 	XValue     string // the x axis's value
 	Seeds      int
 	TTFT       float64 // ms, the chosen statistic
+	TPOT, E2E  float64 // ms, the chosen statistic (NaN when the file lacks the column)
 	Throughput float64 // output tokens/s
 	Cost       float64 // $ per million output tokens
-	Quadrant   string  // Perception only
+	// Misses names the objectives the configuration misses on the chosen
+	// statistic ("p95 TPOT 49.5 ms > 30 ms"; "" when it meets every one).
+	// A NaN statistic of a set objective misses it.
+	Misses   []string
+	Quadrant string // Perception only
 }
+
+// MeetsSLO reports whether the configuration meets every set objective.
+func (p MatrixPoint) MeetsSLO() bool { return len(p.Misses) == 0 }
 
 // PerceptionNumbers are the numbers behind the perception–capacity matrix.
 type PerceptionNumbers struct {
@@ -63,8 +72,10 @@ const (
 	SlowLowCapacity = "feels slow, lacks capacity"
 )
 
-func quadrant(ttft, thr, ttftLine, thrLine float64) string {
-	fast, capacity := ttft <= ttftLine, thr >= thrLine
+// quadrant places a point: fast when its TTFT is at most the line and it
+// misses no other objective (others: the objectives besides TTFT it misses).
+func quadrant(ttft, thr, ttftLine, thrLine float64, others int) string {
+	fast, capacity := ttft <= ttftLine && others == 0, thr >= thrLine
 	switch {
 	case fast && capacity:
 		return FastHasCapacity
@@ -87,9 +98,12 @@ func (n *PerceptionNumbers) String() string {
 
 func writePoints(b *strings.Builder, pts []MatrixPoint, quadrants bool) {
 	for _, p := range pts {
-		fmt.Fprintf(b, "  %-60q seeds %d  ttft %12.2f  out_tok/s %9.2f  $/M %8.4f", p.Config, p.Seeds, p.TTFT, p.Throughput, p.Cost)
+		fmt.Fprintf(b, "  %-60q seeds %d  ttft %12.2f  tpot %8.2f  out_tok/s %9.2f  $/M %8.4f", p.Config, p.Seeds, p.TTFT, p.TPOT, p.Throughput, p.Cost)
 		if quadrants {
 			fmt.Fprintf(b, "  %s", p.Quadrant)
+		}
+		if len(p.Misses) > 0 {
+			fmt.Fprintf(b, "  misses: %s", strings.Join(p.Misses, "; "))
 		}
 		b.WriteByte('\n')
 	}
@@ -109,8 +123,21 @@ func matrixPoints(res *Results, o MatrixOptions) (pts []MatrixPoint, l Layout, s
 		return nil, l, "", 0, fmt.Errorf("plots: target throughput %v: want a finite number >= 0", o.TargetThroughput)
 	}
 	ttftCol := "ttft_" + stat + "_ms"
-	if err := res.need(ttftCol, "output_tok_per_s", "cost_per_m_output_tokens"); err != nil {
+	cols := []string{ttftCol, "output_tok_per_s", "cost_per_m_output_tokens"}
+	if o.SLO.TPOTms > 0 {
+		cols = append(cols, "tpot_"+stat+"_ms")
+	}
+	if o.SLO.E2Ems > 0 {
+		cols = append(cols, "e2e_"+stat+"_ms")
+	}
+	if err := res.need(cols...); err != nil {
 		return nil, l, "", 0, err
+	}
+	metric := func(c Config, col string) float64 {
+		if v, ok := c.Metrics[col]; ok {
+			return v
+		}
+		return math.NaN()
 	}
 	if len(res.Rows) == 0 {
 		return nil, l, "", 0, fmt.Errorf("plots: %s: no rows", res.File)
@@ -132,7 +159,16 @@ func matrixPoints(res *Results, o MatrixOptions) (pts []MatrixPoint, l Layout, s
 		}
 		p := MatrixPoint{
 			Config: strings.Join(parts, ", "), Group: groupLabel(c.Axis, l.Group), Seeds: c.Seeds,
-			TTFT: c.Metrics[ttftCol], Throughput: c.Metrics["output_tok_per_s"], Cost: c.Metrics["cost_per_m_output_tokens"],
+			TTFT: c.Metrics[ttftCol], TPOT: metric(c, "tpot_"+stat+"_ms"), E2E: metric(c, "e2e_"+stat+"_ms"),
+			Throughput: c.Metrics["output_tok_per_s"], Cost: c.Metrics["cost_per_m_output_tokens"],
+		}
+		for _, obj := range []struct {
+			name    string
+			v, want float64
+		}{{"TTFT", p.TTFT, o.SLO.TTFTms}, {"TPOT", p.TPOT, o.SLO.TPOTms}, {"E2E", p.E2E, o.SLO.E2Ems}} {
+			if obj.want > 0 && !(obj.v <= obj.want) {
+				p.Misses = append(p.Misses, fmt.Sprintf("%s %s %s ms > %s ms", stat, obj.name, num(obj.v), num(obj.want)))
+			}
 		}
 		if l.X != "" {
 			p.XValue = shortName(l.X) + "=" + c.Axis[l.X]
@@ -198,7 +234,13 @@ func Perception(res *Results, o MatrixOptions) (*plot.Plot, *PerceptionNumbers, 
 		nums.ThroughputLine, nums.ThroughputFromMedian = median(thrs), true
 	}
 	for i := range pts {
-		pts[i].Quadrant = quadrant(pts[i].TTFT, pts[i].Throughput, nums.TTFTLine, nums.ThroughputLine)
+		others := 0
+		for _, m := range pts[i].Misses {
+			if !strings.Contains(m, " TTFT ") {
+				others++
+			}
+		}
+		pts[i].Quadrant = quadrant(pts[i].TTFT, pts[i].Throughput, nums.TTFTLine, nums.ThroughputLine, others)
 	}
 	nums.Points = pts
 
@@ -264,271 +306,112 @@ func Perception(res *Results, o MatrixOptions) (*plot.Plot, *PerceptionNumbers, 
 	p.Legend.Add(fmt.Sprintf("%s %s ms", ttftName, num(nums.TTFTLine)), v)
 	p.Legend.Add(fmt.Sprintf("%s %s tok/s", thrName, num(nums.ThroughputLine)), h)
 	headroom(p, 0.2)
-	p.Add(
-		quadrantNote{left: true, top: true, text: FastHasCapacity, lineY: nums.ThroughputLine},
-		quadrantNote{left: true, top: false, text: FastLowCapacity, lineY: nums.ThroughputLine},
-		quadrantNote{left: false, top: true, text: SlowHasCapacity, lineY: nums.ThroughputLine},
-		quadrantNote{left: false, top: false, text: SlowLowCapacity, lineY: nums.ThroughputLine},
-	)
+	miss, what, err := missMarks(pts, func(pt MatrixPoint) plotter.XY { return plotter.XY{X: pt.TTFT, Y: pt.Throughput} }, logX, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	if miss != nil {
+		p.Add(miss)
+		p.Legend.Add(fmt.Sprintf("misses the %s %s SLO (feels slow)", stat, what), miss)
+	}
+	for _, q := range []struct {
+		left, top bool
+		text      string
+	}{{true, true, FastHasCapacity}, {true, false, FastLowCapacity}, {false, true, SlowHasCapacity}, {false, false, SlowLowCapacity}} {
+		p.Add(quadrantNote{left: q.left, top: q.top, text: q.text, lineX: nums.TTFTLine, lineY: nums.ThroughputLine})
+	}
 	p.Legend.Left, p.Legend.Top = false, true
 	return p, nums, nil
 }
 
-// quadrantNote writes a quadrant's name: the lower ones in the bottom
-// corners, the upper left one in the top-left corner, the upper right one
-// just above the throughput line (the top-right corner holds the legend).
+// quadrantNote writes a quadrant's name in its quadrant, next to where the
+// quadrant lines cross (the TTFT line at lineX, the throughput line at
+// lineY): fast (left of the TTFT line) names end just left of it, slow ones
+// start just right of it; upper names sit just above the throughput line,
+// lower ones just below it. A name that would leave the data area is moved
+// back inside (a line off the axis range puts its names at the edge).
 type quadrantNote struct {
-	left, top bool
-	text      string
-	lineY     float64
+	left, top    bool
+	text         string
+	lineX, lineY float64
 }
 
 func (q quadrantNote) Plot(c draw.Canvas, p *plot.Plot) {
 	sty := textStyle(labelSize)
-	sty.Color = color.Gray{Y: 150}
+	sty.Color = color.Gray{Y: 130}
 	pad := vg.Points(6)
-	pt := vg.Point{X: c.Min.X + pad, Y: c.Min.Y + pad}
+	x, y := p.Transforms(&c)
+	cx := min(max(x(q.lineX), c.Min.X), c.Max.X)
+	cy := min(max(y(q.lineY), c.Min.Y), c.Max.Y)
+	text := q.text
+	room := cx - c.Min.X - 2*pad // beside the TTFT line, in this quadrant
+	if !q.left {
+		room = c.Max.X - cx - 2*pad
+	}
+	if sty.Width(text) > room {
+		text = strings.Replace(text, ", ", ",\n", 1) // two lines fit a narrow quadrant
+	}
+	w, h := sty.Width(text), sty.Height(text)
+	left := cx - pad - w // the text's left edge
+	if !q.left {
+		left = cx + pad
+	}
+	left = min(max(left, c.Min.X+pad), c.Max.X-pad-w)
+	bottom := cy + pad
+	if !q.top {
+		bottom = cy - pad - h
+	}
+	bottom = min(max(bottom, c.Min.Y+pad), c.Max.Y-pad-h)
 	sty.XAlign, sty.YAlign = draw.XLeft, draw.YBottom
 	if !q.left {
-		pt.X, sty.XAlign = c.Max.X-pad, draw.XRight
-	}
-	switch {
-	case q.top && q.left:
-		pt.Y, sty.YAlign = c.Max.Y-pad, draw.YTop
-	case q.top:
-		_, y := p.Transforms(&c)
-		pt.Y = min(y(q.lineY)+pad, c.Max.Y-sty.Height(q.text))
-	}
-	c.FillText(sty, pt, q.text)
-}
-
-// ProviderFitNumbers are the numbers behind the provider-fit matrix.
-type ProviderFitNumbers struct {
-	File, Stat       string
-	SLO              SLO
-	TargetThroughput float64
-	Points           []MatrixPoint
-	// Cheapest is the index in Points of the lowest cost per million output
-	// tokens among the configurations meeting the TTFT SLO and the target
-	// throughput (each when set; ties: the first); -1 when none does.
-	Cheapest  int
-	CostEdges []float64 // the colour bins' edges, $ per million output tokens
-	Dropped   int
-}
-
-// String is a plain-text table of the numbers (the golden form).
-func (n *ProviderFitNumbers) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "provider-fit %s: %s TTFT, %s, target throughput %.4f tok/s, dropped %d\n", n.File, n.Stat, n.SLO, n.TargetThroughput, n.Dropped)
-	if n.Cheapest >= 0 {
-		fmt.Fprintf(&b, "cheapest meeting both: %q at $%.4f per million output tokens\n", n.Points[n.Cheapest].Config, n.Points[n.Cheapest].Cost)
+		sty.XAlign = draw.XLeft
 	} else {
-		b.WriteString("cheapest meeting both: none\n")
+		// Right-aligned against the line, each line of a split name.
+		sty.XAlign = draw.XRight
+		left += w
 	}
-	fmt.Fprintf(&b, "cost bin edges:")
-	for _, e := range n.CostEdges {
-		fmt.Fprintf(&b, " %.4f", e)
-	}
-	b.WriteByte('\n')
-	writePoints(&b, n.Points, false)
-	return b.String()
+	c.FillText(sty, vg.Point{X: left, Y: bottom}, text)
 }
 
-// costColors are the five darkest of ColorBrewer's 7-class YlOrRd
-// (sequential, colour-blind safe; gonum palette/brewer): light = cheap,
-// dark = expensive.
-func costColors() []color.Color {
-	p, err := brewer.GetPalette(brewer.TypeSequential, "YlOrRd", 7)
-	if err != nil {
-		panic(err) // a built-in palette: cannot fail
-	}
-	return p.Colors()[2:]
-}
-
-// costEdges splits [lo, hi] into n bins: log-spaced when hi/lo > 4 (costs
-// across batch sizes span orders of magnitude), else equal.
-func costEdges(lo, hi float64, n int) []float64 {
-	edges := make([]float64, n+1)
-	logBins := lo > 0 && hi/lo > 4
-	for i := range edges {
-		f := float64(i) / float64(n)
-		if logBins {
-			edges[i] = lo * math.Pow(hi/lo, f)
-		} else {
-			edges[i] = lo + f*(hi-lo)
-		}
-	}
-	edges[n] = hi
-	return edges
-}
-
-func costBin(edges []float64, v float64) int {
-	for i := 1; i < len(edges)-1; i++ {
-		if v < edges[i] {
-			return i - 1
-		}
-	}
-	return len(edges) - 2
-}
-
-// ProviderFit draws the provider-fit matrix: every configuration (the mean
-// over its seeds) at (output throughput, TTFT), its glyph shape telling the
-// group (GPU, provider, policy), its colour the cost per million output
-// tokens in five bins, and its label the x value and the cost. The TTFT SLO
-// and the target throughput are drawn when set; the cheapest configuration
-// meeting both is ringed. TTFT is on a log scale when it spans more than
-// 100×. A NaN cost is drawn grey.
-func ProviderFit(res *Results, o MatrixOptions) (*plot.Plot, *ProviderFitNumbers, error) {
-	pts, l, stat, dropped, err := matrixPoints(res, o)
-	if err != nil {
-		return nil, nil, err
-	}
-	nums := &ProviderFitNumbers{File: res.File, Stat: stat, SLO: o.SLO, TargetThroughput: o.TargetThroughput, Points: pts, Cheapest: -1, Dropped: dropped}
-	lo, hi := math.Inf(1), math.Inf(-1)
-	var ttfts []float64
-	for i, p := range pts {
-		ttfts = append(ttfts, p.TTFT)
-		if finite(p.Cost) {
-			lo, hi = math.Min(lo, p.Cost), math.Max(hi, p.Cost)
-		}
-		ok := (o.SLO.TTFTms <= 0 || p.TTFT <= o.SLO.TTFTms) && p.Throughput >= o.TargetThroughput && finite(p.Cost)
-		if ok && (nums.Cheapest < 0 || p.Cost < pts[nums.Cheapest].Cost) {
-			nums.Cheapest = i
-		}
-	}
-	colors := costColors()
-	if lo <= hi {
-		nums.CostEdges = costEdges(lo, hi, len(colors))
-	}
-
-	what := ""
-	if l.X != "" {
-		what = ", labels " + shortName(l.X) + ": $ per M"
-	}
-	p := newPlot(fmt.Sprintf("Provider fit (%s, %s): %s TTFT vs output throughput; colour = $ per million output tokens%s", res.File, seedNote(res), stat, what),
-		"output throughput (tokens/s)", stat+" time to first token (ms)")
-	if o.SLO.TTFTms > 0 {
-		ttfts = append(ttfts, o.SLO.TTFTms)
-	}
-	logY := useLog(&p.Y, ttfts, 100)
-	if logY {
-		p.Y.Label.Text += ", log scale"
-	}
-	p.X.Tick.Marker = linearTicks{}
-	p.X.Min = 0
-	gidx, groups := groupIndex(pts)
+// missMarks crosses out the points that miss an objective the plot's axes
+// do not show (TPOT, E2E), so that a point drawn on the good side of the
+// TTFT line does not pass for one meeting the SLO. It returns nil when no
+// point misses one.
+func missMarks(pts []MatrixPoint, xy func(MatrixPoint) plotter.XY, logX, logY bool) (*plotter.Scatter, string, error) {
 	var xys plotter.XYs
-	var txt []string
-	var styles []draw.GlyphStyle
+	what := map[string]bool{}
 	for _, pt := range pts {
-		xys = append(xys, plotter.XY{X: pt.Throughput, Y: pt.TTFT})
-		t := "$" + num(pt.Cost)
-		if pt.XValue != "" {
-			_, v, _ := strings.Cut(pt.XValue, "=")
-			t = v + ": " + t
+		miss := false
+		for _, m := range pt.Misses {
+			if !strings.Contains(m, " TTFT ") {
+				miss = true
+				_, rest, _ := strings.Cut(m, " ")
+				name, _, _ := strings.Cut(rest, " ")
+				what[name] = true
+			}
 		}
-		txt = append(txt, t)
-		st := draw.GlyphStyle{Color: color.Gray{Y: 160}, Radius: vg.Points(6), Shape: filledGlyph(gidx[pt.Group])}
-		if finite(pt.Cost) && nums.CostEdges != nil {
-			st.Color = colors[costBin(nums.CostEdges, pt.Cost)]
-		}
-		styles = append(styles, st)
-	}
-	keep, kept := finiteXYs(xys, false, logY)
-	if len(keep) > 0 {
-		sc, err := plotter.NewScatter(keep)
-		if err != nil {
-			return nil, nil, err
-		}
-		sc.GlyphStyleFunc = func(i int) draw.GlyphStyle { return styles[kept[i]] }
-		p.Add(sc)
-		kt := make([]string, len(kept))
-		for i, k := range kept {
-			kt[i] = txt[k]
-		}
-		lbl := &pointLabels{}
-		lbl.add(keep, kt, color.Gray{Y: 60})
-		p.Add(lbl)
-	}
-	if len(groups) > 1 || groups[0] != "" {
-		for gi, g := range groups {
-			p.Legend.Add(g, glyphThumb{draw.GlyphStyle{Color: color.Gray{Y: 90}, Radius: vg.Points(5), Shape: filledGlyph(gi)}})
+		if miss {
+			xys = append(xys, xy(pt))
 		}
 	}
-	for i := 0; i+1 < len(nums.CostEdges); i++ {
-		p.Legend.Add(fmt.Sprintf("$%s–%s per M tokens", num(nums.CostEdges[i]), num(nums.CostEdges[i+1])),
-			glyphThumb{draw.GlyphStyle{Color: colors[i], Radius: vg.Points(5), Shape: draw.CircleGlyph{}}})
+	keep, _ := finiteXYs(xys, logX, logY)
+	if len(keep) == 0 {
+		return nil, "", nil
 	}
-	if o.SLO.TTFTms > 0 {
-		h := hline{Y: o.SLO.TTFTms, LineStyle: draw.LineStyle{Color: sloRed, Width: vg.Points(1.5), Dashes: dashes[1]}}
-		p.Add(h)
-		p.Legend.Add("TTFT SLO "+num(o.SLO.TTFTms)+" ms", h)
+	sc, err := plotter.NewScatter(keep)
+	if err != nil {
+		return nil, "", err
 	}
-	if o.TargetThroughput > 0 {
-		v := vline{X: o.TargetThroughput, LineStyle: draw.LineStyle{Color: grey, Width: vg.Points(1.5), Dashes: dashes[1]}}
-		p.Add(v)
-		p.Legend.Add("target throughput "+num(o.TargetThroughput)+" tok/s", v)
-	}
-	if c := nums.Cheapest; c >= 0 && (!logY || pts[c].TTFT > 0) {
-		sc, err := plotter.NewScatter(plotter.XYs{{X: pts[c].Throughput, Y: pts[c].TTFT}})
-		if err != nil {
-			return nil, nil, err
+	sc.GlyphStyle = draw.GlyphStyle{Color: color.Black, Radius: vg.Points(10), Shape: draw.CrossGlyph{}}
+	var names []string
+	for _, n := range []string{"TPOT", "E2E"} {
+		if what[n] {
+			names = append(names, n)
 		}
-		sc.GlyphStyle = draw.GlyphStyle{Color: color.Black, Radius: vg.Points(11), Shape: draw.RingGlyph{}}
-		p.Add(sc)
-		p.Legend.Add("cheapest meeting the SLO: $"+num(pts[c].Cost), sc)
 	}
-	headroom(p, 0.3)
-	p.X.Max += 0.08 * (p.X.Max - p.X.Min) // room for the rightmost labels
-	p.Legend.Left, p.Legend.Top = false, true
-	return p, nums, nil
+	return sc, strings.Join(names, "/"), nil
 }
-
-// filledGlyph is group i's glyph shape, filled so the colour shows: seven
-// filled shapes, then outlined ones.
-func filledGlyph(i int) draw.GlyphDrawer {
-	shapes := []draw.GlyphDrawer{
-		draw.CircleGlyph{}, draw.BoxGlyph{}, draw.PyramidGlyph{},
-		polyGlyph{sides: 4, turn: 0}, polyGlyph{sides: 3, turn: -math.Pi / 2},
-		polyGlyph{sides: 5, turn: math.Pi / 2}, polyGlyph{sides: 6, turn: 0},
-		draw.RingGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{},
-	}
-	return shapes[i%len(shapes)]
-}
-
-// polyGlyph is a filled regular polygon of the glyph's radius, its first
-// vertex at angle turn (radians from the x axis): 4 sides at 0 is a
-// diamond, 3 at −π/2 a downward triangle.
-type polyGlyph struct {
-	sides int
-	turn  float64
-}
-
-func (g polyGlyph) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) {
-	c.SetColor(sty.Color)
-	var p vg.Path
-	for k := range g.sides {
-		a := g.turn + 2*math.Pi*float64(k)/float64(g.sides)
-		v := vg.Point{X: pt.X + sty.Radius*vg.Length(math.Cos(a)), Y: pt.Y + sty.Radius*vg.Length(math.Sin(a))}
-		if k == 0 {
-			p.Move(v)
-		} else {
-			p.Line(v)
-		}
-	}
-	p.Close()
-	c.Fill(p)
-}
-
-// glyphThumb is a legend thumbnail of one glyph.
-type glyphThumb struct{ draw.GlyphStyle }
-
-func (g glyphThumb) Thumbnail(c *draw.Canvas) { c.DrawGlyph(g.GlyphStyle, c.Center()) }
 
 // Skipped is the number of configurations left out for a NaN or infinite
 // TTFT or throughput.
 func (n *PerceptionNumbers) Skipped() int { return n.Dropped }
-
-// Skipped is the number of configurations left out for a NaN or infinite
-// TTFT or throughput.
-func (n *ProviderFitNumbers) Skipped() int { return n.Dropped }

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -271,7 +272,7 @@ func TestQuadrant(t *testing.T) {
 		{100, 500, FastHasCapacity}, {200, 500, FastHasCapacity}, // on the TTFT line: fast
 		{100, 499, FastLowCapacity}, {201, 500, SlowHasCapacity}, {201, 10, SlowLowCapacity},
 	} {
-		if got := quadrant(tc.ttft, tc.thr, 200, 500); got != tc.want {
+		if got := quadrant(tc.ttft, tc.thr, 200, 500, 0); got != tc.want {
 			t.Errorf("quadrant(%g, %g) = %q, want %q", tc.ttft, tc.thr, got, tc.want)
 		}
 	}
@@ -299,6 +300,54 @@ func TestProviderFitFixture(t *testing.T) {
 	}
 	if c := nums.Cheapest; c < 0 || nums.Points[c].Config != "gpu=h200, batch.max_num_seqs=128" {
 		t.Errorf("cheapest with a throughput floor: %d", c)
+	}
+}
+
+// TestMatrixEverySLO checks that both matrices apply every objective set,
+// not only TTFT: with TPOT ≤ 20 ms added, h100 at 128 (p95 TPOT the mean of
+// 22.4963 and 23.0767 = 22.79 ms) misses, so the cheapest meeting every SLO
+// is h200 at 128 ($0.2699, p95 TPOT (15.3005+16.1561)/2 = 15.73 ms), and
+// h100 at 128 feels slow although its p95 TTFT (146.58 ms) is under the line.
+func TestMatrixEverySLO(t *testing.T) {
+	res := readResults(t, "batch-latency.csv")
+	slo := SLO{TTFTms: 2000, TPOTms: 20}
+	_, fit, err := ProviderFit(res, MatrixOptions{SLO: slo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := fit.Cheapest; c < 0 || fit.Points[c].Config != "gpu=h200, batch.max_num_seqs=128" {
+		t.Fatalf("cheapest %d", c)
+	}
+	_, per, err := Perception(res, MatrixOptions{SLO: slo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		pts    []MatrixPoint
+		config string
+		meets  bool
+		quad   string // "" for provider-fit
+	}{
+		{fit.Points, "gpu=h100, batch.max_num_seqs=128", false, ""},
+		{fit.Points, "gpu=h200, batch.max_num_seqs=128", true, ""},
+		{fit.Points, "gpu=h100, batch.max_num_seqs=64", false, ""}, // TTFT (4817+6854)/2 = 5836 ms > 2000
+		{per.Points, "gpu=h100, batch.max_num_seqs=128", false, "feels slow"},
+		{per.Points, "gpu=h200, batch.max_num_seqs=128", true, "feels fast"},
+	} {
+		i := slices.IndexFunc(tc.pts, func(p MatrixPoint) bool { return p.Config == tc.config })
+		if i < 0 {
+			t.Fatalf("no %s", tc.config)
+		}
+		p := tc.pts[i]
+		if p.MeetsSLO() != tc.meets || !strings.HasPrefix(p.Quadrant, tc.quad) {
+			t.Errorf("%s: meets %v (misses %q), quadrant %q; want %v, %q", tc.config, p.MeetsSLO(), p.Misses, p.Quadrant, tc.meets, tc.quad)
+		}
+	}
+	// Every point ringed or placed as meeting the SLO meets each objective.
+	for _, p := range fit.Points {
+		if p.MeetsSLO() != (p.TTFT <= slo.TTFTms && p.TPOT <= slo.TPOTms) {
+			t.Errorf("%s: meets %v at TTFT %g, TPOT %g", p.Config, p.MeetsSLO(), p.TTFT, p.TPOT)
+		}
 	}
 }
 
@@ -447,6 +496,13 @@ func TestDashboardArithmetic(t *testing.T) {
 	// Duration: first arrival 0 → last completion 3.5 s.
 	if n.Duration != 3.5 {
 		t.Errorf("duration %v", n.Duration)
+	}
+	// Arrivals 0 → 2 s: offered 3 / 2 s = 1.5 req/s; goodput Met / 2 s =
+	// 0.5 req/s, where Met / Duration = 1 / 3.5 s = 0.286 would count the
+	// drain; within the span only request 1 finishes (1.5 s ≤ 2 s; request 2
+	// at 3.5 s is the drain): 1 / 2 s = 0.5 req/s completed.
+	if n.ArrivalSpan != 2 || n.Offered != 1.5 || n.WindowServed != 1 || n.WindowThroughput != 0.5 || n.WindowGoodput != 0.5 {
+		t.Errorf("arrival window %v s: offered %v, served %d, throughput %v goodput %v", n.ArrivalSpan, n.Offered, n.WindowServed, n.WindowThroughput, n.WindowGoodput)
 	}
 	want := map[string][]float64{
 		"arrivals":   {1, 1, 1, 0}, // at 0, 1 and 2 s
@@ -691,7 +747,20 @@ func TestTicks(t *testing.T) {
 }
 
 func TestPlanChart(t *testing.T) {
-	opts := []PlanOption{{"b200 colocated 2×TP2", 24, 4}, {"h100 colocated 6×TP2", 36, 12}, {"h200 colocated 5×TP2", 40, 10}}
+	opts := []PlanOption{
+		{Label: "b200 colocated 2×TP2", CostPerHour: 24, GPUs: 4, GPU: "b200", Rate: 20, CostPerMTok: 1.826},
+		{Label: "h100 colocated 6×TP2", CostPerHour: 36, GPUs: 12, GPU: "h100", Rate: 20},
+		{Label: "h200 colocated 5×TP2", CostPerHour: 40, GPUs: 10, GPU: "h200"},
+	}
+	for i, want := range []string{
+		"$24/h, 4 GPUs, 5 req/s per GPU, $1.83 per M output tokens", // 20 req/s / 4 GPUs = 5; 3 significant digits
+		"$36/h, 12 GPUs, 1.67 req/s per GPU",                        // 20 / 12 = 1.667
+		"$40/h, 10 GPUs",                                            // no rate given
+	} {
+		if got := opts[i].BarLabel(); got != want {
+			t.Errorf("label %d: %q, want %q", i, got, want)
+		}
+	}
 	p, err := PlanChart(opts, "Cheapest deployments")
 	if err != nil {
 		t.Fatal(err)
@@ -704,7 +773,7 @@ func TestPlanChart(t *testing.T) {
 	if _, err := PlanChart(nil, "x"); err == nil {
 		t.Error("no error for an empty plan")
 	}
-	if _, err := PlanChart([]PlanOption{{"x", math.NaN(), 1}}, "x"); err == nil {
+	if _, err := PlanChart([]PlanOption{{Label: "x", CostPerHour: math.NaN(), GPUs: 1}}, "x"); err == nil {
 		t.Error("no error for a NaN cost")
 	}
 }

@@ -22,7 +22,7 @@ binary) and draws their plots into DIR (default examples-out):
     20 req/s within TTFT 1 s and TPOT 50 ms;
   - one run of the default scenario: its goodput dashboard and TTFT/TPOT CDFs
     against the same load with prefill-first batching.
-Takes well under a minute on two cores.
+Takes under 10 s on two cores (a step counter on a terminal).
 `
 
 func examplesCmd(args []string, stdout, stderr io.Writer) error {
@@ -34,8 +34,19 @@ func examplesCmd(args []string, stdout, stderr io.Writer) error {
 	if err := experiments.MkdirAll(*out); err != nil {
 		return err
 	}
+	stage := func(i int, what string) {
+		if isTerminal(stderr) {
+			fmt.Fprintf(stderr, "\rservesim: examples: [%d/4] %-40s", i, what)
+		}
+	}
+	defer func() {
+		if isTerminal(stderr) {
+			fmt.Fprintln(stderr)
+		}
+	}()
 	var files []string
-	for _, name := range []string{"batch-latency", "goodput-rate"} {
+	for i, name := range []string{"batch-latency", "goodput-rate"} {
+		stage(i+1, name)
 		sw, err := experiments.ExampleSweep(name)
 		if err != nil {
 			return err
@@ -63,6 +74,7 @@ func examplesCmd(args []string, stdout, stderr io.Writer) error {
 		files = append(files, fs...)
 	}
 
+	stage(3, "plan")
 	base, err := experiments.ExampleScenario("plan")
 	if err != nil {
 		return err
@@ -84,6 +96,7 @@ func examplesCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	files = append(files, filepath.Join(*out, "plan.md"), chart)
 
+	stage(4, "dashboard and CDFs")
 	var runs []*plots.Run
 	for _, policy := range []string{"chunked", "prefill-first"} {
 		s := experiments.Default()

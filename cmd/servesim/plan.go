@@ -84,7 +84,15 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	if isTerminal(stderr) {
+		o.OnProgress = func(done, total int) {
+			fmt.Fprintf(stderr, "\rservesim: plan: %d/%d shapes planned", done, total)
+		}
+	}
 	opts, err := experiments.PlanCapacity(base, o)
+	if o.OnProgress != nil {
+		fmt.Fprintln(stderr)
+	}
 	if err != nil {
 		return err
 	}
@@ -105,7 +113,7 @@ func planChart(opts []experiments.Option, rate float64, file string) error {
 	var bars []plots.PlanOption
 	for _, o := range opts {
 		if o.Err == "" {
-			bars = append(bars, plots.PlanOption{Label: o.GPU + " " + o.Name, CostPerHour: o.CostPerHour, GPUs: o.GPUs})
+			bars = append(bars, plots.PlanOption{Label: o.GPU + " " + o.Name, CostPerHour: o.CostPerHour, GPUs: o.GPUs, GPU: o.GPU, Rate: rate, CostPerMTok: o.CostPerMOutTok})
 		}
 	}
 	p, err := plots.PlanChart(bars, fmt.Sprintf("Deployments serving %g req/s within the SLOs, by cost", rate))

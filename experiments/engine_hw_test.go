@@ -66,10 +66,10 @@ func TestEngineMemoryPlan(t *testing.T) {
 	}{
 		{"vllm-v1", vllmOnly(false, false), func(*Batch) {}, 2759, true},
 		{"no memory profile", vllmOnly(false, true), func(*Batch) {}, 1642, false},
-		{"ideal", nil, func(*Batch) {}, 1642, false},
+		{"ideal", &Engine{Name: "ideal"}, func(*Batch) {}, 1642, false},
 		// 4 GiB / 2 MiB = 2,048 blocks.
 		{"kv_cache_memory_bytes", vllmOnly(false, false), func(b *Batch) { b.KVCacheMemoryBytes = 4 << 30 }, 2048, true},
-		{"kv_cache_memory_bytes ideal", nil, func(b *Batch) { b.KVCacheMemoryBytes = 4 << 30 }, 2048, false},
+		{"kv_cache_memory_bytes ideal", &Engine{Name: "ideal"}, func(b *Batch) { b.KVCacheMemoryBytes = 4 << 30 }, 2048, false},
 		{"num_gpu_blocks_override", vllmOnly(false, false), func(b *Batch) { b.NumGPUBlocksOverride = 2588 }, 2588, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -97,7 +97,7 @@ func TestEngineHardwareBadInput(t *testing.T) {
 		edit func(b *Batch)
 		want string
 	}{
-		{&Engine{Name: "vllm-v1", CustomARLinkEff: 1.5}, func(*Batch) {}, `field "engine.custom_all_reduce_link_efficiency" (flag --custom-all-reduce-link-efficiency): 1.5 must be in (0, 1]`},
+		{&Engine{Name: "vllm-v1", CustomARLinkEff: 1.5}, func(*Batch) {}, `field "engine.custom_all_reduce_link_efficiency" (flag --custom-all-reduce-link-efficiency): 1.5 is out of range (at most 1)`},
 		{&Engine{Name: "vllm-v1", CustomARMaxBytes: math.Inf(1)}, func(*Batch) {}, `field "engine.custom_all_reduce_max_bytes"`},
 		{nil, func(b *Batch) { b.KVCacheMemoryBytes = -1 }, `field "batch.kv_cache_memory_bytes" (flag --kv-cache-memory-bytes)`},
 		{nil, func(b *Batch) { b.NumGPUBlocksOverride = -2 }, `field "batch.num_gpu_blocks_override" (flag --num-gpu-blocks-override)`},

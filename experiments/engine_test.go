@@ -7,9 +7,9 @@ import (
 	"testing"
 )
 
-// Metamorphic: on every golden scenario, the ideal engine named explicitly
-// and vllm-v1 with every mechanism off give the default's metrics exactly
-// (the default is ideal; the goldens pin it).
+// Metamorphic: on every golden scenario, vllm-v1 with every mechanism off
+// gives the ideal engine's metrics exactly (testdata/golden/ideal pins
+// ideal), and the default is vllm-v1 named explicitly.
 func TestEngineOffIsIdealOnGoldens(t *testing.T) {
 	files, err := filepath.Glob("testdata/golden/*.toml")
 	if err != nil || len(files) == 0 {
@@ -22,7 +22,7 @@ func TestEngineOffIsIdealOnGoldens(t *testing.T) {
 				t.Fatal(err)
 			}
 			var want any
-			for i, e := range []*Engine{nil, {Name: "ideal"}, {Name: "vllm-v1", NoAsyncScheduling: true, NoFrontEnd: true, NoStepCPU: true, NoCustomAllReduce: true, NoMemoryProfile: true,
+			for i, e := range []*Engine{{Name: "ideal"}, {Name: "vllm-v1", NoAsyncScheduling: true, NoFrontEnd: true, NoStepCPU: true, NoCustomAllReduce: true, NoMemoryProfile: true,
 				NoCPUOverlap: true, NoLaunches: true, NoVLLMDefaults: true}} {
 				sc := s
 				sc.Engine = e
@@ -38,10 +38,35 @@ func TestEngineOffIsIdealOnGoldens(t *testing.T) {
 				if i == 0 {
 					want = got
 				} else if !reflect.DeepEqual(got, want) {
-					t.Fatalf("engine %+v: metrics differ from the default (ideal)", *e)
+					t.Fatalf("engine %+v: metrics differ from ideal's", *e)
 				}
 			}
 		})
+	}
+}
+
+// The default engine is vllm-v1 with everything on: a scenario naming no
+// engine runs exactly as one naming vllm-v1.
+func TestDefaultEngineIsVLLMV1(t *testing.T) {
+	s := small()
+	var want any
+	for i, e := range []*Engine{nil, {Name: "vllm-v1"}} {
+		sc := s
+		sc.Engine = e
+		p, err := sc.Resolve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Run(p, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := []any{rep.Summary, rep.Result}
+		if i == 0 {
+			want = got
+		} else if !reflect.DeepEqual(got, want) {
+			t.Fatal("a scenario naming no engine differs from one naming vllm-v1")
+		}
 	}
 }
 
@@ -78,7 +103,7 @@ func TestEngineBadInput(t *testing.T) {
 	}{
 		{Engine{Name: "sglang"}, `field "engine.name" (flag --engine): unknown engine "sglang"`},
 		{Engine{Name: "ideal", NoAsyncScheduling: true}, `field "engine.name" (flag --engine): engine "ideal" has no mechanisms`},
-		{Engine{NoFrontEnd: true}, `engine "ideal" has no mechanisms`}, // the default is ideal
+		{Engine{Name: "ideal", NoFrontEnd: true}, `engine "ideal" has no mechanisms`},
 		{Engine{Name: "vllm-v1", RequestMs: -1}, `field "engine.front_end_request_ms" (flag --front-end-request-ms)`},
 		{Engine{Name: "vllm-v1", CustomARLatencyUs: -1}, `field "engine.custom_all_reduce_latency_us" (flag --custom-all-reduce-latency-us)`},
 		{Engine{Name: "vllm-v1", NonTorchGiB: -1}, `field "engine.non_torch_memory_gib" (flag --non-torch-memory-gib)`},

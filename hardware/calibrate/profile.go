@@ -106,13 +106,38 @@ type Iteration struct {
 	Source string `toml:"source"`
 }
 
-// Attention is the roofline that prices OpAttnPrefill and OpAttnDecode:
-// OverheadS + max(FLOPs/(peak·ComputeEff), Bytes/(MemBW·MemoryEff)).
+// Attention prices OpAttnPrefill by the roofline
+// OverheadS + max(FLOPs/(peak·ComputeEff), Bytes/(MemBW·MemoryEff)), and
+// OpAttnDecode by the same with the Decode* parameters and a per-sequence
+// term, Bytes/decodes/(MemBW·DecodeRowMemoryEff) (see attention.go); with
+// DecodeMemoryEff = 0 decodes take the prefill parameters (an assumed
+// roofline). A mixed batch is the sum of the two (one FlashAttention call
+// measured as such: the fit sets the two overheads so).
 type Attention struct {
 	ComputeEff float64 `toml:"compute_eff"`
 	MemoryEff  float64 `toml:"memory_eff"`
 	OverheadS  float64 `toml:"overhead_s"`
-	Source     string  `toml:"source"`
+	// PrefillRowComputeEff, if > 0, adds a prefill term FLOPs/tokens /
+	// (peak·it): one query row's keys at a fraction of the peak, the
+	// latency of a short chunk over a long context (few thread blocks).
+	PrefillRowComputeEff float64 `toml:"prefill_row_compute_eff"`
+	// Decode parameters; all 0: as prefill.
+	DecodeComputeEff   float64 `toml:"decode_compute_eff"`
+	DecodeMemoryEff    float64 `toml:"decode_memory_eff"`
+	DecodeRowMemoryEff float64 `toml:"decode_row_memory_eff"`
+	DecodeOverheadS    float64 `toml:"decode_overhead_s"`
+	// Mixed parameters price the decodes of a call that also holds a
+	// prefill chunk (models.Op.Mixed); all 0: as decode-only.
+	MixedComputeEff float64 `toml:"mixed_compute_eff"`
+	MixedMemoryEff  float64 `toml:"mixed_memory_eff"`
+	MixedOverheadS  float64 `toml:"mixed_overhead_s"`
+	// From is "assumed" (or ""), "fit" (to this GPU's attention timings) or
+	// "transferred from <gpu>" (another GPU's fit on this GPU's peaks).
+	From string `toml:"from"`
+	// Fit is the in-sample error of a "fit" (held-out errors are in the
+	// notes and `servesim calibrate --report`).
+	Fit    FitStats `toml:"fit"`
+	Source string   `toml:"source"`
 }
 
 // OpParams are the parameters of one operator class. One occurrence takes
@@ -257,7 +282,7 @@ func (p *Profile) Describe() string {
 			fmt.Fprintf(&b, ": in-sample median error %.1f %%", t.Fit.MedianAPE)
 		}
 	}
-	fmt.Fprintf(&b, "; attention by roofline at %.0f %% of peak (assumed)", 100*p.Attention.ComputeEff)
+	b.WriteString("; " + p.Attention.describe())
 	if len(p.AllReduce) == 0 {
 		b.WriteString("; all-reduce by roofline")
 	}
@@ -299,6 +324,9 @@ func Transfer(p *Profile, g *hardware.GPU) (*Profile, error) {
 	}
 	for i := range t.AllReduce {
 		t.AllReduce[i].Fit = FitStats{}
+	}
+	if t.Attention.From == "fit" {
+		t.Attention.From, t.Attention.Fit = "transferred from "+p.GPU, FitStats{}
 	}
 	if t.GEMMTrees != nil {
 		tt := *t.GEMMTrees

@@ -107,6 +107,9 @@ type Accuracy struct {
 	Steps    []StepRow
 	// Profiles are the in-sample fits by GPU.
 	Profiles map[string]*Profile
+	// Attention is the attention model's error table (EvaluateAttention),
+	// when the LLMServingSim bundles sit beside the trace (BundlesDir).
+	Attention *ErrTable
 }
 
 // ReportOptions say what Evaluate reads besides the Vidur data.
@@ -302,6 +305,13 @@ func Evaluate(dir string, opt ReportOptions) (*Accuracy, error) {
 		return nil, err
 	}
 	acc.Steps = steps
+	if bd := BundlesDir(dir); bundlesPresent(bd) {
+		t, _, err := EvaluateAttention(bd)
+		if err != nil {
+			return nil, err
+		}
+		acc.Attention = t
+	}
 	return acc, nil
 }
 
@@ -608,7 +618,7 @@ func (a *Accuracy) Markdown(w io.Writer) error {
 	var b strings.Builder
 	b.WriteString("Cells: median / p90 of the absolute percentage error |predicted/measured − 1|, the median signed error " +
 		"(> 0: predicted slower than measured), and the number of kernel timings.\n\n")
-	for _, t := range []*ErrTable{a.InSample, a.HeldOutModel, a.HeldOutPerModel, a.Floor, a.HeldOutGPU, a.Measured} {
+	for _, t := range []*ErrTable{a.InSample, a.HeldOutModel, a.HeldOutPerModel, a.Floor, a.HeldOutGPU, a.Measured, a.Attention} {
 		if t == nil {
 			continue
 		}
@@ -695,8 +705,26 @@ func GenerateBuiltin(dir string, measured []string) (map[string][]byte, error) {
 	tt := table("", []string{"a100 → h100"}, [][]labelled{l})
 	gemm, _ := tt.Cell(RowGEMMs, "a100 → h100")
 	all, _ := tt.Cell(RowAll, "a100 → h100")
+	attTable, attFits, err := EvaluateAttention(BundlesDir(dir))
+	if err != nil {
+		return nil, fmt.Errorf("%w (the built-in profiles' attention is fitted to ../shared/data/llmservingsim/profiles, beside %s)", err, dir)
+	}
+	withAttention := func(p *Profile) error {
+		a, note, ok := attentionFor(p.GPU, attFits, attTable)
+		if !ok {
+			return fmt.Errorf("calibrate: no attention timings for %s and no GPU to transfer them from", p.GPU)
+		}
+		p.Attention = a
+		if note != "" {
+			p.Notes = append(p.Notes, note)
+		}
+		return nil
+	}
 	out := map[string][]byte{}
 	for _, name := range traceGPUs {
+		if err := withAttention(fitted[name]); err != nil {
+			return nil, err
+		}
 		out[name] = fitted[name].WriteTOML()
 	}
 	for _, name := range []string{"h200", "b200"} {
@@ -732,6 +760,9 @@ func GenerateBuiltin(dir string, measured []string) (map[string][]byte, error) {
 				"(> 0: this profile predicts slower kernels than measured).", name, filepath.Base(path), len(ss), c.Median, c.P90, c.Bias))
 		}
 		p.Notes = append(notes, p.Notes[1:]...)
+		if err := withAttention(p); err != nil {
+			return nil, err
+		}
 		out[name] = p.WriteTOML()
 	}
 	return out, nil

@@ -44,7 +44,7 @@ func (s *attnSet) all(model string, tp int, keep func(*AttnSample) bool) []AttnS
 
 // loadAttnSets reads every bundle under dir that has attention timings,
 // grouped by catalog GPU.
-func loadAttnSets(dir string) (map[string]*attnSet, error) {
+func loadAttnSets(dir string, cat *hardware.Catalog) (map[string]*attnSet, error) {
 	dirs, err := FindBundles(dir)
 	if err != nil {
 		return nil, err
@@ -58,7 +58,7 @@ func loadAttnSets(dir string) (map[string]*attnSet, error) {
 		if err != nil {
 			return nil, err
 		}
-		g, err := b.BundleGPU(hardware.Builtin())
+		g, err := b.BundleGPU(cat)
 		if err != nil {
 			return nil, err
 		}
@@ -146,7 +146,7 @@ func EvaluateAttention(dir string) (*ErrTable, map[string]Attention, error) {
 }
 
 func evaluateAttention(dir string) (*ErrTable, map[string]Attention, error) {
-	sets, err := loadAttnSets(dir)
+	sets, err := loadAttnSets(dir, hardware.Builtin())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -287,4 +287,54 @@ var attnTransfer = map[string]struct{ from, why string }{
 func bundlesPresent(dir string) bool {
 	st, err := os.Stat(dir)
 	return err == nil && st.IsDir()
+}
+
+// IsBundleDir reports whether dir is a profile bundle or holds some below
+// it (and is not a copy of Vidur's data/profiling).
+func IsBundleDir(dir string) bool {
+	if IsBundle(dir) {
+		return true
+	}
+	if _, err := os.Stat(filepath.Join(dir, "compute")); err == nil {
+		return false
+	}
+	ds, err := FindBundles(dir)
+	return err == nil && len(ds) > 0
+}
+
+// WithBundleAttention returns p with its attention fitted to the attention
+// calls that the bundles at or below dir measured on p's GPU (catalog cat
+// names the bundles' GPUs), and a note saying so; the rest of p is kept.
+func WithBundleAttention(p *Profile, dir string, cat *hardware.Catalog) (*Profile, error) {
+	sets, err := loadAttnSets(dir, cat)
+	if err != nil {
+		return nil, err
+	}
+	s := sets[p.GPU]
+	if s == nil {
+		return nil, fmt.Errorf("calibrate: no attention timings for gpu %q under %s (bundles for: %s)", p.GPU, dir, strings.Join(sortedKeys(sets), ", "))
+	}
+	a, err := FitAttention(s.all("", 0, nil), s.gpu)
+	if err != nil {
+		return nil, err
+	}
+	var files, ms []string
+	for _, b := range s.bundles {
+		ms = append(ms, b.Meta.Model)
+		for _, t := range b.TP {
+			if len(t.Attention) > 0 {
+				rel, err := filepath.Rel(dir, filepath.Join(b.Dir, fmt.Sprintf("tp%d", t.TP), "attention.csv"))
+				if err != nil {
+					rel = filepath.Join(b.Dir, fmt.Sprintf("tp%d", t.TP), "attention.csv")
+				}
+				files = append(files, rel)
+			}
+		}
+	}
+	a.Source = fmt.Sprintf("fitted to %d attention calls of LLMServingSim profile bundles in %s (%s; files %s): prefill, decode-only and mixed-batch decode parameters in three least-squares stages (in sample: median %.1f %%, p90 %.1f %%)",
+		a.Fit.Samples, filepath.Base(filepath.Clean(dir)), strings.Join(ms, ", "), strings.Join(files, ", "), a.Fit.MedianAPE, a.Fit.P90APE)
+	q := p.Clone()
+	q.Attention = a
+	q.Notes = append(q.Notes, "Attention is fitted to profile bundles (kernel time of vLLM's Attention module, eager mode); every other class is the base profile's.")
+	return q, nil
 }

@@ -204,6 +204,7 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 		return calibrateBundle(*trace, info.IsDir(), g, gpus, *base, emit, stdout, *out != "")
 	}
 	var tr *calibrate.Trace
+	withAttention := false
 	opt := calibrate.FitOptions{Trace: filepath.Base(filepath.Clean(*trace)), Format: f, NoTrees: *noTrees}
 	switch f {
 	case "vidur":
@@ -215,6 +216,7 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		opt.Notes = calibrate.VidurNotes(g.Name)
+		withAttention = true
 	case "native":
 		if info.IsDir() {
 			return fmt.Errorf("calibrate: --format native needs a CSV file, not the directory %s", *trace)
@@ -235,6 +237,13 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 	p, err := calibrate.FitProfile(tr, g, opt)
 	if err != nil {
 		return err
+	}
+	// As the built-in profiles: attention from LLMServingSim's bundles
+	// when they sit beside Vidur's data (../shared/data/llmservingsim).
+	if bd := calibrate.BundlesDir(*trace); withAttention && calibrate.IsBundleDir(bd) {
+		if _, err := calibrate.AttachAttention(p, bd); err != nil {
+			return err
+		}
 	}
 	if err := emit(p.WriteTOML(), "the "+g.Name+" profile"); err != nil {
 		return err

@@ -338,3 +338,23 @@ func WithBundleAttention(p *Profile, dir string, cat *hardware.Catalog) (*Profil
 	q.Notes = append(q.Notes, "Attention is fitted to profile bundles (kernel time of vLLM's Attention module, eager mode); every other class is the base profile's.")
 	return q, nil
 }
+
+// AttachAttention sets p's attention as the built-in profiles' is: fitted
+// to the bundles under dir (EvaluateAttention) where p's GPU has some,
+// else transferred from the GPU of the same kernels, with a note saying
+// which. It returns false, leaving p alone, for a GPU with neither.
+func AttachAttention(p *Profile, dir string) (bool, error) {
+	t, fits, err := EvaluateAttention(dir)
+	if err != nil {
+		return false, err
+	}
+	a, note, ok := attentionFor(p.GPU, fits, t)
+	if !ok {
+		return false, nil
+	}
+	p.Attention = a
+	if note != "" {
+		p.Notes = append(p.Notes, note)
+	}
+	return true, nil
+}

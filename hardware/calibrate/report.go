@@ -705,18 +705,13 @@ func GenerateBuiltin(dir string, measured []string) (map[string][]byte, error) {
 	tt := table("", []string{"a100 → h100"}, [][]labelled{l})
 	gemm, _ := tt.Cell(RowGEMMs, "a100 → h100")
 	all, _ := tt.Cell(RowAll, "a100 → h100")
-	attTable, attFits, err := EvaluateAttention(BundlesDir(dir))
-	if err != nil {
-		return nil, fmt.Errorf("%w (the built-in profiles' attention is fitted to ../shared/data/llmservingsim/profiles, beside %s)", err, dir)
-	}
 	withAttention := func(p *Profile) error {
-		a, note, ok := attentionFor(p.GPU, attFits, attTable)
+		ok, err := AttachAttention(p, BundlesDir(dir))
+		if err != nil {
+			return fmt.Errorf("%w (the built-in profiles' attention is fitted to ../shared/data/llmservingsim/profiles, beside %s)", err, dir)
+		}
 		if !ok {
 			return fmt.Errorf("calibrate: no attention timings for %s and no GPU to transfer them from", p.GPU)
-		}
-		p.Attention = a
-		if note != "" {
-			p.Notes = append(p.Notes, note)
 		}
 		return nil
 	}

@@ -78,7 +78,7 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 	report := fs.Bool("report", false, "print the accuracy report of a Vidur trace directory (Markdown)")
 	measured := fs.StringArray("measured", nil, "with --report: native CSV of a GPU without a trace, predicted by the transferred H100 fit (repeatable)")
 	transfer := fs.String("transfer", "", "transfer this fitted profile to --gpu through the specs")
-	builtin := fs.String("builtin", "", "print the built-in profile of a GPU (a100, h100, h200, b200)")
+	builtin := fs.String("builtin", "", "print the built-in profile of a GPU (a100, h100, h200, b200, rtx-pro-6000, rtx-4090)")
 	noTrees := fs.Bool("no-trees", false, "fit the parametric GEMM model alone, without the residual trees")
 	modelsFile := fs.String("models-file", "", "TOML file of extra models (for traces of models outside the catalog)")
 	gpusFile := fs.String("gpus-file", "", "TOML file of extra GPUs")

@@ -175,7 +175,8 @@ func TestBuiltinProfiles(t *testing.T) {
 		}
 		// Attention: fitted to the H100 bundle; A100 takes the RTX 4090's
 		// fit (same FlashAttention-2 kernels), H200 and B200 the H100's.
-		wantAttn := map[string]string{"h100": "fit", "a100": "transferred from rtx-4090", "h200": "transferred from h100", "b200": "transferred from h100"}[name]
+		wantAttn := map[string]string{"h100": "fit", "a100": "transferred from rtx-4090", "h200": "transferred from h100", "b200": "transferred from h100",
+			"rtx-pro-6000": "fit", "rtx-4090": "fit"}[name]
 		if d := p.Describe(); !strings.HasPrefix(d, name+": ") || !strings.Contains(d, "attention") || strings.Contains(d, "assumed") {
 			t.Errorf("%s: Describe() = %q", name, d)
 		}

@@ -722,6 +722,27 @@ func GenerateBuiltin(dir string, measured []string) (map[string][]byte, error) {
 		}
 		out[name] = fitted[name].WriteTOML()
 	}
+	// RTX PRO 6000 and RTX 4090: every class fitted to the bundles' dense
+	// operators (bundle_dense.go), with the H100's (A100 host's) iteration
+	// overhead: the bundles time kernels only.
+	bdirs, err := FindBundles(BundlesDir(dir))
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range bundleGPUs {
+		g, err := hardware.Builtin().Get(name)
+		if err != nil {
+			return nil, err
+		}
+		p, err := fitBundleGPU(bdirs, g, fitted["h100"].Iteration, models.Builtin())
+		if err != nil {
+			return nil, err
+		}
+		if err := withAttention(p); err != nil {
+			return nil, err
+		}
+		out[name] = p.WriteTOML()
+	}
 	for _, name := range []string{"h200", "b200"} {
 		g, err := hardware.Builtin().Get(name)
 		if err != nil {

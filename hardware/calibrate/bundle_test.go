@@ -202,3 +202,28 @@ func TestAttentionTOML(t *testing.T) {
 		t.Fatalf("bad from: %v", err)
 	}
 }
+
+// Dense rows become samples of the catalog model the bundle names.
+func TestDenseSamples(t *testing.T) {
+	b, err := ReadBundle("testdata/bundle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, ok := b.CatalogModel(models.Builtin())
+	if !ok || m.Name != "llama-3.1-8b" {
+		t.Fatalf("catalog model %v", m)
+	}
+	ss := b.DenseSamples(m, "h100")
+	// testdata/bundle/tp1: qkv_proj at 1 and 16 tokens, gate_up_proj at 1, lm_head at 1 (sampler is no operator).
+	if len(ss) != 4 {
+		t.Fatalf("%d samples: %+v", len(ss), ss)
+	}
+	// qkv_proj, 1 token: N = 32·128 + 2·8·128 = 6144, K = 4096;
+	// FLOPs = 2·1·4096·6144 = 50,331,648.
+	if s := ss[0]; s.Op.Kind != models.OpQKV || s.Op.FLOPs != 50331648 || s.Op.N != 6144 || s.Op.K != 4096 || s.Seconds != 20.5e-6 || s.Op.Count != 1 {
+		t.Fatalf("qkv sample %+v", s)
+	}
+	if s := ss[3]; s.Op.Kind != models.OpLMHead || s.Op.Tokens != 1 || !strings.HasSuffix(s.Where, "tp1/per_sequence.csv line 2") {
+		t.Fatalf("lm_head sample %+v", s)
+	}
+}

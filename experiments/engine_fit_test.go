@@ -99,14 +99,14 @@ func TestEngineFit(t *testing.T) {
 	}
 	fitted := false
 	for _, r := range rows {
-		ideal, ie2e := mean(engineFitScenario(r, nil))
+		ideal, ie2e := mean(engineFitScenario(r, &Engine{Name: "ideal"}))
 		nofe, _ := mean(engineFitScenario(r, &Engine{Name: "vllm-v1", NoFrontEnd: true}))
 		full, fe2e := mean(engineFitScenario(r, &Engine{Name: "vllm-v1"}))
 		role := "held out"
 		if strings.HasSuffix(r.experiment, "llama-2-7b-tp1-codegen") {
 			role = "fitted"
 			fitted = true
-			if fit := r.ttftMs - nofe; math.Abs(fit-DefaultFrontEndRequestMs) > 0.05 {
+			if fit := max(0, r.ttftMs-nofe); math.Abs(fit-DefaultFrontEndRequestMs) > 0.05 {
 				t.Errorf("refit front end %.3f ms, DefaultFrontEndRequestMs %g: update it and its doc", fit, DefaultFrontEndRequestMs)
 			}
 		}

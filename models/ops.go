@@ -238,7 +238,7 @@ func (m *Model) appendAttention(b Batch, tp int, kvb, wb float64, dst []Op) []Op
 		dst = append(dst, Op{Kind: OpAttnDecode, Count: L, Tokens: b.Decodes,
 			FLOPs:   4 * qHeads * hd * keys,
 			Bytes:   2*d*qd*actBytes + keys*kvTok + d*kvTok,
-			Compute: BF16})
+			Compute: BF16, Mixed: b.PrefillTokens > 0})
 	}
 	return dst
 }

@@ -86,4 +86,9 @@ type Op struct {
 	// applies). For GEMMs it is the weight precision where the GPU supports
 	// it; see doc.go.
 	Compute DType
+	// Mixed marks an OpAttnDecode whose decodes share one attention call
+	// with prefill chunks (a chunked-prefill batch: vLLM's FlashAttention
+	// varlen call), which a calibrated kernel model may price apart from
+	// a decode-only call. Roofline ignores it.
+	Mixed bool
 }

@@ -29,8 +29,10 @@ came from. Given 2,000 or more dense BF16 GEMM timings with known shapes, the
 fit also grows residual trees (gradient-boosted regression trees over shape
 and wave features) that correct the GEMM times for the kernel cuBLAS picks
 per shape; --no-trees leaves them out. Attention kernels, absent from
-Vidur's traces, are priced by a FlashAttention-like roofline, and the
-profile says so.
+Vidur's traces, are fitted to LLMServingSim's profile bundles (vLLM
+FlashAttention calls: prefill, decode-only and mixed batches); a GPU
+without attention timings takes another GPU's fit, and the profile says
+which.
 
 Traces (--format, guessed from --trace when not given):
   vidur   a copy of Vidur's data/profiling: compute/<gpu>/<org>/<model>/mlp.csv,
@@ -41,6 +43,10 @@ Traces (--format, guessed from --trace when not given):
           all_reduce, moe_router, mlp_up, act, mlp_down, add, lm_head; a row
           names a catalog model with tokens and tp, or gives flops and bytes;
           '#' starts a comment; see hardware/calibrate/native.go)
+  bundle  LLMServingSim profile bundles: a directory with meta.yaml and
+          tp<N>/attention.csv (or a folder of such, e.g.
+          ../shared/data/llmservingsim/profiles); fits attention only and
+          keeps the rest of --base (default: the GPU's built-in profile)
 
 --report prints the accuracy report on a Vidur trace directory: in-sample,
 held out by model, held out by GPU (A100 <-> H100 through the specs), what
@@ -56,14 +62,17 @@ Examples:
   servesim calibrate --trace ../shared/data/vidur-profiling --gpu h100 -o h100.toml
   servesim calibrate --trace my-h200-kernels.csv --gpu h200 -o h200.toml
   servesim calibrate --report --trace ../shared/data/vidur-profiling --measured hardware/calibrate/testdata/h200_randn.csv
+  servesim calibrate --trace ../shared/data/llmservingsim/profiles/H100 --gpu h100 -o h100.toml
+  servesim calibrate --report --trace ../shared/data/llmservingsim/profiles
   servesim calibrate --transfer h100.toml --gpu b200 -o b200.toml
   servesim calibrate --builtin h200
 `
 
 func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("calibrate", calibrateUsage, stderr)
-	trace := fs.String("trace", "", "trace: a Vidur data/profiling directory or a native CSV file")
-	format := fs.String("format", "", "trace format: vidur or native (default: vidur for a directory, native for a file)")
+	trace := fs.String("trace", "", "trace: a Vidur data/profiling directory, an LLMServingSim profile bundle directory, or a native CSV file")
+	format := fs.String("format", "", "trace format: vidur, native or bundle (default: bundle for a directory with meta.yaml bundles, vidur for another directory, native for a file)")
+	base := fs.String("base", "", "with a bundle trace: the profile whose other classes the fitted attention joins (default: the GPU's built-in profile)")
 	gpu := fs.String("gpu", "", "GPU to fit (or transfer to), a catalog name (see `servesim gpus`)")
 	out := fs.StringP("output", "o", "", "write the profile (or report) here instead of to stdout")
 	node := fs.String("node", "", "Vidur network/<node> directory of the all-reduce profile (default <gpu>_dgx)")
@@ -72,7 +81,7 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 	xla := fs.String("xla", "", "with --report: XLA's matmul table (matmul.csv) for the GEMM-precision section (default: ../xla-matmul/matmul.csv beside --trace)")
 	measured := fs.StringArray("measured", nil, "with --report: native CSV of a GPU without a trace, predicted by the transferred H100 fit (repeatable)")
 	transfer := fs.String("transfer", "", "transfer this fitted profile to --gpu through the specs")
-	builtin := fs.String("builtin", "", "print the built-in profile of a GPU (a100, h100, h200, b200)")
+	builtin := fs.String("builtin", "", "print the built-in profile of a GPU (a100, h100, h200, b200, rtx-pro-6000, rtx-4090)")
 	noTrees := fs.Bool("no-trees", false, "fit the parametric GEMM model alone, without the residual trees")
 	modelsFile := fs.String("models-file", "", "TOML file of extra models (for traces of models outside the catalog)")
 	gpusFile := fs.String("gpus-file", "", "TOML file of extra GPUs")
@@ -130,9 +139,19 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 		if *trace == "" {
 			return fmt.Errorf("calibrate: --report needs --trace DIR (a copy of Vidur's data/profiling)")
 		}
-		acc, err := calibrate.Evaluate(*trace, calibrate.ReportOptions{Measured: *measured, XLA: *xla})
-		if err != nil {
-			return err
+		var acc *calibrate.Accuracy
+		if *format == "bundle" || *format == "" && calibrate.IsBundleDir(*trace) {
+			t, _, err := calibrate.EvaluateAttention(*trace)
+			if err != nil {
+				return err
+			}
+			acc = &calibrate.Accuracy{Attention: t}
+		} else {
+			var err error
+			acc, err = calibrate.Evaluate(*trace, calibrate.ReportOptions{Measured: *measured, XLA: *xla})
+			if err != nil {
+				return err
+			}
 		}
 		var b strings.Builder
 		if err := acc.Markdown(&b); err != nil {
@@ -182,9 +201,16 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 		f = "native"
 		if info.IsDir() {
 			f = "vidur"
+			if calibrate.IsBundleDir(*trace) {
+				f = "bundle"
+			}
 		}
 	}
+	if f == "bundle" {
+		return calibrateBundle(*trace, info.IsDir(), g, gpus, *base, emit, stdout, *out != "")
+	}
 	var tr *calibrate.Trace
+	withAttention := false
 	opt := calibrate.FitOptions{Trace: filepath.Base(filepath.Clean(*trace)), Format: f, NoTrees: *noTrees}
 	switch f {
 	case "vidur":
@@ -196,6 +222,7 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		opt.Notes = calibrate.VidurNotes(g.Name)
+		withAttention = true
 	case "native":
 		if info.IsDir() {
 			return fmt.Errorf("calibrate: --format native needs a CSV file, not the directory %s", *trace)
@@ -211,11 +238,18 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		tr = &calibrate.Trace{Samples: ss, Sources: []string{filepath.Base(*trace)}}
 	default:
-		return fmt.Errorf("calibrate: --format %q: want vidur or native", f)
+		return fmt.Errorf("calibrate: --format %q: want vidur, native or bundle", f)
 	}
 	p, err := calibrate.FitProfile(tr, g, opt)
 	if err != nil {
 		return err
+	}
+	// As the built-in profiles: attention from LLMServingSim's bundles
+	// when they sit beside Vidur's data (../shared/data/llmservingsim).
+	if bd := calibrate.BundlesDir(*trace); withAttention && calibrate.IsBundleDir(bd) {
+		if _, err := calibrate.AttachAttention(p, bd); err != nil {
+			return err
+		}
 	}
 	if err := emit(p.WriteTOML(), "the "+g.Name+" profile"); err != nil {
 		return err
@@ -237,4 +271,38 @@ func writeFileAtomic(path string, data []byte) error {
 		return err
 	}
 	return experiments.WriteFileAtomic(path, data)
+}
+
+// calibrateBundle fits attention to the bundles under dir for GPU g and
+// writes base (or g's built-in profile) with it.
+func calibrateBundle(dir string, isDir bool, g *hardware.GPU, gpus *hardware.Catalog, base string, emit func([]byte, string) error, stdout io.Writer, describe bool) error {
+	if !isDir {
+		return fmt.Errorf("calibrate: --format bundle needs a directory (an LLMServingSim profile bundle, with meta.yaml), not %s", dir)
+	}
+	var p *calibrate.Profile
+	if base != "" {
+		var err error
+		if p, err = calibrate.LoadProfile(base); err != nil {
+			return err
+		}
+		if p.GPU != g.Name {
+			return fmt.Errorf("calibrate: --base %s is the %s profile, not %s's", base, p.GPU, g.Name)
+		}
+	} else {
+		var ok bool
+		if p, ok = calibrate.Builtin(g.Name); !ok {
+			return fmt.Errorf("calibrate: a bundle trace fits attention only, and gpu %q has no built-in profile for the other operators: give one with --base FILE (built in: %s)", g.Name, strings.Join(calibrate.BuiltinGPUs, ", "))
+		}
+	}
+	q, err := calibrate.WithBundleAttention(p, dir, gpus)
+	if err != nil {
+		return err
+	}
+	if err := emit(q.WriteTOML(), "the "+g.Name+" profile"); err != nil {
+		return err
+	}
+	if describe {
+		fmt.Fprintln(stdout, q.Describe())
+	}
+	return nil
 }

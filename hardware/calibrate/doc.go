@@ -117,10 +117,17 @@
 // is an error naming its line and field, not a run of 1e300-second kernels.
 //
 // Attention is missing from the Vidur data (SOURCE.md: attention.csv was
-// not obtained), so unless a native trace has attention timings it is
-// priced by roofline with a FlashAttention-like efficiency: 50 % of the
-// BF16 peak on FLOPs, 80 % of HBM bandwidth on bytes, 4 µs per kernel
-// (hardware.DefaultEfficiency); every profile says so in [Attention].
+// not obtained). It is fitted to LLMServingSim's profile bundles
+// ([ReadBundle], [FitAttention]; ../shared/data/llmservingsim/profiles,
+// which [GenerateBuiltin] and `servesim calibrate --trace` on Vidur's data
+// find beside it): prefill, decode-only and mixed-call decode parameters,
+// see attention.go. A GPU without attention timings takes the fit of the
+// GPU that runs the same kernels ([AttachAttention]: A100 the RTX 4090's,
+// H200 and B200 the H100's) and its [Attention] says so. A fitted profile
+// with neither (a native trace without attention rows, a GPU nobody
+// measured) prices attention by roofline with a FlashAttention-like
+// efficiency: 50 % of the BF16 peak on FLOPs, 80 % of HBM bandwidth on
+// bytes, 4 µs per kernel (hardware.DefaultEfficiency), and says so.
 //
 // The per-iteration CPU overhead comes from cpu_overheads.csv: sarathi-serve's
 // schedule + sampler + prepare-inputs + process-outputs time is fitted as

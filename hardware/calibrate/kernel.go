@@ -42,6 +42,7 @@ type Calibrated struct {
 	sms     int        // the GPU's SMs (waves of the tile model)
 	trees   *forest    // GEMM residual trees; nil: none
 	invBW   float64    // 1/MemBW (the trees' roofline feature)
+	mixed   class      // decodes in a call with a prefill chunk (models.Op.Mixed)
 }
 
 type class struct {
@@ -56,6 +57,9 @@ type class struct {
 	invRow float64 // 1/(MemBW·row_memory_eff); 0: no per-row term
 	tm, tn int     // GEMM output tile; tm = 0: no wave term
 	wave   float64 // 2·tm·tn·SMs: FLOPs of one wave per unit of K
+	// invRowC is 1/ρ of a per-row compute term FLOPs/tokens/(peak·ρ)
+	// (prefill attention); 0: none.
+	invRowC float64
 }
 
 var (
@@ -135,12 +139,24 @@ func (p *Profile) Calibrated(g *hardware.GPU, tp int) (*Calibrated, error) {
 	if !qkNorm {
 		k.cls[models.OpQKNorm] = k.cls[models.OpNorm]
 	}
-	att := class{o: p.Attention.OverheadS, invM: 1 / (g.MemBW * p.Attention.MemoryEff)}
-	for d := range att.invC {
-		att.invC[d] = 1 / p.Attention.ComputeEff
+	att := class{o: p.Attention.OverheadS, invC: uniform(1 / p.Attention.ComputeEff), invM: 1 / (g.MemBW * p.Attention.MemoryEff)}
+	if r := p.Attention.PrefillRowComputeEff; r > 0 {
+		att.invRowC = 1 / r
 	}
 	k.cls[models.OpAttnPrefill] = att
+	att.invRowC = 0
 	k.cls[models.OpAttnDecode] = att
+	if a := p.Attention; a.DecodeMemoryEff > 0 {
+		d := class{o: a.DecodeOverheadS, invC: uniform(1 / a.DecodeComputeEff), invM: 1 / (g.MemBW * a.DecodeMemoryEff)}
+		if a.DecodeRowMemoryEff > 0 {
+			d.invRow = 1 / (g.MemBW * a.DecodeRowMemoryEff)
+		}
+		k.cls[models.OpAttnDecode] = d
+	}
+	k.mixed = k.cls[models.OpAttnDecode]
+	if a := p.Attention; a.MixedMemoryEff > 0 {
+		k.mixed = class{o: a.MixedOverheadS, invC: uniform(1 / a.MixedComputeEff), invM: 1 / (g.MemBW * a.MixedMemoryEff)}
+	}
 	if tp > 1 {
 		n := float64(tp)
 		lat, eff := g.LinkLatency, hardware.DefaultEfficiency().Link
@@ -152,6 +168,10 @@ func (p *Profile) Calibrated(g *hardware.GPU, tp int) (*Calibrated, error) {
 	}
 	return k, nil
 }
+
+// uniform is x for every math precision (attention's efficiencies do not
+// depend on the weights' precision).
+func uniform(x float64) [3]float64 { return [3]float64{x, x, x} }
 
 // allReduceFor returns the all-reduce entry for tp: exact, else the nearest
 // TP (the larger on a tie).
@@ -185,6 +205,9 @@ func (k *Calibrated) OpTime(op *models.Op) float64 {
 		return 0
 	}
 	c := &k.cls[op.Kind]
+	if op.Mixed && op.Kind == models.OpAttnDecode {
+		c = &k.mixed
+	}
 	n := float64(max(op.Tokens, 1))
 	d := op.Compute
 	inv := k.invPeak[d]
@@ -202,6 +225,9 @@ func (k *Calibrated) OpTime(op *models.Op) float64 {
 	t := max(tc, op.Bytes*c.invM)
 	if c.invRow > 0 {
 		t = max(t, op.Bytes/n*c.invRow)
+	}
+	if c.invRowC > 0 {
+		t = max(t, op.FLOPs/n*inv*c.invRowC)
 	}
 	t += c.o
 	if k.trees != nil && treeDomain(op, &k.trees.kinds, k.trees.dtype) {

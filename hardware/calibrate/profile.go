@@ -110,13 +110,38 @@ type Iteration struct {
 	Source string `toml:"source"`
 }
 
-// Attention is the roofline that prices OpAttnPrefill and OpAttnDecode:
-// OverheadS + max(FLOPs/(peak·ComputeEff), Bytes/(MemBW·MemoryEff)).
+// Attention prices OpAttnPrefill by the roofline
+// OverheadS + max(FLOPs/(peak·ComputeEff), Bytes/(MemBW·MemoryEff)), and
+// OpAttnDecode by the same with the Decode* parameters and a per-sequence
+// term, Bytes/decodes/(MemBW·DecodeRowMemoryEff) (see attention.go); with
+// DecodeMemoryEff = 0 decodes take the prefill parameters (an assumed
+// roofline). A mixed batch is the sum of the two (one FlashAttention call
+// measured as such: the fit sets the two overheads so).
 type Attention struct {
 	ComputeEff float64 `toml:"compute_eff"`
 	MemoryEff  float64 `toml:"memory_eff"`
 	OverheadS  float64 `toml:"overhead_s"`
-	Source     string  `toml:"source"`
+	// PrefillRowComputeEff, if > 0, adds a prefill term FLOPs/tokens /
+	// (peak·it): one query row's keys at a fraction of the peak, the
+	// latency of a short chunk over a long context (few thread blocks).
+	PrefillRowComputeEff float64 `toml:"prefill_row_compute_eff"`
+	// Decode parameters; all 0: as prefill.
+	DecodeComputeEff   float64 `toml:"decode_compute_eff"`
+	DecodeMemoryEff    float64 `toml:"decode_memory_eff"`
+	DecodeRowMemoryEff float64 `toml:"decode_row_memory_eff"`
+	DecodeOverheadS    float64 `toml:"decode_overhead_s"`
+	// Mixed parameters price the decodes of a call that also holds a
+	// prefill chunk (models.Op.Mixed); all 0: as decode-only.
+	MixedComputeEff float64 `toml:"mixed_compute_eff"`
+	MixedMemoryEff  float64 `toml:"mixed_memory_eff"`
+	MixedOverheadS  float64 `toml:"mixed_overhead_s"`
+	// From is "assumed" (or ""), "fit" (to this GPU's attention timings) or
+	// "transferred from <gpu>" (another GPU's fit on this GPU's peaks).
+	From string `toml:"from"`
+	// Fit is the in-sample error of a "fit" (held-out errors are in the
+	// notes and `servesim calibrate --report`).
+	Fit    FitStats `toml:"fit"`
+	Source string   `toml:"source"`
 }
 
 // OpParams are the parameters of one operator class. One occurrence takes
@@ -266,7 +291,7 @@ func (p *Profile) Describe() string {
 	if s := p.precisionSummary(); s != "" {
 		b.WriteString("; " + s)
 	}
-	fmt.Fprintf(&b, "; attention by roofline at %.0f %% of peak (assumed)", 100*p.Attention.ComputeEff)
+	b.WriteString("; " + p.Attention.describe())
 	if len(p.AllReduce) == 0 {
 		b.WriteString("; all-reduce by roofline")
 	}
@@ -309,6 +334,9 @@ func Transfer(p *Profile, g *hardware.GPU) (*Profile, error) {
 	}
 	for i := range t.AllReduce {
 		t.AllReduce[i].Fit = FitStats{}
+	}
+	if t.Attention.From == "fit" {
+		t.Attention.From, t.Attention.Fit = "transferred from "+p.GPU, FitStats{}
 	}
 	if t.GEMMTrees != nil {
 		tt := *t.GEMMTrees
@@ -354,13 +382,18 @@ var builtinProfiles = func() map[string]*builtinProfile {
 }()
 
 // BuiltinGPUs are the GPUs with a built-in profile.
-var BuiltinGPUs = []string{"a100", "h100", "h200", "b200"}
+var BuiltinGPUs = []string{"a100", "h100", "h200", "b200", "rtx-pro-6000", "rtx-4090"}
+
+// bundleGPUs are the built-in GPUs fitted to LLMServingSim's bundles alone.
+var bundleGPUs = []string{"rtx-pro-6000", "rtx-4090"}
 
 // Builtin returns a copy of the built-in profile of a catalog GPU ("a100",
-// "h100", "h200", "b200"; aliases such as "h100-sxm" resolve through
-// hardware.Builtin()), or false. A100 and H100 are fitted from
-// ../shared/data/vidur-profiling; H200 and B200 are the H100 fit
-// transferred through their specs. `go generate ./hardware/calibrate`
+// "h100", "h200", "b200", "rtx-pro-6000", "rtx-4090"; aliases such as
+// "h100-sxm" resolve through hardware.Builtin()), or false. A100 and H100
+// are fitted from ../shared/data/vidur-profiling; H200 and B200 are the
+// H100 fit transferred through their specs; RTX PRO 6000 and RTX 4090 are
+// fitted to LLMServingSim's profile bundles (dense.csv, per_sequence.csv,
+// attention.csv). `go generate ./hardware/calibrate`
 // regenerates them (see doc.go). It panics if an embedded profile does not
 // load, which TestBuiltinProfiles rules out.
 func Builtin(gpu string) (*Profile, bool) {

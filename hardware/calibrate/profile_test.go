@@ -173,8 +173,15 @@ func TestBuiltinProfiles(t *testing.T) {
 		if _, err := p.Kernel(g, 8); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
-		if d := p.Describe(); !strings.HasPrefix(d, name+": ") || !strings.Contains(d, "attention by roofline") {
+		// Attention: fitted to the H100 bundle; A100 takes the RTX 4090's
+		// fit (same FlashAttention-2 kernels), H200 and B200 the H100's.
+		wantAttn := map[string]string{"h100": "fit", "a100": "transferred from rtx-4090", "h200": "transferred from h100", "b200": "transferred from h100",
+			"rtx-pro-6000": "fit", "rtx-4090": "fit"}[name]
+		if d := p.Describe(); !strings.HasPrefix(d, name+": ") || !strings.Contains(d, "attention") || strings.Contains(d, "assumed") {
 			t.Errorf("%s: Describe() = %q", name, d)
+		}
+		if p.Attention.From != wantAttn {
+			t.Errorf("%s: attention from %q, want %q", name, p.Attention.From, wantAttn)
 		}
 		wantDeriv := DerivationFitted
 		if name == "h200" || name == "b200" {
@@ -186,8 +193,8 @@ func TestBuiltinProfiles(t *testing.T) {
 		if p.Derivation != wantDeriv {
 			t.Errorf("%s: derivation %q, want %q", name, p.Derivation, wantDeriv)
 		}
-		if !strings.Contains(p.Attention.Source, "FlashAttention") {
-			t.Errorf("%s: attention source does not state the assumption: %q", name, p.Attention.Source)
+		if !strings.Contains(p.Attention.Source, "LLMServingSim") {
+			t.Errorf("%s: attention source does not name its data: %q", name, p.Attention.Source)
 		}
 	}
 	// Transferred profiles keep the H100 efficiencies.

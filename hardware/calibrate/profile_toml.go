@@ -202,8 +202,27 @@ func (p *Profile) WriteTOML() []byte {
 	w("transferred_from = %s\nnote = %s\n\n", tomlQuote(p.Source.TransferredFrom), tomlQuote(p.Source.Note))
 	w("[peaks]\nbf16_flops = %s\nmem_bw = %s\nlink_bw = %s\nsms = %d\n\n", tomlFloat(p.Peaks.BF16FLOPS), tomlFloat(p.Peaks.MemBW), tomlFloat(p.Peaks.LinkBW), p.Peaks.SMs)
 	w("[iteration]\noverhead_s = %s\nper_request_s = %s\nsource = %s\n\n", tomlFloat(p.Iteration.OverheadS), tomlFloat(p.Iteration.PerRequestS), tomlQuote(p.Iteration.Source))
-	w("[attention]\ncompute_eff = %s\nmemory_eff = %s\noverhead_s = %s\nsource = %s\n",
-		tomlFloat(p.Attention.ComputeEff), tomlFloat(p.Attention.MemoryEff), tomlFloat(p.Attention.OverheadS), tomlQuote(p.Attention.Source))
+	w("[attention]\ncompute_eff = %s\nmemory_eff = %s\noverhead_s = %s\n",
+		tomlFloat(p.Attention.ComputeEff), tomlFloat(p.Attention.MemoryEff), tomlFloat(p.Attention.OverheadS))
+	if a := p.Attention; a.PrefillRowComputeEff > 0 {
+		w("prefill_row_compute_eff = %s\n", tomlFloat(a.PrefillRowComputeEff))
+	}
+	if a := p.Attention; a.DecodeMemoryEff > 0 {
+		w("decode_compute_eff = %s\ndecode_memory_eff = %s\ndecode_row_memory_eff = %s\ndecode_overhead_s = %s\n",
+			tomlFloat(a.DecodeComputeEff), tomlFloat(a.DecodeMemoryEff), tomlFloat(a.DecodeRowMemoryEff), tomlFloat(a.DecodeOverheadS))
+	}
+	if a := p.Attention; a.MixedMemoryEff > 0 {
+		w("mixed_compute_eff = %s\nmixed_memory_eff = %s\nmixed_overhead_s = %s\n",
+			tomlFloat(a.MixedComputeEff), tomlFloat(a.MixedMemoryEff), tomlFloat(a.MixedOverheadS))
+	}
+	if p.Attention.From != "" {
+		w("from = %s\n", tomlQuote(p.Attention.From))
+	}
+	w("source = %s\n", tomlQuote(p.Attention.Source))
+	if p.Attention.Fit.Samples > 0 {
+		b.WriteString("\n")
+		writeStats(&b, "attention.fit", p.Attention.Fit)
+	}
 	writePrecisions(&b, p.GEMMPrecisions)
 	for _, o := range p.Ops {
 		w("\n[[op]]\nop = %s\noverhead_s = %s\ncompute_eff = %s\nhalf_tokens = %s\nmemory_eff = %s\nrow_memory_eff = %s\nwave_eff = %s\ntile_m = %d\ntile_n = %d\nfrom = %s\n",

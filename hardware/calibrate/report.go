@@ -110,6 +110,9 @@ type Accuracy struct {
 	XLAFits, XLACheck *ErrTable
 	// Profiles are the in-sample fits by GPU.
 	Profiles map[string]*Profile
+	// Attention is the attention model's error table (EvaluateAttention),
+	// when the LLMServingSim bundles sit beside the trace (BundlesDir).
+	Attention *ErrTable
 }
 
 // ReportOptions say what Evaluate reads besides the Vidur data.
@@ -329,6 +332,13 @@ func Evaluate(dir string, opt ReportOptions) (*Accuracy, error) {
 		return nil, err
 	}
 	acc.Steps = steps
+	if bd := BundlesDir(dir); bundlesPresent(bd) {
+		t, _, err := EvaluateAttention(bd)
+		if err != nil {
+			return nil, err
+		}
+		acc.Attention = t
+	}
 	return acc, nil
 }
 
@@ -635,7 +645,7 @@ func (a *Accuracy) Markdown(w io.Writer) error {
 	var b strings.Builder
 	b.WriteString("Cells: median / p90 of the absolute percentage error |predicted/measured − 1|, the median signed error " +
 		"(> 0: predicted slower than measured), and the number of kernel timings.\n\n")
-	for _, t := range []*ErrTable{a.InSample, a.HeldOutModel, a.HeldOutPerModel, a.Floor, a.HeldOutGPU, a.Measured, a.XLAFits, a.XLACheck} {
+	for _, t := range []*ErrTable{a.InSample, a.HeldOutModel, a.HeldOutPerModel, a.Floor, a.HeldOutGPU, a.Measured, a.XLAFits, a.XLACheck, a.Attention} {
 		if t == nil {
 			continue
 		}
@@ -739,9 +749,43 @@ func GenerateBuiltin(dir string, measured []string) (map[string][]byte, error) {
 	tt := table("", []string{"a100 → h100"}, [][]labelled{l})
 	gemm, _ := tt.Cell(RowGEMMs, "a100 → h100")
 	all, _ := tt.Cell(RowAll, "a100 → h100")
+	withAttention := func(p *Profile) error {
+		ok, err := AttachAttention(p, BundlesDir(dir))
+		if err != nil {
+			return fmt.Errorf("%w (the built-in profiles' attention is fitted to ../shared/data/llmservingsim/profiles, beside %s)", err, dir)
+		}
+		if !ok {
+			return fmt.Errorf("calibrate: no attention timings for %s and no GPU to transfer them from", p.GPU)
+		}
+		return nil
+	}
 	out := map[string][]byte{}
 	for _, name := range traceGPUs {
+		if err := withAttention(fitted[name]); err != nil {
+			return nil, err
+		}
 		out[name] = fitted[name].WriteTOML()
+	}
+	// RTX PRO 6000 and RTX 4090: every class fitted to the bundles' dense
+	// operators (bundle_dense.go), with the H100's (A100 host's) iteration
+	// overhead: the bundles time kernels only.
+	bdirs, err := FindBundles(BundlesDir(dir))
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range bundleGPUs {
+		g, err := hardware.Builtin().Get(name)
+		if err != nil {
+			return nil, err
+		}
+		p, err := fitBundleGPU(bdirs, g, fitted["h100"].Iteration, models.Builtin())
+		if err != nil {
+			return nil, err
+		}
+		if err := withAttention(p); err != nil {
+			return nil, err
+		}
+		out[name] = p.WriteTOML()
 	}
 	for _, name := range []string{"h200", "b200"} {
 		g, err := hardware.Builtin().Get(name)
@@ -787,6 +831,9 @@ func GenerateBuiltin(dir string, measured []string) (map[string][]byte, error) {
 				"(> 0: this profile predicts slower kernels than measured).", name, filepath.Base(path), len(ss), c.Median, c.P90, c.Bias))
 		}
 		p.Notes = append(notes, p.Notes[1:]...)
+		if err := withAttention(p); err != nil {
+			return nil, err
+		}
 		out[name] = p.WriteTOML()
 	}
 	return out, nil

@@ -104,6 +104,9 @@ func (p *Profile) validate() error {
 	if err := overhead("attention.overhead_s", p.Attention.OverheadS); err != nil {
 		return err
 	}
+	if err := p.Attention.validateDecode(); err != nil {
+		return err
+	}
 	seen := map[string]int{}
 	for i, o := range p.Ops {
 		at := func(f string) string { return fmt.Sprintf("op[%d].%s", i, f) }

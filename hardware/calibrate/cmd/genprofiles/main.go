@@ -1,7 +1,9 @@
 // Command genprofiles regenerates servesim's built-in calibrated profiles
 // (hardware/calibrate/profiles/{a100,h100,h200,b200}.toml) from a copy of
 // Vidur's profiling data: A100 and H100 are fitted to their traces, H200
-// and B200 are the H100 fit transferred through their specs.
+// and B200 are the H100 fit transferred through their specs. Attention is
+// fitted to LLMServingSim's profile bundles, which must sit beside the
+// Vidur copy (../shared/data/llmservingsim/profiles).
 //
 // From the repository root:
 //

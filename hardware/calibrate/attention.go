@@ -1,0 +1,339 @@
+package calibrate
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/servesim/servesim/hardware"
+	"github.com/servesim/servesim/models"
+)
+
+// The calibrated attention model. Package models prices a batch's attention
+// as two operators per layer: OpAttnPrefill (the prefill chunks: FLOPs of
+// QKᵀ and PV over the causal query–key pairs, chunk × (prior + (chunk+1)/2);
+// bytes of Q, O and the KV read and written) and OpAttnDecode (the decodes:
+// the KV bytes every decode reads, 2 × kv_heads × head_dim × 2 bytes per
+// context token, and its FLOPs). vLLM runs both in one FlashAttention varlen
+// call; a bundle's attention.csv times that call. The simulator keeps the
+// two operators and sums them, so the fitted model is that sum:
+//
+//	t(call) = [prefill] (o_p + max(F_p/(peak·η_p), B_p/(BW·μ_p)))
+//	        + [decodes] (o_d + max(F_d/(peak·η_d), B_d/(BW·μ_d), B_d/n/(BW·ρ_d)))
+//
+// fitted to every row of the call (pure prefill, pure decode and mixed), so
+// that the two overheads add up to a mixed call's and each operator alone
+// to a pure one's. The last decode term is one sequence's KV at a fraction
+// ρ_d of the bandwidth: a few long decodes cannot fill the GPU (vLLM's
+// varlen call does not split a sequence's KV over thread blocks).
+// The fit minimises the squared log error, from fixed starts
+// (Levenberg–Marquardt): deterministic.
+
+// attnDims are the attention shapes of a bundle's model at TP 1, from its
+// Hugging Face config.json (meta.yaml records heads per rank for one TP
+// degree, never head_dim). AttnDims checks them against meta.yaml.
+var attnDims = map[string]struct{ heads, kvHeads, headDim int }{
+	// config.json: num_attention_heads 32, num_key_value_heads 8, hidden 4096 / 32 = 128.
+	"meta-llama/Llama-3.1-8B": {32, 8, 128},
+	// config.json: num_attention_heads 64, num_key_value_heads 8, head_dim 128.
+	"Qwen/Qwen3-32B": {64, 8, 128},
+	// config.json: num_attention_heads 32, num_key_value_heads 4, head_dim 128.
+	"Qwen/Qwen3-30B-A3B-Instruct-2507": {32, 4, 128},
+	// config.json text_config: num_attention_heads 16, num_key_value_heads 2,
+	// head_dim 256 (the full-attention layers; SOURCE.md: attention.csv
+	// holds only those).
+	"Qwen/Qwen3.6-35B-A3B": {16, 2, 256},
+}
+
+// AttnModel returns a models.Model that carries only the attention shapes
+// of the bundle's model (one layer, TP-1 head counts): what the fit prices
+// the bundle's rows with. It checks the head counts against meta.yaml's
+// hf_overrides, which are per rank for the largest TP degree.
+func (b *Bundle) AttnModel() (*models.Model, error) {
+	d, ok := attnDims[b.Meta.Model]
+	if !ok {
+		known := make([]string, 0, len(attnDims))
+		for k := range attnDims {
+			known = append(known, k)
+		}
+		sort.Strings(known)
+		return nil, fmt.Errorf("calibrate: %s line %d: model %q: its attention shapes (heads, KV heads, head_dim) are not known to servesim (known: %s)",
+			filepath.Join(b.Dir, "meta.yaml"), b.Meta.line("model"), b.Meta.Model, strings.Join(known, ", "))
+	}
+	tp := 1
+	for _, t := range b.Meta.TPDegrees {
+		tp = max(tp, t)
+	}
+	for _, c := range []struct {
+		key  string
+		full int
+	}{{"num_attention_heads", d.heads}, {"num_key_value_heads", d.kvHeads}} {
+		k := "engine_effective.hf_overrides." + c.key
+		s, ok := b.Meta.Values[k]
+		if !ok {
+			continue
+		}
+		v, err := strconv.Atoi(s)
+		want := max(1, c.full/tp)
+		if err != nil || v != want && v != c.full {
+			return nil, fmt.Errorf("calibrate: %s line %d: %s = %s, but %s has %d (%d per rank at TP %d)",
+				filepath.Join(b.Dir, "meta.yaml"), b.Meta.line(k), c.key, s, b.Meta.Model, c.full, want, tp)
+		}
+	}
+	return &models.Model{Name: b.Meta.Model, Layers: 1, Hidden: d.heads * d.headDim, Heads: d.heads, KVHeads: d.kvHeads,
+		HeadDim: d.headDim, FFN: 1, Vocab: 1}, nil
+}
+
+// BundleGPU returns the catalog GPU a bundle was measured on, by its folder
+// label or its device name.
+func (b *Bundle) BundleGPU(cat *hardware.Catalog) (*hardware.GPU, error) {
+	slug := func(s string) string {
+		return strings.Trim(strings.Map(func(r rune) rune {
+			switch {
+			case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+				return r
+			case r >= 'A' && r <= 'Z':
+				return r + 'a' - 'A'
+			}
+			return '-'
+		}, s), "-")
+	}
+	for _, n := range []string{b.Meta.Hardware, slug(b.Meta.GPU), strings.TrimPrefix(slug(b.Meta.GPU), "nvidia-")} {
+		if n == "" {
+			continue
+		}
+		if g, err := cat.Get(strings.ToLower(n)); err == nil {
+			return g, nil
+		}
+	}
+	// "NVIDIA H100 80GB HBM3": the first word after the vendor that names a GPU.
+	for _, w := range strings.Fields(b.Meta.GPU) {
+		if g, err := cat.Get(strings.ToLower(w)); err == nil {
+			return g, nil
+		}
+	}
+	return nil, fmt.Errorf("calibrate: %s line %d: gpu %q is not in the GPU catalog (add it, with an alias, to a --gpus file)",
+		filepath.Join(b.Dir, "meta.yaml"), b.Meta.line("gpu"), b.Meta.GPU)
+}
+
+// AttnSample is one attention call priced by package models: the two
+// operators of the call (Kind 0 = none) and the measured time.
+type AttnSample struct {
+	Prefill, Decode models.Op
+	HasP, HasD      bool
+	Seconds         float64
+	Model           string // bundle's model
+	TP              int
+	Row             AttnRow
+	Where           string // "FILE line N"
+}
+
+// AttnSamples prices every attention row of the bundle with package
+// models (one layer, the rank's heads at each TP degree, BF16 KV).
+func (b *Bundle) AttnSamples() ([]AttnSample, error) {
+	m, err := b.AttnModel()
+	if err != nil {
+		return nil, err
+	}
+	var out []AttnSample
+	var ops []models.Op
+	for _, t := range b.TP {
+		p := models.Parallel{TP: t.TP, Weights: models.BF16, KV: models.BF16}
+		file := filepath.Join(filepath.Base(b.Dir), fmt.Sprintf("tp%d", t.TP), "attention.csv")
+		for _, r := range t.Attention {
+			ops = m.BatchOps(AttnBatch(r), p, ops[:0])
+			s := AttnSample{Seconds: r.Seconds, Model: b.Meta.Model, TP: t.TP, Row: r, Where: fmt.Sprintf("%s line %d", file, r.Line)}
+			for _, op := range ops {
+				switch op.Kind {
+				case models.OpAttnPrefill:
+					s.Prefill, s.HasP = op, true
+				case models.OpAttnDecode:
+					s.Decode, s.HasD = op, true
+				}
+			}
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// AttnBatch is the simulator's batch of one attention.csv row: at most one
+// prefill chunk over its prior context, and decodes that share one context.
+func AttnBatch(r AttnRow) models.Batch {
+	var b models.Batch
+	if r.PrefillChunk > 0 {
+		p := float64(r.PrefillChunk)
+		b.Prefills, b.PrefillTokens, b.PrefillCtx = 1, r.PrefillChunk, int64(r.KVPrefill)
+		b.PrefillPairs = p * (float64(r.KVPrefill) + (p+1)/2)
+	}
+	b.Decodes, b.DecodeCtx = r.NDecode, int64(r.NDecode)*int64(r.KVDecode)
+	return b
+}
+
+// AttnTime is the calibrated attention time of sample s under a on g: the
+// sum of Calibrated.OpTime of its two operators.
+func AttnTime(a *Attention, g *hardware.GPU, s *AttnSample) float64 {
+	var t float64
+	if s.HasP {
+		t += a.prefillTime(g, &s.Prefill)
+	}
+	if s.HasD {
+		t += a.decodeTime(g, &s.Decode)
+	}
+	return t
+}
+
+func (a *Attention) prefillTime(g *hardware.GPU, op *models.Op) float64 {
+	t := max(op.FLOPs/(g.PeakFLOPS(op.Compute)*a.ComputeEff), op.Bytes/(g.MemBW*a.MemoryEff))
+	if a.PrefillRowComputeEff > 0 {
+		t = max(t, op.FLOPs/float64(max(op.Tokens, 1))/(g.PeakFLOPS(op.Compute)*a.PrefillRowComputeEff))
+	}
+	return a.OverheadS + t
+}
+
+func (a *Attention) decodeTime(g *hardware.GPU, op *models.Op) float64 {
+	if op.Mixed && a.MixedMemoryEff > 0 {
+		return a.MixedOverheadS + max(op.FLOPs/(g.PeakFLOPS(op.Compute)*a.MixedComputeEff), op.Bytes/(g.MemBW*a.MixedMemoryEff))
+	}
+	ce, me, re, o := a.decode()
+	d := max(op.FLOPs/(g.PeakFLOPS(op.Compute)*ce), op.Bytes/(g.MemBW*me))
+	if re > 0 {
+		d = max(d, op.Bytes/float64(max(op.Tokens, 1))/(g.MemBW*re))
+	}
+	return o + d
+}
+
+// decode returns the decode-only parameters: the Decode* fields, or the
+// prefill ones when the profile has none (an assumed roofline).
+func (a *Attention) decode() (ce, me, re, o float64) {
+	if a.DecodeMemoryEff > 0 {
+		return a.DecodeComputeEff, a.DecodeMemoryEff, a.DecodeRowMemoryEff, a.DecodeOverheadS
+	}
+	return a.ComputeEff, a.MemoryEff, 0, a.OverheadS
+}
+
+// minAttnRows is the least number of calls of each kind (pure prefill,
+// pure decode, mixed) an attention fit needs: about five per parameter.
+const minAttnRows = 16
+
+// FitAttention fits the attention model to ss measured on g, in three
+// stages, each a least-squares fit of the log error
+// (Levenberg–Marquardt from fixed starts, so deterministic): the prefill
+// parameters to the pure-prefill calls, the decode-only parameters to the
+// pure-decode calls, then the mixed-decode parameters to the mixed calls
+// with the prefill part fixed. The result's From is "fit" and Fit its
+// in-sample error over all of ss.
+func FitAttention(ss []AttnSample, g *hardware.GPU) (Attention, error) {
+	var pre, dec, mix []AttnSample
+	for _, s := range ss {
+		switch {
+		case s.HasP && s.HasD:
+			mix = append(mix, s)
+		case s.HasP:
+			pre = append(pre, s)
+		case s.HasD:
+			dec = append(dec, s)
+		}
+	}
+	if len(pre) < minAttnRows || len(dec) < minAttnRows || len(mix) < minAttnRows {
+		return Attention{}, fmt.Errorf("calibrate: attention fit on %s: %d pure-prefill, %d pure-decode and %d mixed calls; need %d of each",
+			g.Name, len(pre), len(dec), len(mix), minAttnRows)
+	}
+	var a Attention
+	set := func(dst []*float64, x []float64, kinds string) {
+		for i, d := range dst {
+			if kinds[i] == 'o' {
+				*d = math.Exp(x[i])
+			} else {
+				*d = math.Min(1, math.Max(minEff, logistic(x[i])))
+			}
+		}
+	}
+	stage := func(rows []AttnSample, dst []*float64, kinds string, starts [][]float64) {
+		res := func(x, r []float64) {
+			set(dst, x, kinds)
+			for i := range rows {
+				r[i] = math.Log(AttnTime(&a, g, &rows[i])) - math.Log(rows[i].Seconds)
+			}
+		}
+		var best []float64
+		bestCost := math.Inf(1)
+		for _, x0 := range starts {
+			x, c := levenbergMarquardt(res, nil, x0, len(rows), 200)
+			if c < bestCost {
+				best, bestCost = x, c
+			}
+		}
+		set(dst, best, kinds)
+	}
+	stage(pre, []*float64{&a.OverheadS, &a.ComputeEff, &a.MemoryEff, &a.PrefillRowComputeEff}, "oeee", [][]float64{
+		{math.Log(5e-6), logit(0.5), logit(0.5), logit(0.002)}, {math.Log(2e-6), logit(0.2), logit(0.1), logit(0.0005)}})
+	stage(dec, []*float64{&a.DecodeOverheadS, &a.DecodeComputeEff, &a.DecodeMemoryEff, &a.DecodeRowMemoryEff}, "oeee", [][]float64{
+		{math.Log(5e-6), logit(0.3), logit(0.7), logit(0.3)}, {math.Log(10e-6), logit(0.05), logit(0.9), logit(0.05)}})
+	stage(mix, []*float64{&a.MixedOverheadS, &a.MixedComputeEff, &a.MixedMemoryEff}, "oee", [][]float64{
+		{math.Log(2e-6), logit(0.01), logit(0.5)}, {math.Log(10e-6), logit(0.002), logit(0.2)}})
+	a.From = "fit"
+	a.Fit = AttnErrors(&a, g, ss)
+	return a, nil
+}
+
+// AttnErrors are the absolute percentage errors of a on ss.
+func AttnErrors(a *Attention, g *hardware.GPU, ss []AttnSample) FitStats {
+	ape := make([]float64, len(ss))
+	for i := range ss {
+		ape[i] = 100 * math.Abs(AttnTime(a, g, &ss[i])/ss[i].Seconds-1)
+	}
+	return statsOf(ape)
+}
+
+// doubling reports whether every axis value of r is on the doubling grid
+// (0 or 16·2^k; n_decode 0 or 2^k), as opposed to the ×1.5 rows the
+// RTX PRO 6000 bundles add.
+func doubling(r AttnRow) bool {
+	pow2 := func(v int) bool { return v > 0 && v&(v-1) == 0 }
+	for _, v := range []int{r.PrefillChunk, r.KVPrefill, r.KVDecode} {
+		if v != 0 && !(v >= 16 && pow2(v)) {
+			return false
+		}
+	}
+	return r.NDecode == 0 || pow2(r.NDecode)
+}
+
+// validateDecode checks the decode parameters (all 0, or efficiencies in
+// [minEff, 1] with a row efficiency that may be 0), From and Fit.
+func (a *Attention) validateDecode() error {
+	if a.DecodeMemoryEff == 0 && a.DecodeComputeEff == 0 && a.DecodeRowMemoryEff == 0 && a.DecodeOverheadS == 0 {
+		// decodes as prefill
+	} else {
+		if err := frac("attention.decode_compute_eff", a.DecodeComputeEff, 1); err != nil {
+			return err
+		}
+		if err := frac("attention.decode_memory_eff", a.DecodeMemoryEff, 1); err != nil {
+			return err
+		}
+		if !(a.DecodeRowMemoryEff == 0 || a.DecodeRowMemoryEff >= minEff && a.DecodeRowMemoryEff <= 1) {
+			return &fieldErr{field: "attention.decode_row_memory_eff", msg: fmt.Sprintf("must be 0 (no per-sequence term) or in [%g, 1], got %v", minEff, a.DecodeRowMemoryEff)}
+		}
+		if err := overhead("attention.decode_overhead_s", a.DecodeOverheadS); err != nil {
+			return err
+		}
+	}
+	if !(a.From == "" || a.From == "assumed" || a.From == "fit" || strings.HasPrefix(a.From, "transferred from ") && len(a.From) > len("transferred from ")) {
+		return &fieldErr{field: "attention.from", msg: fmt.Sprintf("%q: want \"assumed\", \"fit\" or \"transferred from <gpu>\"", a.From)}
+	}
+	return a.Fit.validate("attention.fit")
+}
+
+// describe is the attention part of Profile.Describe.
+func (a *Attention) describe() string {
+	switch {
+	case a.From == "fit":
+		return fmt.Sprintf("attention fitted to measured kernel times (in-sample median error %.1f %%)", a.Fit.MedianAPE)
+	case strings.HasPrefix(a.From, "transferred from "):
+		return fmt.Sprintf("attention: the %s fit to measured kernel times, transferred", strings.TrimPrefix(a.From, "transferred from "))
+	}
+	return fmt.Sprintf("attention by roofline at %.0f %% of peak (assumed)", 100*a.ComputeEff)
+}

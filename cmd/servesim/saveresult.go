@@ -3,7 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -51,7 +53,7 @@ func (f *saveResultFlags) write(rep *experiments.Report, o experiments.VLLMResul
 	if !f.save {
 		return nil
 	}
-	o.Date = time.Now().Format("20060102-150405")
+	o.Date = resultDate().Format("20060102-150405")
 	data, err := rep.VLLMResult(o)
 	if err != nil {
 		return err
@@ -73,4 +75,16 @@ func (f *saveResultFlags) write(rep *experiments.Report, o experiments.VLLMResul
 		fmt.Fprintf(stdout, "Wrote %s (vllm bench serve --save-result's keys).\n", name)
 	}
 	return nil
+}
+
+// resultDate is the date vLLM's result file records: the wall clock, or
+// SOURCE_DATE_EPOCH (seconds since 1970, the reproducible-builds
+// convention) when set, so that a rerun can give a byte-identical file.
+func resultDate() time.Time {
+	if v := os.Getenv("SOURCE_DATE_EPOCH"); v != "" {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			return time.Unix(n, 0).UTC()
+		}
+	}
+	return time.Now()
 }

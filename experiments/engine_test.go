@@ -21,25 +21,10 @@ func TestEngineOffIsIdealOnGoldens(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var want any
-			for i, e := range []*Engine{{Name: "ideal"}, {Name: "vllm-v1", NoAsyncScheduling: true, NoFrontEnd: true, NoStepCPU: true, NoCustomAllReduce: true, NoMemoryProfile: true,
-				NoCPUOverlap: true, NoLaunches: true, NoVLLMDefaults: true}} {
-				sc := s
-				sc.Engine = e
-				p, err := sc.Resolve()
-				if err != nil {
-					t.Fatal(err)
-				}
-				rep, err := Run(p, "")
-				if err != nil {
-					t.Fatal(err)
-				}
-				got := []any{rep.Summary, rep.Result}
-				if i == 0 {
-					want = got
-				} else if !reflect.DeepEqual(got, want) {
-					t.Fatalf("engine %+v: metrics differ from ideal's", *e)
-				}
+			allOff := &Engine{Name: "vllm-v1", NoAsyncScheduling: true, NoFrontEnd: true, NoStepCPU: true, NoCustomAllReduce: true, NoMemoryProfile: true,
+				NoCPUOverlap: true, NoLaunches: true, NoVLLMDefaults: true}
+			if !reflect.DeepEqual(engineMetrics(t, s, allOff), engineMetrics(t, s, &Engine{Name: "ideal"})) {
+				t.Fatalf("engine %+v: metrics differ from ideal's", *allOff)
 			}
 		})
 	}
@@ -49,25 +34,24 @@ func TestEngineOffIsIdealOnGoldens(t *testing.T) {
 // engine runs exactly as one naming vllm-v1.
 func TestDefaultEngineIsVLLMV1(t *testing.T) {
 	s := small()
-	var want any
-	for i, e := range []*Engine{nil, {Name: "vllm-v1"}} {
-		sc := s
-		sc.Engine = e
-		p, err := sc.Resolve()
-		if err != nil {
-			t.Fatal(err)
-		}
-		rep, err := Run(p, "")
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := []any{rep.Summary, rep.Result}
-		if i == 0 {
-			want = got
-		} else if !reflect.DeepEqual(got, want) {
-			t.Fatal("a scenario naming no engine differs from one naming vllm-v1")
-		}
+	if !reflect.DeepEqual(engineMetrics(t, s, nil), engineMetrics(t, s, &Engine{Name: "vllm-v1"})) {
+		t.Fatal("a scenario naming no engine differs from one naming vllm-v1")
 	}
+}
+
+// engineMetrics runs s under engine e and returns its summary and result.
+func engineMetrics(t *testing.T, s Scenario, e *Engine) []any {
+	t.Helper()
+	s.Engine = e
+	p, err := s.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(p, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []any{rep.Summary, rep.Result}
 }
 
 // The ablation's rows: all off equals ideal, and vllm-v1 raises the mean

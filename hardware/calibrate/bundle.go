@@ -301,42 +301,34 @@ func ReadAttentionCSV(data []byte, name string) ([]AttnRow, error) {
 	return out, err
 }
 
-var denseHeader = []string{"layer", "tokens", "time_us"}
+var (
+	denseHeader  = []string{"layer", "tokens", "time_us"}
+	perSeqHeader = []string{"layer", "sequences", "time_us"}
+)
 
 // ReadDenseCSV reads dense.csv (layer,tokens,time_us); tokens ≥ 1.
 func ReadDenseCSV(data []byte, name string) ([]DenseRow, error) {
 	var out []DenseRow
-	h := denseHeader
-	err := readCSV(data, name, h, func(c []csvCell, line int) error {
-		l, err := nameCell(name, line, h, c, 0)
-		if err != nil {
-			return err
-		}
-		n, err := intCell(name, line, h, c, 1)
-		if err != nil {
-			return err
-		}
-		if n < 1 {
-			return cellErr(name, line, h, 1, c[1], "must be >= 1")
-		}
-		s, err := timeCell(name, line, h, c, 2)
-		if err != nil {
-			return err
-		}
+	err := readLayerCounts(data, name, denseHeader, func(l string, n int, s float64, line int) {
 		out = append(out, DenseRow{Layer: l, Tokens: n, Seconds: s, Line: line})
-		return nil
 	})
 	return out, err
 }
-
-var perSeqHeader = []string{"layer", "sequences", "time_us"}
 
 // ReadPerSeqCSV reads per_sequence.csv (layer,sequences,time_us);
 // sequences ≥ 1.
 func ReadPerSeqCSV(data []byte, name string) ([]PerSeqRow, error) {
 	var out []PerSeqRow
-	h := perSeqHeader
-	err := readCSV(data, name, h, func(c []csvCell, line int) error {
+	err := readLayerCounts(data, name, perSeqHeader, func(l string, n int, s float64, line int) {
+		out = append(out, PerSeqRow{Layer: l, Sequences: n, Seconds: s, Line: line})
+	})
+	return out, err
+}
+
+// readLayerCounts reads a CSV of header h = (layer, a count ≥ 1, time_us),
+// calling row for each line.
+func readLayerCounts(data []byte, name string, h []string, row func(layer string, n int, seconds float64, line int)) error {
+	return readCSV(data, name, h, func(c []csvCell, line int) error {
 		l, err := nameCell(name, line, h, c, 0)
 		if err != nil {
 			return err
@@ -352,10 +344,9 @@ func ReadPerSeqCSV(data []byte, name string) ([]PerSeqRow, error) {
 		if err != nil {
 			return err
 		}
-		out = append(out, PerSeqRow{Layer: l, Sequences: n, Seconds: s, Line: line})
+		row(l, n, s, line)
 		return nil
 	})
-	return out, err
 }
 
 var moeHeader = []string{"tokens", "activated_experts", "time_us"}

@@ -43,11 +43,16 @@ func Version() string {
 
 func (r *Report) runInfo() RunInfo {
 	p := r.Plan
-	engine := "ideal"
+	return RunInfo{Version: Version(), Kernel: p.Kernel, KernelProvenance: p.kernelID, Engine: p.EngineName()}
+}
+
+// EngineName describes the plan's engine model: "ideal", or the engine's
+// own description (vllm-v1 and its switches).
+func (p *Plan) EngineName() string {
 	if e, ok := p.Serve.Engine.(fmt.Stringer); ok {
-		engine = e.String()
+		return e.String()
 	}
-	return RunInfo{Version: Version(), Kernel: p.Kernel, KernelProvenance: p.kernelID, Engine: engine}
+	return "ideal"
 }
 
 // InstanceInfo describes the resolved instance.

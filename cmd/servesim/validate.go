@@ -252,8 +252,20 @@ func suiteFigure(vs []*experiments.Validation) (*plots.Figure, error) {
 		}
 	}
 	caption := fmt.Sprintf("One point per run, or per load stage of an inference-perf H100 run (filled circle: stage 0, hollow square: stage 1); summary rows left out. %d of %d points held out (nothing fitted on the run).\n"+
-		"Simulated: servesim's kernel-time model only (no serving-stack engine model yet). TPOT = (E2E − TTFT)/(output tokens − 1); inference-perf rows give only its mean.", held, len(panels[0].Points))
+		"Simulated with engine %s. TPOT = (E2E − TTFT)/(output tokens − 1); inference-perf rows give only its mean.", held, len(panels[0].Points), suiteEngine(vs))
 	return plots.ValidationSuite("Validation suite: simulated against measured", caption, panels)
+}
+
+// suiteEngine names the engine the suite's simulations ran (they share
+// the command's flags, so the first simulated one speaks for all).
+func suiteEngine(vs []*experiments.Validation) string {
+	for _, v := range vs {
+		if v.Plan != nil {
+			name, _, _ := strings.Cut(v.Plan.EngineName(), ":") // the model's name, not its parameters
+			return name
+		}
+	}
+	return "none"
 }
 
 func validationData(v *experiments.Validation) plots.ValidationData {

@@ -22,7 +22,10 @@ type PlaceOptions struct {
 	// (s, default 60): at a high rate a fixed count of requests arrives in a
 	// burst that ends before queues reach their steady state.
 	MinDuration float64
-	OnProgress  func(done, total int)
+	// OnProgress, when set, is called after each candidate deployment is
+	// searched, with the candidates done and their total; the calls are
+	// serialized (never two at once) and do not affect the result.
+	OnProgress func(done, total int)
 	// NoPrune turns off the analytic capacity bound (see capacityBound):
 	// every candidate is searched by simulation alone.
 	NoPrune bool

@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"fmt"
 	"testing"
 )
 
@@ -54,5 +55,35 @@ func TestPlaceErrors(t *testing.T) {
 	base.SLO = SLO{}
 	if _, err := Place(base, PlaceOptions{GPUs: 2}); err == nil {
 		t.Error("no error without an SLO")
+	}
+}
+
+// TestPlaceProgress: OnProgress counts every candidate once, in order, and
+// the ranking is the same with it as without.
+func TestPlaceProgress(t *testing.T) {
+	base := Default()
+	base.Workload.Requests = 50
+	// 2 GPUs at TP 1: colocated 1×TP1 and 2×TP1, disagg 1×TP1 + 1×TP1 = 3 candidates
+	o := PlaceOptions{GPUs: 2, TPs: []int{1}, MinDuration: 5, Precision: 0.1, Workers: 2}
+	plain, err := Place(base, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []int
+	o.OnProgress = func(done, total int) {
+		if total != 3 {
+			t.Errorf("total %d, want 3", total)
+		}
+		seen = append(seen, done)
+	}
+	ps, err := Place(base, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(seen) != "[1 2 3]" {
+		t.Errorf("progress %v, want [1 2 3]", seen)
+	}
+	if fmt.Sprint(ps) != fmt.Sprint(plain) {
+		t.Errorf("with OnProgress:\n%v\nwithout:\n%v", ps, plain)
 	}
 }

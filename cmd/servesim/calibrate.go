@@ -58,6 +58,12 @@ profile to another GPU through its specs (same efficiencies, the new peaks).
 The built-in profiles (a100, h100 fitted; h200, b200 transferred from h100)
 are regenerated with ` + "`go generate ./hardware/calibrate`" + `.
 
+On a terminal a fit draws a progress bar with an ETA over its stages (the
+operator classes, attention, the all-reduce, the residual trees). -q prints
+only the result: the profile or report on stdout, or with -o nothing at all
+(no "Wrote" line, no summary, no fit warnings; they stay in the profile's
+notes).
+
 Examples:
   servesim calibrate --trace ../shared/data/vidur-profiling --gpu h100 -o h100.toml
   servesim calibrate --trace my-h200-kernels.csv --gpu h200 -o h200.toml
@@ -85,6 +91,7 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 	noTrees := fs.Bool("no-trees", false, "fit the parametric GEMM model alone, without the residual trees")
 	modelsFile := fs.String("models-file", "", "TOML file of extra models (for traces of models outside the catalog)")
 	gpusFile := fs.String("gpus-file", "", "TOML file of extra GPUs")
+	quiet := fs.BoolP("quiet", "q", false, "print only the result (with -o: nothing): no progress bar, no \"Wrote\" line or summary")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -120,9 +127,10 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 		if err := writeFileAtomic(*out, data); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "Wrote %s to %s.\n", what, *out)
+		fmt.Fprintf(unlessQuiet(stdout, *quiet), "Wrote %s to %s.\n", what, *out)
 		return nil
 	}
+	describe := *out != "" && !*quiet // a summary beside a written profile
 
 	if err := resolveData(trace); err != nil {
 		return err
@@ -178,7 +186,7 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 		if err := emit(t.WriteTOML(), "the "+g.Name+" profile"); err != nil {
 			return err
 		}
-		if *out != "" {
+		if describe {
 			fmt.Fprintln(stdout, t.Describe())
 		}
 		return nil
@@ -207,7 +215,7 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if f == "bundle" {
-		return calibrateBundle(*trace, info.IsDir(), g, gpus, *base, emit, stdout, *out != "")
+		return calibrateBundle(*trace, info.IsDir(), g, gpus, *base, emit, stdout, describe)
 	}
 	var tr *calibrate.Trace
 	withAttention := false
@@ -240,7 +248,10 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 	default:
 		return fmt.Errorf("calibrate: --format %q: want vidur, native or bundle", f)
 	}
+	var bar func()
+	opt.OnProgress, bar = progressFunc(stderr, *quiet, "calibrate "+g.Name+": fit stages")
 	p, err := calibrate.FitProfile(tr, g, opt)
+	bar()
 	if err != nil {
 		return err
 	}
@@ -254,7 +265,7 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 	if err := emit(p.WriteTOML(), "the "+g.Name+" profile"); err != nil {
 		return err
 	}
-	if *out != "" {
+	if describe {
 		fmt.Fprintln(stdout, p.Describe())
 		for _, w := range p.FitWarnings() {
 			fmt.Fprintln(stdout, "  "+w)

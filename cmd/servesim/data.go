@@ -12,8 +12,8 @@ import (
 	"github.com/servesim/servesim/datasets"
 )
 
-const dataUsage = `Usage: servesim data list [--dir DIR] [NAME]
-       servesim data fetch [--dir DIR] NAME...
+const dataUsage = `Usage: servesim data list [--dir DIR] [-q] [NAME]
+       servesim data fetch [--dir DIR] [-q] NAME...
        servesim data path REF
 
 The public data sets the examples use (request traces, kernel profiles):
@@ -28,6 +28,9 @@ servesim folder. Commands that take a data path (run --trace, trace stats,
 calibrate --trace, validate RUN) also take a reference: NAME (its folder, or its only
 file), NAME:ALIAS (a file by its short name) or NAME:PATH, looked up in the
 cache and then in ../shared/data.
+
+-q prints only the result: list its table (no "Cache:" line), fetch
+nothing but errors (no headers, no per-file log), path the path.
 
 Examples:
   servesim data list
@@ -49,6 +52,7 @@ func dataCmd(args []string, stdout, stderr io.Writer) error {
 	sub, rest := args[0], args[1:]
 	fs := newFlagSet("data "+sub, dataUsage, stderr)
 	dir := fs.String("dir", "", "the cache directory (default $"+datasets.EnvDir+", else the user cache directory's servesim folder)")
+	quiet := fs.BoolP("quiet", "q", false, "print only the result: list its table, fetch nothing but errors")
 	switch sub {
 	case "list", "fetch", "path":
 	default:
@@ -68,9 +72,9 @@ func dataCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	switch sub {
 	case "list":
-		return dataList(fs.Args(), *dir, stdout)
+		return dataList(fs.Args(), *dir, stdout, *quiet)
 	case "fetch":
-		return dataFetch(fs.Args(), *dir, stdout)
+		return dataFetch(fs.Args(), *dir, unlessQuiet(stdout, *quiet))
 	}
 	if fs.NArg() != 1 {
 		return errors.New("data path: give one reference, e.g. mooncake-fast25:conversation")
@@ -86,7 +90,7 @@ func dataCmd(args []string, stdout, stderr io.Writer) error {
 	return err
 }
 
-func dataList(names []string, dir string, stdout io.Writer) error {
+func dataList(names []string, dir string, stdout io.Writer, quiet bool) error {
 	if len(names) > 1 {
 		return errors.New("data list: give at most one data set name")
 	}
@@ -123,7 +127,7 @@ func dataList(names []string, dir string, stdout io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(stdout, "\nCache: %s. `servesim data list NAME` shows a data set's files, licence and URLs.\n", dir)
+	_, err := fmt.Fprintf(unlessQuiet(stdout, quiet), "\nCache: %s. `servesim data list NAME` shows a data set's files, licence and URLs.\n", dir)
 	return err
 }
 

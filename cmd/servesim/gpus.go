@@ -8,17 +8,20 @@ import (
 	"github.com/servesim/servesim/hardware"
 )
 
-const gpusUsage = `Usage: servesim gpus [--gpus-file FILE] [--sources]
+const gpusUsage = `Usage: servesim gpus [--gpus-file FILE] [--sources] [-q]
 
 Lists the GPU catalog: dense tensor-core peaks, HBM, NVLink (bidirectional
 aggregate, as datasheets quote it), power and the assumed price. --sources
 prints where each number comes from. Add GPUs in TOML with --gpus-file.
+It prints only its table, so -q (accepted, as by every command) changes
+nothing.
 `
 
 func gpusCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("gpus", gpusUsage, stderr)
 	file := fs.String("gpus-file", "", "TOML file of extra GPUs")
 	sources := fs.Bool("sources", false, "print each number's source")
+	fs.BoolP("quiet", "q", false, "print the table only (all it prints)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

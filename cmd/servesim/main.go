@@ -197,8 +197,9 @@ func newFlagSet(name, usageText string, stderr io.Writer) *pflag.FlagSet {
 	return fs
 }
 
-// isTerminal reports whether w is a terminal (progress output goes only there).
-func isTerminal(w io.Writer) bool {
+// isTerminal reports whether w is a terminal (progress output goes only
+// there). It is a variable so that tests can pretend stderr is one.
+var isTerminal = func(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

@@ -8,12 +8,13 @@ import (
 	"github.com/servesim/servesim/experiments"
 )
 
-const mergeUsage = `Usage: servesim merge FILE DIR... [-o OUT]
+const mergeUsage = `Usage: servesim merge FILE DIR... [-o OUT] [-q]
 
 Joins the shards of a sweep (each run with 'servesim sweep FILE --shard i/n
 -o DIR') into one results.csv and results.json in OUT (default: the first
 DIR). It fails, naming the missing points, unless every point of FILE has a
-result in some DIR.
+result in some DIR. Prints the sweep's table and the files written; -q
+prints the table only.
 
 Example:
   servesim merge experiments/batching.toml shard0 shard1 shard2 -o merged
@@ -23,6 +24,7 @@ func mergeCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("merge", mergeUsage, stderr)
 	out := fs.StringP("out", "o", "", "output directory (default: the first DIR)")
 	table := fs.String("table", defaultTable, "columns of the printed table")
+	quiet := fs.BoolP("quiet", "q", false, "print the table only: no \"Wrote\" and \"Plots\" lines")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -46,5 +48,5 @@ func mergeCmd(args []string, stdout, stderr io.Writer) error {
 	if dst == "" {
 		dst = dirs[0]
 	}
-	return finishSweep(sw, pts, dst, dirs, *table, stdout)
+	return finishSweep(sw, pts, dst, dirs, *table, stdout, *quiet)
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/servesim/servesim/models"
 )
 
-const modelsUsage = `Usage: servesim models [--models-file FILE] [--sources]
+const modelsUsage = `Usage: servesim models [--models-file FILE] [--sources] [-q]
 
 Lists the model catalog: shape, parameters, and KV-cache bytes per token in
 BF16 (2 × layers × kv_heads × head_dim × 2 bytes; for MLA models such as
@@ -17,13 +17,15 @@ DeepSeek-V3, layers × (kv_lora_rank + qk_rope_head_dim) × 2). --sources
 prints each model's HuggingFace id, the ids it also answers to (--model
 accepts them) and where its numbers come from. Add models in TOML with
 --models-file (the same file a scenario names in models_file), or import a
-HuggingFace config.json with servesim run --model-config.
+HuggingFace config.json with servesim run --model-config. It prints only
+its table, so -q (accepted, as by every command) changes nothing.
 `
 
 func modelsCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("models", modelsUsage, stderr)
 	file := fs.String("models-file", "", "TOML file of extra models")
 	sources := fs.Bool("sources", false, "print each model's HuggingFace ids and source")
+	fs.BoolP("quiet", "q", false, "print the table only (all it prints)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -14,7 +14,9 @@ budget of N GPUs of the scenario's GPU type — colocated (replicas × TP) and
 prefill/decode-disaggregated (P×TP + D×TP, with the scenario's [disagg] link)
 — for the highest goodput per GPU: for each, the highest arrival rate at
 which the attainment target holds (DistServe's max goodput rate). Prints a
-ranked table and writes it as CSV.
+ranked table and writes it as CSV. On a terminal a progress bar with an ETA
+counts the deployments searched; -q prints the table only (no bar, no
+"Wrote" line).
 
 Examples:
   servesim place --config experiments/disagg-long.toml --gpus 4
@@ -30,6 +32,7 @@ func placeCmd(args []string, stdout, stderr io.Writer) error {
 	only := fs.String("only", "", "search only colocated or disagg deployments")
 	workers := fs.IntP("workers", "j", 0, "parallel candidates (default: all cores)")
 	out := fs.StringP("out", "o", "", "CSV file (default placements/NAME.csv; \"-\" writes none)")
+	quiet := fs.BoolP("quiet", "q", false, "print the table only: no progress bar, no \"Wrote\" line")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -60,20 +63,15 @@ func placeCmd(args []string, stdout, stderr io.Writer) error {
 	default:
 		return fmt.Errorf("place: --only %q: want colocated or disagg", *only)
 	}
-	if isTerminal(stderr) {
-		o.OnProgress = func(done, total int) {
-			fmt.Fprintf(stderr, "\rservesim: place: %d/%d deployments searched", done, total)
-		}
-	}
+	var bar func()
+	o.OnProgress, bar = progressFunc(stderr, *quiet, "place: deployments")
 	ps, err := experiments.Place(base, o)
-	if o.OnProgress != nil {
-		fmt.Fprintln(stderr)
-	}
+	bar()
 	if err != nil {
 		return err
 	}
 	if err := experiments.WritePlacements(stdout, ps, *target); err != nil {
 		return err
 	}
-	return writeResultCSV(*out, "placements", base, *config, func(w io.Writer) error { return experiments.WritePlacementsCSV(w, ps) }, stdout)
+	return writeResultCSV(*out, "placements", base, *config, func(w io.Writer) error { return experiments.WritePlacementsCSV(w, ps) }, unlessQuiet(stdout, *quiet))
 }

@@ -18,6 +18,8 @@ each candidate GPU type, TP and batch limit the fewest instances — colocated, 
 --disagg also prefill/decode-disaggregated — that serve R requests/s with the
 attainment target, and ranks them by cost per hour (prices per GPU-hour from
 the catalog, or given as NAME=PRICE). Prints a ranked table and writes CSV.
+On a terminal a progress bar with an ETA counts the shapes planned; -q
+prints the table only (no bar, no "Wrote" lines).
 
 Examples:
   servesim plan --config experiments/examples/plan.toml --rate 20 --gpus h100,h200,b200
@@ -37,6 +39,7 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 	workers := fs.IntP("workers", "j", 0, "parallel searches (default: all cores)")
 	out := fs.StringP("out", "o", "", "CSV file (default plans/NAME.csv; \"-\" writes none)")
 	chart := fs.String("plot", "", "also draw the ranking as a PNG chart to this file")
+	quiet := fs.BoolP("quiet", "q", false, "print the table only: no progress bar, no \"Wrote\" lines")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -84,15 +87,10 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	if isTerminal(stderr) {
-		o.OnProgress = func(done, total int) {
-			fmt.Fprintf(stderr, "\rservesim: plan: %d/%d shapes planned", done, total)
-		}
-	}
+	var bar func()
+	o.OnProgress, bar = progressFunc(stderr, *quiet, "plan: shapes")
 	opts, err := experiments.PlanCapacity(base, o)
-	if o.OnProgress != nil {
-		fmt.Fprintln(stderr)
-	}
+	bar()
 	if err != nil {
 		return err
 	}
@@ -103,9 +101,11 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 		if err := planChart(opts, *rate, *chart); err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "Wrote %s.\n", *chart)
+		if !*quiet {
+			fmt.Fprintf(stdout, "Wrote %s.\n", *chart)
+		}
 	}
-	return writeResultCSV(*out, "plans", base, *config, func(w io.Writer) error { return experiments.WritePlanCSV(w, opts) }, stdout)
+	return writeResultCSV(*out, "plans", base, *config, func(w io.Writer) error { return experiments.WritePlanCSV(w, opts) }, unlessQuiet(stdout, *quiet))
 }
 
 // planChart draws the deployments that meet the target, cheapest first.

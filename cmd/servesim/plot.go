@@ -43,7 +43,9 @@ axis and the axis that tells curves apart are detected from the file's
 axes; name them with --x and --group. SLOs of runs come from summary.json;
 --slo-* override them. -o defaults to KIND.png beside the first input.
 --numbers prints the numbers behind the plot. Points with a NaN or infinite
-value are left out and counted on stderr; with none left, plot fails.
+value are left out and counted on stderr; with none left, plot fails. -q
+prints nothing but errors (and --numbers' numbers, when asked for): no
+"Wrote" line, no notes on stderr.
 
 Examples:
   servesim sweep experiments/batching.toml -o sweeps/batching
@@ -89,6 +91,7 @@ func plotCmd(args []string, stdout, stderr io.Writer) error {
 	width := fs.Int("width", plots.DefaultWidth, "image width in pixels")
 	height := fs.Int("height", plots.DefaultHeight, "image height in pixels")
 	numbers := fs.Bool("numbers", false, "print the numbers behind the plot")
+	quiet := fs.BoolP("quiet", "q", false, "print nothing but errors (and --numbers): no \"Wrote\" line, no notes")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -155,14 +158,15 @@ func plotCmd(args []string, stdout, stderr io.Writer) error {
 			runs[i] = r
 		}
 		var err error
+		notes := unlessQuiet(stderr, *quiet)
 		if kind == "cdf" {
 			d, nums, err = pair(plots.CDF(runs, plots.CDFOptions{SLO: slo}))
 		} else {
 			if runs[0].Steps == nil {
-				fmt.Fprintf(stderr, "servesim: plot dashboard: %s has no steps.csv; the utilization and KV panels stay empty\n", inputs[0])
+				fmt.Fprintf(notes, "servesim: plot dashboard: %s has no steps.csv; the utilization and KV panels stay empty\n", inputs[0])
 			}
 			if runs[0].Summary == nil && !slo.IsSet() {
-				fmt.Fprintf(stderr, "servesim: plot dashboard: %s has no summary.json and no --slo-ttft, --slo-tpot or --slo-e2e is given: no SLO to check, the gauge says \"no SLO\"\n", inputs[0])
+				fmt.Fprintf(notes, "servesim: plot dashboard: %s has no summary.json and no --slo-ttft, --slo-tpot or --slo-e2e is given: no SLO to check, the gauge says \"no SLO\"\n", inputs[0])
 			}
 			d, nums, err = pair(plots.Dashboard(runs[0], plots.DashboardOptions{Window: *window, SLO: slo}))
 		}
@@ -173,13 +177,13 @@ func plotCmd(args []string, stdout, stderr io.Writer) error {
 	if err := plots.Save(d, path, *width, *height); err != nil {
 		return err
 	}
-	if s, ok := nums.(interface{ Skipped() int }); ok && s.Skipped() > 0 {
+	if s, ok := nums.(interface{ Skipped() int }); ok && s.Skipped() > 0 && !*quiet {
 		fmt.Fprintf(stderr, "servesim: plot %s: left out %d point(s) with a NaN or infinite value (--numbers lists what was drawn)\n", kind, s.Skipped())
 	}
 	if *numbers {
 		fmt.Fprint(stdout, nums.String())
 	}
-	fmt.Fprintf(stdout, "Wrote %s.\n", path)
+	fmt.Fprintf(unlessQuiet(stdout, *quiet), "Wrote %s.\n", path)
 	return nil
 }
 

@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/schollz/progressbar/v3"
-
 	"github.com/servesim/servesim/experiments"
 	"github.com/servesim/servesim/plots"
 )
@@ -33,6 +31,9 @@ DIR/results.json are written and a Markdown table is printed.
 system (Slurm job arrays, Kubernetes indexed Jobs: i = the task index);
 'servesim merge FILE DIR...' then joins the shards' directories.
 
+On a terminal a progress bar with an ETA counts the points; -q prints the
+table only (no bar, no count of points run, no "Wrote" and "Plots" lines).
+
 Examples:
   servesim sweep experiments/batching.toml
   servesim sweep experiments/batching.toml -j 1 --table request_throughput,ttft_p99_ms,itl_p99_ms
@@ -47,7 +48,7 @@ func sweepCmd(args []string, stdout, stderr io.Writer) error {
 	out := fs.StringP("out", "o", "", "output directory (default sweeps/NAME)")
 	shard := fs.String("shard", "", "run only shard i of n (i/n)")
 	keep := fs.Bool("keep-records", false, "also keep each point's requests.csv and steps.csv")
-	quiet := fs.BoolP("quiet", "q", false, "no progress bar")
+	quiet := fs.BoolP("quiet", "q", false, "print the table only: no progress bar, no count of points, no \"Wrote\" lines")
 	table := fs.String("table", defaultTable, "columns of the printed table")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -77,36 +78,27 @@ func sweepCmd(args []string, stdout, stderr io.Writer) error {
 	if dir == "" {
 		dir = filepath.Join("sweeps", sw.Name)
 	}
-	var bar *progressbar.ProgressBar
-	if !*quiet && isTerminal(stderr) {
-		bar = progressbar.NewOptions(len(pts), progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription("sweep "+sw.Name),
-			progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true), progressbar.OptionClearOnFinish())
-		o.Progress = func(done, total int) {
-			bar.ChangeMax(total)
-			bar.Set(done)
-		}
-	}
+	var bar func()
+	o.Progress, bar = progressFunc(stderr, *quiet, "sweep "+sw.Name)
 	ctx, stop := interruptible()
 	defer stop()
 	o.Context = ctx
 	ran, found, err := experiments.RunSweepDir(pts, dir, o)
-	if bar != nil {
-		bar.Finish()
-	}
+	bar()
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "servesim: sweep %s: %d points ran, %d already done, in %s\n", sw.Name, ran, found, dir)
+	fmt.Fprintf(unlessQuiet(stderr, *quiet), "servesim: sweep %s: %d points ran, %d already done, in %s\n", sw.Name, ran, found, dir)
 	if o.Of > 1 {
-		fmt.Fprintf(stdout, "Shard %d/%d done; join the shards with: servesim merge %s DIR...\n", o.Shard, o.Of, fs.Arg(0))
+		fmt.Fprintf(unlessQuiet(stdout, *quiet), "Shard %d/%d done; join the shards with: servesim merge %s DIR...\n", o.Shard, o.Of, fs.Arg(0))
 		return nil
 	}
-	return finishSweep(sw, pts, dir, []string{dir}, *table, stdout)
+	return finishSweep(sw, pts, dir, []string{dir}, *table, stdout, *quiet)
 }
 
 // finishSweep collects the points, writes the result files and prints the
-// table.
-func finishSweep(sw *experiments.Sweep, pts []experiments.Point, out string, dirs []string, table string, stdout io.Writer) error {
+// table (and, unless quiet, the files written).
+func finishSweep(sw *experiments.Sweep, pts []experiments.Point, out string, dirs []string, table string, stdout io.Writer, quiet bool) error {
 	pfs, err := experiments.Collect(pts, dirs...)
 	if err != nil {
 		return err
@@ -120,11 +112,11 @@ func finishSweep(sw *experiments.Sweep, pts []experiments.Point, out string, dir
 	if err := experiments.WriteTable(stdout, sw.Axes, pfs, strings.Split(table, ",")); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "\nWrote %s and %s.\n", filepath.Join(out, "results.csv"), filepath.Join(out, "results.json"))
+	fmt.Fprintf(unlessQuiet(stdout, quiet), "\nWrote %s and %s.\n", filepath.Join(out, "results.csv"), filepath.Join(out, "results.json"))
 	slo := sw.Base.SLO
 	files, err := plots.DrawSweep(out, filepath.Join(out, "results.csv"), plots.SweepOptions{SLO: plots.SLO{TTFTms: slo.TTFTms, TPOTms: slo.TPOTms, E2Ems: slo.E2Ems}})
 	if len(files) > 0 {
-		fmt.Fprintf(stdout, "Plots: %s\n", strings.Join(files, ", "))
+		fmt.Fprintf(unlessQuiet(stdout, quiet), "Plots: %s\n", strings.Join(files, ", "))
 	}
 	if err != nil {
 		return fmt.Errorf("sweep: some plots failed (the results are written): %w", err)

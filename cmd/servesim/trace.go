@@ -12,7 +12,7 @@ import (
 	"github.com/servesim/servesim/sim/workload/trace"
 )
 
-const traceUsage = `Usage: servesim trace stats FILE... [--format F] [--skip-bad-rows] [--json]
+const traceUsage = `Usage: servesim trace stats FILE... [--format F] [--skip-bad-rows] [--json] [-q]
 
 Characterizes request traces: rows, duration, mean and peak rate, the
 coefficient of variation of inter-arrival gaps, prompt and output length
@@ -28,6 +28,8 @@ Formats (detected from the first line unless --format names one):
 A malformed row is an error naming the file, line and column; with
 --skip-bad-rows it is skipped and counted. Rows with zero output tokens
 (BurstGPT's failed requests) are dropped and counted unless --failed=one.
+It prints only the statistics, so -q (accepted, as by every command)
+changes nothing.
 
 Examples:
   servesim trace stats ../shared/data/traces/azure-llm-2023/AzureLLMInferenceTrace_conv.csv
@@ -59,6 +61,7 @@ func traceStatsCmd(args []string, stdout, stderr io.Writer) error {
 	logType := fs.String("log-type", "", `BurstGPT: keep only this log type ("Conversation log", "API log")`)
 	failed := fs.String("failed", trace.FailedDrop, "rows with zero output tokens: drop, or one (replay with one output token)")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	fs.BoolP("quiet", "q", false, "print the statistics only (all it prints)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -61,6 +61,10 @@ type FitOptions struct {
 	// NoTrees leaves out the GEMM residual trees (the parametric model
 	// alone).
 	NoTrees bool
+	// OnProgress, when set, is called after each stage of the fit (each
+	// operator class, attention, the all-reduce, the residual trees) with
+	// the stages done and their total; it does not affect the fit.
+	OnProgress func(done, total int)
 }
 
 // FitProfile fits a profile for GPU g to the samples of tr that are g's:
@@ -118,6 +122,12 @@ func FitProfile(tr *Trace, g *hardware.GPU, opt FitOptions) (*Profile, error) {
 			}
 		}
 	}
+	stage, stages := 0, len(fittedKinds)+3 // the classes, attention, all-reduce, trees
+	progress := func() {
+		if stage++; opt.OnProgress != nil {
+			opt.OnProgress(stage, stages)
+		}
+	}
 	fitted := map[models.OpKind]OpParams{}
 	counts := map[models.OpKind]int{}
 	for _, k := range fittedKinds {
@@ -128,6 +138,7 @@ func FitProfile(tr *Trace, g *hardware.GPU, opt FitOptions) (*Profile, error) {
 			fitted[k] = o
 			drop(k, out)
 		}
+		progress()
 	}
 	def := hardware.DefaultEfficiency()
 	p := &Profile{
@@ -173,11 +184,13 @@ func FitProfile(tr *Trace, g *hardware.GPU, opt FitOptions) (*Profile, error) {
 	} else {
 		p.Attention = Attention{ComputeEff: def.AttnCompute, MemoryEff: def.Memory, OverheadS: def.OpOverhead, Source: attentionAssumption}
 	}
+	progress()
 	ar, out, err := fitAllReduce(class(models.OpAllReduce), g)
 	if err != nil {
 		return nil, err
 	}
 	drop(models.OpAllReduce, out)
+	progress()
 	p.AllReduce = ar
 	if len(fitted) == 0 && !attFitted && len(ar) == 0 {
 		return nil, notEnoughError(tr, g, len(own))
@@ -224,6 +237,7 @@ func FitProfile(tr *Trace, g *hardware.GPU, opt FitOptions) (*Profile, error) {
 			return nil, err
 		}
 	}
+	progress()
 	return p, nil
 }
 

@@ -2,6 +2,7 @@ package calibrate
 
 import (
 	"math"
+	"os"
 	"strings"
 	"testing"
 
@@ -295,5 +296,45 @@ func TestFitRecoversWaveTerm(t *testing.T) {
 	noSMs.SMs = 0
 	if o, _ := fitClass(models.OpMLPUp, ss, &noSMs); o.TileM != 0 || o.WaveEff != 0 {
 		t.Errorf("fit without SMs took a wave term: %+v", o)
+	}
+}
+
+// TestFitProgress: OnProgress is told each stage of the fit once, in order
+// (one per fitted operator class, then attention, all-reduce and trees),
+// and the profile is the same with it as without.
+func TestFitProgress(t *testing.T) {
+	f, err := os.Open("testdata/h200_randn.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := ReadNative(f, "h200_randn.csv", models.Builtin())
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &Trace{Samples: ss, Sources: []string{"h200_randn.csv"}}
+	g := mustGPU(t, "h200")
+	stages := len(fittedKinds) + 3 // the classes, attention, all-reduce, trees
+	for _, noTrees := range []bool{false, true} {
+		plain, err := FitProfile(tr, g, FitOptions{NoTrees: noTrees})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seen []int
+		p, err := FitProfile(tr, g, FitOptions{NoTrees: noTrees, OnProgress: func(done, total int) {
+			if total != stages {
+				t.Errorf("total %d, want %d", total, stages)
+			}
+			seen = append(seen, done)
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(seen) != stages || seen[0] != 1 || seen[len(seen)-1] != stages {
+			t.Errorf("no-trees %v: progress %v, want 1 … %d", noTrees, seen, stages)
+		}
+		if string(p.WriteTOML()) != string(plain.WriteTOML()) {
+			t.Errorf("no-trees %v: OnProgress changed the profile", noTrees)
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package experiments
 
 import (
-	"encoding/csv"
 	"math"
 	"os"
 	"path/filepath"
@@ -122,18 +121,9 @@ func TestH100Llama27BDecodeBreakdown(t *testing.T) {
 // times (seconds) of one layer's non-attention operators in a Vidur mlp.csv.
 func vidurLayerMedians(t *testing.T, path string) map[int]float64 {
 	t.Helper()
-	f, err := os.Open(path)
+	recs, col, err := readCSVColumns(path)
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer f.Close()
-	recs, err := csv.NewReader(f).ReadAll()
-	if err != nil {
-		t.Fatal(err)
-	}
-	col := map[string]int{}
-	for i, h := range recs[0] {
-		col[h] = i
 	}
 	ops := []string{"input_layernorm", "attn_pre_proj", "attn_rope", "attn_post_proj", "post_attention_layernorm",
 		"mlp_up_proj", "mlp_act", "mlp_down_proj"}

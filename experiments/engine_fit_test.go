@@ -2,6 +2,7 @@ package experiments
 
 import (
 	"encoding/csv"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -40,18 +41,12 @@ func engineFitScenario(r engineFitRow, engine *Engine) Scenario {
 
 func readEngineFitRows(t *testing.T) []engineFitRow {
 	path := filepath.Join("..", "..", "shared", "data", "vllm-h100-runs", "runs.csv")
-	f, err := os.Open(path)
-	if err != nil {
+	if _, err := os.Stat(path); err != nil {
 		t.Skipf("measured runs not found (%v): skipping", err)
 	}
-	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
+	rows, col, err := readCSVColumns(path)
 	if err != nil {
 		t.Fatal(err)
-	}
-	col := map[string]int{}
-	for i, h := range rows[0] {
-		col[h] = i
 	}
 	models := map[string]string{"meta-llama/Llama-2-7b-hf": "llama-2-7b", "meta-llama/Llama-2-70b-hf": "llama-2-70b", "codellama/CodeLlama-34b-Instruct-hf": "codellama-34b"}
 	var out []engineFitRow
@@ -117,4 +112,26 @@ func TestEngineFit(t *testing.T) {
 	if !fitted {
 		t.Fatal("the fitted run (llama-2-7b-tp1-codegen stage_0) is not in runs.csv")
 	}
+}
+
+// readCSVColumns reads a whole CSV file with a header row: the records
+// (header first) and each column's index by name.
+func readCSVColumns(path string) ([][]string, map[string]int, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	recs, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(recs) == 0 {
+		return nil, nil, fmt.Errorf("%s: empty", path)
+	}
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	return recs, col, nil
 }

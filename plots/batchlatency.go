@@ -83,19 +83,11 @@ func IsBatchLimit(axis string) bool {
 // Skipped is the number of points left out for a NaN or infinite x or
 // throughput, over every curve.
 func (n *BatchLatencyNumbers) Skipped() int {
-	k := 0
-	for _, c := range n.Curves {
-		k += c.Dropped
-	}
-	return k
+	return sumCurves(n.Curves, func(c BatchLatencyCurve) int { return c.Dropped })
 }
 
 func (n *BatchLatencyNumbers) points() int {
-	k := 0
-	for _, c := range n.Curves {
-		k += len(c.X)
-	}
-	return k
+	return sumCurves(n.Curves, func(c BatchLatencyCurve) int { return len(c.X) })
 }
 
 // sweetSpot computes RelGain, Knee and SweetSpot.

@@ -44,19 +44,11 @@ type GoodputCurve struct {
 
 // Skipped is the number of points left out, over every curve.
 func (n *GoodputNumbers) Skipped() int {
-	k := 0
-	for _, c := range n.Curves {
-		k += c.Dropped
-	}
-	return k
+	return sumCurves(n.Curves, func(c GoodputCurve) int { return c.Dropped })
 }
 
 func (n *GoodputNumbers) points() int {
-	k := 0
-	for _, c := range n.Curves {
-		k += len(c.Rate)
-	}
-	return k
+	return sumCurves(n.Curves, func(c GoodputCurve) int { return len(c.Rate) })
 }
 
 // maxGoodputRate finds the highest rate at which the attainment still
@@ -249,4 +241,13 @@ func Goodput(res *Results, o GoodputOptions) (*Figure, *GoodputNumbers, error) {
 		Panels: [][]*plot.Plot{{top}, {bot}},
 	}
 	return fig, nums, nil
+}
+
+// sumCurves adds f over a plot's curves (points drawn, points dropped).
+func sumCurves[C any](cs []C, f func(C) int) int {
+	k := 0
+	for _, c := range cs {
+		k += f(c)
+	}
+	return k
 }

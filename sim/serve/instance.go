@@ -80,8 +80,9 @@ type Instance struct {
 	w   *World
 
 	waiting     queue
-	held        queue // arrived, not yet shown to the batcher (Engine.JoinLag)
-	stepSeq     int64 // steps started
+	held        queue          // arrived, not yet shown to the batcher (Engine.JoinLag)
+	stepSeq     int64          // steps started
+	pipe        PipelinedTimer // cfg.Step when it prices back-to-back steps apart (Engine.Kernels); else nil
 	swapped     queue
 	running     int      // requests in the running list
 	head, tail  *request // running list, admission order (tail = newest)
@@ -130,6 +131,7 @@ type Instance struct {
 
 func newInstance(id int, cfg InstanceConfig, w *World) *Instance {
 	in := &Instance{id: id, cfg: cfg, w: w, phase: make([]int, cfg.BlockSize)}
+	in.pipe, _ = cfg.Step.(PipelinedTimer)
 	in.view = in
 	in.endEv = sim.NewEvent(prioStepEnd, sim.HandlerFunc(in.endStep))
 	in.wakeEv = sim.NewEvent(prioStepEnd, sim.HandlerFunc(in.wake))
@@ -403,8 +405,8 @@ func (in *Instance) startStep(now sim.Time) {
 	}
 	in.batch = b
 	var sec, flops, bytes float64
-	if p, ok := in.cfg.Step.(PipelinedTimer); ok && back {
-		sec, flops, bytes = p.StepPipelined(b)
+	if in.pipe != nil && back {
+		sec, flops, bytes = in.pipe.StepPipelined(b)
 	} else {
 		sec, flops, bytes = in.cfg.Step.Step(b)
 	}

@@ -103,14 +103,14 @@ func (s *Scenario) planMemory(p *PoolPlan, m *models.Model, b *Batch, prefix str
 			KVCacheBytes: b.KVCacheMemoryBytes, BlocksOverride: b.NumGPUBlocksOverride,
 		})
 		if err != nil {
-			return err
+			return memoryFields(err, f)
 		}
 		p.Memory, p.VLLMMemory = vp.MemoryPlan, &vp
 		return nil
 	}
 	var err error
 	if p.Memory, err = hardware.PlanMemory(m, p.GPU, p.Parallel, b.GPUMemUtil, b.BlockSize, hardware.DefaultActivationReserve); err != nil {
-		return err
+		return memoryFields(err, f)
 	}
 	if b.KVCacheMemoryBytes > 0 {
 		blockBytes := float64(p.Memory.BlockSize) * p.Memory.KVBytesPerTokenPerGPU
@@ -170,4 +170,11 @@ func (s *Scenario) vllmBatchDefaults(g *hardware.GPU) (seqs, tokens int, desc st
 		return 1024, 8192, "vLLM's default for a GPU of ≥ 70 GiB other than the A100"
 	}
 	return 256, 2048, "vLLM's default for a GPU below 70 GiB or an A100"
+}
+
+// memoryFields names the fields that set a memory plan that failed (f
+// prefixes a pool's fields).
+func memoryFields(err error, f func(string) string) error {
+	return fmt.Errorf("%w (fields %q, %q, %q, %q, %q: flags --tp, --block-size, --gpu-memory-utilization, --kv-cache-memory-bytes, --non-torch-memory-gib)",
+		err, f("tp"), f("batch.block_size"), f("batch.gpu_memory_utilization"), f("batch.kv_cache_memory_bytes"), "engine.non_torch_memory_gib")
 }

@@ -122,11 +122,7 @@ func (s *Scenario) resolvePool(gc *hardware.Catalog, m *models.Model, prefix, gp
 	}
 	p.Limits = policies.Limits{MaxNumSeqs: b.MaxNumSeqs, MaxNumBatchedTokens: b.MaxNumBatchedTokens}
 	if err := s.planMemory(p, m, b, prefix); err != nil {
-		if strings.HasPrefix(err.Error(), "experiments: ") {
-			return nil, err // a field error already names its field
-		}
-		return nil, fmt.Errorf("%w (fields %q, %q, %q, %q, %q: flags --tp, --block-size, --gpu-memory-utilization, --kv-cache-memory-bytes, --non-torch-memory-gib)",
-			err, f("tp"), f("batch.block_size"), f("batch.gpu_memory_utilization"), f("batch.kv_cache_memory_bytes"), "engine.non_torch_memory_gib")
+		return nil, err
 	}
 	kern, overhead, desc, id, err := s.kernelModel(p.GPU, *tp)
 	if err != nil {

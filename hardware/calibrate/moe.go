@@ -105,7 +105,6 @@ func moeErrors(k hardware.KernelModel, ss []MoESample) []float64 {
 	return pe
 }
 
-
 // MoEParams price the expert operators of an MoE layer (models.Op.Experts
 // > 0: the expert up-projection, activation and down-projection, vLLM's
 // fused MoE kernels) apart from dense GEMMs. One occurrence takes

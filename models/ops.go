@@ -1,6 +1,9 @@
 package models
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // actBytes is the size of one activation element: activations are BF16
 // whatever the weight precision (FP8 activations of W8A8 kernels are not
@@ -147,8 +150,8 @@ func (m *Model) attnNormElems(tok, qd, kvd float64) (elems, weights float64) {
 // shared ones. A model with DenseLayers leading dense layers gets one op
 // per class with Count = Layers whose FLOPs and bytes are the layer-weighted
 // mean of its dense and MoE layers (sums over the forward pass exact; a
-// kernel model sees the mean shape), with the MoE layers' Tokens, N and K;
-// the router counts the MoE layers only.
+// kernel model sees the mean shape), with the MoE layers' Tokens, N, K and
+// Experts; the router counts the MoE layers only.
 func (m *Model) appendMLP(L, nTok int, tok, t, wb float64, wc DType, dst []Op) []Op {
 	h := float64(m.Hidden)
 	if !m.IsMoE() {
@@ -158,21 +161,9 @@ func (m *Model) appendMLP(L, nTok int, tok, t, wb float64, wc DType, dst []Op) [
 		dst = append(dst, m.actOp(L, nTok, tok*f))
 		return append(dst, gemm(OpMLPDown, L, nTok, tok, f, h, f*h, wb, wc))
 	}
-	e := float64(m.Experts)
-	k := float64(m.TopK)
-	sh := float64(m.SharedExperts)
-	f := float64(m.ExpertFFN) / t // each expert's intermediate width per GPU
-	up := m.upMatrices() * f
-	rows := tok * (k + sh) // (token, expert) rows of the grouped GEMMs
-	touched := expectedExperts(e, k, tok) + sh
 	ml := m.moeLayers()
-	mTok := nTok * (m.TopK + m.SharedExperts)
-	dst = append(dst, gemm(OpMoERouter, ml, nTok, tok, h, e, h*e, wb, wc))
-	ops := [3]Op{
-		gemm(OpMLPUp, L, mTok, rows, h, up, touched*h*up, wb, wc),
-		m.actOp(L, mTok, rows*f),
-		gemm(OpMLPDown, L, mTok, rows, f, h, touched*f*h, wb, wc),
-	}
+	ops := m.moeOps(L, ml, nTok, expectedExperts(float64(m.Experts), float64(m.TopK), tok), t, wb, wc)
+	dst = append(dst, ops[0])
 	if dl := m.DenseLayers; dl > 0 {
 		df := float64(m.FFN) / t
 		dup := m.upMatrices() * df
@@ -182,12 +173,55 @@ func (m *Model) appendMLP(L, nTok int, tok, t, wb float64, wc DType, dst []Op) [
 			gemm(OpMLPDown, L, nTok, tok, df, h, df*h, wb, wc),
 		}
 		wm, wd := float64(ml)/float64(L), float64(dl)/float64(L)
-		for i := range ops {
-			ops[i].FLOPs = wm*ops[i].FLOPs + wd*dense[i].FLOPs
-			ops[i].Bytes = wm*ops[i].Bytes + wd*dense[i].Bytes
+		for i := range dense {
+			ops[i+1].FLOPs = wm*ops[i+1].FLOPs + wd*dense[i].FLOPs
+			ops[i+1].Bytes = wm*ops[i+1].Bytes + wd*dense[i].Bytes
 		}
 	}
+	return append(dst, ops[1:]...)
+}
+
+// MoEOps appends to dst the operators of the MLP of one MoE layer on one
+// GPU of p for a batch of tokens tokens whose routing touches touched
+// distinct routed experts: the router (OpMoERouter) and the expert
+// up-projection, activation and down-projection (OpMLPUp, OpAct,
+// OpMLPDown, with Experts = touched + SharedExperts), each with Count 1.
+// Ops prices an MoE layer the same way with touched = the expected number
+// of distinct experts under uniform routing; calibration uses MoEOps for
+// measurements whose routing was forced (LLMServingSim's moe.csv). The
+// model must be an MoE model, tokens ≥ 1, touched in [1, Experts] and p
+// valid for the model; MoEOps panics otherwise (a programmer error).
+func (m *Model) MoEOps(tokens int, touched float64, p Parallel, dst []Op) []Op {
+	if !m.IsMoE() || tokens < 1 || !(touched >= 1 && touched <= float64(m.Experts)) {
+		panic(fmt.Sprintf("models: MoEOps(%d tokens, %v experts touched) of model %q with %d experts", tokens, touched, m.Name, m.Experts))
+	}
+	ops := m.moeOps(1, 1, tokens, touched, float64(tpOf(p)), p.Weights.Bytes(), p.Weights)
 	return append(dst, ops[:]...)
+}
+
+// moeOps are the router (count rc) and the expert up, activation and down
+// operators (count L) of nTok tokens touching touched routed experts.
+func (m *Model) moeOps(L, rc, nTok int, touched, t, wb float64, wc DType) [4]Op {
+	h := float64(m.Hidden)
+	tok := float64(nTok)
+	e := float64(m.Experts)
+	k := float64(m.TopK)
+	sh := float64(m.SharedExperts)
+	f := float64(m.ExpertFFN) / t // each expert's intermediate width per GPU
+	up := m.upMatrices() * f
+	rows := tok * (k + sh) // (token, expert) rows of the grouped GEMMs
+	all := touched + sh    // experts whose weights are read
+	mTok := nTok * (m.TopK + m.SharedExperts)
+	ops := [4]Op{
+		gemm(OpMoERouter, rc, nTok, tok, h, e, h*e, wb, wc),
+		gemm(OpMLPUp, L, mTok, rows, h, up, all*h*up, wb, wc),
+		m.actOp(L, mTok, rows*f),
+		gemm(OpMLPDown, L, mTok, rows, f, h, all*f*h, wb, wc),
+	}
+	for i := 1; i < len(ops); i++ {
+		ops[i].Experts = all
+	}
+	return ops
 }
 
 // BatchOps appends only the operators whose cost depends on more than the

@@ -257,6 +257,49 @@ func TestOpsMoE(t *testing.T) {
 	}
 }
 
+// MoEOps with the expected touched experts is Ops's MoE MLP of one layer;
+// a forced count changes only the expert weights read.
+func TestMoEOps(t *testing.T) {
+	m := builtin(t, "qwen3-30b-a3b")
+	p := Parallel{TP: 1}
+	all := m.Ops(prefill(16, 0), p, nil)
+	// 16 tokens of top-8 over 128 experts: 128·(1 − (120/128)^16) touched.
+	touched := expectedExperts(128, 8, 16)
+	got := m.MoEOps(16, touched, p, nil)
+	for i, k := range []OpKind{OpMoERouter, OpMLPUp, OpAct, OpMLPDown} {
+		want := opOf(t, all, k)
+		want.Count = 1
+		if k != OpMoERouter && want.Experts != touched {
+			t.Errorf("Ops %v: Experts %v, want %v", k, want.Experts, touched)
+		}
+		if got[i] != want {
+			t.Errorf("MoEOps %v = %+v, want Ops's %+v", k, got[i], want)
+		}
+	}
+	// 64 experts forced: up reads 64 · 2048 · (2·768) · 2 B = 402,653,184
+	// of weights plus (128 rows)·(2048 + 1536)·2 = 917,504 of activations.
+	up := m.MoEOps(16, 64, p, nil)[1]
+	if up.Bytes != 402653184+917504 || up.Experts != 64 || up.Tokens != 128 {
+		t.Errorf("forced 64 experts: up %+v", up)
+	}
+	if dense := opOf(t, builtin(t, "llama-3.1-8b").Ops(prefill(16, 0), p, nil), OpMLPUp); dense.Experts != 0 {
+		t.Errorf("a dense MLP's up-projection has Experts %v, want 0", dense.Experts)
+	}
+	for _, bad := range []struct {
+		tokens  int
+		touched float64
+	}{{0, 8}, {16, 0}, {16, 129}} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("MoEOps(%d, %v) did not panic", bad.tokens, bad.touched)
+				}
+			}()
+			m.MoEOps(bad.tokens, bad.touched, p, nil)
+		}()
+	}
+}
+
 func TestExpectedExperts(t *testing.T) {
 	tests := []struct {
 		e, k, n, want float64

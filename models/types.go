@@ -79,6 +79,13 @@ type Op struct {
 	// rows of all touched experts. Kernel models use them for tile and wave
 	// quantization. 0 for operators that are not GEMMs.
 	N, K int
+	// Experts marks an MoE layer's expert operators (OpMLPUp, OpAct,
+	// OpMLPDown of an MoE model): the experts whose weights one occurrence
+	// reads, the distinct routed experts its tokens touch (expected, or
+	// forced by MoEOps) plus the shared ones; 0 for a dense MLP. A kernel
+	// model may price expert kernels (vLLM's fused MoE) apart from dense
+	// GEMMs by it; Roofline ignores it.
+	Experts float64
 	// CommBytes is the message size of one occurrence of a collective
 	// (OpAllReduce), in bytes; 0 for other operators.
 	CommBytes float64

@@ -255,10 +255,14 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// As the built-in profiles: attention from LLMServingSim's bundles
+	// As the built-in profiles: attention (and MoE) from LLMServingSim's bundles
 	// when they sit beside Vidur's data (../shared/data/llmservingsim).
 	if bd := calibrate.BundlesDir(*trace); withAttention && calibrate.IsBundleDir(bd) {
 		if _, err := calibrate.AttachAttention(p, bd); err != nil {
+			return err
+		}
+		// And [moe] from the bundles' moe.csv of this GPU, if any.
+		if _, err := calibrate.AttachMoE(p, bd); err != nil {
 			return err
 		}
 	}

@@ -80,6 +80,11 @@ func GenerateBuiltin(dir string, measured []string) (map[string][]byte, error) {
 		if err := withAttention(fitted[name]); err != nil {
 			return nil, err
 		}
+		// [moe] from the bundles' moe.csv where the GPU has one (H100;
+		// moe.go), before H200 and B200 take the H100 fit.
+		if _, err := AttachMoE(fitted[name], BundlesDir(dir)); err != nil {
+			return nil, err
+		}
 		out[name] = fitted[name].WriteTOML()
 	}
 	// RTX PRO 6000 and RTX 4090: every class fitted to the bundles' dense
@@ -99,6 +104,9 @@ func GenerateBuiltin(dir string, measured []string) (map[string][]byte, error) {
 			return nil, err
 		}
 		if err := withAttention(p); err != nil {
+			return nil, err
+		}
+		if _, err := AttachMoE(p, BundlesDir(dir)); err != nil {
 			return nil, err
 		}
 		out[name] = p.WriteTOML()

@@ -133,6 +133,7 @@ func FuzzParseProfile(f *testing.F) {
 	}
 	f.Add([]byte("format = 1\ngpu = \"h100\"\n[[op]]\nop = \"qkv\"\n[op.fit]\nbogus = 1\n"))
 	f.Add([]byte("[[all_reduce]]\ntp = 2\n[[all_reduce]]\ntp = 1\n"))
+	f.Add(moeProfile(f).WriteTOML())
 	withTrees := waveProfile(mustGPU(f, "h100"))
 	withTrees.GEMMTrees = tinyTrees()
 	f.Add(withTrees.WriteTOML())

@@ -43,6 +43,8 @@ type Calibrated struct {
 	trees   *forest    // GEMM residual trees; nil: none
 	invBW   float64    // 1/MemBW (the trees' roofline feature)
 	mixed   class      // decodes in a call with a prefill chunk (models.Op.Mixed)
+	moe     class      // MoE expert operators (models.Op.Experts > 0), where hasMoE
+	hasMoE  bool
 }
 
 type class struct {
@@ -157,6 +159,9 @@ func (p *Profile) Calibrated(g *hardware.GPU, tp int) (*Calibrated, error) {
 	if a := p.Attention; a.MixedMemoryEff > 0 {
 		k.mixed = class{o: a.MixedOverheadS, invC: uniform(1 / a.MixedComputeEff), invM: 1 / (g.MemBW * a.MixedMemoryEff)}
 	}
+	if p.MoE.MemoryEff > 0 {
+		k.moe, k.hasMoE = p.MoE.class(g), true
+	}
 	if tp > 1 {
 		n := float64(tp)
 		lat, eff := g.LinkLatency, hardware.DefaultEfficiency().Link
@@ -208,6 +213,10 @@ func (k *Calibrated) OpTime(op *models.Op) float64 {
 	if op.Mixed && op.Kind == models.OpAttnDecode {
 		c = &k.mixed
 	}
+	moe := k.hasMoE && op.Experts > 0
+	if moe {
+		c = &k.moe
+	}
 	n := float64(max(op.Tokens, 1))
 	d := op.Compute
 	inv := k.invPeak[d]
@@ -230,7 +239,7 @@ func (k *Calibrated) OpTime(op *models.Op) float64 {
 		t = max(t, op.FLOPs/n*inv*c.invRowC)
 	}
 	t += c.o
-	if k.trees != nil && treeDomain(op, &k.trees.kinds, k.trees.dtype) {
+	if k.trees != nil && !moe && treeDomain(op, &k.trees.kinds, k.trees.dtype) {
 		var x [numFeatures]float64
 		k.features(op, t, x[:])
 		t *= math.Exp(k.trees.at(x[:]))

@@ -62,6 +62,9 @@ type Profile struct {
 	// precision (see GEMMPrecision, precision.go); a precision without an
 	// entry takes the [[op]] parameters as they are.
 	GEMMPrecisions []GEMMPrecision `toml:"gemm_precision"`
+	// MoE, if MemoryEff > 0, prices MoE expert operators apart from the
+	// dense GEMM classes (MoEParams, moe.go); the zero value: as dense.
+	MoE MoEParams `toml:"moe"`
 }
 
 // Source is the provenance of a profile.
@@ -337,6 +340,9 @@ func Transfer(p *Profile, g *hardware.GPU) (*Profile, error) {
 	}
 	if t.Attention.From == "fit" {
 		t.Attention.From, t.Attention.Fit = "transferred from "+p.GPU, FitStats{}
+	}
+	if t.MoE.From == "fit" {
+		t.MoE.From, t.MoE.Fit = "transferred from "+p.GPU, FitStats{}
 	}
 	if t.GEMMTrees != nil {
 		tt := *t.GEMMTrees

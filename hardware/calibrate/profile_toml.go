@@ -224,6 +224,7 @@ func (p *Profile) WriteTOML() []byte {
 		writeStats(&b, "attention.fit", p.Attention.Fit)
 	}
 	writePrecisions(&b, p.GEMMPrecisions)
+	p.MoE.writeTOML(&b)
 	for _, o := range p.Ops {
 		w("\n[[op]]\nop = %s\noverhead_s = %s\ncompute_eff = %s\nhalf_tokens = %s\nmemory_eff = %s\nrow_memory_eff = %s\nwave_eff = %s\ntile_m = %d\ntile_n = %d\nfrom = %s\n",
 			tomlQuote(o.Op), tomlFloat(o.OverheadS), tomlFloat(o.ComputeEff), tomlFloat(o.HalfTokens), tomlFloat(o.MemoryEff),

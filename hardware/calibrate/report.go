@@ -113,6 +113,8 @@ type Accuracy struct {
 	// Attention is the attention model's error table (EvaluateAttention),
 	// when the LLMServingSim bundles sit beside the trace (BundlesDir).
 	Attention *ErrTable
+	// MoE is the MoE block error table (EvaluateMoE), with the bundles.
+	MoE *ErrTable
 }
 
 // ReportOptions say what Evaluate reads besides the Vidur data.
@@ -338,6 +340,9 @@ func Evaluate(dir string, opt ReportOptions) (*Accuracy, error) {
 			return nil, err
 		}
 		acc.Attention = t
+		if acc.MoE, _, err = EvaluateMoE(bd); err != nil {
+			return nil, err
+		}
 	}
 	return acc, nil
 }
@@ -645,7 +650,7 @@ func (a *Accuracy) Markdown(w io.Writer) error {
 	var b strings.Builder
 	b.WriteString("Cells: median / p90 of the absolute percentage error |predicted/measured − 1|, the median signed error " +
 		"(> 0: predicted slower than measured), and the number of kernel timings.\n\n")
-	for _, t := range []*ErrTable{a.InSample, a.HeldOutModel, a.HeldOutPerModel, a.Floor, a.HeldOutGPU, a.Measured, a.XLAFits, a.XLACheck, a.Attention} {
+	for _, t := range []*ErrTable{a.InSample, a.HeldOutModel, a.HeldOutPerModel, a.Floor, a.HeldOutGPU, a.Measured, a.XLAFits, a.XLACheck, a.Attention, a.MoE} {
 		if t == nil {
 			continue
 		}

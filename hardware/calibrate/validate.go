@@ -172,6 +172,9 @@ func (p *Profile) validate() error {
 	if err := validatePrecisions(p.GEMMPrecisions, fe); err != nil {
 		return err
 	}
+	if err := p.MoE.validate(); err != nil {
+		return err
+	}
 	for i, a := range p.AllReduce {
 		at := func(f string) string { return fmt.Sprintf("all_reduce[%d].%s", i, f) }
 		if a.TP < 2 || a.TP > maxTraceTP {

@@ -167,6 +167,29 @@ func evaluateAttention(dir string) (*ErrTable, map[string]Attention, error) {
 		a, err := FitAttention(ss, g)
 		return &a, err
 	}
+	// older adds the row of the older decode-only form (fitAttnCalls) on
+	// the same split, for comparison.
+	older := func(row string, fitOn []AttnSample, g *hardware.GPU, pred []AttnSample) error {
+		a, err := fitAttnCalls(fitOn, g, true)
+		if err != nil {
+			return err
+		}
+		add(row+", older decode form (no per-sequence cost), for comparison", &a, g, pred)
+		return nil
+	}
+	// byContext adds the held-out-by-context row (fit max KV ≤ kv, predict
+	// longer) of set s, and its older-form row.
+	byContext := func(name string, s *attnSet, kv int) error {
+		fitOn := s.all("", 0, func(x *AttnSample) bool { return attnMaxKV(x) <= kv })
+		pred := s.all("", 0, func(x *AttnSample) bool { return attnMaxKV(x) > kv })
+		a, err := fit(fitOn, s.gpu)
+		if err != nil {
+			return err
+		}
+		row := fmt.Sprintf("%s KV ≤ %d → longer", name, kv)
+		add(row, a, s.gpu, pred)
+		return older(row, fitOn, s.gpu, pred)
+	}
 	for _, name := range sortedKeys(sets) {
 		s := sets[name]
 		a, err := fit(s.all("", 0, nil), s.gpu)
@@ -179,6 +202,9 @@ func evaluateAttention(dir string) (*ErrTable, map[string]Attention, error) {
 			ms = append(ms, b.Meta.Model)
 		}
 		add(fmt.Sprintf("%s in sample (%s)", name, strings.Join(ms, ", ")), a, s.gpu, s.all("", 0, nil))
+		if err := older(name+" in sample", s.all("", 0, nil), s.gpu, s.all("", 0, nil)); err != nil {
+			return nil, nil, err
+		}
 		def := hardware.DefaultEfficiency()
 		before := Attention{ComputeEff: def.AttnCompute, MemoryEff: def.Memory, OverheadS: def.OpOverhead}
 		add(fmt.Sprintf("%s: the assumed roofline (50 %% of peak FLOP/s, 80 %% of HBM, 4 µs), for comparison", name), &before, s.gpu, s.all("", 0, nil))
@@ -197,6 +223,14 @@ func evaluateAttention(dir string) (*ErrTable, map[string]Attention, error) {
 			return nil, nil, err
 		}
 		add("rtx-pro-6000 doubling grid → ×1.5 grid (all models)", a, s.gpu, s.all("", 0, func(x *AttnSample) bool { return !doubling(x.Row) }))
+		if err := byContext("rtx-pro-6000", s, 1024); err != nil {
+			return nil, nil, err
+		}
+	}
+	if s := sets["rtx-4090"]; s != nil {
+		if err := byContext("rtx-4090", s, 1024); err != nil {
+			return nil, nil, err
+		}
 	}
 	if s := sets["h100"]; s != nil {
 		a, err := fit(s.all("", 1, nil), s.gpu)
@@ -204,11 +238,12 @@ func evaluateAttention(dir string) (*ErrTable, map[string]Attention, error) {
 			return nil, nil, err
 		}
 		add("h100 TP1 → TP8", a, s.gpu, s.all("", 8, nil))
-		a, err = fit(s.all("", 0, func(x *AttnSample) bool { return attnMaxKV(x) <= 256 }), s.gpu)
-		if err != nil {
+		if err := older("h100 TP1 → TP8", s.all("", 1, nil), s.gpu, s.all("", 8, nil)); err != nil {
 			return nil, nil, err
 		}
-		add("h100 KV ≤ 256 → KV 1024", a, s.gpu, s.all("", 0, func(x *AttnSample) bool { return attnMaxKV(x) > 256 }))
+		if err := byContext("h100", s, 256); err != nil {
+			return nil, nil, err
+		}
 	}
 	for _, pair := range [][2]string{{"rtx-4090", "rtx-pro-6000"}, {"rtx-pro-6000", "rtx-4090"}, {"h100", "rtx-pro-6000"}, {"rtx-pro-6000", "h100"}, {"rtx-4090", "h100"}} {
 		from, to := sets[pair[0]], sets[pair[1]]
@@ -253,7 +288,7 @@ func attentionFor(gpu string, fits map[string]Attention, table *ErrTable) (Atten
 	}
 	if from == gpu {
 		a.Source = fmt.Sprintf("fitted to the %s attention calls of LLMServingSim's profile bundles (vLLM 0.19.0, FlashAttention varlen, BF16 KV; "+
-			"../shared/data/llmservingsim/profiles, %s): prefill, decode-only and mixed-batch decode parameters in three least-squares stages (%s)",
+			"../shared/data/llmservingsim/profiles, %s): prefill (o + max(FLOPs, bytes terms)), decode-only (additive: o + decodes × a per-sequence cost + KV bytes at a fitted bandwidth) and mixed-batch decode parameters in three least-squares stages (%s)",
 			gpu, attnBundleNote[gpu], held)
 		return a, "", true
 	}
@@ -331,7 +366,7 @@ func WithBundleAttention(p *Profile, dir string, cat *hardware.Catalog) (*Profil
 			}
 		}
 	}
-	a.Source = fmt.Sprintf("fitted to %d attention calls of LLMServingSim profile bundles in %s (%s; files %s): prefill, decode-only and mixed-batch decode parameters in three least-squares stages (in sample: median %.1f %%, p90 %.1f %%)",
+	a.Source = fmt.Sprintf("fitted to %d attention calls of LLMServingSim profile bundles in %s (%s; files %s): prefill (o + max(FLOPs, bytes terms)), decode-only (additive: o + decodes × a per-sequence cost + KV bytes at a fitted bandwidth) and mixed-batch decode parameters in three least-squares stages (in sample: median %.1f %%, p90 %.1f %%)",
 		a.Fit.Samples, filepath.Base(filepath.Clean(dir)), strings.Join(ms, ", "), strings.Join(files, ", "), a.Fit.MedianAPE, a.Fit.P90APE)
 	q := p.Clone()
 	q.Attention = a

@@ -148,8 +148,9 @@ func TestFitAttentionRecovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The additive decode form the fit uses: η_d = 1, ρ_d = 0, s_d = 60 ns.
 	want := Attention{ComputeEff: 0.55, MemoryEff: 0.3, OverheadS: 9e-6, PrefillRowComputeEff: 0.002,
-		DecodeComputeEff: 0.3, DecodeMemoryEff: 0.75, DecodeRowMemoryEff: 0.2, DecodeOverheadS: 12e-6,
+		DecodeComputeEff: 1, DecodeMemoryEff: 0.75, DecodeOverheadS: 12e-6, DecodePerSeqS: 60e-9,
 		MixedComputeEff: 0.02, MixedMemoryEff: 0.5, MixedOverheadS: 3e-6}
 	for i := range ss {
 		ss[i].Seconds = AttnTime(&want, g, &ss[i])
@@ -161,25 +162,80 @@ func TestFitAttentionRecovers(t *testing.T) {
 	if got.Fit.MedianAPE > 1 || got.Fit.P90APE > 3 {
 		t.Errorf("fit of noiseless times: %+v", got.Fit)
 	}
-	// Kernel: Σ OpTime of the batch's attention operators = AttnTime.
-	p := handProfile(mustGPU(t, "h100"))
-	p.Attention = want
-	p.Attention.From = "fit"
-	k, err := p.Kernel(g, 1)
-	if err != nil {
-		t.Fatal(err)
+	if math.Abs(got.DecodePerSeqS/want.DecodePerSeqS-1) > 0.05 || math.Abs(got.DecodeMemoryEff/want.DecodeMemoryEff-1) > 0.05 {
+		t.Errorf("decode fit: s %g s, μ %g; want %g s, %g", got.DecodePerSeqS, got.DecodeMemoryEff, want.DecodePerSeqS, want.DecodeMemoryEff)
 	}
+	// Kernel: Σ OpTime of the batch's attention operators = AttnTime, for
+	// the additive form and for the older one (a profile written before
+	// decode_per_seq_s: compute and per-sequence bandwidth terms in the max).
+	olderForm := want
+	olderForm.DecodeComputeEff, olderForm.DecodeRowMemoryEff, olderForm.DecodePerSeqS = 0.3, 0.2, 0
 	m, _ := b.AttnModel()
-	for _, s := range ss {
-		var sum float64
-		for _, op := range m.BatchOps(AttnBatch(s.Row), models.Parallel{TP: 1, Weights: models.BF16, KV: models.BF16}, nil) {
-			if op.Kind == models.OpAttnPrefill || op.Kind == models.OpAttnDecode {
-				sum += k.OpTime(&op)
+	for _, a := range []Attention{want, olderForm} {
+		p := handProfile(mustGPU(t, "h100"))
+		p.Attention = a
+		p.Attention.From = "fit"
+		k, err := p.Kernel(g, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range ss {
+			var sum float64
+			for _, op := range m.BatchOps(AttnBatch(s.Row), models.Parallel{TP: 1, Weights: models.BF16, KV: models.BF16}, nil) {
+				if op.Kind == models.OpAttnPrefill || op.Kind == models.OpAttnDecode {
+					sum += k.OpTime(&op)
+				}
+			}
+			if fit := AttnTime(&a, g, &s); math.Abs(sum/fit-1) > 1e-12 {
+				t.Fatalf("%+v: %s: kernel %g s, fit model %g s", a, s.Where, sum, fit)
 			}
 		}
-		if math.Abs(sum/s.Seconds-1) > 1e-12 {
-			t.Fatalf("%s: kernel %g s, fit model %g s", s.Where, sum, s.Seconds)
-		}
+	}
+}
+
+// The decode-only call's time, by hand: o + n·s + bytes/(BW·μ) in the
+// additive form; with s = 0 (a profile without decode_per_seq_s) the older
+// o + max(FLOPs/(peak·η), bytes/(BW·μ), bytes/n/(BW·ρ)).
+func TestDecodeAttentionForm(t *testing.T) {
+	g := mustGPU(t, "h100")
+	// 64 decodes of 1,000 context tokens, Llama-3.1-8B at TP 1 (32 heads,
+	// 8 KV heads, head_dim 128): KV bytes per token 2·8·128·2 = 4,096;
+	// bytes = Q and O 2·64·4096·2 = 1,048,576 + keys (64,000 + 64)·4,096 =
+	// 262,406,144 + the new tokens' KV 64·4,096 = 262,144: 263,716,864;
+	// FLOPs = 4·32·128·64,064 = 1,049,624,576.
+	op := models.Op{Kind: models.OpAttnDecode, Count: 1, Tokens: 64, Bytes: 263716864, FLOPs: 1049624576, Compute: models.BF16}
+	cases := []struct {
+		name string
+		a    Attention
+		want float64
+	}{
+		// 10 µs + 64 × 50 ns = 13.2 µs, + 263,716,864 / (3.35e12 × 0.8) = 98.40 µs: 111.60 µs.
+		{"additive", Attention{DecodeComputeEff: 1, DecodeMemoryEff: 0.8, DecodeOverheadS: 10e-6, DecodePerSeqS: 50e-9},
+			10e-6 + 64*50e-9 + 263716864/(3.35e12*0.8)},
+		// Older: 10 µs + max(1.05e9 / (989.4e12 × 0.3) = 3.5 µs, 98.40 µs,
+		// 263,716,864 / 64 / (3.35e12 × 0.01) = 123.0 µs) = 133.0 µs.
+		{"older, row term binds", Attention{DecodeComputeEff: 0.3, DecodeMemoryEff: 0.8, DecodeRowMemoryEff: 0.01, DecodeOverheadS: 10e-6},
+			10e-6 + 263716864/64.0/(3.35e12*0.01)},
+		// Older: 10 µs + 98.40 µs = 108.40 µs (row term 0.9: 1.37 µs, no bind).
+		{"older, bandwidth binds", Attention{DecodeComputeEff: 0.3, DecodeMemoryEff: 0.8, DecodeRowMemoryEff: 0.9, DecodeOverheadS: 10e-6},
+			10e-6 + 263716864/(3.35e12*0.8)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := handProfile(g)
+			p.Attention.DecodeComputeEff, p.Attention.DecodeMemoryEff = c.a.DecodeComputeEff, c.a.DecodeMemoryEff
+			p.Attention.DecodeRowMemoryEff, p.Attention.DecodeOverheadS, p.Attention.DecodePerSeqS = c.a.DecodeRowMemoryEff, c.a.DecodeOverheadS, c.a.DecodePerSeqS
+			k, err := p.Kernel(g, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := k.OpTime(&op); math.Abs(got/c.want-1) > 1e-12 {
+				t.Errorf("OpTime %g s, want %g s", got, c.want)
+			}
+			if got := p.Attention.decodeTime(g, &op); math.Abs(got/c.want-1) > 1e-12 {
+				t.Errorf("decodeTime %g s, want %g s", got, c.want)
+			}
+		})
 	}
 }
 
@@ -190,12 +246,34 @@ func TestAttentionTOML(t *testing.T) {
 		DecodeComputeEff: 0.3, DecodeMemoryEff: 0.75, DecodeRowMemoryEff: 0.2, DecodeOverheadS: 12e-6,
 		MixedComputeEff: 0.02, MixedMemoryEff: 0.5, MixedOverheadS: 3e-6, From: "transferred from rtx-4090", Source: "test",
 		Fit: FitStats{Samples: 3, MedianAPE: 1, P90APE: 2, MaxAPE: 3}}
-	q, err := ParseProfile(p.WriteTOML(), "p.toml")
-	if err != nil {
-		t.Fatal(err)
+	// Without decode_per_seq_s (a profile of the older form) and with it.
+	for _, s := range []float64{0, 7e-8} {
+		p.Attention.DecodePerSeqS = s
+		text := p.WriteTOML()
+		if has := strings.Contains(string(text), "decode_per_seq_s"); has != (s > 0) {
+			t.Fatalf("decode_per_seq_s %g: written %v", s, has)
+		}
+		q, err := ParseProfile(text, "p.toml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q.Attention != p.Attention {
+			t.Fatalf("round trip: %+v, want %+v", q.Attention, p.Attention)
+		}
 	}
-	if q.Attention != p.Attention {
-		t.Fatalf("round trip: %+v, want %+v", q.Attention, p.Attention)
+	for _, c := range []struct{ from, to, want string }{
+		{"decode_per_seq_s = 7e-08", "decode_per_seq_s = -1e-08", `field "attention.decode_per_seq_s": must be in [0, 0.001] s`},
+		{"decode_per_seq_s = 7e-08", "decode_per_seq_s = nan", `field "attention.decode_per_seq_s"`},
+		{"decode_compute_eff = 0.3\ndecode_memory_eff = 0.75\ndecode_row_memory_eff = 0.2\ndecode_overhead_s = 1.2e-05\n", "",
+			`field "attention.decode_per_seq_s": 7e-08 s needs the decode parameters`},
+	} {
+		bad := strings.Replace(string(p.WriteTOML()), c.from, c.to, 1)
+		if bad == string(p.WriteTOML()) {
+			t.Fatalf("%q not in the profile", c.from)
+		}
+		if _, err := ParseProfile([]byte(bad), "p.toml"); err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "p.toml line") {
+			t.Errorf("%q: %v, want %q with its line", c.to, err, c.want)
+		}
 	}
 	bad := strings.Replace(string(p.WriteTOML()), `from = "transferred from rtx-4090"`, `from = "guessed"`, 1)
 	if _, err := ParseProfile([]byte(bad), "p.toml"); err == nil || !strings.Contains(err.Error(), `field "attention.from"`) {

@@ -122,7 +122,10 @@
 // ([ReadBundle], [FitAttention]; ../shared/data/llmservingsim/profiles,
 // which [GenerateBuiltin] and `servesim calibrate --trace` on Vidur's data
 // find beside it): prefill, decode-only and mixed-call decode parameters,
-// see attention.go. A GPU without attention timings takes the fit of the
+// see attention.go. Decode-only calls take an additive form, a fixed
+// cost, a cost per sequence and the KV bytes at a fitted bandwidth
+// (decode_per_seq_s; a profile without it prices decodes as before, by
+// the maximum of its terms). A GPU without attention timings takes the fit of the
 // GPU that runs the same kernels ([AttachAttention]: A100 the RTX 4090's,
 // H200 and B200 the H100's) and its [Attention] says so. A fitted profile
 // with neither (a native trace without attention rows, a GPU nobody

@@ -57,6 +57,7 @@ type class struct {
 	invW   [3]float64
 	invM   float64 // 1/(MemBW·μ)
 	invRow float64 // 1/(MemBW·row_memory_eff); 0: no per-row term
+	perTok float64 // seconds added per token (decode attention's per-sequence cost)
 	tm, tn int     // GEMM output tile; tm = 0: no wave term
 	wave   float64 // 2·tm·tn·SMs: FLOPs of one wave per unit of K
 	// invRowC is 1/ρ of a per-row compute term FLOPs/tokens/(peak·ρ)
@@ -149,7 +150,7 @@ func (p *Profile) Calibrated(g *hardware.GPU, tp int) (*Calibrated, error) {
 	att.invRowC = 0
 	k.cls[models.OpAttnDecode] = att
 	if a := p.Attention; a.DecodeMemoryEff > 0 {
-		d := class{o: a.DecodeOverheadS, invC: uniform(1 / a.DecodeComputeEff), invM: 1 / (g.MemBW * a.DecodeMemoryEff)}
+		d := class{o: a.DecodeOverheadS, invC: uniform(1 / a.DecodeComputeEff), invM: 1 / (g.MemBW * a.DecodeMemoryEff), perTok: a.DecodePerSeqS}
 		if a.DecodeRowMemoryEff > 0 {
 			d.invRow = 1 / (g.MemBW * a.DecodeRowMemoryEff)
 		}
@@ -238,7 +239,7 @@ func (k *Calibrated) OpTime(op *models.Op) float64 {
 	if c.invRowC > 0 {
 		t = max(t, op.FLOPs/n*inv*c.invRowC)
 	}
-	t += c.o
+	t += c.o + c.perTok*float64(op.Tokens)
 	if k.trees != nil && !moe && treeDomain(op, &k.trees.kinds, k.trees.dtype) {
 		var x [numFeatures]float64
 		k.features(op, t, x[:])

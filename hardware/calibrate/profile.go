@@ -115,10 +115,11 @@ type Iteration struct {
 
 // Attention prices OpAttnPrefill by the roofline
 // OverheadS + max(FLOPs/(peak·ComputeEff), Bytes/(MemBW·MemoryEff)), and
-// OpAttnDecode by the same with the Decode* parameters and a per-sequence
-// term, Bytes/decodes/(MemBW·DecodeRowMemoryEff) (see attention.go); with
-// DecodeMemoryEff = 0 decodes take the prefill parameters (an assumed
-// roofline). A mixed batch is the sum of the two (one FlashAttention call
+// OpAttnDecode by the same with the Decode* parameters, a per-sequence
+// bandwidth term Bytes/decodes/(MemBW·DecodeRowMemoryEff) inside the max
+// and a per-sequence cost decodes·DecodePerSeqS added to it (see
+// attention.go); with DecodeMemoryEff = 0 decodes take the prefill
+// parameters (an assumed roofline). A mixed batch is the sum of the two (one FlashAttention call
 // measured as such: the fit sets the two overheads so).
 type Attention struct {
 	ComputeEff float64 `toml:"compute_eff"`
@@ -133,6 +134,11 @@ type Attention struct {
 	DecodeMemoryEff    float64 `toml:"decode_memory_eff"`
 	DecodeRowMemoryEff float64 `toml:"decode_row_memory_eff"`
 	DecodeOverheadS    float64 `toml:"decode_overhead_s"`
+	// DecodePerSeqS is the seconds each decode adds to a decode-only call
+	// beyond its bytes (the additive form t = o + n·s + bytes/(BW·μ));
+	// 0, as in profiles written before it: no such term (the old form).
+	// Mixed calls with Mixed* parameters do not take it.
+	DecodePerSeqS float64 `toml:"decode_per_seq_s"`
 	// Mixed parameters price the decodes of a call that also holds a
 	// prefill chunk (models.Op.Mixed); all 0: as decode-only.
 	MixedComputeEff float64 `toml:"mixed_compute_eff"`

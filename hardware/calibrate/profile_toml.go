@@ -210,6 +210,9 @@ func (p *Profile) WriteTOML() []byte {
 	if a := p.Attention; a.DecodeMemoryEff > 0 {
 		w("decode_compute_eff = %s\ndecode_memory_eff = %s\ndecode_row_memory_eff = %s\ndecode_overhead_s = %s\n",
 			tomlFloat(a.DecodeComputeEff), tomlFloat(a.DecodeMemoryEff), tomlFloat(a.DecodeRowMemoryEff), tomlFloat(a.DecodeOverheadS))
+		if a.DecodePerSeqS > 0 {
+			w("decode_per_seq_s = %s\n", tomlFloat(a.DecodePerSeqS))
+		}
 	}
 	if a := p.Attention; a.MixedMemoryEff > 0 {
 		w("mixed_compute_eff = %s\nmixed_memory_eff = %s\nmixed_overhead_s = %s\n",

@@ -44,7 +44,9 @@ type BenchResult struct {
 // schedule is start_times when present; without them an infinite rate
 // sends everything at 0 and a finite one is replayed at constant spacing
 // 1/rate (a note says so: vLLM drew Poisson or gamma gaps that the file
-// does not keep). Arrays must have input_lens' length; a request with
+// does not keep); max_concurrency then goes to Run.MaxConcurrency, for
+// the replay to apply (with start_times it is in them already). Arrays
+// must have input_lens' length; a request with
 // output_lens 0 or an error is left out and counted in a note.
 func ReadBench(r io.Reader, name string) (*Run, *BenchResult, error) {
 	data, err := io.ReadAll(r)
@@ -160,8 +162,17 @@ func ReadBench(r io.Reader, name string) (*Run, *BenchResult, error) {
 			run.Notes = append(run.Notes, fmt.Sprintf("no start_times: replayed at constant spacing 1/%g s (the bench drew gamma gaps with burstiness %g that the file does not keep)", b.rate, b.Burstiness))
 		}
 	}
-	if b.MaxConcurrency != nil {
-		run.Notes = append(run.Notes, fmt.Sprintf("max_concurrency %d is not modelled: the replay sends at the recorded start times", *b.MaxConcurrency))
+	if mc := b.MaxConcurrency; mc != nil {
+		switch {
+		case *mc < 1:
+			return nil, nil, fieldErr(name, 0, "max_concurrency", "%d: want ≥ 1 (null for no limit)", *mc)
+		case len(b.StartTimes) == n:
+			// vLLM starts a request's clock (start_time) after its slot is
+			// free: the recorded start times hold the waits already.
+			run.Notes = append(run.Notes, fmt.Sprintf("max_concurrency %d: already in the recorded start times (vLLM records a request's start once it has a slot)", *mc))
+		default:
+			run.MaxConcurrency = min(*mc, len(run.Requests))
+		}
 	}
 	sortByArrival(run.Requests)
 	return run, &b, nil

@@ -65,6 +65,9 @@ func placeCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	var bar func()
 	o.OnProgress, bar = progressFunc(stderr, *quiet, "place: deployments")
+	ctx, stop := interruptible()
+	defer stop()
+	o.Context = ctx
 	ps, err := experiments.Place(base, o)
 	bar()
 	if err != nil {

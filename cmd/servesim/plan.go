@@ -89,6 +89,9 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	var bar func()
 	o.OnProgress, bar = progressFunc(stderr, *quiet, "plan: shapes")
+	ctx, stop := interruptible()
+	defer stop()
+	o.Context = ctx
 	opts, err := experiments.PlanCapacity(base, o)
 	bar()
 	if err != nil {

@@ -39,6 +39,12 @@ type PlaceOptions struct {
 	bound *capacityBound // the candidate's bound (nil: none)
 }
 
+// MaxPlaceGPUs bounds a placement search's GPU budget: the search lists
+// every colocated and xPyD split of the budget (about budget² / 2 at TP 1
+// alone, 3.5 × that over TPs 1, 2, 4, 8: 115,000 at 256 GPUs, each a rate
+// search of several simulations), so a budget past this is out of reach.
+const MaxPlaceGPUs = 256
+
 // Placement is one searched deployment and its max goodput rate.
 type Placement struct {
 	Name         string // e.g. "colocated 2×TP4" or "disagg 1×TP2 + 3×TP2"
@@ -61,8 +67,8 @@ type Placement struct {
 // Each rate is one simulation of arrivals over max(MinDuration, the base's
 // requests / rate) seconds, so that queues reach their steady state.
 func Place(base Scenario, o PlaceOptions) ([]Placement, error) {
-	if o.GPUs <= 0 {
-		return nil, fmt.Errorf("experiments: place: GPU budget %d: must be > 0", o.GPUs)
+	if o.GPUs <= 0 || o.GPUs > MaxPlaceGPUs {
+		return nil, fmt.Errorf("experiments: place: GPU budget %d: must be in [1, %d]", o.GPUs, MaxPlaceGPUs)
 	}
 	if len(o.TPs) == 0 {
 		o.TPs = []int{1, 2, 4, 8}

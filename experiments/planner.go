@@ -67,6 +67,11 @@ func PlanCapacity(base Scenario, o PlanOptions) ([]Option, error) {
 	if !(o.Rate > 0) || math.IsInf(o.Rate, 0) {
 		return nil, fmt.Errorf("experiments: plan: target rate %g: must be > 0", o.Rate)
 	}
+	if 1/o.Rate > MaxDurationS {
+		// Checked here: each simulation's workload.rate would fail with the
+		// scenario file's line of a rate the file does not hold.
+		return nil, fmt.Errorf("experiments: plan: target rate %g req/s: below %g (one gap, 1/rate, is past the longest run, %g s)", o.Rate, 1/MaxDurationS, MaxDurationS)
+	}
 	if len(o.GPUs) == 0 {
 		o.GPUs = []string{base.GPU}
 	}

@@ -40,6 +40,9 @@ func placeCmd(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return fmt.Errorf("place: --config and --gpus N > 0 are required")
 	}
+	if *gpus > experiments.MaxPlaceGPUs {
+		return fmt.Errorf("place: --gpus %d: at most %d (the search lists every split of the budget)", *gpus, experiments.MaxPlaceGPUs)
+	}
 	if err := checkTarget("place", *target); err != nil {
 		return err
 	}

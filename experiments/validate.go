@@ -140,6 +140,9 @@ func Validate(run *realrun.Run, s Scenario) (*Validation, error) {
 	}
 	reqs := make([]workload.Request, len(run.Requests))
 	for i, q := range run.Requests {
+		if !(q.Arrival >= 0 && q.Arrival <= MaxDurationS) {
+			return nil, fmt.Errorf("experiments: run %s (%s): request %s arrives %g s after the first: outside the longest run servesim replays (%g s)", run.Name, run.Path, q.ID, q.Arrival, MaxDurationS)
+		}
 		reqs[i] = workload.Request{Arrival: sim.FromSeconds(q.Arrival), PromptTokens: q.Input, OutputTokens: q.Output}
 	}
 	// The synthetic workload is a placeholder that passes Resolve's checks;

@@ -58,3 +58,10 @@ func TestValidateAppliesBenchMaxConcurrency(t *testing.T) {
 		t.Errorf("last finish %v, want 4 × %v", got, e)
 	}
 }
+
+// The bench reader's bound on a replay's span is the longest run.
+func TestReplaySpanBound(t *testing.T) {
+	if realrun.MaxSpanS != MaxDurationS {
+		t.Errorf("realrun.MaxSpanS %g, MaxDurationS %g: want them equal", realrun.MaxSpanS, MaxDurationS)
+	}
+}

@@ -38,6 +38,10 @@ type BenchResult struct {
 	rate float64 // parsed RequestRate; +Inf for "inf"
 }
 
+// MaxSpanS is the longest stretch of arrivals a replay holds, in seconds
+// (experiments.MaxDurationS, the longest run; a test keeps them equal).
+const MaxSpanS = 1e6
+
 // ReadBench reads a vllm bench serve result and converts its successful
 // requests: Start from start_times (relative to the first) when present,
 // else 0; FirstToken = Start + ttft, Finish = Start + latency. The replay
@@ -96,6 +100,9 @@ func ReadBench(r io.Reader, name string) (*Run, *BenchResult, error) {
 	}
 	if !(b.Duration >= 0) || math.IsInf(b.Duration, 0) {
 		return nil, nil, fieldErr(name, 0, "duration", "%g: want ≥ 0", b.Duration)
+	}
+	if len(b.StartTimes) != n && !math.IsInf(b.rate, 1) && float64(n-1)/b.rate > MaxSpanS {
+		return nil, nil, fieldErr(name, 0, "request_rate", "%g: no start_times, so %d requests are replayed 1/rate apart, over %g s: past the longest replay (%g s)", b.rate, n, float64(n-1)/b.rate, MaxSpanS)
 	}
 	run := &Run{Path: name, Format: FormatBench, Duration: b.Duration, Engine: Engine{Model: b.ModelID, GPU: b.GPU}}
 	if b.TP != "" {

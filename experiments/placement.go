@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -29,10 +30,20 @@ type PlaceOptions struct {
 	// NoPrune turns off the analytic capacity bound (see capacityBound):
 	// every candidate is searched by simulation alone.
 	NoPrune bool
+	// Context, when set, stops the search when cancelled: no new
+	// candidate starts, the simulations in flight stop (RunContext), and
+	// Place returns an error wrapping ctx.Err().
+	Context context.Context
 
 	cache *probeCache    // memo of simulated points (nil: none)
 	bound *capacityBound // the candidate's bound (nil: none)
 }
+
+// MaxPlaceGPUs bounds a placement search's GPU budget: the search lists
+// every colocated and xPyD split of the budget (about budget² / 2 at TP 1
+// alone, 3.5 × that over TPs 1, 2, 4, 8: 115,000 at 256 GPUs, each a rate
+// search of several simulations), so a budget past this is out of reach.
+const MaxPlaceGPUs = 256
 
 // Placement is one searched deployment and its max goodput rate.
 type Placement struct {
@@ -56,8 +67,8 @@ type Placement struct {
 // Each rate is one simulation of arrivals over max(MinDuration, the base's
 // requests / rate) seconds, so that queues reach their steady state.
 func Place(base Scenario, o PlaceOptions) ([]Placement, error) {
-	if o.GPUs <= 0 {
-		return nil, fmt.Errorf("experiments: place: GPU budget %d: must be > 0", o.GPUs)
+	if o.GPUs <= 0 || o.GPUs > MaxPlaceGPUs {
+		return nil, fmt.Errorf("experiments: place: GPU budget %d: must be in [1, %d]", o.GPUs, MaxPlaceGPUs)
 	}
 	if len(o.TPs) == 0 {
 		o.TPs = []int{1, 2, 4, 8}
@@ -111,7 +122,11 @@ func Place(base Scenario, o PlaceOptions) ([]Placement, error) {
 		o.cache = newProbeCache()
 		o.cache.noMemo = o.NoPrune
 	}
+	ctx := o.ctx()
 	parallel(len(cands), o.Workers, func(i int) {
+		if ctx.Err() != nil {
+			return
+		}
 		co := o
 		if !o.NoPrune {
 			// At the search's top rate each run is MinDuration long, the
@@ -128,6 +143,9 @@ func Place(base Scenario, o PlaceOptions) ([]Placement, error) {
 		}
 		searchRate(base, &cands[i], co)
 	}, o.OnProgress)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("experiments: place interrupted (%w)", err)
+	}
 	if err := noneServes(cands); err != nil {
 		return nil, err
 	}
@@ -159,6 +177,17 @@ func noneServes(cands []Placement) error {
 		}
 	}
 	return fmt.Errorf("experiments: place: none of the %d deployments can serve:\n  %s", len(cands), strings.Join(why, "\n  "))
+}
+
+// ctx is o.Context, or the background context when unset.
+func (o PlaceOptions) ctx() context.Context { return orBackground(o.Context) }
+
+// orBackground is ctx, or the background context when ctx is nil.
+func orBackground(ctx context.Context) context.Context {
+	if ctx == nil {
+		return context.Background()
+	}
+	return ctx
 }
 
 func (s SLO) isSet() bool { return s.TTFTms > 0 || s.TPOTms > 0 || s.E2Ems > 0 }
@@ -193,7 +222,7 @@ func attainment(base Scenario, c *Placement, rate float64, o PlaceOptions) (floa
 		if err != nil {
 			return nil, err
 		}
-		return Run(p, "")
+		return RunContext(o.ctx(), p, "")
 	})
 	if err != nil {
 		return 0, nil, err

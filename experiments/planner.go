@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -30,6 +31,10 @@ type PlanOptions struct {
 	NoPrune bool
 	// OnProgress, when set, is called after each shape is planned.
 	OnProgress func(done, total int)
+	// Context, when set, stops the planner when cancelled: no new shape
+	// starts, the simulations in flight stop (RunContext), and
+	// PlanCapacity returns an error wrapping ctx.Err().
+	Context context.Context
 
 	cache *probeCache
 }
@@ -61,6 +66,11 @@ type Option struct {
 func PlanCapacity(base Scenario, o PlanOptions) ([]Option, error) {
 	if !(o.Rate > 0) || math.IsInf(o.Rate, 0) {
 		return nil, fmt.Errorf("experiments: plan: target rate %g: must be > 0", o.Rate)
+	}
+	if 1/o.Rate > MaxDurationS {
+		// Checked here: each simulation's workload.rate would fail with the
+		// scenario file's line of a rate the file does not hold.
+		return nil, fmt.Errorf("experiments: plan: target rate %g req/s: below %g (one gap, 1/rate, is past the longest run, %g s)", o.Rate, 1/MaxDurationS, MaxDurationS)
 	}
 	if len(o.GPUs) == 0 {
 		o.GPUs = []string{base.GPU}
@@ -115,7 +125,12 @@ func PlanCapacity(base Scenario, o PlanOptions) ([]Option, error) {
 		o.cache.noMemo = o.NoPrune
 	}
 	out := make([]Option, len(jobs))
+	ctx := orBackground(o.Context)
+	o.Context = ctx
 	parallel(len(jobs), o.Workers, func(i int) {
+		if ctx.Err() != nil {
+			return
+		}
 		j := jobs[i]
 		b := base
 		if j.seqs > 0 {
@@ -124,6 +139,9 @@ func PlanCapacity(base Scenario, o PlanOptions) ([]Option, error) {
 		out[i] = planShape(b, o, j.gpu, j.tp, j.disagg)
 		out[i].MaxNumSeqs = j.seqs
 	}, o.OnProgress)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("experiments: plan interrupted (%w)", err)
+	}
 	if err := noPlanServes(out, o); err != nil {
 		return nil, err
 	}
@@ -159,7 +177,7 @@ func evaluateRun(base Scenario, o PlanOptions, c *Placement) (*Report, error) {
 			p.Decode.GPU = &g
 		}
 	}
-	return Run(p, "")
+	return RunContext(orBackground(o.Context), p, "")
 }
 
 func planShape(base Scenario, o PlanOptions, gpu string, tp int, disagg bool) Option {
@@ -201,7 +219,7 @@ func planShape(base Scenario, o PlanOptions, gpu string, tp int, disagg bool) Op
 			rMin = max(1, int(need))
 		}
 		one := Placement{Replicas: 1, TP: tp, GPUs: tp}
-		searchRate(base, &one, PlaceOptions{Target: o.Target, Precision: 0.05, MaxRate: o.Rate, MinDuration: o.Duration, cache: o.cache, bound: bound})
+		searchRate(base, &one, PlaceOptions{Target: o.Target, Precision: 0.05, MaxRate: o.Rate, MinDuration: o.Duration, Context: o.Context, cache: o.cache, bound: bound})
 		if one.Err != "" && !strings.HasPrefix(one.Err, "meets the target beyond") {
 			opt.Err = one.Err
 			return opt

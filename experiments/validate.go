@@ -140,6 +140,9 @@ func Validate(run *realrun.Run, s Scenario) (*Validation, error) {
 	}
 	reqs := make([]workload.Request, len(run.Requests))
 	for i, q := range run.Requests {
+		if !(q.Arrival >= 0 && q.Arrival <= MaxDurationS) {
+			return nil, fmt.Errorf("experiments: run %s (%s): request %s arrives %g s after the first: outside the longest run servesim replays (%g s)", run.Name, run.Path, q.ID, q.Arrival, MaxDurationS)
+		}
 		reqs[i] = workload.Request{Arrival: sim.FromSeconds(q.Arrival), PromptTokens: q.Input, OutputTokens: q.Output}
 	}
 	// The synthetic workload is a placeholder that passes Resolve's checks;
@@ -152,6 +155,14 @@ func Validate(run *realrun.Run, s Scenario) (*Validation, error) {
 	p.Workload, p.Scenario.Workload = workload.Synthetic{}, Workload{}
 	p.Replay = &workload.Replay{Requests: reqs}
 	p.Inputs = digestOf(p.Inputs, "replay", reqs)
+	if mc := run.MaxConcurrency; mc > 0 {
+		// vLLM bench semantics (workload.Limit): each request arrives on
+		// the replay's schedule, waits at the client for one of mc slots,
+		// and its TTFT counts from when it has one.
+		p.MaxConcurrency, p.Think = mc, 0
+		p.Inputs = digestOf(p.Inputs, "max_concurrency", mc)
+		v.Notes = append(v.Notes, fmt.Sprintf("max_concurrency %d applied: each request waits at the client for one of %d slots (vLLM bench --max-concurrency), TTFT counted from when it has one", mc, mc))
+	}
 	if p.VLLMMemory != nil {
 		v.Notes = append(v.Notes, "vLLM memory plan: "+p.VLLMMemory.String())
 	}

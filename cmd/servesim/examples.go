@@ -37,6 +37,10 @@ func examplesCmd(args []string, stdout, stderr io.Writer) error {
 	if err := experiments.MkdirAll(*out); err != nil {
 		return err
 	}
+	// A signal stops the step in flight: its sweep points and runs leave no
+	// temporaries (RunSweepDir, RunContext), and nothing later is written.
+	ctx, stop := interruptible()
+	defer stop()
 	bar := newProgress(stderr, *quiet, 4, "examples")
 	defer bar.Done()
 	stage := func(i int, what string) {
@@ -57,7 +61,7 @@ func examplesCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		dir := filepath.Join(*out, name)
-		if _, _, err := experiments.RunSweepDir(pts, dir, experiments.DirOptions{}); err != nil {
+		if _, _, err := experiments.RunSweepDir(pts, dir, experiments.DirOptions{Context: ctx}); err != nil {
 			return err
 		}
 		pfs, err := experiments.Collect(pts, dir)
@@ -80,7 +84,7 @@ func examplesCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts, err := experiments.PlanCapacity(base, experiments.PlanOptions{Rate: 20, GPUs: []string{"h100", "h200", "b200"}, TPs: []int{2, 4, 8}})
+	opts, err := experiments.PlanCapacity(base, experiments.PlanOptions{Rate: 20, GPUs: []string{"h100", "h200", "b200"}, TPs: []int{2, 4, 8}, Context: ctx})
 	if err != nil {
 		return err
 	}
@@ -111,7 +115,7 @@ func examplesCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		dir := filepath.Join(*out, "run-"+policy)
-		if _, err := experiments.Run(p, dir); err != nil {
+		if _, err := experiments.RunContext(ctx, p, dir); err != nil {
 			return err
 		}
 		run, err := plots.LoadRun(dir)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,18 @@ import (
 // TestMain lets a test run the real main in a subprocess (to check exit codes).
 func TestMain(m *testing.M) {
 	if os.Getenv("SERVESIM_RUN_MAIN") == "1" {
+		if ready := os.Getenv("SERVESIM_READY_FILE"); ready != "" {
+			// Tell the test once the signal handler is in (see
+			// TestInterruptStopsSearches): a signal sent later is caught.
+			orig := interruptible
+			interruptible = func() (context.Context, func()) {
+				ctx, stop := orig()
+				if err := os.WriteFile(ready, nil, 0o644); err != nil {
+					panic(err)
+				}
+				return ctx, stop
+			}
+		}
 		os.Args = append([]string{"servesim"}, strings.Fields(os.Getenv("SERVESIM_ARGS"))...)
 		main()
 		os.Exit(0)

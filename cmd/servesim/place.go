@@ -40,6 +40,9 @@ func placeCmd(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return fmt.Errorf("place: --config and --gpus N > 0 are required")
 	}
+	if *gpus > experiments.MaxPlaceGPUs {
+		return fmt.Errorf("place: --gpus %d: at most %d (the search lists every split of the budget)", *gpus, experiments.MaxPlaceGPUs)
+	}
 	if err := checkTarget("place", *target); err != nil {
 		return err
 	}
@@ -65,6 +68,9 @@ func placeCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	var bar func()
 	o.OnProgress, bar = progressFunc(stderr, *quiet, "place: deployments")
+	ctx, stop := interruptible()
+	defer stop()
+	o.Context = ctx
 	ps, err := experiments.Place(base, o)
 	bar()
 	if err != nil {

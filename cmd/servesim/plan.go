@@ -50,6 +50,9 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 	if err := checkPositive("plan", "rate", *rate); err != nil {
 		return err
 	}
+	if 1 / *rate > experiments.MaxDurationS {
+		return fmt.Errorf("plan: --rate %g: below %g req/s (one gap, 1/rate, is past the longest run, %g s)", *rate, 1/experiments.MaxDurationS, experiments.MaxDurationS)
+	}
 	if err := checkTarget("plan", *target); err != nil {
 		return err
 	}
@@ -89,6 +92,9 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	var bar func()
 	o.OnProgress, bar = progressFunc(stderr, *quiet, "plan: shapes")
+	ctx, stop := interruptible()
+	defer stop()
+	o.Context = ctx
 	opts, err := experiments.PlanCapacity(base, o)
 	bar()
 	if err != nil {

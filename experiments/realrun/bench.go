@@ -38,13 +38,19 @@ type BenchResult struct {
 	rate float64 // parsed RequestRate; +Inf for "inf"
 }
 
+// MaxSpanS is the longest stretch of arrivals a replay holds, in seconds
+// (experiments.MaxDurationS, the longest run; a test keeps them equal).
+const MaxSpanS = 1e6
+
 // ReadBench reads a vllm bench serve result and converts its successful
 // requests: Start from start_times (relative to the first) when present,
 // else 0; FirstToken = Start + ttft, Finish = Start + latency. The replay
 // schedule is start_times when present; without them an infinite rate
 // sends everything at 0 and a finite one is replayed at constant spacing
 // 1/rate (a note says so: vLLM drew Poisson or gamma gaps that the file
-// does not keep). Arrays must have input_lens' length; a request with
+// does not keep); max_concurrency then goes to Run.MaxConcurrency, for
+// the replay to apply (with start_times it is in them already). Arrays
+// must have input_lens' length; a request with
 // output_lens 0 or an error is left out and counted in a note.
 func ReadBench(r io.Reader, name string) (*Run, *BenchResult, error) {
 	data, err := io.ReadAll(r)
@@ -94,6 +100,9 @@ func ReadBench(r io.Reader, name string) (*Run, *BenchResult, error) {
 	}
 	if !(b.Duration >= 0) || math.IsInf(b.Duration, 0) {
 		return nil, nil, fieldErr(name, 0, "duration", "%g: want ≥ 0", b.Duration)
+	}
+	if len(b.StartTimes) != n && !math.IsInf(b.rate, 1) && float64(n-1)/b.rate > MaxSpanS {
+		return nil, nil, fieldErr(name, 0, "request_rate", "%g: no start_times, so %d requests are replayed 1/rate apart, over %g s: past the longest replay (%g s)", b.rate, n, float64(n-1)/b.rate, MaxSpanS)
 	}
 	run := &Run{Path: name, Format: FormatBench, Duration: b.Duration, Engine: Engine{Model: b.ModelID, GPU: b.GPU}}
 	if b.TP != "" {
@@ -160,8 +169,17 @@ func ReadBench(r io.Reader, name string) (*Run, *BenchResult, error) {
 			run.Notes = append(run.Notes, fmt.Sprintf("no start_times: replayed at constant spacing 1/%g s (the bench drew gamma gaps with burstiness %g that the file does not keep)", b.rate, b.Burstiness))
 		}
 	}
-	if b.MaxConcurrency != nil {
-		run.Notes = append(run.Notes, fmt.Sprintf("max_concurrency %d is not modelled: the replay sends at the recorded start times", *b.MaxConcurrency))
+	if mc := b.MaxConcurrency; mc != nil {
+		switch {
+		case *mc < 1:
+			return nil, nil, fieldErr(name, 0, "max_concurrency", "%d: want ≥ 1 (null for no limit)", *mc)
+		case len(b.StartTimes) == n:
+			// vLLM starts a request's clock (start_time) after its slot is
+			// free: the recorded start times hold the waits already.
+			run.Notes = append(run.Notes, fmt.Sprintf("max_concurrency %d: already in the recorded start times (vLLM records a request's start once it has a slot)", *mc))
+		default:
+			run.MaxConcurrency = min(*mc, len(run.Requests))
+		}
 	}
 	sortByArrival(run.Requests)
 	return run, &b, nil

@@ -20,6 +20,11 @@ type Run struct {
 	Series   []Tick    // per-second engine stats; nil when absent
 	Stage    *StageRow // inference-perf: the row (aggregate metrics and workload)
 	Notes    []string  // what was left out or assumed, for the report
+	// MaxConcurrency > 0 is the client's slot count the replay must apply:
+	// vLLM bench's max_concurrency when the file has no start_times (the
+	// recorded start times already hold the waits for a slot). At most the
+	// number of requests (more slots than requests is no limit).
+	MaxConcurrency int
 }
 
 // Formats.

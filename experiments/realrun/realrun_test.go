@@ -78,6 +78,32 @@ func TestReadBench(t *testing.T) {
 	}
 }
 
+// TestReadBenchMaxConcurrency: without start_times the replay must apply
+// max_concurrency (capped at the requests: 5 slots for 2 requests is no
+// limit beyond 2); with them it is in the recorded start times already.
+func TestReadBenchMaxConcurrency(t *testing.T) {
+	const arrays = `"input_lens": [10, 20], "output_lens": [2, 2], "ttfts": [0.1, 0.1], "latencies": [0.2, 0.2]`
+	for _, c := range []struct {
+		name, extra string
+		want        int
+		note        string
+	}{
+		{"no start_times", `"max_concurrency": 1`, 1, ""},
+		{"capped", `"max_concurrency": 5`, 2, ""},
+		{"start_times", `"max_concurrency": 1, "start_times": [3.0, 3.5]`, 0, "already in the recorded start times"},
+		{"no limit", `"max_concurrency": null`, 0, ""},
+	} {
+		in := `{"model_id": "m", "request_rate": "inf", ` + c.extra + `, ` + arrays + `}`
+		r, _, err := ReadBench(strings.NewReader(in), "b.json")
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if r.MaxConcurrency != c.want || c.note != "" && !strings.Contains(strings.Join(r.Notes, "\n"), c.note) {
+			t.Errorf("%s: MaxConcurrency %d, notes %q; want %d and a note %q", c.name, r.MaxConcurrency, r.Notes, c.want, c.note)
+		}
+	}
+}
+
 func TestReadStageRows(t *testing.T) {
 	f, err := os.Open(filepath.Join("testdata", "stages.csv"))
 	if err != nil {
@@ -114,6 +140,7 @@ func TestReadErrors(t *testing.T) {
 		{"ts order", TimeseriesHeader + "\n2,1,0,0,0,0\n1,1,0,0,0,0\n", `ts.csv line 3: field "t"`, series},
 		{"bench rate", `{"model_id": "m", "input_lens": [1]}`, `field "request_rate": missing`, bench},
 		{"bench arrays", `{"model_id": "m", "request_rate": 1, "input_lens": [1, 2], "output_lens": [1], "ttfts": [0.1, 0.1], "latencies": [0.2, 0.2]}`, `field "output_lens": 1 entries`, bench},
+		{"bench concurrency", `{"model_id": "m", "request_rate": 1, "max_concurrency": 0, "input_lens": [1], "output_lens": [1], "ttfts": [0.1], "latencies": [0.2]}`, `field "max_concurrency": 0: want ≥ 1`, bench},
 		{"stages column", "experiment\r\nx\r\n", `column "model" missing`, stages},
 		{"stages value", "experiment,model,tp,max_num_seqs,max_num_batched_tokens,max_model_len,load_type,stages,scope,stage_rate,data_type,system_prompt_len,question_len,output_len,successes,failures,ttft_s_mean,ttft_s_median,ttft_s_p90,ttft_s_p99,e2e_s_mean,e2e_s_median,e2e_s_p90,e2e_s_p99,prompt_len_mean,requests_per_sec,input_tokens_per_sec,output_tokens_per_sec\r\ne,m,zero,1,1,1,c,1rps x 1s,summary,,d,1,1,2,1,0,1,1,1,1,1,1,1,1,1,1,1,1\r\n", `s.csv line 2: column "tp"`, stages},
 	} {

@@ -45,7 +45,7 @@ func GenerateBuiltin(dir string, measured []string) (map[string][]byte, error) {
 		}
 		p.Notes = append(p.Notes, xn...)
 		if name == "h100" {
-			c, err := XLACheck(p, g, xt.Rows, models.BF16)
+			c, err := xt.XLACheck(p, g, models.BF16)
 			if err != nil {
 				return nil, err
 			}
@@ -125,8 +125,9 @@ func GenerateBuiltin(dir string, measured []string) (map[string][]byte, error) {
 			"see the README's calibration section and `servesim calibrate --report`.", gemm.Median, gemm.P90, all.Median, all.P90)
 		notes := []string{p.Notes[0], trust}
 		notes = append(notes, transferNotes(name)...)
-		if ps := xt.Precisions(name); ps != nil && name != "h200" {
-			// Re-derived from the GPU's own GEMM measurements.
+		if ps := xt.Precisions(name); ps != nil {
+			// b200: re-derived from the GPU's own GEMM measurements; h200:
+			// the H100's FP8 measurement, relabelled as transferred.
 			plain := p.Clone()
 			plain.GEMMPrecisions = nil
 			p.GEMMPrecisions = ps
@@ -188,10 +189,14 @@ func transferNotes(gpu string) []string {
 		}
 	case "b200":
 		return []string{
-			"B200 (Blackwell): GEMM compute efficiencies per precision are measured on a B200 ([[gemm_precision]] bf16 and fp8: XLA's sm_100_B200 matmul table, " +
-				"relative to its sm_90 BF16 table, applied to the H100 per-class fit); FP4 is an estimate (no FP4 GEMM measured; see its source). " +
-				"Still transferred from the H100 (Hopper), unmeasured on Blackwell: the GEMM memory efficiencies, overheads, half-token counts of the classes and tiles, " +
-				"every non-GEMM operator (to its 2.39× HBM bandwidth), attention (assumed) and the all-reduce (to 2× NVLink).",
+			"B200 (Blackwell): GEMM compute and memory efficiencies and extra half-saturation tokens per precision are measured on a B200 " +
+				"([[gemm_precision]] bf16 and fp8: XLA's sm_100_B200 matmul table, relative to its sm_90 BF16 table, same software on both GPUs, " +
+				"applied to the H100 per-class fit); FP4 is an estimate (no FP4 GEMM measured; see its source). " +
+				"Still transferred from the H100 (Hopper), unmeasured on Blackwell: the GEMM overheads (XLA's fits give 5.9 µs on sm_100_B200 against 5.7 µs on sm_90 " +
+				"in BF16, within the table's ~5 µs timing floor, so not adjusted), the classes' per-shape behaviour (tiles, trees), " +
+				"every non-GEMM operator (to its 2.39× HBM bandwidth: no Blackwell HBM kernel timings exist here; the RTX PRO 6000 bundles are a GB202 with GDDR7 " +
+				"and sm_120 tensor cores, another memory system and MMA than B200's sm_100, so they are not used for it), attention (see its [attention] notes) " +
+				"and the all-reduce (to 2× NVLink).",
 		}
 	}
 	return nil

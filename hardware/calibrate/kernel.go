@@ -52,10 +52,13 @@ type class struct {
 	// invC is 1/η (compute efficiency), h the half-saturation tokens and
 	// invW 1/η_w (wave efficiency), by the models.DType of the op's math:
 	// the [[op]] numbers adjusted by the profile's [[gemm_precision]].
-	invC   [3]float64
-	h      [3]float64
-	invW   [3]float64
-	invM   float64 // 1/(MemBW·μ)
+	invC [3]float64
+	h    [3]float64
+	invW [3]float64
+	invM float64 // 1/(MemBW·μ)
+	// invMD is 1/(MemBW·μ) by the op's math precision where the profile's
+	// [[gemm_precision]] sets a memory_scale (GEMM classes); 0: invM.
+	invMD  [3]float64
 	invRow float64 // 1/(MemBW·row_memory_eff); 0: no per-row term
 	perTok float64 // seconds added per token (decode attention's per-sequence cost)
 	tm, tn int     // GEMM output tile; tm = 0: no wave term
@@ -131,6 +134,9 @@ func (p *Profile) Calibrated(g *hardware.GPU, tp int) (*Calibrated, error) {
 			eff, weff, h := o.ComputeEff, o.WaveEff, o.HalfTokens
 			if gp, ok := p.precision(mathDType(g, d)); ok && isGEMM(kind) {
 				eff, weff, h = min(1, eff*gp.ComputeScale), min(1, weff*gp.ComputeScale), h+gp.ExtraHalfTokens
+				if gp.MemoryScale > 0 {
+					c.invMD[d] = 1 / (g.MemBW * min(1, o.MemoryEff*gp.MemoryScale))
+				}
 			}
 			c.invC[d], c.h[d] = 1/eff, h
 			if c.tm > 0 {
@@ -232,7 +238,11 @@ func (k *Calibrated) OpTime(op *models.Op) float64 {
 		w := c.wave*float64(op.K)*float64((tiles+k.sms-1)/k.sms) + max(0, op.FLOPs-2*float64(op.Tokens)*float64(op.N)*float64(op.K))
 		tc = min(tc, w*inv*c.invW[d])
 	}
-	t := max(tc, op.Bytes*c.invM)
+	invM := c.invM
+	if v := c.invMD[d]; v > 0 {
+		invM = v
+	}
+	t := max(tc, op.Bytes*invM)
 	if c.invRow > 0 {
 		t = max(t, op.Bytes/n*c.invRow)
 	}

@@ -26,7 +26,7 @@ func Ablation(s Scenario) ([]AblationRow, error) {
 		base = *s.Engine
 		base.Name = "vllm-v1"
 		base.NoAsyncScheduling, base.NoFrontEnd, base.NoStepCPU = false, false, false
-		base.NoCustomAllReduce, base.NoMemoryProfile = false, false
+		base.NoCustomAllReduce, base.NoMemoryProfile, base.NoFusedAddNorm = false, false, false
 		base.NoCPUOverlap, base.NoLaunches, base.EnforceEager, base.NoVLLMDefaults = false, false, false, false
 	}
 	variant := func(f func(e *Engine)) Engine {
@@ -41,13 +41,14 @@ func Ablation(s Scenario) ([]AblationRow, error) {
 		{Variant: "no step CPU", Engine: variant(func(e *Engine) { e.NoStepCPU = true })},
 		{Variant: "no custom all-reduce", Engine: variant(func(e *Engine) { e.NoCustomAllReduce = true })},
 		{Variant: "no memory profile", Engine: variant(func(e *Engine) { e.NoMemoryProfile = true })},
+		{Variant: "no fused add+norm", Engine: variant(func(e *Engine) { e.NoFusedAddNorm = true })},
 		{Variant: "no CPU overlap", Engine: variant(func(e *Engine) { e.NoCPUOverlap = true })},
 		{Variant: "enforce eager", Engine: variant(func(e *Engine) { e.EnforceEager = true })},
 		{Variant: "no kernel launches", Engine: variant(func(e *Engine) { e.NoLaunches = true })},
 		{Variant: "no vLLM defaults", Engine: variant(func(e *Engine) { e.NoVLLMDefaults = true })},
 		{Variant: "all off", Engine: variant(func(e *Engine) {
 			e.NoAsyncScheduling, e.NoFrontEnd, e.NoStepCPU = true, true, true
-			e.NoCustomAllReduce, e.NoMemoryProfile = true, true
+			e.NoCustomAllReduce, e.NoMemoryProfile, e.NoFusedAddNorm = true, true, true
 			e.NoCPUOverlap, e.NoLaunches, e.NoVLLMDefaults = true, true, true
 		})},
 		{Variant: "ideal", Engine: Engine{Name: "ideal"}},

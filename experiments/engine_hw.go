@@ -11,9 +11,10 @@ import (
 )
 
 // The engine mechanisms that act on a pool's hardware plan rather than on
-// the serving world: vLLM's custom all-reduce (a kernel-model wrapper, as
-// the step's all-reduce messages live inside the step model) and vLLM's
-// memory planning. Both are resolved with the pool, before resolveEngine.
+// the serving world: vLLM's custom all-reduce and its fused residual add +
+// RMSNorm (kernel-model wrappers, as the step's all-reduce messages and
+// adds live inside the step model) and vLLM's memory planning. All are
+// resolved with the pool, before resolveEngine.
 
 // vllmTable returns the [engine] table and whether the scenario runs
 // vllm-v1.
@@ -50,12 +51,20 @@ func (e *Engine) customAllReduce() (hardware.CustomAllReduce, error) {
 	return ar, nil
 }
 
-// engineKernel wraps the pool's kernel model in vLLM's custom all-reduce
-// when the scenario runs vllm-v1 with it on (hardware.CustomARKernel) and
-// the TP group has all-reduces; desc and id say so.
+// engineKernel wraps the pool's kernel model in what vllm-v1 changes in
+// its kernels, each when the scenario runs vllm-v1 with it on: the residual
+// adds fused into RMSNorm (hardware.FusedAddNormKernel), and the custom
+// all-reduce (hardware.CustomARKernel) when the TP group has all-reduces;
+// desc and id say so.
 func (s *Scenario) engineKernel(k hardware.KernelModel, desc, id string, g *hardware.GPU, tp int) (hardware.KernelModel, string, string, error) {
 	e, vllm := s.vllmTable()
-	if !vllm || e.NoCustomAllReduce {
+	if !vllm {
+		return k, desc, id, nil
+	}
+	if !e.NoFusedAddNorm {
+		k, desc, id = hardware.FusedAddNormKernel{K: k, GPU: g}, desc+"; residual adds fused into RMSNorm (bandwidth bound)", id+" fused-add-norm"
+	}
+	if e.NoCustomAllReduce {
 		return k, desc, id, nil
 	}
 	if err := s.checkNumbers(e); err != nil {

@@ -51,6 +51,54 @@ func TestEngineCustomAllReduce(t *testing.T) {
 	}
 }
 
+// TestEngineFusedAddNorm: Llama-2-7B (32 layers, hidden 4,096) on H100
+// (builtin calibrated profile). A decode step of 16 requests runs 2 × 32
+// residual adds of 16 × 4,096 elements, 3 × 16 × 4,096 × 2 B = 393,216 B
+// each. The profile's add class (fitted to Vidur's add column) prices one at
+// overhead_s + (393,216 / 16) / (3.35e12 × row_memory_eff) =
+// 0.87891 µs + 24,576 / (3.35e12 × 0.0146666) = 0.87891 + 0.50019 =
+// 1.3791 µs; fused into RMSNorm it is 393,216 / 3.35e12 = 0.11738 µs. So the
+// step is 64 × (1.3791 − 0.11738) = 80.75 µs shorter with the fusion. On the
+// RTX 4090, whose bundle-fitted profile already prices the add that way,
+// nothing changes, to the bit.
+func TestEngineFusedAddNorm(t *testing.T) {
+	plan := func(gpu, model string, noFused bool) *Plan {
+		t.Helper()
+		s := small()
+		e := vllmOnly(true, true)
+		e.NoFusedAddNorm = noFused
+		s.Model, s.GPU, s.Engine = model, gpu, e
+		p, err := s.Resolve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	b := models.Batch{Decodes: 16, DecodeCtx: 16 * 512}
+	separate, fused := plan("h100", "llama-2-7b", true), plan("h100", "llama-2-7b", false)
+	if !strings.Contains(fused.Kernel, "residual adds fused into RMSNorm") || strings.Contains(separate.Kernel, "fused") {
+		t.Errorf("kernel descriptions %q / %q do not say which prices the adds fused", fused.Kernel, separate.Kernel)
+	}
+	op := models.Op{Kind: models.OpAdd, Count: 64, Tokens: 16, FLOPs: 16 * 4096, Bytes: 393216, Compute: models.BF16}
+	before, after := separate.Step.Kernel().OpTime(&op), fused.Step.Kernel().OpTime(&op)
+	if wantBefore := 0.87891e-6 + 24576/(3.35e12*0.0146666); math.Abs(before-wantBefore) > 1e-4*wantBefore {
+		t.Errorf("separate add = %.5g µs, want %.5g µs", before*1e6, wantBefore*1e6)
+	}
+	if wantAfter := 393216 / 3.35e12; math.Abs(after-wantAfter) > 1e-15 {
+		t.Errorf("fused add = %.5g µs, want %.5g µs", after*1e6, wantAfter*1e6)
+	}
+	want := 64 * (before - after) // ≈ 80.75 µs
+	if got := separate.Step.StepTime(b) - fused.Step.StepTime(b); math.Abs(got-want) > 1e-9 || math.Abs(want-80.75e-6) > 0.01e-6 {
+		t.Errorf("separate step − fused step = %.6g s, want 64 × (%.5g − %.5g µs) = %.6g s", got, before*1e6, after*1e6, want)
+	}
+	a, c := plan("rtx-4090", "llama-3.1-8b", true), plan("rtx-4090", "llama-3.1-8b", false)
+	for _, bb := range []models.Batch{b, {Prefills: 1, PrefillTokens: 2048, PrefillPairs: 2048 * 2049 / 2}} {
+		if a.Step.StepTime(bb) != c.Step.StepTime(bb) {
+			t.Errorf("the fused add changed a step on the bundle-fitted rtx-4090 profile: %v vs %v", a.Step.StepTime(bb), c.Step.StepTime(bb))
+		}
+	}
+}
+
 // TestEngineMemoryPlan: the RTX 4090 run's setup (Llama-3.1-8B, TP 1,
 // max_num_batched_tokens 2,048, max_num_seqs 256) plans 2,759 blocks under
 // vllm-v1 (hardware.TestPlanMemoryVLLM has the arithmetic) and 1,642 with

@@ -22,7 +22,7 @@ func TestEngineOffIsIdealOnGoldens(t *testing.T) {
 				t.Fatal(err)
 			}
 			allOff := &Engine{Name: "vllm-v1", NoAsyncScheduling: true, NoFrontEnd: true, NoStepCPU: true, NoCustomAllReduce: true, NoMemoryProfile: true,
-				NoCPUOverlap: true, NoLaunches: true, NoVLLMDefaults: true}
+				NoCPUOverlap: true, NoLaunches: true, NoVLLMDefaults: true, NoFusedAddNorm: true}
 			if !reflect.DeepEqual(engineMetrics(t, s, allOff), engineMetrics(t, s, &Engine{Name: "ideal"})) {
 				t.Fatalf("engine %+v: metrics differ from ideal's", *allOff)
 			}
@@ -67,14 +67,14 @@ func TestAblation(t *testing.T) {
 	for _, r := range rows {
 		by[r.Variant] = r
 	}
-	if len(rows) != 12 || !reflect.DeepEqual(by["all off"].Summary, by["ideal"].Summary) {
+	if len(rows) != 13 || !reflect.DeepEqual(by["all off"].Summary, by["ideal"].Summary) {
 		t.Fatalf("%d rows; all off and ideal differ", len(rows))
 	}
 	if !(by["vllm-v1"].Summary.TTFT.Mean > by["ideal"].Summary.TTFT.Mean) {
 		t.Fatalf("vllm-v1 TTFT %v not above ideal %v", by["vllm-v1"].Summary.TTFT.Mean, by["ideal"].Summary.TTFT.Mean)
 	}
 	var b strings.Builder
-	if err := WriteAblation(&b, rows); err != nil || strings.Count(b.String(), "\n") != 14 {
+	if err := WriteAblation(&b, rows); err != nil || strings.Count(b.String(), "\n") != 15 {
 		t.Fatalf("table: %v\n%s", err, b.String())
 	}
 }

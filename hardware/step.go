@@ -52,11 +52,7 @@ func NewStepModel(m *models.Model, g *GPU, p models.Parallel, k KernelModel, ite
 		return nil, err
 	}
 	var rf *Roofline
-	inner := k
-	if w, ok := k.(CustomARKernel); ok {
-		inner = w.K // checked as the kernel it wraps
-	}
-	switch r := inner.(type) {
+	switch r := unwrapKernel(k).(type) { // a wrapped kernel is checked as the kernel it wraps
 	case Roofline:
 		rf = &r
 	case *Roofline:

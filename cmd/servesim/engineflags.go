@@ -19,6 +19,7 @@ func engineFlags(fs *pflag.FlagSet, s *experiments.Scenario) {
 	fs.Float64Var(&e.TokenMs, "front-end-token-ms", 0, "vllm-v1: front-end time per output token in ms")
 	fs.Float64Var(&e.CPUPerRequestUs, "step-cpu-per-request-us", 0, "vllm-v1: step CPU µs per request in the batch (default: the profile's)")
 	fs.BoolVar(&e.NoCustomAllReduce, "no-custom-all-reduce", false, "vllm-v1: NCCL for every all-reduce (vLLM --disable-custom-all-reduce)")
+	fs.BoolVar(&e.NoFusedAddNorm, "no-fused-add-norm", false, "vllm-v1: residual adds as their own kernels, as the profile times them (not fused into RMSNorm)")
 	fs.Float64Var(&e.CustomARLatencyUs, "custom-all-reduce-latency-us", 0, "vllm-v1: custom all-reduce µs per stage (default 5)")
 	fs.Float64Var(&e.CustomARLinkEff, "custom-all-reduce-link-efficiency", 0, "vllm-v1: custom all-reduce fraction of link_bw (default 0.7)")
 	fs.Float64Var(&e.CustomARMaxBytes, "custom-all-reduce-max-bytes", 0, "vllm-v1: messages of at least this many bytes take NCCL (default 8 MiB)")
@@ -45,6 +46,7 @@ var engineScenarioFlags = map[string]scenarioFlag{
 	"front-end-token-ms":      {"engine.front_end_token_ms", func(d, s *experiments.Scenario) { engineOf(d).TokenMs = s.Engine.TokenMs }},
 	"step-cpu-per-request-us": {"engine.step_cpu_per_request_us", func(d, s *experiments.Scenario) { engineOf(d).CPUPerRequestUs = s.Engine.CPUPerRequestUs }},
 	"no-custom-all-reduce":    {"engine.no_custom_all_reduce", func(d, s *experiments.Scenario) { engineOf(d).NoCustomAllReduce = s.Engine.NoCustomAllReduce }},
+	"no-fused-add-norm":       {"engine.no_fused_add_norm", func(d, s *experiments.Scenario) { engineOf(d).NoFusedAddNorm = s.Engine.NoFusedAddNorm }},
 	"custom-all-reduce-latency-us": {"engine.custom_all_reduce_latency_us", func(d, s *experiments.Scenario) {
 		engineOf(d).CustomARLatencyUs = s.Engine.CustomARLatencyUs
 	}},

@@ -54,7 +54,7 @@ func (Ideal) Kernels(k StepTimer) StepTimer { return k }
 
 // VLLMV1 models vLLM's V1 serving stack (vLLM ≥ 0.12, where async
 // scheduling is the default). Every mechanism has a switch; with all of
-// them off it behaves exactly as Ideal (4 and 5 act on the plan the
+// them off it behaves exactly as Ideal (4, 5 and 8 act on the plan the
 // instance is built from, not through this interface).
 //
 // 1. Scheduling pipeline (AsyncScheduling). vllm/v1/engine/core.py,
@@ -136,6 +136,24 @@ func (Ideal) Kernels(k StepTimer) StepTimer { return k }
 // eagerly and pay their launches on the CPU, where they overlap the
 // step's own kernels (and, with 6, the previous step's).
 //
+// 8. Fused residual add + RMSNorm (FusedAddNorm). vLLM's decoder layers
+// pass the residual to the next RMSNorm instead of adding it themselves
+// (vllm/model_executor/models/llama.py LlamaDecoderLayer.forward:
+// input_layernorm(hidden_states, residual), post_attention_layernorm
+// likewise), and RMSNorm with a residual adds and normalises in one kernel:
+// eagerly the custom op fused_add_rms_norm (vllm/model_executor/layers/
+// layernorm.py RMSNorm.forward_cuda); under torch.compile (mode
+// VLLM_COMPILE, the V1 default) custom ops are off by default
+// (vllm/config/compilation.py CompilationConfig.custom_ops: "disabled when
+// running with Inductor ... Inductor generates (fused) Triton kernels for
+// disabled custom ops"), so forward_native's add, cast and reduction
+// compile into one Triton kernel inside the piecewise graph. Either way no
+// add kernel runs; the kernel profiles fitted to Vidur's traces
+// (Sarathi-Serve's stack, which times each residual add as its own kernel)
+// price one. The add is priced at its bytes at the bandwidth bound
+// (hardware.FusedAddNormKernel), applied where the pool's kernel model is
+// built (experiments), as 4; the flag records it.
+//
 // 5. Memory as vLLM plans it (MemoryProfile). The KV cache is what vLLM's
 // V1 worker leaves after a profiling pass (vllm/v1/worker/gpu_worker.py
 // determine_available_memory; hardware.PlanMemoryVLLM), applied where the
@@ -149,6 +167,7 @@ type VLLMV1 struct {
 	StepCPU         bool
 	PerRequestCPU   float64 // seconds per request in a step's batch
 	CustomAllReduce bool    // recorded: applied to the kernel model (see 4)
+	FusedAddNorm    bool    // recorded: applied to the kernel model (see 8)
 	MemoryProfile   bool    // recorded: applied to the memory plan (see 5)
 	CPUOverlap      bool    // see 6; needs AsyncScheduling
 	Graphs          *CUDAGraphs
@@ -238,6 +257,11 @@ func (e VLLMV1) String() string {
 		s += " custom all-reduce;"
 	} else {
 		s += " NCCL all-reduces;"
+	}
+	if e.FusedAddNorm {
+		s += " residual adds fused into RMSNorm;"
+	} else {
+		s += " residual adds as their own kernels;"
 	}
 	switch {
 	case e.CPUOverlap && e.AsyncScheduling:

@@ -191,7 +191,8 @@ func transferNotes(gpu string) []string {
 		return []string{
 			"B200 (Blackwell): GEMM compute and memory efficiencies and extra half-saturation tokens per precision are measured on a B200 " +
 				"([[gemm_precision]] bf16 and fp8: XLA's sm_100_B200 matmul table, relative to its sm_90 BF16 table, same software on both GPUs, " +
-				"applied to the H100 per-class fit); FP4 is an estimate (no FP4 GEMM measured; see its source). " +
+				"applied to the H100 per-class fit); FP4 is measured (vLLM PR #20646, #22523, B200: vLLM's NVFP4 GEMM benchmark against the same runs' BF16 GEMM, " +
+				"one Llama-3.1-8B shape by batch size; see its source). " +
 				"Still transferred from the H100 (Hopper), unmeasured on Blackwell: the GEMM overheads (XLA's fits give 5.9 µs on sm_100_B200 against 5.7 µs on sm_90 " +
 				"in BF16, within the table's ~5 µs timing floor, so not adjusted), the classes' per-shape behaviour (tiles, trees), " +
 				"every non-GEMM operator (to its 2.39× HBM bandwidth: no Blackwell HBM kernel timings exist here; the RTX PRO 6000 bundles are a GB202 with GDDR7 " +

@@ -183,9 +183,12 @@
 // [FitXLA]: BF16 and FP8 on H100 sm_90 and B200 sm_100_B200, held out by
 // shape) gives the built-in profiles their [GEMMPrecision] entries: GEMM
 // compute efficiency per math precision relative to the H100 BF16 fit.
-// B200 BF16 and FP8 are measured, B200 FP4 is a labelled estimate, Hopper
-// FP8 is the B200's FP8/BF16 relation transferred (the sm_90 FP8 rows run
-// above the peak). FP8 KV cache and attention are not in the table.
+// B200 BF16 and FP8 are measured, Hopper FP8 is measured on sm_90 as a
+// transpose plus the GEMM (xla_transpose.go). XLA's table has no FP4: B200
+// FP4 is fitted to vLLM's NVFP4 GEMM benchmarks on B200 (testdata/
+// vllm-b200-gemm.csv, [ReadVLLMGEMM], [FitVLLM]) relative to the same runs'
+// BF16 GEMM, which also cross-check B200 FP8. FP8 KV cache and attention
+// are not in the tables.
 //
 // [Builtin] returns the embedded profiles: a100 and h100 fitted to the Vidur
 // data, h200 and b200 the h100 fit transferred through their specs, each

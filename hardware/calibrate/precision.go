@@ -268,6 +268,9 @@ type XLATable struct {
 	// h100Bias is the median signed error of the built-in H100 profile on
 	// the sm_90 BF16 rows (set by GenerateBuiltin, for the notes).
 	h100Bias float64
+	// vllm is vLLM's B200 GEMM benchmarks (vllm_gemm.go): B200 FP4 is
+	// fitted to it, and B200 FP8 cross-checked against it.
+	vllm *VLLMTable
 }
 
 // xlaCells are the fits of an XLATable, in report order.
@@ -284,6 +287,9 @@ func LoadXLA(path string) (*XLATable, error) {
 		return nil, err
 	}
 	t := &XLATable{File: filepath.Base(path), Rows: rows, Fits: map[string]XLAFit{}}
+	if t.vllm, err = LoadVLLMB200(); err != nil {
+		return nil, err
+	}
 	for _, c := range xlaCells {
 		g, err := hardware.Builtin().Get(c.gpu)
 		if err != nil {
@@ -327,12 +333,17 @@ func relative(f, base XLAFit) (float64, float64, float64) {
 //     efficiency, half-saturation tokens and the GEMMs' memory efficiency
 //     (the table's GEMMs up to 4096³ are memory-bound at the roofline in
 //     about 60 % of its rows on both GPUs, so μ is fitted on each).
-//   - b200 FP4: an estimate (nothing measured): FP8's measured scale times
-//     ρ, the B200's measured loss of compute-bound efficiency from BF16 to
-//     FP8 (median fraction of the peak over GEMMs of 2³⁵ FLOPs or more),
-//     assumed to repeat from FP8 to FP4; never below FP8's absolute
-//     throughput (half FP8's scale on the doubled peak), with FP8's extra
-//     half-saturation tokens and memory scale.
+//   - b200 FP4: measured, vLLM's NVFP4 GEMM benchmarks on B200 relative
+//     to the same runs' BF16 GEMM, applied to the B200 BF16 entry
+//     (VLLMTable.fp4Precision). Without that table (never for the built-in
+//     profiles: it is embedded) an estimate: FP8's measured scale times ρ,
+//     the B200's measured loss of compute-bound efficiency from BF16 to FP8
+//     (median fraction of the peak over GEMMs of 2³⁵ FLOPs or more), assumed
+//     to repeat from FP8 to FP4; never below FP8's absolute throughput (half
+//     FP8's scale on the doubled peak), with FP8's extra half-saturation
+//     tokens and memory scale.
+//   - b200 FP8 is cross-checked against vLLM's FP8 benchmarks (its source
+//     says by how much); XLA's fit is kept.
 func (t *XLATable) Precisions(gpu string) []GEMMPrecision {
 	base := t.Fits["h100/bf16"]
 	hf, bf := t.Fits["h100/fp8"], t.Fits["b200/fp8"]
@@ -360,15 +371,20 @@ func (t *XLATable) Precisions(gpu string) []GEMMPrecision {
 		s8, h8, m8 := relative(bf, base)
 		rho := bf.LargeEff / bb.LargeEff
 		s4 := max(s8*rho, s8/2)
+		fp8 := GEMMPrecision{DType: "fp8", ComputeScale: s8, ExtraHalfTokens: h8, MemoryScale: m8, Basis: BasisMeasured,
+			Source: fmt.Sprintf("%s: sm_100_B200 FP8 (E4M3/E5M2 inputs, BF16 out; one kernel a dot on Blackwell) fit (%s) against the sm_90 BF16 fit", src, pct(bf))}
+		fp4 := GEMMPrecision{DType: "fp4", ComputeScale: s4, ExtraHalfTokens: h8, MemoryScale: m8, Basis: BasisEstimate,
+			Source: fmt.Sprintf("ESTIMATE, no FP4 GEMM measured: FP8's measured scale %.3f × ρ = %.3f, the B200's measured drop in compute-bound efficiency "+
+				"from BF16 to FP8 (median fraction of the peak over GEMMs ≥ 2³⁵ FLOPs: %.3f → %.3f in %s), assumed to repeat from FP8 to FP4; "+
+				"floor: FP8's absolute throughput (scale %.3f); FP8's extra half-saturation tokens and memory scale", s8, rho, bb.LargeEff, bf.LargeEff, t.File, s8/2)}
+		if t.vllm != nil {
+			fp8.Source += ". " + t.vllm.fp8Check(sb, s8)
+			fp4 = t.vllm.fp4Precision(sb, hbb, mb)
+		}
 		return []GEMMPrecision{
 			{DType: "bf16", ComputeScale: sb, ExtraHalfTokens: hbb, MemoryScale: mb, Basis: BasisMeasured,
 				Source: fmt.Sprintf("%s: sm_100_B200 BF16 fit (%s) against the sm_90 BF16 fit (%s), the Hopper kernels the [[op]] numbers were fitted on", src, pct(bb), pct(base))},
-			{DType: "fp8", ComputeScale: s8, ExtraHalfTokens: h8, MemoryScale: m8, Basis: BasisMeasured,
-				Source: fmt.Sprintf("%s: sm_100_B200 FP8 (E4M3/E5M2 inputs, BF16 out; one kernel a dot on Blackwell) fit (%s) against the sm_90 BF16 fit", src, pct(bf))},
-			{DType: "fp4", ComputeScale: s4, ExtraHalfTokens: h8, MemoryScale: m8, Basis: BasisEstimate,
-				Source: fmt.Sprintf("ESTIMATE, no FP4 GEMM measured: FP8's measured scale %.3f × ρ = %.3f, the B200's measured drop in compute-bound efficiency "+
-					"from BF16 to FP8 (median fraction of the peak over GEMMs ≥ 2³⁵ FLOPs: %.3f → %.3f in %s), assumed to repeat from FP8 to FP4; "+
-					"floor: FP8's absolute throughput (scale %.3f); FP8's extra half-saturation tokens and memory scale", s8, rho, bb.LargeEff, bf.LargeEff, t.File, s8/2)},
+			fp8, fp4,
 		}
 	}
 	return nil
@@ -461,12 +477,14 @@ func xlaKey(gpu string) string {
 // profiles against the table (h100: the Vidur fit; b200: the H100 fit
 // transferred, without and with the B200's [[gemm_precision]]).
 func (t *XLATable) tables(h100 *Profile) (*ErrTable, *ErrTable, error) {
-	fits := &ErrTable{Title: "GEMM efficiency per precision: the GEMM model fitted to XLA's measured matmul table (" + t.File + "), per GPU and precision",
+	fits := &ErrTable{Title: "GEMM efficiency per precision: the GEMM model fitted to XLA's measured matmul table (" + t.File + ") and vLLM's B200 GEMM benchmarks, per GPU and precision",
 		Note: "o + max(FLOPs/(peak·η)·(1 + h/(b·m)), bytes/(MemBW·μ)) with the precision's dense peak. Held out by shape: shape (m, n, k) in fold " +
 			"(rank m + rank n + rank k) mod 5, each fold predicted by the fit on the other four. sm_90 FP8: XLA timed each row as a transpose of the " +
 			"rhs plus the GEMM and stored the median over both kernels, (T + G)/2 (87 rows exceed the 1,979 TFLOP/s peak at face value); fitted as " +
 			"(o_T + 2·b·k·n/(MemBW·μ_T) + G)/2, G the model above, whose η and h give the built-in H100 and H200 FP8 scale. " +
-			"No FP4 GEMM is measured (B200 FP4 is an estimate; see its profile), nor FP8 KV cache or FP8 attention (the table holds matmuls only).",
+			"XLA's table holds no FP4 GEMM: the b200 fp4 rows are vLLM's NVFP4 benchmarks on B200 (testdata/" + VLLMGEMMFile + ", PRs named in the row), " +
+			"the same model fitted on the 9 PFLOP/s FP4 peak, held out by batch size (one full shape is stored); b200 fp8 (vLLM) is the cross-check of XLA's fp8 row. " +
+			"No FP8 KV cache or FP8 attention is measured (the tables hold matmuls only).",
 		RowHeader: "GPU, precision", Columns: []string{"in-sample", "held out by shape"}}
 	for _, c := range xlaCells {
 		f := t.Fits[c.gpu+"/"+c.d.String()]
@@ -476,6 +494,14 @@ func (t *XLATable) tables(h100 *Profile) (*ErrTable, *ErrTable, error) {
 		}
 		fits.Rows = append(fits.Rows, row)
 		fits.Cells = append(fits.Cells, []ErrStats{f.InSample, f.HeldOut})
+	}
+	if t.vllm != nil {
+		for _, c := range vllmCells {
+			f := t.vllm.Fits[vllmKey(c.d, c.quant)]
+			col := map[bool]string{true: "with activation quantization", false: "noquant"}[c.quant]
+			fits.Rows = append(fits.Rows, fmt.Sprintf("b200 (vLLM PR %s) %s %s: η %.3f, h %.0f, %d rows; same runs' BF16 η %.3f", prList(f.PRs), c.d, col, f.Low.ec, f.Low.h, f.Rows, f.BF16.ec))
+			fits.Cells = append(fits.Cells, []ErrStats{f.InSample, f.HeldOut})
+		}
 	}
 	check := &ErrTable{Title: "Profiles against XLA's matmul table: each row priced as one mlp_up GEMM of b·m tokens",
 		Note: "XLA's kernels are not Vidur's (another software stack), so the H100 column gives the offset of the stack; a transfer is right " +

@@ -106,8 +106,14 @@ func TestFitXLAShared(t *testing.T) {
 		}
 	}
 	ps := xt.Precisions("b200")
-	if len(ps) != 3 || ps[2].DType != "fp4" || ps[2].Basis != BasisEstimate || !strings.Contains(ps[2].Source, "ESTIMATE") {
+	if len(ps) != 3 || ps[2].DType != "fp4" || ps[2].Basis != BasisMeasured || !strings.Contains(ps[2].Source, "measured (vLLM PR #20646, #22523, B200)") {
 		t.Fatalf("b200 precisions %+v", ps)
+	}
+	// Without vLLM's table FP4 falls back to the labelled estimate.
+	noVLLM := *xt
+	noVLLM.vllm = nil
+	if e := noVLLM.Precisions("b200"); e[2].Basis != BasisEstimate || !strings.Contains(e[2].Source, "ESTIMATE") {
+		t.Errorf("b200 fp4 without vLLM's table: %+v", e[2])
 	}
 	// FP4 never below FP8's absolute throughput: scale ≥ FP8's / 2.
 	if ps[2].ComputeScale < ps[1].ComputeScale/2 {

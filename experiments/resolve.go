@@ -170,7 +170,7 @@ func (s *Scenario) kernelModel(g *hardware.GPU, tp int) (hardware.KernelModel, f
 		if err != nil {
 			return roofline, overhead(DefaultIterOverheadMs / 1e3), fmt.Sprintf("roofline (the built-in %s profile does not fit this GPU's numbers: %v)", g.Name, err), rooflineID, nil
 		}
-		return k, overhead(p.IterOverhead()), "calibrated: " + p.Describe(), "builtin " + builtinDigest(p.GPU, p.WriteTOML), nil
+		return k, overhead(p.IterOverhead()), "calibrated: " + p.Describe() + s.precisionNote(p, g), "builtin " + builtinDigest(p.GPU, p.WriteTOML), nil
 	default:
 		path := s.path(prof)
 		p, err := calibrate.LoadProfile(path)
@@ -185,8 +185,21 @@ func (s *Scenario) kernelModel(g *hardware.GPU, tp int) (hardware.KernelModel, f
 		if err != nil {
 			return nil, 0, "", "", fmt.Errorf("%w (field \"hardware.profile\", flag --profile)", err)
 		}
-		return k, overhead(p.IterOverhead()), "calibrated: " + p.Describe(), "file " + d, nil
+		return k, overhead(p.IterOverhead()), "calibrated: " + p.Describe() + s.precisionNote(p, g), "file " + d, nil
 	}
+}
+
+// precisionNote is "; " + the profile's note on the scenario's weight
+// precision where the profile has no measured scale for it, else "".
+func (s *Scenario) precisionNote(p *calibrate.Profile, g *hardware.GPU) string {
+	d, err := models.ParseDType(s.Weights)
+	if err != nil {
+		return ""
+	}
+	if n := p.PrecisionNote(g, d); n != "" {
+		return "; " + n
+	}
+	return ""
 }
 
 // MaxReplicas bounds replicas and disagg.decode_replicas: each instance

@@ -247,6 +247,22 @@ func (p *Profile) precision(d models.DType) (GEMMPrecision, bool) {
 	return GEMMPrecision{}, false
 }
 
+// PrecisionNote says how the profile prices GEMMs whose weights are in d on
+// g when it has no [[gemm_precision]] entry for the precision their math
+// runs in (mathDType): at that precision's peak with the BF16 efficiencies,
+// an assumption no data backs. It is "" where nothing is assumed (BF16
+// math, or an entry exists).
+func (p *Profile) PrecisionNote(g *hardware.GPU, d models.DType) string {
+	md := mathDType(g, d)
+	if md == models.BF16 {
+		return ""
+	}
+	if _, ok := p.precision(md); ok {
+		return ""
+	}
+	return fmt.Sprintf("%s GEMMs: no %s scale in this profile, so its BF16 efficiencies at the %s peak (assumed, not measured)", d, md, md)
+}
+
 // mathDType is the precision whose peak prices math of precision d on g
 // (hardware.GPU.PeakFLOPS's fallback: FP4 → FP8 → BF16).
 func mathDType(g *hardware.GPU, d models.DType) models.DType {

@@ -47,3 +47,19 @@ func TestRunModelConfig(t *testing.T) {
 		}
 	}
 }
+
+// The catalog GPUs with no timings of their own run on their derived
+// built-in profile (hardware/calibrate/builtin_derived.go), not the
+// roofline; each line names the profile it was transferred from.
+func TestRunDerivedProfiles(t *testing.T) {
+	for gpu, from := range map[string]string{"h100-pcie": "h100", "a100-pcie": "a100", "gb200": "h100", "l40s": "rtx-4090"} {
+		var out bytes.Buffer
+		if err := dispatch([]string{"run", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", gpu, "-n", "5", "-o", ""}, &out, &out); err != nil {
+			t.Fatalf("%s: %v", gpu, err)
+		}
+		want := "Kernel times: calibrated: " + gpu + ": the " + from + " profile"
+		if !strings.Contains(out.String(), want) || strings.Contains(out.String(), "no built-in calibrated profile") {
+			t.Errorf("%s: output lacks %q:\n%s", gpu, want, out.String())
+		}
+	}
+}

@@ -316,6 +316,16 @@ var attnTransfer = map[string]struct{ from, why string }{
 		"decode attention is bandwidth-bound and speeds up 1.43×. Unmeasured on an H200."},
 	"b200": {"h100", "Attention is the H100's fit on the B200's peaks: B200 (sm_100) is a data-center part like the H100, while the measured " +
 		"Blackwell, the RTX PRO 6000 (sm_120), runs other kernels on GDDR7. The least certain attention of the built-in profiles."},
+	// The derived profiles (builtin_derived.go): the fit of the GPU that
+	// runs the same attention kernels.
+	"h100-pcie": {"h100", "Attention is the H100's fit on the H100 PCIe's peaks (same GH100, same FlashAttention-3 kernels; HBM2e at 2.0 TB/s, 0.60× the SXM's, " +
+		"so bandwidth-bound decode attention slows down 1.68×). Unmeasured on an H100 PCIe."},
+	"a100-pcie": {"rtx-4090", "Attention is the RTX 4090's fit transferred, as the A100 SXM's: A100 (sm_80) and RTX 4090 (sm_89) run the same " +
+		"FlashAttention-2 kernels in vLLM 0.19 (FlashAttention-3 needs Hopper), so their efficiencies are taken as fractions of the A100 PCIe's " +
+		"312 TFLOP/s and 1.935 TB/s. Unmeasured on an A100."},
+	"gb200": {"h100", "Attention is the H100's fit on the GB200's peaks, as the B200's (the same sm_100 GPU): the least certain attention of the built-in profiles. Unmeasured on a GB200."},
+	"l40s": {"rtx-4090", "Attention is the RTX 4090's fit on the L40S's peaks: both are AD102 (Ada, sm_89) and run the same FlashAttention-2 kernels in vLLM 0.19, " +
+		"the closest measured GPU. Unmeasured on an L40S."},
 }
 
 // bundlesPresent reports whether dir exists.

@@ -12,7 +12,9 @@ import (
 
 // GenerateBuiltin fits the built-in profiles from dir, a copy of Vidur's
 // data/profiling: A100 and H100 fitted to their traces, H200 and B200 the
-// H100 fit transferred through their specs. It returns the TOML of each,
+// H100 fit transferred through their specs, RTX PRO 6000 and RTX 4090
+// fitted to LLMServingSim's bundles beside it, and derivedGPUs (H100 PCIe,
+// A100 PCIe, GB200, L40S) by architecture. It returns the TOML of each,
 // by GPU name. The A100 → H100 transfer error is written into the notes of
 // the transferred profiles, and so is the error against measured, native
 // CSVs of their GPU (this project's H200 measurements).
@@ -94,6 +96,7 @@ func GenerateBuiltin(dir string, measured []string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	bundled := map[string]*Profile{}
 	for _, name := range bundleGPUs {
 		g, err := hardware.Builtin().Get(name)
 		if err != nil {
@@ -110,6 +113,7 @@ func GenerateBuiltin(dir string, measured []string) (map[string][]byte, error) {
 			return nil, err
 		}
 		out[name] = p.WriteTOML()
+		bundled[name] = p
 	}
 	for _, name := range []string{"h200", "b200"} {
 		g, err := hardware.Builtin().Get(name)
@@ -160,6 +164,25 @@ func GenerateBuiltin(dir string, measured []string) (map[string][]byte, error) {
 			return nil, err
 		}
 		out[name] = p.WriteTOML()
+	}
+	// The catalog GPUs with no timings of their own: a measured GPU of the
+	// same architecture transferred through their specs
+	// (builtin_derived.go).
+	in := &deriveInputs{dir: dir, fitted: map[string]*Profile{}, xt: xt, measured: measured, bundles: bdirs, attach: withAttention,
+		trust: fmt.Sprintf("How far such a transfer can be trusted, measured between the two traced GPUs (across architectures): the A100 fit transferred to the H100 "+
+			"predicts the H100 GEMMs with a median absolute error of %.1f %% (p90 %.1f %%) and all H100 operators with %.1f %% (p90 %.1f %%).", gemm.Median, gemm.P90, all.Median, all.P90)}
+	for n, p := range fitted {
+		in.fitted[n] = p
+	}
+	for n, p := range bundled {
+		in.fitted[n] = p
+	}
+	for _, d := range derivedGPUs {
+		p, err := in.derive(d)
+		if err != nil {
+			return nil, err
+		}
+		out[d.gpu] = p.WriteTOML()
 	}
 	return out, nil
 }

@@ -191,9 +191,13 @@
 // are not in the tables.
 //
 // [Builtin] returns the embedded profiles: a100 and h100 fitted to the Vidur
-// data, h200 and b200 the h100 fit transferred through their specs, each
-// saying what it was derived from and, for the transferred ones, what error
-// such a transfer showed where it could be measured. They are regenerated
+// data, h200 and b200 the h100 fit transferred through their specs,
+// rtx-pro-6000 and rtx-4090 fitted to LLMServingSim's bundles, and the
+// catalog GPUs without timings of their own derived by architecture
+// (builtin_derived.go: h100-pcie from h100, a100-pcie from a100, gb200 as
+// b200, l40s from rtx-4090), each saying what it was derived from and, for
+// the transferred ones, what error such a transfer showed where it could
+// be measured, or that nothing of the GPU is measured. They are regenerated
 // from ../shared/data by
 //
 //	go generate ./hardware/calibrate

@@ -394,18 +394,21 @@ var builtinProfiles = func() map[string]*builtinProfile {
 }()
 
 // BuiltinGPUs are the GPUs with a built-in profile.
-var BuiltinGPUs = []string{"a100", "h100", "h200", "b200", "rtx-pro-6000", "rtx-4090"}
+var BuiltinGPUs = []string{"a100", "h100", "h200", "b200", "rtx-pro-6000", "rtx-4090", "h100-pcie", "a100-pcie", "gb200", "l40s"}
 
 // bundleGPUs are the built-in GPUs fitted to LLMServingSim's bundles alone.
 var bundleGPUs = []string{"rtx-pro-6000", "rtx-4090"}
 
 // Builtin returns a copy of the built-in profile of a catalog GPU ("a100",
-// "h100", "h200", "b200", "rtx-pro-6000", "rtx-4090"; aliases such as
+// "h100", "h200", "b200", "rtx-pro-6000", "rtx-4090", "h100-pcie",
+// "a100-pcie", "gb200", "l40s"; aliases such as
 // "h100-sxm" resolve through hardware.Builtin()), or false. A100 and H100
 // are fitted from ../shared/data/vidur-profiling; H200 and B200 are the
 // H100 fit transferred through their specs; RTX PRO 6000 and RTX 4090 are
 // fitted to LLMServingSim's profile bundles (dense.csv, per_sequence.csv,
-// attention.csv). `go generate ./hardware/calibrate`
+// attention.csv); h100-pcie, a100-pcie, gb200 and l40s are a measured GPU
+// of the same architecture transferred through their specs (see
+// derivedGPUs). `go generate ./hardware/calibrate`
 // regenerates them (see doc.go). It panics if an embedded profile does not
 // load, which TestBuiltinProfiles rules out.
 func Builtin(gpu string) (*Profile, bool) {

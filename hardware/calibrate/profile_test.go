@@ -2,6 +2,7 @@ package calibrate
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -174,9 +175,11 @@ func TestBuiltinProfiles(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 		// Attention: fitted to the H100 bundle; A100 takes the RTX 4090's
-		// fit (same FlashAttention-2 kernels), H200 and B200 the H100's.
+		// fit (same FlashAttention-2 kernels), H200 and B200 the H100's;
+		// the derived profiles as their architecture's (builtin_derived.go).
 		wantAttn := map[string]string{"h100": "fit", "a100": "transferred from rtx-4090", "h200": "transferred from h100", "b200": "transferred from h100",
-			"rtx-pro-6000": "fit", "rtx-4090": "fit"}[name]
+			"rtx-pro-6000": "fit", "rtx-4090": "fit",
+			"h100-pcie": "transferred from h100", "a100-pcie": "transferred from rtx-4090", "gb200": "transferred from h100", "l40s": "transferred from rtx-4090"}[name]
 		if d := p.Describe(); !strings.HasPrefix(d, name+": ") || !strings.Contains(d, "attention") || strings.Contains(d, "assumed") {
 			t.Errorf("%s: Describe() = %q", name, d)
 		}
@@ -184,10 +187,12 @@ func TestBuiltinProfiles(t *testing.T) {
 			t.Errorf("%s: attention from %q, want %q", name, p.Attention.From, wantAttn)
 		}
 		wantDeriv := DerivationFitted
-		if name == "h200" || name == "b200" {
+		// The fit each transferred profile carries: gb200 is built as b200
+		// is, from the h100 fit.
+		if from, ok := map[string]string{"h200": "h100", "b200": "h100", "h100-pcie": "h100", "a100-pcie": "a100", "gb200": "h100", "l40s": "rtx-4090"}[name]; ok {
 			wantDeriv = DerivationTransferred
-			if p.Source.TransferredFrom != "h100" {
-				t.Errorf("%s transferred from %q, want h100", name, p.Source.TransferredFrom)
+			if p.Source.TransferredFrom != from {
+				t.Errorf("%s transferred from %q, want %s", name, p.Source.TransferredFrom, from)
 			}
 		}
 		if p.Derivation != wantDeriv {
@@ -211,6 +216,26 @@ func TestBuiltinProfiles(t *testing.T) {
 		// Waves are counted on the target GPU's SMs (gpus.toml: h200 132, b200 148).
 		if g := mustGPU(t, name); p.Peaks.SMs != g.SMs {
 			t.Errorf("%s: peaks.sms = %d, want the GPU's %d", name, p.Peaks.SMs, g.SMs)
+		}
+	}
+	// PCIe GPUs do not keep an NVLink all-reduce fit: a100-pcie and
+	// h100-pcie take one TP 4 fit to Vidur's pairwise nodes (the ring
+	// crosses PCIe), l40s the roofline; gb200 keeps the DGX fit on NVLink5,
+	// as b200.
+	for name, want := range map[string][]int{"h100-pcie": {4}, "a100-pcie": {4}, "l40s": nil, "gb200": {2, 4, 8}} {
+		p, _ := Builtin(name)
+		var got []int
+		for _, a := range p.AllReduce {
+			got = append(got, a.TP)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: all-reduce fits at TP %v, want %v", name, got, want)
+		}
+	}
+	// Trees: kept only on the same SM count (a100-pcie: 108 as a100).
+	for name, want := range map[string]bool{"a100-pcie": true, "h100-pcie": false, "gb200": false, "l40s": false} {
+		if p, _ := Builtin(name); (p.GEMMTrees != nil) != want {
+			t.Errorf("%s: residual trees %v, want %v", name, p.GEMMTrees != nil, want)
 		}
 	}
 	if _, ok := Builtin("H100-SXM"); !ok {

@@ -1,7 +1,9 @@
 // Command genprofiles regenerates servesim's built-in calibrated profiles
-// (hardware/calibrate/profiles/{a100,h100,h200,b200}.toml) from a copy of
-// Vidur's profiling data: A100 and H100 are fitted to their traces, H200
-// and B200 are the H100 fit transferred through their specs. Attention is
+// (hardware/calibrate/profiles/*.toml) from a copy of Vidur's profiling
+// data: A100 and H100 are fitted to their traces, H200 and B200 are the
+// H100 fit transferred through their specs, RTX PRO 6000 and RTX 4090 are
+// fitted to LLMServingSim's bundles, and H100 PCIe, A100 PCIe, GB200 and
+// L40S are derived by architecture (see calibrate.GenerateBuiltin). Attention is
 // fitted to LLMServingSim's profile bundles, which must sit beside the
 // Vidur copy (../shared/data/llmservingsim/profiles).
 //

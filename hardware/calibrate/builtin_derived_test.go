@@ -1,0 +1,85 @@
+package calibrate
+
+import (
+	"testing"
+
+	"github.com/servesim/servesim/hardware"
+	"github.com/servesim/servesim/models"
+)
+
+// The derived built-in profiles (builtin_derived.go) next to the profile
+// each is derived from: one Llama-3.1-8B BF16 TP 1 step, a decode at batch
+// 1 and 64 (1,024 tokens of context each) and a 2,048-token prefill, with
+// the relations the specs force (`go test -run TestDerivedSanity -v`
+// prints the table). Each derived GPU differs from its source in peaks
+// only, so a step can only move the way the peaks do:
+//   - h100-pcie: every peak below h100's (BF16 0.76×, HBM 0.60×): slower in all three;
+//   - a100-pcie: the same BF16 peak, HBM 0.95×: decodes (bandwidth-bound) slower,
+//     no step faster;
+//   - gb200: BF16 1.11× b200's, the same HBM: no step slower, the prefill
+//     (compute-bound) faster;
+//   - l40s: BF16 2.19× rtx-4090's, HBM 0.86×: decodes slower, the prefill faster.
+func TestDerivedSanity(t *testing.T) {
+	m, err := models.Builtin().Get("llama-3.1-8b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	par := models.Parallel{TP: 1, Weights: models.BF16, KV: models.BF16}
+	batches := []models.Batch{
+		{Decodes: 1, DecodeCtx: 1024},
+		{Decodes: 64, DecodeCtx: 64 * 1024},
+		// causal pairs of one 2,048-token chunk: 2048 · 2049 / 2
+		{Prefills: 1, PrefillTokens: 2048, PrefillPairs: 2048 * 2049 / 2},
+	}
+	step := func(gpu string) [3]float64 {
+		p, ok := Builtin(gpu)
+		if !ok {
+			t.Fatalf("no built-in profile for %s", gpu)
+		}
+		g, err := hardware.Builtin().Get(gpu)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := p.Kernel(g, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := hardware.NewStepModel(m, g, par, k, p.IterOverhead())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out [3]float64
+		for i, b := range batches {
+			out[i] = s.StepTime(b) * 1e3
+		}
+		return out
+	}
+	const (
+		slower = 1 // derived > source
+		faster = -1
+		noLess = 2 // derived >= source
+		noMore = -2
+	)
+	cases := []struct {
+		gpu, from string
+		want      [3]int // decode 1, decode 64, prefill 2k
+	}{
+		{"h100-pcie", "h100", [3]int{slower, slower, slower}},
+		{"a100-pcie", "a100", [3]int{slower, slower, noLess}},
+		{"gb200", "b200", [3]int{noMore, noMore, faster}},
+		{"l40s", "rtx-4090", [3]int{slower, slower, faster}},
+	}
+	t.Logf("Llama-3.1-8B BF16 TP 1 step, ms (decode: 1,024 tokens of context each)")
+	t.Logf("%-10s %-9s %9s %9s %11s", "gpu", "from", "decode 1", "decode 64", "prefill 2k")
+	for _, c := range cases {
+		d, s := step(c.gpu), step(c.from)
+		t.Logf("%-10s %-9s %9.3f %9.3f %11.3f", c.gpu, "", d[0], d[1], d[2])
+		t.Logf("%-10s %-9s %9.3f %9.3f %11.3f", c.from, "(source)", s[0], s[1], s[2])
+		for i, w := range c.want {
+			ok := map[int]bool{slower: d[i] > s[i], faster: d[i] < s[i], noLess: d[i] >= s[i], noMore: d[i] <= s[i]}[w]
+			if !ok {
+				t.Errorf("%s vs %s, batch %d: %.4f ms vs %.4f ms, want relation %d", c.gpu, c.from, i, d[i], s[i], w)
+			}
+		}
+	}
+}

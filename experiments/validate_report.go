@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -221,10 +222,19 @@ func writeSuiteTables(b *bytes.Buffer, vs []*Validation) {
 		b.WriteByte('\n')
 	}
 	held := HeldOut(vs)
-	for _, g := range []struct {
+	groups := []struct {
 		label string
 		vs    []*Validation
-	}{{fmt.Sprintf("median |err|, all (%d)", scored(vs)), vs}, {fmt.Sprintf("median |err|, held out (%d)", scored(held)), held}} {
+	}{{fmt.Sprintf("median |err|, all (%d)", scored(vs)), vs}, {fmt.Sprintf("median |err|, held out (%d)", scored(held)), held}}
+	if gs := groupsByGPUTP(held); len(gs) > 1 {
+		for _, g := range gs {
+			groups = append(groups, struct {
+				label string
+				vs    []*Validation
+			}{fmt.Sprintf("  held out, %s (%d)", g.key, scored(g.vs)), g.vs})
+		}
+	}
+	for _, g := range groups {
 		_, med := MedianAbsErrors(g.vs)
 		fmt.Fprintf(b, "%-*s", nameW, g.label)
 		for _, c := range suiteColumns {
@@ -241,6 +251,44 @@ func writeSuiteTables(b *bytes.Buffer, vs []*Validation) {
 		b.WriteString("* = a summary row whose stages are listed: left out of the medians (its requests are in the stages).\n")
 	}
 	b.WriteString("held out = nothing fitted on the run (experiments/validation/*.toml, field fitted).\n")
+}
+
+// groupsByGPUTP splits vs by the simulated pool's GPU and TP degree
+// ("h100 TP 2"), sorted by GPU name and then TP; runs without a plan
+// are left out.
+func groupsByGPUTP(vs []*Validation) []struct {
+	key string
+	vs  []*Validation
+} {
+	var out []struct {
+		key string
+		vs  []*Validation
+	}
+	at := map[string]int{}
+	for _, v := range vs {
+		if v.Plan == nil || v.Plan.GPU == nil {
+			continue
+		}
+		k := fmt.Sprintf("%s TP %d", v.Plan.GPU.Name, v.Plan.Parallel.TP)
+		i, ok := at[k]
+		if !ok {
+			i = len(out)
+			at[k] = i
+			out = append(out, struct {
+				key string
+				vs  []*Validation
+			}{key: k})
+		}
+		out[i].vs = append(out[i].vs, v)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		gi, gj := out[i].vs[0].Plan, out[j].vs[0].Plan
+		if gi.GPU.Name != gj.GPU.Name {
+			return gi.GPU.Name < gj.GPU.Name
+		}
+		return gi.Parallel.TP < gj.Parallel.TP
+	})
+	return out
 }
 
 // pctShort is a signed percentage in at most 7 characters.

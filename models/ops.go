@@ -218,6 +218,11 @@ func (m *Model) moeOps(L, rc, nTok int, touched, t, wb float64, wc DType) [4]Op 
 		m.actOp(L, mTok, rows*f),
 		gemm(OpMLPDown, L, mTok, rows, f, h, all*f*h, wb, wc),
 	}
+	// The activation is no GEMM; it carries the expert's width (per GPU)
+	// and the hidden size as N and K so that a kernel model can tell one
+	// expert size from another (calibrate's [moe] fit holds only for the
+	// expert sizes it was measured on).
+	ops[2].N, ops[2].K = int(f), m.Hidden
 	for i := 1; i < len(ops); i++ {
 		ops[i].Experts = all
 	}

@@ -136,10 +136,16 @@ func TestOpsGEMMDims(t *testing.T) {
 			t.Errorf("%s TP %d %v: FLOPs %g, want 2·M·N·K = %g", tc.model, tc.tp, tc.kind, op.FLOPs, flops)
 		}
 	}
-	// Operators that are not GEMMs have none.
+	// Operators that are not GEMMs have none, but for the expert
+	// activation: Mixtral's expert width per GPU 14336/2 = 7168 and its
+	// hidden size 4096.
 	for _, op := range builtin(t, "mixtral-8x7b").Ops(b, Parallel{TP: 2}, nil) {
-		switch op.Kind {
-		case OpQKV, OpOutProj, OpMoERouter, OpMLPUp, OpMLPDown, OpLMHead:
+		switch {
+		case op.Kind == OpAct && op.Experts > 0:
+			if op.N != 7168 || op.K != 4096 {
+				t.Errorf("expert act: N, K = %d, %d, want 7168, 4096", op.N, op.K)
+			}
+		case op.Kind == OpQKV || op.Kind == OpOutProj || op.Kind == OpMoERouter || op.Kind == OpMLPUp || op.Kind == OpMLPDown || op.Kind == OpLMHead:
 			if op.N <= 0 || op.K <= 0 {
 				t.Errorf("%v: N, K = %d, %d", op.Kind, op.N, op.K)
 			}

@@ -77,7 +77,10 @@ type Op struct {
 	// occurrence multiplies an M×K activation by a K×N weight, M = Tokens.
 	// For MoE expert GEMMs they are one expert's, with M the (token, expert)
 	// rows of all touched experts. Kernel models use them for tile and wave
-	// quantization. 0 for operators that are not GEMMs.
+	// quantization. 0 for operators that are not GEMMs, except an MoE
+	// layer's expert activation (OpAct with Experts > 0), which carries its
+	// expert's width per GPU and the hidden size, so that a kernel model
+	// can tell expert sizes apart (it does no GEMM).
 	N, K int
 	// Experts marks an MoE layer's expert operators (OpMLPUp, OpAct,
 	// OpMLPDown of an MoE model): the experts whose weights one occurrence

@@ -44,7 +44,10 @@ type Calibrated struct {
 	invBW   float64    // 1/MemBW (the trees' roofline feature)
 	mixed   class      // decodes in a call with a prefill chunk (models.Op.Mixed)
 	moe     class      // MoE expert operators (models.Op.Experts > 0), where hasMoE
-	hasMoE  bool
+	// moeMaxNK: expert operators with N·K above it take their dense class
+	// (MoEParams.MaxExpertNK; 0: no bound).
+	moeMaxNK float64
+	hasMoE   bool
 }
 
 type class struct {
@@ -167,7 +170,7 @@ func (p *Profile) Calibrated(g *hardware.GPU, tp int) (*Calibrated, error) {
 		k.mixed = class{o: a.MixedOverheadS, invC: uniform(1 / a.MixedComputeEff), invM: 1 / (g.MemBW * a.MixedMemoryEff)}
 	}
 	if p.MoE.MemoryEff > 0 {
-		k.moe, k.hasMoE = p.MoE.class(g), true
+		k.moe, k.hasMoE, k.moeMaxNK = p.MoE.class(g), true, p.MoE.MaxExpertNK
 	}
 	if tp > 1 {
 		n := float64(tp)
@@ -220,7 +223,7 @@ func (k *Calibrated) OpTime(op *models.Op) float64 {
 	if op.Mixed && op.Kind == models.OpAttnDecode {
 		c = &k.mixed
 	}
-	moe := k.hasMoE && op.Experts > 0
+	moe := k.hasMoE && op.Experts > 0 && (k.moeMaxNK == 0 || float64(op.N)*float64(op.K) <= k.moeMaxNK)
 	if moe {
 		c = &k.moe
 	}

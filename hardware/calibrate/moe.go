@@ -120,6 +120,14 @@ type MoEParams struct {
 	ComputeEff float64 `toml:"compute_eff"`
 	HalfRows   float64 `toml:"half_rows"`
 	MemoryEff  float64 `toml:"memory_eff"`
+	// MaxExpertNK bounds where the fit is used: moeReach × the largest N·K
+	// (one expert's weight elements per GPU; for the activation its width
+	// × the hidden size) among the fitted operators. An expert operator
+	// above it (a model with larger experts than any measured one: e.g.
+	// Mixtral's 14,336-wide experts against Qwen3's 512–768) takes its
+	// dense class's [[op]] parameters, which were fitted on GEMMs of that
+	// size. 0: no bound (profiles written before the field).
+	MaxExpertNK float64 `toml:"max_expert_nk"`
 	// From is "fit" (to this GPU's moe.csv) or "transferred from <gpu>".
 	From string `toml:"from"`
 	// Fit is the in-sample error of a "fit" over whole MoE blocks.
@@ -156,6 +164,9 @@ func (m *MoEParams) validate() error {
 	if !(m.HalfRows >= 0 && m.HalfRows <= maxHalfTokens) {
 		return &fieldErr{field: "moe.half_rows", msg: fmt.Sprintf("must be in [0, %d] rows, got %v", maxHalfTokens, m.HalfRows)}
 	}
+	if !(m.MaxExpertNK >= 0 && m.MaxExpertNK <= 1e15) {
+		return &fieldErr{field: "moe.max_expert_nk", msg: fmt.Sprintf("must be 0 (no bound) or a positive count of weight elements up to 1e15, got %v", m.MaxExpertNK)}
+	}
 	if m.From == "" {
 		return &fieldErr{field: "moe.from", msg: "must say how the parameters were obtained (fit, transferred from <gpu>)"}
 	}
@@ -171,10 +182,24 @@ func (m *MoEParams) writeTOML(b *bytes.Buffer) {
 	fmt.Fprintf(b, "# bytes / (mem_bw · memory_eff)), rows = (token, expert) rows, bytes = every touched expert's weights + activations.\n")
 	fmt.Fprintf(b, "[moe]\noverhead_s = %s\ncompute_eff = %s\nhalf_rows = %s\nmemory_eff = %s\nfrom = %s\nsource = %s\n",
 		tomlFloat(m.OverheadS), tomlFloat(m.ComputeEff), tomlFloat(m.HalfRows), tomlFloat(m.MemoryEff), tomlQuote(m.From), tomlQuote(m.Source))
+	if m.MaxExpertNK > 0 {
+		fmt.Fprintf(b, "# larger experts than any fitted (N·K above max_expert_nk) take the dense classes\nmax_expert_nk = %s\n", tomlFloat(m.MaxExpertNK))
+	}
 	if m.Fit.Samples > 0 {
 		writeStats(b, "moe.fit", m.Fit)
 	}
 }
+
+// moeReach is how far past the largest measured expert a [moe] fit is
+// used: experts up to twice its weight elements. A judgement, not a fit:
+// the bundles measure 512- and 768-wide experts on a 2,048 hidden size
+// (1.0–3.1 M elements for the up-projection), the fused-MoE regime of
+// many small experts; the catalog's other MoE models have experts 4 to
+// 40 times that (Qwen3-235B-A22B 12.6 M, DeepSeek-V3 29 M, Mixtral 117 M),
+// near the dense shapes the [[op]] classes were fitted on, and a fit
+// extrapolated that far prices Mixtral-8x7B's decode at twice its dense
+// cost.
+const moeReach = 2
 
 // minMoERows is the fewest moe.csv rows FitMoE fits.
 const minMoERows = 8
@@ -221,6 +246,13 @@ func FitMoE(ss []MoESample, base *Profile, g *hardware.GPU) (MoEParams, error) {
 		}
 	}
 	set(best)
+	for i := range ss {
+		for _, op := range ss[i].Ops {
+			if op.Experts > 0 {
+				m.MaxExpertNK = max(m.MaxExpertNK, moeReach*float64(op.N)*float64(op.K))
+			}
+		}
+	}
 	m.From = "fit"
 	m.Fit = statsOf(absAll(moeErrors(k, ss)))
 	return m, nil

@@ -141,3 +141,46 @@ func TestMoESamplesImpossibleRow(t *testing.T) {
 		t.Errorf("unknown model: error %v", err)
 	}
 }
+
+// [moe] holds only near the experts it was fitted on: an expert operator
+// whose N·K is above max_expert_nk takes its dense class. With the bound at
+// 2·(2·768·2048) = 6291456 elements (twice Qwen3-30B-A3B's up-projection),
+// Qwen3-30B-A3B's up (1536 × 2048 = 3145728) takes [moe] and Mixtral-8x7B's
+// (2·14336 × 4096 = 117440512) the dense mlp_up parameters; so does its
+// activation (N, K = 14336 × 4096 = 58720256). Mixtral's MoE layer is then
+// priced as without [moe].
+func TestMoEBoundedToFittedExperts(t *testing.T) {
+	g := mustGPU(t, "h100")
+	bounded := moeProfile(t)
+	bounded.MoE.MaxExpertNK = 6291456
+	with, err := bounded.Calibrated(g, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	without, err := handProfile(g).Calibrated(g, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat := models.Builtin()
+	p := models.Parallel{TP: 1, Weights: models.BF16, KV: models.BF16}
+	for _, c := range []struct {
+		model   string
+		useMoE  bool
+		touched float64
+	}{{"qwen3-30b-a3b", true, 64}, {"mixtral-8x7b", false, 8}} {
+		m, err := cat.Get(c.model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, op := range m.MoEOps(16, c.touched, p, nil) {
+			if op.Experts == 0 {
+				continue
+			}
+			a, b := with.OpTime(&op), without.OpTime(&op)
+			if (a != b) != c.useMoE {
+				t.Errorf("%s %v (N·K %d): %g s with the bounded [moe], %g s with the dense classes; want [moe] used: %v",
+					c.model, op.Kind, op.N*op.K, a, b, c.useMoE)
+			}
+		}
+	}
+}

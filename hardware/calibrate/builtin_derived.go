@@ -73,13 +73,45 @@ var derivedGPUs = []derivedGPU{
 			"Tensor parallelism over PCIe Gen4 at the roofline (no Ada all-reduce is measured; the RTX 4090 profile has no fit either)."},
 }
 
+// The square half-precision matmul throughput one public benchmark script
+// (github.com/zzc0721/torch-performance-test-data: torch.matmul on N×N
+// matrices, N = 1024 to 10240, best TFLOP/s per dtype) reports on both
+// Ada GPUs, PyTorch 2.7/2.8 with CUDA 12.8: the RTX 4090 (issue #78,
+// 2025-10-17) FP16 168.38 and BF16 164.81 TFLOP/s; the L40S (issue #43,
+// 2025-10-05, in docker) 264.02 and 269.15 TFLOP/s in its two half-precision
+// columns (its table's column labels are ambiguous; both columns are
+// half precision on the same tensor cores, and the larger is used on each
+// GPU). Against the datasheet dense peaks, 165.2 (4090, FP32 accumulate)
+// and 362.05 (L40S) TFLOP/s, the L40S reaches 269.15/362.05 = 0.743 of its
+// peak where the 4090 reaches 168.38/165.2 = 1.019 of its own: a 350 W
+// card does not sustain its datasheet rate as the 450 W GeForce card
+// does (boost clocks). The rtx-4090 fit's compute efficiencies carried to
+// the L40S are scaled by the ratio, 0.743/1.019.
+const (
+	l40sMatmulTFLOPS    = 269.15
+	l40sPeakTFLOPS      = 362.05
+	rtx4090MatmulTFLOPS = 168.38
+	rtx4090PeakTFLOPS   = 165.2
+)
+
+// l40sBF16 is the L40S's measured BF16 GEMM compute scale relative to the
+// rtx-4090 fit it is transferred from (see the constants above).
+func l40sBF16() GEMMPrecision {
+	l, r := l40sMatmulTFLOPS/l40sPeakTFLOPS, rtx4090MatmulTFLOPS/rtx4090PeakTFLOPS
+	return GEMMPrecision{DType: "bf16", ComputeScale: l / r, Basis: BasisMeasured,
+		Source: fmt.Sprintf("measured, one public benchmark on both Ada GPUs (github.com/zzc0721/torch-performance-test-data, torch.matmul on square "+
+			"N = 1024–10240, PyTorch 2.7/2.8, CUDA 12.8): the best half-precision TFLOP/s, L40S %.2f (issue #43) against its %.2f dense peak "+
+			"(%.3f), RTX 4090 %.2f (issue #78) against its %.1f (%.3f): the rtx-4090 fit's compute efficiencies × %.3f on the L40S. "+
+			"One run each, square shapes only; memory-bound kernels are not adjusted", l40sMatmulTFLOPS, l40sPeakTFLOPS, l, rtx4090MatmulTFLOPS, rtx4090PeakTFLOPS, r, l/r)}
+}
+
 // derivedMeasured says, per derived GPU, what measured data of it exists
 // in ../shared/data and this package's testdata.
 var derivedMeasured = map[string]string{
 	"h100-pcie": "No H100 PCIe kernel timings exist in ../shared/data or this package's testdata (vidur-profiling has A100 and H100 SXM; LLMServingSim H100 SXM, RTX PRO 6000, RTX 4090; XLA sm_90 and sm_100_B200; gpu-specs.md has specs only), so the kernel transfer error cannot be measured on it.",
 	"a100-pcie": "No A100 PCIe kernel timings exist in ../shared/data or this package's testdata, so the kernel transfer error cannot be measured on it; its all-reduces are measured (Vidur's a100_pairwise_nvlink, see below).",
 	"gb200":     "No GB200 timings exist in ../shared/data (XLA's table has no GB200 matmul rows: its GB200/GB300 PR added collective tables only; xla-matmul/SOURCE.md), so the transfer error cannot be measured on it.",
-	"l40s":      "No L40S timings exist in ../shared/data or this package's testdata (gpu-specs.md does not list it), so the transfer error cannot be measured on it.",
+	"l40s":      "No L40S kernel timings exist in ../shared/data or this package's testdata (gpu-specs.md does not list it), so the transfer error cannot be measured on it; its BF16 GEMM compute scale rests on one public square-matmul benchmark of both Ada GPUs ([[gemm_precision]] bf16).",
 }
 
 // relabel returns ps relabelled as measured on gpu and carried to target.
@@ -258,6 +290,9 @@ func (in *deriveInputs) derive(d derivedGPU) (*Profile, error) {
 	notes := []string{first, d.why, in.trust, derivedMeasured[d.gpu]}
 	if d.precisions != "" {
 		p.GEMMPrecisions = relabel(in.xt.Precisions(d.precisions), d.precisions, d.gpu)
+	}
+	if d.gpu == "l40s" {
+		p.GEMMPrecisions = append(p.GEMMPrecisions, l40sBF16())
 	}
 	if !g.NVLink() {
 		p.AllReduce = nil

@@ -1,6 +1,7 @@
 package calibrate
 
 import (
+	"math"
 	"testing"
 
 	"github.com/servesim/servesim/hardware"
@@ -81,5 +82,26 @@ func TestDerivedSanity(t *testing.T) {
 				t.Errorf("%s vs %s, batch %d: %.4f ms vs %.4f ms, want relation %d", c.gpu, c.from, i, d[i], s[i], w)
 			}
 		}
+	}
+}
+
+// The L40S BF16 scale's peaks are the catalog's (gpus.toml), and the scale
+// is the arithmetic of its doc: (269.15/362.05) / (168.38/165.2) = 0.7294.
+func TestL40SBF16Scale(t *testing.T) {
+	cat := hardware.Builtin()
+	for _, c := range []struct {
+		gpu  string
+		peak float64
+	}{{"l40s", l40sPeakTFLOPS}, {"rtx-4090", rtx4090PeakTFLOPS}} {
+		g, err := cat.Get(c.gpu)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(g.BF16FLOPS/1e12-c.peak) > 1e-9 {
+			t.Errorf("%s: catalog BF16 peak %g TFLOP/s, the scale uses %g", c.gpu, g.BF16FLOPS/1e12, c.peak)
+		}
+	}
+	if got := l40sBF16().ComputeScale; math.Abs(got-0.7294) > 1e-4 {
+		t.Errorf("L40S BF16 compute scale %.5f, want 0.7294", got)
 	}
 }

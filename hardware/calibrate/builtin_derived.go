@@ -73,45 +73,80 @@ var derivedGPUs = []derivedGPU{
 			"Tensor parallelism over PCIe Gen4 at the roofline (no Ada all-reduce is measured; the RTX 4090 profile has no fit either)."},
 }
 
-// The square half-precision matmul throughput one public benchmark script
-// (github.com/zzc0721/torch-performance-test-data: torch.matmul on N×N
-// matrices, N = 1024 to 10240, best TFLOP/s per dtype) reports on both
-// Ada GPUs, PyTorch 2.7/2.8 with CUDA 12.8: the RTX 4090 (issue #78,
-// 2025-10-17) FP16 168.38 and BF16 164.81 TFLOP/s; the L40S (issue #43,
-// 2025-10-05, in docker) 264.02 and 269.15 TFLOP/s in its two half-precision
-// columns (its table's column labels are ambiguous; both columns are
-// half precision on the same tensor cores, and the larger is used on each
-// GPU). Against the datasheet dense peaks, 165.2 (4090, FP32 accumulate)
-// and 362.05 (L40S) TFLOP/s, the L40S reaches 269.15/362.05 = 0.743 of its
-// peak where the 4090 reaches 168.38/165.2 = 1.019 of its own: a 350 W
-// card does not sustain its datasheet rate as the 450 W GeForce card
-// does (boost clocks). The rtx-4090 fit's compute efficiencies carried to
-// the L40S are scaled by the ratio, 0.743/1.019.
-const (
-	l40sMatmulTFLOPS    = 269.15
-	l40sPeakTFLOPS      = 362.05
-	rtx4090MatmulTFLOPS = 168.38
-	rtx4090PeakTFLOPS   = 165.2
-)
+// matmulBench is one public benchmark script's best square matmul
+// throughput (github.com/zzc0721/torch-performance-test-data: torch.matmul
+// on N×N matrices, N = 1024 to 10240, the best TFLOP/s per dtype; each
+// figure from one user's run, posted as an issue) on a derived GPU and on
+// the GPU its profile is transferred from. Their ratio, each against its
+// datasheet dense peak (the catalog's), is how much less of its peak the
+// derived GPU sustains in compute-bound GEMMs: a power- or clock-limited
+// card (L40S at 350 W, H100 PCIe at 350 W) does not reach the fraction its
+// source does. It scales the transferred GEMM compute efficiencies
+// ([[gemm_precision]] bf16, and the carried FP8/FP4 entries with it).
+type matmulBench struct {
+	gpu, source             string
+	tflops, sourceTFLOPS    float64 // best half-precision TFLOP/s
+	peak, sourcePeak        float64 // catalog BF16 dense peaks, TFLOP/s
+	issue, sourceIssue, run string  // issue numbers and what was run
+}
 
-// l40sBF16 is the L40S's measured BF16 GEMM compute scale relative to the
-// rtx-4090 fit it is transferred from (see the constants above).
-func l40sBF16() GEMMPrecision {
-	l, r := l40sMatmulTFLOPS/l40sPeakTFLOPS, rtx4090MatmulTFLOPS/rtx4090PeakTFLOPS
-	return GEMMPrecision{DType: "bf16", ComputeScale: l / r, Basis: BasisMeasured,
-		Source: fmt.Sprintf("measured, one public benchmark on both Ada GPUs (github.com/zzc0721/torch-performance-test-data, torch.matmul on square "+
-			"N = 1024–10240, PyTorch 2.7/2.8, CUDA 12.8): the best half-precision TFLOP/s, L40S %.2f (issue #43) against its %.2f dense peak "+
-			"(%.3f), RTX 4090 %.2f (issue #78) against its %.1f (%.3f): the rtx-4090 fit's compute efficiencies × %.3f on the L40S. "+
-			"One run each, square shapes only; memory-bound kernels are not adjusted", l40sMatmulTFLOPS, l40sPeakTFLOPS, l, rtx4090MatmulTFLOPS, rtx4090PeakTFLOPS, r, l/r)}
+var matmulBenches = []matmulBench{
+	// L40S: issue #43 (2025-10-05, docker, PyTorch 2.8 / CUDA 12.8):
+	// 264.02 and 269.15 TFLOP/s in its two half-precision columns (the
+	// table's column labels are ambiguous; both are half precision on the
+	// same tensor cores: the larger). RTX 4090: issue #78 (2025-10-17,
+	// PyTorch 2.7 / CUDA 12.8): FP16 168.38, BF16 164.81 (the larger).
+	{gpu: "l40s", source: "rtx-4090", tflops: 269.15, sourceTFLOPS: 168.38, peak: 362.05, sourcePeak: 165.2,
+		issue: "#43", sourceIssue: "#78", run: "PyTorch 2.7/2.8, CUDA 12.8"},
+	// H100 PCIe: issue #95 (2025-12-14, bare metal, PyTorch 2.9 / CUDA
+	// 12.8): BF16 495.93 (FP16 458.03). H100 80GB HBM3 (SXM): issue #79
+	// (2025-10-18, docker, PyTorch 2.7 / CUDA 12.8): BF16 797.51 (FP16
+	// 760.04).
+	{gpu: "h100-pcie", source: "h100", tflops: 495.93, sourceTFLOPS: 797.51, peak: 756, sourcePeak: 989.4,
+		issue: "#95", sourceIssue: "#79", run: "PyTorch 2.7/2.9, CUDA 12.8"},
+}
+
+// benchFor returns the matmul benchmark of gpu, if any.
+func benchFor(gpu string) (matmulBench, bool) {
+	for _, b := range matmulBenches {
+		if b.gpu == gpu {
+			return b, true
+		}
+	}
+	return matmulBench{}, false
+}
+
+// scale is the factor on the source's compute efficiencies.
+func (b matmulBench) scale() float64 {
+	return (b.tflops / b.peak) / (b.sourceTFLOPS / b.sourcePeak)
+}
+
+// apply adds b's measured BF16 compute scale to ps and multiplies the
+// compute scale of every other entry by it (the same power limit on the
+// same tensor cores, assumed to hold for FP8/FP4, which the benchmark
+// does not run), saying so in their sources.
+func (b matmulBench) apply(ps []GEMMPrecision) []GEMMPrecision {
+	f := b.scale()
+	src := fmt.Sprintf("one public benchmark on both GPUs (github.com/zzc0721/torch-performance-test-data, torch.matmul on square N = 1024–10240, %s): "+
+		"the best half-precision TFLOP/s, %s %.2f (issue %s) against its %.2f dense peak (%.3f), %s %.2f (issue %s) against its %.1f (%.3f): "+
+		"the %s fit's compute efficiencies × %.3f. One run each, square shapes only; memory-bound kernels are not adjusted",
+		b.run, strings.ToUpper(b.gpu), b.tflops, b.issue, b.peak, b.tflops/b.peak, strings.ToUpper(b.source), b.sourceTFLOPS, b.sourceIssue, b.sourcePeak, b.sourceTFLOPS/b.sourcePeak, b.source, f)
+	out := []GEMMPrecision{{DType: "bf16", ComputeScale: f, Basis: BasisMeasured, Source: "measured, " + src}}
+	for _, p := range ps {
+		p.ComputeScale *= f
+		p.Source += fmt.Sprintf("; × %.3f for this GPU's measured BF16 compute ratio (%s), assumed to hold at this precision", f, src)
+		out = append(out, p)
+	}
+	return out
 }
 
 // derivedMeasured says, per derived GPU, what measured data of it exists
 // in ../shared/data and this package's testdata.
 var derivedMeasured = map[string]string{
-	"h100-pcie": "No H100 PCIe kernel timings exist in ../shared/data or this package's testdata (vidur-profiling has A100 and H100 SXM; LLMServingSim H100 SXM, RTX PRO 6000, RTX 4090; XLA sm_90 and sm_100_B200; gpu-specs.md has specs only), so the kernel transfer error cannot be measured on it.",
+	"h100-pcie": "No H100 PCIe kernel timings exist in ../shared/data or this package's testdata (vidur-profiling has A100 and H100 SXM; LLMServingSim H100 SXM, RTX PRO 6000, RTX 4090; XLA sm_90 and sm_100_B200; gpu-specs.md has specs only), so the kernel transfer error cannot be measured on it; its GEMM compute scale rests on one public square-matmul benchmark of it and the H100 SXM ([[gemm_precision]] bf16).",
 	"a100-pcie": "No A100 PCIe kernel timings exist in ../shared/data or this package's testdata, so the kernel transfer error cannot be measured on it; its all-reduces are measured (Vidur's a100_pairwise_nvlink, see below).",
 	"gb200":     "No GB200 timings exist in ../shared/data (XLA's table has no GB200 matmul rows: its GB200/GB300 PR added collective tables only; xla-matmul/SOURCE.md), so the transfer error cannot be measured on it.",
-	"l40s":      "No L40S kernel timings exist in ../shared/data or this package's testdata (gpu-specs.md does not list it), so the transfer error cannot be measured on it; its BF16 GEMM compute scale rests on one public square-matmul benchmark of both Ada GPUs ([[gemm_precision]] bf16).",
+	"l40s":      "No L40S kernel timings exist in ../shared/data or this package's testdata (gpu-specs.md does not list it), so the transfer error cannot be measured on it; its GEMM compute scale rests on one public square-matmul benchmark of both Ada GPUs ([[gemm_precision]] bf16).",
 }
 
 // relabel returns ps relabelled as measured on gpu and carried to target.
@@ -291,8 +326,11 @@ func (in *deriveInputs) derive(d derivedGPU) (*Profile, error) {
 	if d.precisions != "" {
 		p.GEMMPrecisions = relabel(in.xt.Precisions(d.precisions), d.precisions, d.gpu)
 	}
-	if d.gpu == "l40s" {
-		p.GEMMPrecisions = append(p.GEMMPrecisions, l40sBF16())
+	if b, ok := benchFor(d.gpu); ok {
+		if b.source != d.fit && b.source != d.from {
+			return nil, fmt.Errorf("calibrate: derived profile %s: its matmul benchmark is against %s, but it is derived from %s", d.gpu, b.source, d.from)
+		}
+		p.GEMMPrecisions = b.apply(p.GEMMPrecisions)
 	}
 	if !g.NVLink() {
 		p.AllReduce = nil

@@ -85,23 +85,39 @@ func TestDerivedSanity(t *testing.T) {
 	}
 }
 
-// The L40S BF16 scale's peaks are the catalog's (gpus.toml), and the scale
-// is the arithmetic of its doc: (269.15/362.05) / (168.38/165.2) = 0.7294.
-func TestL40SBF16Scale(t *testing.T) {
+// The matmul benchmarks' peaks are the catalog's (gpus.toml), and the
+// scales are the arithmetic of their doc: L40S (269.15/362.05) /
+// (168.38/165.2) = 0.7294; H100 PCIe (495.93/756) / (797.51/989.4) = 0.8138.
+func TestMatmulBenchScales(t *testing.T) {
 	cat := hardware.Builtin()
-	for _, c := range []struct {
-		gpu  string
-		peak float64
-	}{{"l40s", l40sPeakTFLOPS}, {"rtx-4090", rtx4090PeakTFLOPS}} {
-		g, err := cat.Get(c.gpu)
-		if err != nil {
-			t.Fatal(err)
+	want := map[string]float64{"l40s": 0.7294, "h100-pcie": 0.8138}
+	for _, b := range matmulBenches {
+		for _, c := range []struct {
+			gpu  string
+			peak float64
+		}{{b.gpu, b.peak}, {b.source, b.sourcePeak}} {
+			g, err := cat.Get(c.gpu)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(g.BF16FLOPS/1e12-c.peak) > 1e-9 {
+				t.Errorf("%s: catalog BF16 peak %g TFLOP/s, the benchmark uses %g", c.gpu, g.BF16FLOPS/1e12, c.peak)
+			}
 		}
-		if math.Abs(g.BF16FLOPS/1e12-c.peak) > 1e-9 {
-			t.Errorf("%s: catalog BF16 peak %g TFLOP/s, the scale uses %g", c.gpu, g.BF16FLOPS/1e12, c.peak)
+		if got := b.scale(); math.Abs(got-want[b.gpu]) > 1e-4 {
+			t.Errorf("%s compute scale %.5f, want %.4f", b.gpu, got, want[b.gpu])
 		}
 	}
-	if got := l40sBF16().ComputeScale; math.Abs(got-0.7294) > 1e-4 {
-		t.Errorf("L40S BF16 compute scale %.5f, want 0.7294", got)
+	// The carried FP8 entry of h100-pcie is scaled with it.
+	p, ok := Builtin("h100-pcie")
+	if !ok {
+		t.Fatal("no h100-pcie profile")
+	}
+	h, _ := Builtin("h100")
+	f8, _ := h.precision(models.FP8)
+	p8, _ := p.precision(models.FP8)
+	pb, _ := p.precision(models.BF16)
+	if math.Abs(p8.ComputeScale-f8.ComputeScale*pb.ComputeScale) > 1e-5 {
+		t.Errorf("h100-pcie fp8 scale %.5f, want the H100's %.5f × %.5f", p8.ComputeScale, f8.ComputeScale, pb.ComputeScale)
 	}
 }

@@ -91,11 +91,12 @@ type matmulBench struct {
 }
 
 var matmulBenches = []matmulBench{
-	// L40S: issue #43 (2025-10-05, docker, PyTorch 2.8 / CUDA 12.8):
-	// 264.02 and 269.15 TFLOP/s in its two half-precision columns (the
-	// table's column labels are ambiguous; both are half precision on the
-	// same tensor cores: the larger). RTX 4090: issue #78 (2025-10-17,
-	// PyTorch 2.7 / CUDA 12.8): FP16 168.38, BF16 164.81 (the larger).
+	// L40S: issue #43 (2025-10-05, docker, PyTorch 2.8 / CUDA 12.8), the
+	// script's early table (FP32 | FP16 | BF16 | N/A, as its H100 row of
+	// the same day, issue #39: 52.11 | 758.14 | 783.66 | N/A): FP16
+	// 264.02, BF16 269.15. RTX 4090: issue #78 (2025-10-17, PyTorch 2.7 /
+	// CUDA 12.8): FP16 168.38, BF16 164.81. The best half-precision figure
+	// of each (both run on the same tensor cores at the same rate).
 	{gpu: "l40s", source: "rtx-4090", tflops: 269.15, sourceTFLOPS: 168.38, peak: 362.05, sourcePeak: 165.2,
 		issue: "#43", sourceIssue: "#78", run: "PyTorch 2.7/2.8, CUDA 12.8"},
 	// H100 PCIe: issue #95 (2025-12-14, bare metal, PyTorch 2.9 / CUDA

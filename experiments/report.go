@@ -83,11 +83,14 @@ type Counts struct {
 	SwapOuts        int64   `json:"swap_outs"`
 	SwapSeconds     float64 `json:"swap_s"`
 	PrefixHitTokens int64   `json:"prefix_hit_tokens"`
-	PrefixHitRate   float64 `json:"prefix_hit_rate"`
-	PrefixEvictions int64   `json:"prefix_evictions"`
-	Steps           int64   `json:"steps"`
-	Events          uint64  `json:"events"`
-	EndS            float64 `json:"end_s"`
+	// PreemptHitTokens: tokens recompute-preempted requests found in their
+	// own cached blocks (prefix caching; omitted when none).
+	PreemptHitTokens int64   `json:"preempt_hit_tokens,omitempty"`
+	PrefixHitRate    float64 `json:"prefix_hit_rate"`
+	PrefixEvictions  int64   `json:"prefix_evictions"`
+	Steps            int64   `json:"steps"`
+	Events           uint64  `json:"events"`
+	EndS             float64 `json:"end_s"`
 }
 
 func (r *Report) instanceInfo() InstanceInfo {
@@ -172,7 +175,8 @@ func (r *Report) counts() Counts {
 		Arrived: res.Arrived, Finished: res.Finished, Rejected: res.Rejected, Deferrals: res.Deferrals,
 		Preemptions: res.Preemptions, RecomputeTokens: res.RecomputeTokens, SwapOuts: res.SwapOuts,
 		SwapSeconds: res.SwapOutSeconds + res.SwapInSeconds, PrefixHitTokens: res.PrefixHitTokens,
-		PrefixEvictions: res.PrefixEvictions, Steps: res.Steps, Events: res.Events, EndS: res.End.Seconds(),
+		PreemptHitTokens: res.PreemptHitTokens,
+		PrefixEvictions:  res.PrefixEvictions, Steps: res.Steps, Events: res.Events, EndS: res.End.Seconds(),
 	}
 	if res.PromptTokensAdmitted > 0 {
 		c.PrefixHitRate = float64(res.PrefixHitTokens) / float64(res.PromptTokensAdmitted)
@@ -204,6 +208,7 @@ func (r *Report) writeEngineCounts(w io.Writer) error {
 	}
 	nonzero("Admission deferrals:", c.Deferrals)
 	nonzero("Tokens recomputed after preemption:", c.RecomputeTokens)
+	nonzero("Tokens reused from own blocks after preemption:", c.PreemptHitTokens)
 	if c.SwapOuts > 0 {
 		line("Swap-outs:", c.SwapOuts)
 		line("Swap transfer time (s):", fmt.Sprintf("%.2f", c.SwapSeconds))

@@ -174,13 +174,21 @@ func Validate(run *realrun.Run, s Scenario) (*Validation, error) {
 		v.Notes = append(v.Notes, fmt.Sprintf("KV cache: servesim's plan, %d blocks (the run does not record its own)", p.Memory.Blocks))
 	}
 	if p.Scenario.Batch.PrefixCaching {
-		v.Notes = append(v.Notes, "prefix caching is on but the replay has no token ids, so no prefix is reused")
+		v.Notes = append(v.Notes, "prefix caching is on but the replay has no token ids, so no prefix is shared; a recompute-preempted request reuses its own cached blocks")
 	}
 	v.Plan = p
 	sink := &validateSink{}
 	v.Sim, err = runWithSink(p, sink)
 	if err != nil {
 		return nil, fmt.Errorf("%w (run %s)", err, run.Name)
+	}
+	if r := sink.res; r.Preemptions > 0 {
+		prefilled := int64(0)
+		for _, st := range sink.steps {
+			prefilled += int64(st.prompt)
+		}
+		v.Notes = append(v.Notes, fmt.Sprintf("simulated: %d preemptions, %d KV tokens recomputed, %d found in the preempted requests' own cached blocks; %d prompt tokens prefilled for %d admitted",
+			r.Preemptions, r.RecomputeTokens, r.PreemptHitTokens, prefilled, r.PromptTokensAdmitted))
 	}
 	v.SimRecs = sink.recs
 	v.SimTicks = sink.ticks(sim.Second)
@@ -206,8 +214,12 @@ func runWithSink(p *Plan, sink serve.Sink) (metrics.Summary, error) {
 	if err := p.Scenario.freshPolicies(&cfg); err != nil {
 		return metrics.Summary{}, err
 	}
-	if _, err := serve.Run(cfg); err != nil {
+	res, err := serve.Run(cfg)
+	if err != nil {
 		return metrics.Summary{}, err
+	}
+	if s, ok := sink.(*validateSink); ok {
+		s.res = res
 	}
 	return coll.Summary(), nil
 }
@@ -216,6 +228,7 @@ func runWithSink(p *Plan, sink serve.Sink) (metrics.Summary, error) {
 type validateSink struct {
 	recs  []metrics.Record
 	steps []stepLite
+	res   serve.Result
 }
 
 type stepLite struct {

@@ -172,9 +172,9 @@ func (in *Instance) Waiting() int {
 func (in *Instance) WaitingAt(i int) policies.Candidate {
 	r := in.waiting.at(i)
 	c := policies.Candidate{ID: r.id, Arrival: r.arrival, Computed: r.computed, Target: r.target}
-	if n := in.prefixHits(r); n > 0 {
-		c.Computed = n * r.unitToks
-		c.Pinned = in.cache.pinnedBlocks(r.hashes, n)
+	if n, k := in.hits(r); n+k > 0 {
+		c.Computed = n*r.unitToks + k*in.cfg.BlockSize
+		c.Pinned = in.cache.pinnedBlocks(r.hashes, n) + k
 	}
 	return c
 }
@@ -231,15 +231,6 @@ var (
 
 func (in *Instance) blocksOf(tokens int) int {
 	return (tokens + in.cfg.BlockSize - 1) / in.cfg.BlockSize
-}
-
-// prefixHits returns how many of r's leading prefix units are cached,
-// leaving at least one token to compute.
-func (in *Instance) prefixHits(r *request) int {
-	if in.cache == nil || r.unitToks == 0 || r.computed > 0 {
-		return 0
-	}
-	return in.cache.match(r.hashes, (r.target-1)/r.unitToks)
 }
 
 // admitCheck returns a rejection reason, or "" if the request can be served.
@@ -433,16 +424,20 @@ func (in *Instance) stepTimeError(now sim.Time, sec float64) error {
 		sim.MaxSeconds, in.w.res.Steps+1, in.id, d, now)
 }
 
-// allocate takes n blocks, evicting unreferenced cached prefixes (least
-// recently released first) when the free ones do not suffice.
+// allocate takes n blocks: never-used ones first, then (with prefix
+// caching) from the LRU head, the least recently freed first, evicting
+// what they cached (vLLM's BlockPool.get_new_blocks pops the free queue's
+// front).
 func (in *Instance) allocate(n int) {
 	for in.cfg.Blocks-in.usedBlocks < n && in.cache != nil {
-		freed := in.cache.evict()
+		freed, prefix := in.cache.evict(n - (in.cfg.Blocks - in.usedBlocks))
 		if freed == 0 {
 			break
 		}
 		in.usedBlocks -= freed
-		in.w.res.PrefixEvictions++
+		if prefix {
+			in.w.res.PrefixEvictions++
+		}
 	}
 	in.usedBlocks += n
 	if in.usedBlocks > in.cfg.Blocks {
@@ -454,13 +449,8 @@ func (in *Instance) allocate(n int) {
 // prefix.
 func (in *Instance) admit(r *request) {
 	in.waiting.remove(r)
-	if n := in.prefixHits(r); n > 0 {
-		for _, h := range r.hashes[:n] {
-			u := in.cache.ref(h)
-			r.units = append(r.units, u)
-		}
-		r.computed = n * r.unitToks
-		in.w.res.PrefixHitTokens += int64(r.computed)
+	if in.cache != nil {
+		in.takeHits(r)
 	}
 	if !r.wasScheduled {
 		r.scheduled, r.wasScheduled = in.Now(), true
@@ -547,23 +537,6 @@ func (in *Instance) endStep(now sim.Time) {
 		in.showHeld(false)
 	}
 	in.startStep(now)
-}
-
-// cachePrefix turns the full prefix units of a request that finished its
-// prefill into cached units it references (its private blocks become
-// shared ones; units already cached by another request stay private).
-func (in *Instance) cachePrefix(r *request) {
-	if in.cache == nil || r.unitToks == 0 {
-		return
-	}
-	ub := r.unitToks / in.cfg.BlockSize
-	full := min(len(r.hashes), r.computed/r.unitToks)
-	for j := len(r.units); j < full; j++ {
-		if u, ok := in.cache.add(r.hashes[j], ub); ok {
-			r.units = append(r.units, u)
-			r.blocks -= ub
-		}
-	}
 }
 
 // finish releases a finished request's blocks and records it.

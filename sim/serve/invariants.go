@@ -61,17 +61,47 @@ func (in *Instance) checkInvariants() {
 				refs[u]++
 			}
 		}
+		unrefs := 0
 		for h, u := range in.cache.units {
 			used += u.blocks
-			if u.hash != h || u.refs != refs[u] {
+			if u.hash != h || u.kind != unitPrefix || u.refs != refs[u] {
 				panic(fmt.Sprintf("serve: cached unit %x has %d references, running requests hold %d", h, u.refs, refs[u]))
 			}
 			if u.refs == 0 {
-				evictable += u.blocks
+				unrefs++
 			}
 		}
-		if evictable != in.cache.evictable {
+		for k, u := range in.cache.selfs {
+			used += u.blocks
+			if u.self != k || u.kind != unitSelf || u.blocks != 1 || u.refs != refs[u] || u.refs > 1 {
+				panic(fmt.Sprintf("serve: self unit %v has %d references, running requests hold %d", k, u.refs, refs[u]))
+			}
+			if u.refs == 0 {
+				unrefs++
+			}
+		}
+		// The LRU holds exactly the unreferenced units and the anonymous
+		// freed blocks, and its blocks are the evictable count.
+		anon, lru := 0, 0
+		for u := in.cache.head; u != nil; u = u.next {
+			if u.refs != 0 {
+				panic(fmt.Sprintf("serve: unit with %d references in the LRU", u.refs))
+			}
+			evictable += u.blocks
+			if u.kind == unitAnon {
+				anon += u.blocks
+			} else {
+				lru++
+			}
+		}
+		used += anon
+		switch {
+		case evictable != in.cache.evictable:
 			panic(fmt.Sprintf("serve: evictable blocks %d, counter %d", evictable, in.cache.evictable))
+		case anon != in.cache.anon:
+			panic(fmt.Sprintf("serve: anonymous freed blocks %d, counter %d", anon, in.cache.anon))
+		case lru != unrefs:
+			panic(fmt.Sprintf("serve: %d units in the LRU, %d unreferenced", lru, unrefs))
 		}
 	}
 	for i := 0; i < in.swapped.len(); i++ {

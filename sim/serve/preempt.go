@@ -19,15 +19,50 @@ func (in *Instance) victim() *request {
 }
 
 // release frees a running request's KV: its private blocks and its
-// references to cached prefix units.
-func (in *Instance) release(r *request) {
-	in.usedBlocks -= r.blocks
-	r.blocks = 0
-	for i, u := range r.units {
-		in.cache.release(u)
-		r.units[i] = nil
+// references to cached units. With prefix caching the freed blocks join
+// the cache's LRU tail-first, as vLLM's KVCacheManager.free returns a
+// request's blocks to the free queue in reverse order (the tail is evicted
+// first): private blocks, then self units last to first, then the shared
+// prefix units (in their order, as before). keep (a recompute preemption)
+// leaves the private full blocks as self units the request can match when
+// it is readmitted; otherwise they, and its self units, are anonymous.
+func (in *Instance) release(r *request) { in.releaseKV(r, false) }
+
+func (in *Instance) releaseKV(r *request, keep bool) {
+	c := in.cache
+	if c == nil {
+		in.usedBlocks -= r.blocks
+		r.blocks = 0
+		return
 	}
+	shared := in.sharedBlocks(r)
+	np := len(r.units) - r.nSelf
+	if keep {
+		// Private full blocks [shared, computed/blockSize); the partial
+		// one (if any) is anonymous.
+		full := max(0, r.computed/in.cfg.BlockSize-shared)
+		c.freeAnon(r.blocks - full)
+		for b := shared + full - 1; b >= shared; b-- {
+			c.freeSelf(r.id, b)
+		}
+		r.selfLo, r.selfHi = shared-r.nSelf, shared+full
+	} else {
+		c.freeAnon(r.blocks)
+	}
+	r.blocks = 0
+	for i := len(r.units) - 1; i >= np; i-- {
+		u := r.units[i]
+		c.release(u)
+		if !keep {
+			c.anonymize(u)
+		}
+	}
+	for _, u := range r.units[:np] {
+		c.release(u)
+	}
+	clear(r.units)
 	r.units = r.units[:0]
+	r.nSelf = 0
 }
 
 // preempt evicts a running request: by swap when configured and host space
@@ -58,8 +93,9 @@ func (in *Instance) preempt(r *request, now sim.Time) {
 		in.swapped.insert(r)
 		return
 	}
-	in.release(r)
+	in.releaseKV(r, true)
 	in.w.res.RecomputeTokens += int64(r.computed)
+	r.dropped = r.computed
 	r.computed = 0
 	r.target = r.prompt + r.generated
 	r.state = stateWaiting

@@ -41,7 +41,12 @@ type request struct {
 	// per hash block, and the cached units this request references.
 	hashes   []uint64
 	unitToks int
-	units    []*unit
+	units    []*unit // shared prefix units, then nSelf self units
+	nSelf    int
+	// A recompute-preempted request's own full blocks [selfLo, selfHi),
+	// left in the cache as self units, and the KV tokens it dropped.
+	selfLo, selfHi int
+	dropped        int
 
 	// Decode bookkeeping: at decode counter value d0 the request had g0
 	// tokens generated and k0 tokens of KV. finishAt is the counter value

@@ -129,16 +129,22 @@ func randomRequests(seed uint64, n int) []workload.Request {
 func TestRandomInvariants(t *testing.T) {
 	checkAll = true
 	defer func() { checkAll = false }()
-	var preemptions int64
+	var preemptions, selfHits int64
 	for _, b := range []policies.Batcher{policies.Chunked{}, policies.PrefillFirst{}} {
-		for seed := uint64(1); seed <= 20; seed++ {
-			name := fmt.Sprintf("%s/seed%d", b.Name(), seed)
+		for i := uint64(0); i < 40; i++ {
+			// Runs 20–39 replay seeds 1–20 with prefix caching: preempted
+			// requests find their own blocks (the requests carry no
+			// prefix hashes).
+			seed, pc := i%20+1, i >= 20
+			name := fmt.Sprintf("%s/seed%d/prefix=%t", b.Name(), seed, pc)
 			t.Run(name, func(t *testing.T) {
 				reqs := randomRequests(seed, 150)
 				// 60 blocks × 16 = 960 tokens: the longest request (600 + 120 − 1 tokens) fits alone.
 				cfg := baseConfig(b, 60, 1024)
+				cfg.PrefixCache = pc
 				res, rec, sum := run(t, cfg, reqs)
 				preemptions += res.Preemptions
+				selfHits += res.PreemptHitTokens
 				if res.Arrived != int64(len(reqs)) || res.Finished+res.Rejected != res.Arrived || res.Rejected != 0 {
 					t.Fatalf("arrived %d finished %d rejected %d, want %d, all finished", res.Arrived, res.Finished, res.Rejected, len(reqs))
 				}
@@ -166,8 +172,8 @@ func TestRandomInvariants(t *testing.T) {
 			})
 		}
 	}
-	if preemptions == 0 {
-		t.Fatal("no run preempted: the test does not exercise preemption")
+	if preemptions == 0 || selfHits == 0 {
+		t.Fatalf("%d preemptions, %d self-hit tokens: the test does not exercise preemption and its cache hits", preemptions, selfHits)
 	}
 }
 

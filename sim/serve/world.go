@@ -80,12 +80,13 @@ type Result struct {
 	Arrived, Finished, Rejected int64
 	Deferrals                   int64
 	Preemptions                 int64
-	RecomputeTokens             int64   // tokens whose KV was dropped by recompute preemptions
+	RecomputeTokens             int64   // tokens whose KV was dropped by recompute preemptions and recomputed
 	SwapOuts                    int64   // preemptions by swap
 	SwapOutSeconds              float64 // host-link time spent swapping out
 	SwapInSeconds               float64 // and in
 	PromptTokensAdmitted        int64   // prompt tokens of first admissions
 	PrefixHitTokens             int64   // prompt tokens served from the prefix cache
+	PreemptHitTokens            int64   // tokens a recompute-preempted request found in its own cached blocks
 	PrefixEvictions             int64   // cached prefix units evicted
 	TransferBytes               float64 // KV bytes moved from the prefill to the decode pool
 	Transfers                   int64

@@ -391,6 +391,10 @@ func (o *PlanOptions) checkGPUs(base Scenario) error {
 				return fmt.Errorf("experiments: plan: price %g $/hour of %s: must be a finite number ≥ 0", p, name)
 			}
 			prices[g.Name] = p
+		} else if g.PricePerHour == 0 {
+			// 0 is the catalog's "unknown": ranked by cost, such a GPU
+			// would come first at $0/hour.
+			return fmt.Errorf("experiments: plan: GPU %s has no price (price_per_hour unknown in the catalog): give one as --gpus %s=PRICE ($/GPU-hour)", g.Name, name)
 		}
 	}
 	for name := range o.Prices {

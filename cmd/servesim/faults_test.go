@@ -25,42 +25,8 @@ func TestInterruptRemovesTemporaries(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			dir := t.TempDir()
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), "SERVESIM_RUN_MAIN=1", "SERVESIM_ARGS=run -q --requests 1000000 --rate 17 -o "+dir)
-			var out bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &out
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			exited := make(chan error, 1)
-			go func() { exited <- cmd.Wait() }()
-			deadline := time.Now().Add(20 * time.Second)
-			for len(temps(t, dir)) < 2 {
-				select {
-				case err := <-exited:
-					t.Fatalf("servesim exited (%v) before its temporaries appeared:\n%s", err, out.String())
-				default:
-				}
-				if time.Now().After(deadline) {
-					cmd.Process.Kill()
-					t.Fatalf("no temporaries in %s after 20 s", dir)
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
-			if err := cmd.Process.Signal(sig); err != nil {
-				t.Fatal(err)
-			}
-			var err error
-			select {
-			case err = <-exited:
-			case <-time.After(20 * time.Second):
-				cmd.Process.Kill()
-				t.Fatalf("servesim still running 20 s after %v", sig)
-			}
-			ee, ok := err.(*exec.ExitError)
-			if !ok || ee.ExitCode() != 130 || !strings.Contains(out.String(), "interrupted") {
-				t.Errorf("after %v: %v, output %q; want exit 130 saying interrupted", sig, err, out.String())
-			}
+			interruptMain(t, "run -q --requests 1000000 --rate 17 -o "+dir, nil, sig, "its temporaries appeared",
+				func() bool { return len(temps(t, dir)) >= 2 })
 			if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 				var names []string
 				for _, e := range ents {
@@ -69,6 +35,50 @@ func TestInterruptRemovesTemporaries(t *testing.T) {
 				t.Errorf("output directory holds %v after the interrupt, want nothing", names)
 			}
 		})
+	}
+}
+
+// interruptMain runs the real main in a subprocess with args (and extra
+// environment), waits until ready says it is where the signal must find it
+// (for at most 20 s; readyWhat names that point in failures), sends sig and
+// checks it then exits 130 saying "interrupted" within 20 s.
+func interruptMain(t *testing.T, args string, env []string, sig syscall.Signal, readyWhat string, ready func() bool) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(append(os.Environ(), "SERVESIM_RUN_MAIN=1", "SERVESIM_ARGS="+args), env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	deadline := time.Now().Add(20 * time.Second)
+	for !ready() {
+		select {
+		case err := <-exited:
+			t.Fatalf("servesim exited (%v) before %s:\n%s", err, readyWhat, out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("servesim: not %s after 20 s", readyWhat)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	select {
+	case err = <-exited:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("servesim still running 20 s after %v", sig)
+	}
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 130 || !strings.Contains(out.String(), "interrupted") {
+		t.Errorf("after %v: %v, output %q; want exit 130 saying interrupted", sig, err, out.String())
 	}
 }
 

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/servesim/servesim/experiments"
 )
@@ -40,46 +37,8 @@ func TestInterruptStopsSearches(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
 			ready := filepath.Join(t.TempDir(), "ready")
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), "SERVESIM_RUN_MAIN=1", "SERVESIM_READY_FILE="+ready,
-				"SERVESIM_ARGS="+strings.ReplaceAll(c.args, "{dir}", dir))
-			var out bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &out
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			exited := make(chan error, 1)
-			go func() { exited <- cmd.Wait() }()
-			deadline := time.Now().Add(20 * time.Second)
-			for {
-				if _, err := os.Stat(ready); err == nil {
-					break
-				}
-				select {
-				case err := <-exited:
-					t.Fatalf("servesim exited (%v) before its signal handler was in:\n%s", err, out.String())
-				default:
-				}
-				if time.Now().After(deadline) {
-					cmd.Process.Kill()
-					t.Fatalf("no signal handler after 20 s")
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
-			if err := cmd.Process.Signal(c.sig); err != nil {
-				t.Fatal(err)
-			}
-			var err error
-			select {
-			case err = <-exited:
-			case <-time.After(20 * time.Second):
-				cmd.Process.Kill()
-				t.Fatalf("servesim still running 20 s after %v", c.sig)
-			}
-			ee, ok := err.(*exec.ExitError)
-			if !ok || ee.ExitCode() != 130 || !strings.Contains(out.String(), "interrupted") {
-				t.Errorf("after %v: %v, output %q; want exit 130 saying interrupted", c.sig, err, out.String())
-			}
+			interruptMain(t, strings.ReplaceAll(c.args, "{dir}", dir), []string{"SERVESIM_READY_FILE=" + ready}, c.sig, "its signal handler was in",
+				func() bool { _, err := os.Stat(ready); return err == nil })
 			var left []string
 			filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 				if err == nil && p != dir && (c.empty || experiments.IsTempName(d.Name())) {

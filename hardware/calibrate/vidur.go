@@ -118,6 +118,30 @@ func (t *csvTable) next() (line int, err error) {
 	return line, nil
 }
 
+// readRows parses every remaining record of t with parse and requires at
+// least one: the row loop of the table readers that take a file whole.
+func readRows[T any](t *csvTable, parse func(line int) (T, error)) ([]T, error) {
+	var out []T
+	for {
+		line, err := t.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		row, err := parse(line)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, row)
+	}
+	if len(out) == 0 {
+		return nil, &LineError{File: t.file, Msg: "no rows"}
+	}
+	return out, nil
+}
+
 func csvErr(file string, err error) error {
 	var pe *csv.ParseError
 	if errors.As(err, &pe) {

@@ -60,27 +60,20 @@ func ReadVLLMGEMM(r io.Reader, file string) ([]VLLMGEMMRow, error) {
 	if err := t.require(VLLMGEMMColumns...); err != nil {
 		return nil, err
 	}
-	var out []VLLMGEMMRow
-	for {
-		line, err := t.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
+	return readRows(t, func(line int) (VLLMGEMMRow, error) {
+		var err error
 		row := VLLMGEMMRow{Table: t.str("table"), Date: t.str("date"), Line: line}
 		if row.PR, err = t.int(line, "pr", 1, 1<<30); err != nil {
-			return nil, err
+			return VLLMGEMMRow{}, err
 		}
 		for _, c := range []struct{ c, v string }{{"table", row.Table}, {"date", row.Date}} {
 			if c.v == "" {
-				return nil, &LineError{File: file, Line: line, Column: c.c, Msg: "empty"}
+				return VLLMGEMMRow{}, &LineError{File: file, Line: line, Column: c.c, Msg: "empty"}
 			}
 		}
 		d, err := models.ParseDType(t.str("dtype"))
 		if err != nil || d == models.BF16 {
-			return nil, &LineError{File: file, Line: line, Column: "dtype", Msg: fmt.Sprintf("%q: want fp8 or fp4 (bf16 is its own column)", t.str("dtype"))}
+			return VLLMGEMMRow{}, &LineError{File: file, Line: line, Column: "dtype", Msg: fmt.Sprintf("%q: want fp8 or fp4 (bf16 is its own column)", t.str("dtype"))}
 		}
 		row.DType = d
 		for _, c := range []struct {
@@ -88,7 +81,7 @@ func ReadVLLMGEMM(r io.Reader, file string) ([]VLLMGEMMRow, error) {
 			v *int
 		}{{"n", &row.N}, {"k", &row.K}, {"batch", &row.Batch}} {
 			if *c.v, err = t.int(line, c.c, 1, maxXLADim); err != nil {
-				return nil, err
+				return VLLMGEMMRow{}, err
 			}
 		}
 		for _, c := range []struct {
@@ -96,18 +89,14 @@ func ReadVLLMGEMM(r io.Reader, file string) ([]VLLMGEMMRow, error) {
 			v *float64
 		}{{"bf16_tflops", &row.BF16}, {"quant_tflops", &row.Quant}, {"noquant_tflops", &row.NoQuant}} {
 			if *c.v, err = t.positive(line, c.c); err != nil {
-				return nil, err
+				return VLLMGEMMRow{}, err
 			}
 			if *c.v > maxVLLMTFLOPS {
-				return nil, &LineError{File: file, Line: line, Column: c.c, Msg: fmt.Sprintf("%g TFLOP/s is above %g: not a GEMM throughput", *c.v, float64(maxVLLMTFLOPS))}
+				return VLLMGEMMRow{}, &LineError{File: file, Line: line, Column: c.c, Msg: fmt.Sprintf("%g TFLOP/s is above %g: not a GEMM throughput", *c.v, float64(maxVLLMTFLOPS))}
 			}
 		}
-		out = append(out, row)
-	}
-	if len(out) == 0 {
-		return nil, &LineError{File: file, Msg: "no rows"}
-	}
-	return out, nil
+		return row, nil
+	})
 }
 
 // newestVLLM keeps, of each (dtype, n, k, batch), the row of the latest

@@ -46,45 +46,34 @@ func ReadXLAMatmul(r io.Reader, file string) ([]XLARow, error) {
 	if err := t.require(XLAColumns...); err != nil {
 		return nil, err
 	}
-	var out []XLARow
-	for {
-		line, err := t.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
+	return readRows(t, func(line int) (XLARow, error) {
+		var err error
 		row := XLARow{Arch: t.str("arch"), DType: t.str("dtype"), Line: line}
 		if row.Arch == "" {
-			return nil, &LineError{File: file, Line: line, Column: "arch", Msg: "empty"}
+			return XLARow{}, &LineError{File: file, Line: line, Column: "arch", Msg: "empty"}
 		}
 		if row.DType == "" {
-			return nil, &LineError{File: file, Line: line, Column: "dtype", Msg: "empty"}
+			return XLARow{}, &LineError{File: file, Line: line, Column: "dtype", Msg: "empty"}
 		}
 		if row.B, err = t.int(line, "b", 1, maxXLABatch); err != nil {
-			return nil, err
+			return XLARow{}, err
 		}
 		for _, d := range []struct {
 			c string
 			v *int
 		}{{"m", &row.M}, {"n", &row.N}, {"k", &row.K}} {
 			if *d.v, err = t.int(line, d.c, 1, maxXLADim); err != nil {
-				return nil, err
+				return XLARow{}, err
 			}
 		}
 		if row.FLOPS, err = t.positive(line, "flops_per_s"); err != nil {
-			return nil, err
+			return XLARow{}, err
 		}
 		if row.FLOPS > maxXLAFLOPS {
-			return nil, &LineError{File: file, Line: line, Column: "flops_per_s", Msg: fmt.Sprintf("%g FLOP/s is above %g: not a GEMM throughput", row.FLOPS, maxXLAFLOPS)}
+			return XLARow{}, &LineError{File: file, Line: line, Column: "flops_per_s", Msg: fmt.Sprintf("%g FLOP/s is above %g: not a GEMM throughput", row.FLOPS, maxXLAFLOPS)}
 		}
-		out = append(out, row)
-	}
-	if len(out) == 0 {
-		return nil, &LineError{File: file, Msg: "no rows"}
-	}
-	return out, nil
+		return row, nil
+	})
 }
 
 // XLAGPU returns the catalog GPU of an XLA profile name: "sm_90" is the

@@ -123,7 +123,7 @@ func (m *Model) mlaAttention(b Batch, tp int, kvb, wb float64, dst []Op) []Op {
 			// up-projected K and V written and read once; Q read, O written.
 			Bytes: rows*lat + pt*lat + kvbW + 2*rows*qHeads*(d+v)*actBytes +
 				pt*qHeads*(d+v)*actBytes,
-			Compute: BF16})
+			Compute: BF16, KVHeads: 1})
 	}
 	if b.Decodes > 0 {
 		n := float64(b.Decodes)
@@ -136,7 +136,7 @@ func (m *Model) mlaAttention(b Batch, tp int, kvb, wb float64, dst []Op) []Op {
 			// Latents read and the new ones written; W_UK and W_UV (the kv_b
 			// weights); Q read and O written.
 			Bytes:   keys*lat + n*lat + kvbW + n*qHeads*(d+v)*actBytes,
-			Compute: BF16})
+			Compute: BF16, KVHeads: 1})
 	}
 	return dst
 }

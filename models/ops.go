@@ -269,7 +269,7 @@ func (m *Model) appendAttention(b Batch, tp int, kvb, wb float64, dst []Op) []Op
 			// Q read, O written; K and V of prior context and new tokens read
 			// from the cache; new tokens' K and V written to it.
 			Bytes:   2*pt*qd*actBytes + (float64(b.PrefillCtx)+pt)*kvTok + pt*kvTok,
-			Compute: BF16})
+			Compute: BF16, KVHeads: m.kvHeadsPerGPU(tp)})
 	}
 	if b.Decodes > 0 {
 		d := float64(b.Decodes)
@@ -277,7 +277,7 @@ func (m *Model) appendAttention(b Batch, tp int, kvb, wb float64, dst []Op) []Op
 		dst = append(dst, Op{Kind: OpAttnDecode, Count: L, Tokens: b.Decodes,
 			FLOPs:   4 * qHeads * hd * keys,
 			Bytes:   2*d*qd*actBytes + keys*kvTok + d*kvTok,
-			Compute: BF16, Mixed: b.PrefillTokens > 0})
+			Compute: BF16, Mixed: b.PrefillTokens > 0, KVHeads: m.kvHeadsPerGPU(tp)})
 	}
 	return dst
 }

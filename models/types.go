@@ -101,4 +101,11 @@ type Op struct {
 	// varlen call), which a calibrated kernel model may price apart from
 	// a decode-only call. Roofline ignores it.
 	Mixed bool
+	// KVHeads is, for an attention operator (OpAttnPrefill, OpAttnDecode),
+	// the KV heads one GPU holds (1 for MLA's latent); 0 for others.
+	// FlashAttention's decode grid is sequences × KV heads (the query
+	// heads of a group share their KV head's thread block: pack_gqa), so
+	// a kernel model may price a decode call by its Tokens × KVHeads work
+	// units and their Bytes / work units each. Roofline ignores it.
+	KVHeads int
 }

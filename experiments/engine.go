@@ -105,7 +105,7 @@ type Engine struct {
 //     overloaded (seconds of queueing), and they submit token IDs from an
 //     in-process client, so they hold no HTTP layer and no tokenization.
 const (
-	DefaultFrontEndRequestMs  = 5.330
+	DefaultFrontEndRequestMs  = 5.504
 	DefaultTokenizeUsPerToken = 0
 	DefaultFrontEndTokenMs    = 0
 	fallbackCPUPerRequestGPU  = "a100" // the profile whose per_request_s a roofline run takes

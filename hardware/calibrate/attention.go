@@ -48,7 +48,9 @@ import (
 // H100's kernel switch at KV 256 and extrapolates a lone long sequence at
 // 8 % of the bandwidth (p90 118 % held out by context), so the fit leaves
 // it out (ρ_d = 0). Profiles written with the older form (no
-// decode_per_seq_s) load and price as before.
+// decode_per_seq_s) load and price as before. On top of the additive form
+// a decode-only call takes the residual table of attention_residual.go,
+// by work units (decodes × KV heads per GPU) and KV bytes per unit.
 //
 // The fit minimises the squared log error, from fixed starts
 // (Levenberg–Marquardt): deterministic.
@@ -224,7 +226,12 @@ func (a *Attention) decodeTime(g *hardware.GPU, op *models.Op) float64 {
 	if re > 0 {
 		d = max(d, op.Bytes/float64(max(op.Tokens, 1))/(g.MemBW*re))
 	}
-	return o + s*float64(op.Tokens) + d
+	t := o + s*float64(op.Tokens) + d
+	if len(a.DecodeResidual) > 0 {
+		w, u := decodeWork(op.Tokens, op.KVHeads, op.Bytes)
+		t *= residualAt(a.DecodeResidualUnits, a.DecodeResidualBytes, a.DecodeResidual, w, u)
+	}
+	return t
 }
 
 // decode returns the decode-only parameters: the Decode* fields, or the
@@ -248,13 +255,25 @@ const minAttnRows = 16
 // with the prefill part fixed. The result's From is "fit" and Fit its
 // in-sample error over all of ss.
 func FitAttention(ss []AttnSample, g *hardware.GPU) (Attention, error) {
-	return fitAttnCalls(ss, g, false)
+	return fitAttnCalls(ss, g, formResidual)
 }
 
-// fitAttnCalls is FitAttention; with older, the decode-only stage fits
-// the older form (o_d + max(F/(peak·η_d), B/(BW·μ_d), B/n/(BW·ρ_d)), no
-// s_d), which the report prints for comparison.
-func fitAttnCalls(ss []AttnSample, g *hardware.GPU, older bool) (Attention, error) {
+// attnForm is the decode-only form a fit uses.
+type attnForm int
+
+const (
+	// formResidual: the additive form times the residual table by work
+	// units and bytes per unit (attention_residual.go).
+	formResidual attnForm = iota
+	// formAdditive: the additive form alone.
+	formAdditive
+	// formOlder: o_d + max(F/(peak·η_d), B/(BW·μ_d), B/n/(BW·ρ_d)), no s_d.
+	formOlder
+)
+
+// fitAttnCalls is FitAttention with the decode-only form form; the report
+// prints the other forms for comparison.
+func fitAttnCalls(ss []AttnSample, g *hardware.GPU, form attnForm) (Attention, error) {
 	var pre, dec, mix []AttnSample
 	for _, s := range ss {
 		switch {
@@ -302,13 +321,16 @@ func fitAttnCalls(ss []AttnSample, g *hardware.GPU, older bool) (Attention, erro
 	// Decode-only: the additive form (see the top of this file); the
 	// compute term is kept at the peak (never binding) and the
 	// per-sequence bandwidth term left out.
-	if older {
+	if form == formOlder {
 		stage(dec, []*float64{&a.DecodeOverheadS, &a.DecodeComputeEff, &a.DecodeMemoryEff, &a.DecodeRowMemoryEff}, "oeee", [][]float64{
 			{math.Log(5e-6), logit(0.3), logit(0.7), logit(0.3)}, {math.Log(10e-6), logit(0.05), logit(0.9), logit(0.05)}})
 	} else {
 		a.DecodeComputeEff, a.DecodeRowMemoryEff = 1, 0
 		stage(dec, []*float64{&a.DecodeOverheadS, &a.DecodeMemoryEff, &a.DecodePerSeqS}, "oeo", [][]float64{
 			{math.Log(5e-6), logit(0.7), math.Log(50e-9)}, {math.Log(10e-6), logit(0.9), math.Log(10e-9)}, {math.Log(3e-6), logit(0.5), math.Log(200e-9)}})
+		if form == formResidual {
+			fitResidual(&a, dec, g)
+		}
 	}
 	stage(mix, []*float64{&a.MixedOverheadS, &a.MixedComputeEff, &a.MixedMemoryEff}, "oee", [][]float64{
 		{math.Log(2e-6), logit(0.01), logit(0.5)}, {math.Log(10e-6), logit(0.002), logit(0.2)}})
@@ -365,6 +387,9 @@ func (a *Attention) validateDecode() error {
 		if !(a.DecodePerSeqS >= 0 && a.DecodePerSeqS <= maxPerSeqS) {
 			return &fieldErr{field: "attention.decode_per_seq_s", msg: fmt.Sprintf("must be in [0, %g] s (seconds per decode sequence; 0: none), got %v", maxPerSeqS, a.DecodePerSeqS)}
 		}
+	}
+	if err := a.validateResidual(); err != nil {
+		return err
 	}
 	if a.DecodeMemoryEff == 0 && a.DecodePerSeqS != 0 {
 		return &fieldErr{field: "attention.decode_per_seq_s", msg: fmt.Sprintf("%v s needs the decode parameters (decode_memory_eff, decode_compute_eff, decode_overhead_s) beside it: without them decodes are priced as prefill", a.DecodePerSeqS)}

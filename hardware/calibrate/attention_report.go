@@ -167,10 +167,29 @@ func evaluateAttention(dir string) (*ErrTable, map[string]Attention, error) {
 		a, err := FitAttention(ss, g)
 		return &a, err
 	}
-	// older adds the row of the older decode-only form (fitAttnCalls) on
-	// the same split, for comparison.
+	// older adds the rows of the other decode-only forms (fitAttnCalls)
+	// on the same split, for comparison: the residual table keyed by the
+	// decode count alone instead of decodes × KV heads, the additive form
+	// without the table, and the older form without a per-sequence cost.
 	older := func(row string, fitOn []AttnSample, g *hardware.GPU, pred []AttnSample) error {
-		a, err := fitAttnCalls(fitOn, g, true)
+		bySeqs := func(ss []AttnSample) []AttnSample {
+			out := append([]AttnSample(nil), ss...)
+			for i := range out {
+				out[i].Decode.KVHeads = 0 // work units = decodes (decodeWork)
+			}
+			return out
+		}
+		a, err := fitAttnCalls(bySeqs(fitOn), g, formResidual)
+		if err != nil {
+			return err
+		}
+		add(row+", residual table by decodes alone (not decodes × KV heads), for comparison", &a, g, bySeqs(pred))
+		a, err = fitAttnCalls(fitOn, g, formAdditive)
+		if err != nil {
+			return err
+		}
+		add(row+", additive decode form without the residual table, for comparison", &a, g, pred)
+		a, err = fitAttnCalls(fitOn, g, formOlder)
 		if err != nil {
 			return err
 		}
@@ -214,15 +233,29 @@ func evaluateAttention(dir string) (*ErrTable, map[string]Attention, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		add("rtx-pro-6000 Llama-3.1-8B TP1 → Qwen3-32B TP1, TP2", a, s.gpu, s.all("Qwen3-32B", 0, nil))
-		add("rtx-pro-6000 Llama-3.1-8B TP1 → Qwen3-30B-A3B TP1, TP2", a, s.gpu, s.all("Qwen3-30B-A3B", 0, nil))
-		add("rtx-pro-6000 Llama-3.1-8B TP1 → Llama-3.1-8B TP2", a, s.gpu, s.all("Llama-3.1-8B", 2, nil))
+		fitOn := s.all("Llama-3.1-8B", 1, nil)
+		for _, h := range []struct {
+			row, model string
+			tp         int
+		}{
+			{"rtx-pro-6000 Llama-3.1-8B TP1 → Qwen3-32B TP1, TP2", "Qwen3-32B", 0},
+			{"rtx-pro-6000 Llama-3.1-8B TP1 → Qwen3-30B-A3B TP1, TP2", "Qwen3-30B-A3B", 0},
+			{"rtx-pro-6000 Llama-3.1-8B TP1 → Llama-3.1-8B TP2", "Llama-3.1-8B", 2},
+		} {
+			add(h.row, a, s.gpu, s.all(h.model, h.tp, nil))
+			if err := older(h.row, fitOn, s.gpu, s.all(h.model, h.tp, nil)); err != nil {
+				return nil, nil, err
+			}
+		}
 		dbl := func(x *AttnSample) bool { return doubling(x.Row) }
 		a, err = fit(s.all("", 0, dbl), s.gpu)
 		if err != nil {
 			return nil, nil, err
 		}
 		add("rtx-pro-6000 doubling grid → ×1.5 grid (all models)", a, s.gpu, s.all("", 0, func(x *AttnSample) bool { return !doubling(x.Row) }))
+		if err := older("rtx-pro-6000 doubling grid → ×1.5 grid (all models)", s.all("", 0, dbl), s.gpu, s.all("", 0, func(x *AttnSample) bool { return !doubling(x.Row) })); err != nil {
+			return nil, nil, err
+		}
 		if err := byContext("rtx-pro-6000", s, 1024); err != nil {
 			return nil, nil, err
 		}
@@ -250,7 +283,7 @@ func evaluateAttention(dir string) (*ErrTable, map[string]Attention, error) {
 		if from == nil || to == nil {
 			continue
 		}
-		a := fits[pair[0]]
+		a, _ := fits[pair[0]].onSMs(from.gpu.SMs, to.gpu.SMs, pair[0], pair[1])
 		short := func(x *AttnSample) bool { return attnMaxKV(x) <= 1024 }
 		add(fmt.Sprintf("%s → %s (transfer; KV ≤ 1024)", pair[0], pair[1]), &a, to.gpu, to.all("", 0, short))
 	}
@@ -295,7 +328,15 @@ func attentionFor(gpu string, fits map[string]Attention, table *ErrTable) (Atten
 	a.From = "transferred from " + from
 	a.Fit = FitStats{}
 	a.Source = fmt.Sprintf("transferred: the %s fit to LLMServingSim's attention calls (%s; %s) on the %s peaks", from, attnBundleNote[from], held, gpu)
-	return a, attnTransfer[gpu].why, true
+	cat := hardware.Builtin()
+	gf, err1 := cat.Get(from)
+	gt, err2 := cat.Get(gpu)
+	if err1 != nil || err2 != nil {
+		a.DecodeResidualUnits, a.DecodeResidualBytes, a.DecodeResidual = nil, nil, nil
+		return a, attnTransfer[gpu].why, true
+	}
+	a, resid := a.onSMs(gf.SMs, gt.SMs, from, gpu)
+	return a, attnTransfer[gpu].why + resid, true
 }
 
 // attnBundleNote says what each GPU's attention fit was measured on.

@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -257,7 +258,7 @@ func TestAttentionTOML(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if q.Attention != p.Attention {
+		if !reflect.DeepEqual(q.Attention, p.Attention) {
 			t.Fatalf("round trip: %+v, want %+v", q.Attention, p.Attention)
 		}
 	}

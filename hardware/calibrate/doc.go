@@ -125,7 +125,10 @@
 // see attention.go. Decode-only calls take an additive form, a fixed
 // cost, a cost per sequence and the KV bytes at a fitted bandwidth
 // (decode_per_seq_s; a profile without it prices decodes as before, by
-// the maximum of its terms). A GPU without attention timings takes the fit of the
+// the maximum of its terms), times a residual table measured on the
+// bundles' grid by work units (decodes × KV heads per GPU) and KV bytes
+// per unit (decode_residual; attention_residual.go), kept by a transfer
+// only to a GPU with the same SM count. A GPU without attention timings takes the fit of the
 // GPU that runs the same kernels ([AttachAttention]: A100 the RTX 4090's,
 // H200 and B200 the H100's) and its [Attention] says so. A fitted profile
 // with neither (a native trace without attention rows, a GPU nobody

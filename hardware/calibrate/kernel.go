@@ -48,6 +48,9 @@ type Calibrated struct {
 	// (MoEParams.MaxExpertNK; 0: no bound).
 	moeMaxNK float64
 	hasMoE   bool
+	// res is the decode-only attention's residual table
+	// (Attention.DecodeResidual*); nil: none.
+	res *residualTable
 }
 
 type class struct {
@@ -164,6 +167,9 @@ func (p *Profile) Calibrated(g *hardware.GPU, tp int) (*Calibrated, error) {
 			d.invRow = 1 / (g.MemBW * a.DecodeRowMemoryEff)
 		}
 		k.cls[models.OpAttnDecode] = d
+		if len(a.DecodeResidual) > 0 {
+			k.res = newResidualTable(&a)
+		}
 	}
 	k.mixed = k.cls[models.OpAttnDecode]
 	if a := p.Attention; a.MixedMemoryEff > 0 {
@@ -253,6 +259,10 @@ func (k *Calibrated) OpTime(op *models.Op) float64 {
 		t = max(t, op.FLOPs/n*inv*c.invRowC)
 	}
 	t += c.o + c.perTok*float64(op.Tokens)
+	if k.res != nil && op.Kind == models.OpAttnDecode && !op.Mixed {
+		w, u := decodeWork(op.Tokens, op.KVHeads, op.Bytes)
+		t *= k.res.at(w, u)
+	}
 	if k.trees != nil && !moe && treeDomain(op, &k.trees.kinds, k.trees.dtype) {
 		var x [numFeatures]float64
 		k.features(op, t, x[:])

@@ -139,6 +139,16 @@ type Attention struct {
 	// 0, as in profiles written before it: no such term (the old form).
 	// Mixed calls with Mixed* parameters do not take it.
 	DecodePerSeqS float64 `toml:"decode_per_seq_s"`
+	// DecodeResidual, when set, multiplies a decode-only call's time by a
+	// factor measured on the bundles' grid, by work units (decodes × KV
+	// heads per GPU, DecodeResidualUnits) and KV bytes per unit
+	// (DecodeResidualBytes): DecodeResidual[i][j] at units i and bytes j,
+	// bilinear in their log2 between points, the edge values beyond them
+	// (attention_residual.go). Empty, as in profiles written before it: no
+	// factor.
+	DecodeResidualUnits []float64   `toml:"decode_residual_units"`
+	DecodeResidualBytes []float64   `toml:"decode_residual_unit_bytes"`
+	DecodeResidual      [][]float64 `toml:"decode_residual"`
 	// Mixed parameters price the decodes of a call that also holds a
 	// prefill chunk (models.Op.Mixed); all 0: as decode-only.
 	MixedComputeEff float64 `toml:"mixed_compute_eff"`
@@ -316,6 +326,12 @@ func (p *Profile) Clone() *Profile {
 	c.AllReduce = append([]AllReduceParams(nil), p.AllReduce...)
 	c.Notes = append([]string(nil), p.Notes...)
 	c.GEMMPrecisions = append([]GEMMPrecision(nil), p.GEMMPrecisions...)
+	c.Attention.DecodeResidualUnits = append([]float64(nil), p.Attention.DecodeResidualUnits...)
+	c.Attention.DecodeResidualBytes = append([]float64(nil), p.Attention.DecodeResidualBytes...)
+	c.Attention.DecodeResidual = nil
+	for _, row := range p.Attention.DecodeResidual {
+		c.Attention.DecodeResidual = append(c.Attention.DecodeResidual, append([]float64(nil), row...))
+	}
 	// GEMMTrees is shared: nothing modifies trees once grown or read.
 	return &c
 }
@@ -364,6 +380,9 @@ func Transfer(p *Profile, g *hardware.GPU) (*Profile, error) {
 			trees = fmt.Sprintf(" The GEMM residual trees are left out: they describe the kernels cuBLAS picks on %s's %d SMs, not on %s's %d.", p.GPU, p.Peaks.SMs, g.Name, g.SMs)
 		}
 	}
+	var resid string
+	t.Attention, resid = t.Attention.onSMs(p.Peaks.SMs, g.SMs, p.GPU, g.Name)
+	trees += resid
 	waves := ""
 	if p.hasTiles() {
 		waves = fmt.Sprintf(" and GEMM waves are counted on its %d SMs (%s: %d) with the same tiles", g.SMs, p.GPU, p.Peaks.SMs)

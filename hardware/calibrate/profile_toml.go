@@ -213,6 +213,13 @@ func (p *Profile) WriteTOML() []byte {
 		if a.DecodePerSeqS > 0 {
 			w("decode_per_seq_s = %s\n", tomlFloat(a.DecodePerSeqS))
 		}
+		if len(a.DecodeResidual) > 0 {
+			w("decode_residual_units = %s\ndecode_residual_unit_bytes = %s\ndecode_residual = [\n", tomlFloats(a.DecodeResidualUnits), tomlFloats(a.DecodeResidualBytes))
+			for _, row := range a.DecodeResidual {
+				w("  %s,\n", tomlFloats(row))
+			}
+			w("]\n")
+		}
 	}
 	if a := p.Attention; a.MixedMemoryEff > 0 {
 		w("mixed_compute_eff = %s\nmixed_memory_eff = %s\nmixed_overhead_s = %s\n",
@@ -295,6 +302,15 @@ func writeStats(b *bytes.Buffer, table string, s FitStats) {
 }
 
 // tomlFloat formats v with 6 significant digits as a TOML float.
+// tomlFloats is a TOML array of tomlFloat values.
+func tomlFloats(v []float64) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = tomlFloat(x)
+	}
+	return "[" + strings.Join(s, ", ") + "]"
+}
+
 func tomlFloat(v float64) string {
 	s := strconv.FormatFloat(v, 'g', 6, 64)
 	if !strings.ContainsAny(s, ".eEnN") {

@@ -132,13 +132,32 @@ func TestFitResidualRecovers(t *testing.T) {
 				t.Fatalf("%s: kernel %g s, fit model %g s", s.Where, got, want)
 			}
 		}
-		// A mixed call's decodes do not take the table.
+		// A mixed call's decodes do not take the table, unless the profile
+		// has no mixed-call parameters (they are then priced as
+		// decode-only calls); the kernel agrees either way.
 		mixed := dec[len(dec)-1].Decode
 		mixed.Mixed = true
 		q := a
 		q.DecodeResidual, q.DecodeResidualUnits, q.DecodeResidualBytes = nil, nil, nil
 		if got, want := a.decodeTime(g, &mixed), q.decodeTime(g, &mixed); got != want {
 			t.Errorf("mixed call: %g s with the table, %g s without", got, want)
+		}
+		noMixed := a
+		noMixed.MixedComputeEff, noMixed.MixedMemoryEff, noMixed.MixedOverheadS = 0, 0, 0
+		pm := handProfile(g)
+		pm.Attention = noMixed
+		pm.Attention.From = "fit"
+		km, err := pm.Calibrated(g, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, op := range []models.Op{mixed, dec[len(dec)-1].Decode} {
+			if got, want := km.OpTime(&op), noMixed.decodeTime(g, &op); math.Abs(got/want-1) > 1e-12 {
+				t.Errorf("no mixed parameters, mixed %v: kernel %g s, fit model %g s", op.Mixed, got, want)
+			}
+		}
+		if got, want := noMixed.decodeTime(g, &mixed), noMixed.decodeTime(g, &dec[len(dec)-1].Decode); got != want {
+			t.Errorf("no mixed parameters: mixed decodes %g s, decode-only %g s", got, want)
 		}
 	}
 }

@@ -49,8 +49,11 @@ type Calibrated struct {
 	moeMaxNK float64
 	hasMoE   bool
 	// res is the decode-only attention's residual table
-	// (Attention.DecodeResidual*); nil: none.
-	res *residualTable
+	// (Attention.DecodeResidual*); nil: none. Mixed decodes take it too
+	// when the profile has no Mixed* parameters (mixedOwn false), as
+	// Attention.decodeTime prices them.
+	res      *residualTable
+	mixedOwn bool
 }
 
 type class struct {
@@ -173,6 +176,7 @@ func (p *Profile) Calibrated(g *hardware.GPU, tp int) (*Calibrated, error) {
 	}
 	k.mixed = k.cls[models.OpAttnDecode]
 	if a := p.Attention; a.MixedMemoryEff > 0 {
+		k.mixedOwn = true
 		k.mixed = class{o: a.MixedOverheadS, invC: uniform(1 / a.MixedComputeEff), invM: 1 / (g.MemBW * a.MixedMemoryEff)}
 	}
 	if p.MoE.MemoryEff > 0 {
@@ -259,7 +263,7 @@ func (k *Calibrated) OpTime(op *models.Op) float64 {
 		t = max(t, op.FLOPs/n*inv*c.invRowC)
 	}
 	t += c.o + c.perTok*float64(op.Tokens)
-	if k.res != nil && op.Kind == models.OpAttnDecode && !op.Mixed {
+	if k.res != nil && op.Kind == models.OpAttnDecode && (!op.Mixed || !k.mixedOwn) {
 		w, u := decodeWork(op.Tokens, op.KVHeads, op.Bytes)
 		t *= k.res.at(w, u)
 	}

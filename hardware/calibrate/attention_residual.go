@@ -38,8 +38,9 @@ import (
 // w ≥ 256 cells at their own u; keyed by decodes, their u is 16× beyond
 // the table and they take its small-batch long-context factors (+7 to
 // +12 %). On the validation suite's held-out H100 TP 1 runs the TPOT
-// median error is 4 % keyed by w, 9 % keyed by decodes, 6 % without the
-// table (README, Validation).
+// median error is 4 % keyed by w, 9 % keyed by decodes (decodeWork
+// changed to return the decode count and the profiles regenerated, once;
+// not kept), 6 % without the table (the profiles before it).
 //
 // The fit: for each doubling-grid pure-decode call, its measured time over
 // the additive form's goes to the cell of its w and its KV-context grid

@@ -21,9 +21,31 @@ type AblationRow struct {
 // equal by construction (a metamorphic check). s's own [engine] switches
 // are ignored: each row sets them.
 func Ablation(s Scenario) ([]AblationRow, error) {
+	rows := AblationEngines(s.Engine)
+	for i := range rows {
+		sc := s
+		e := rows[i].Engine
+		sc.Engine = &e
+		p, err := sc.Resolve()
+		if err != nil {
+			return nil, err
+		}
+		rep, err := Run(p, "")
+		if err != nil {
+			return nil, err
+		}
+		rows[i].Summary = rep.Summary
+	}
+	return rows, nil
+}
+
+// AblationEngines returns the ablation's variants, without summaries:
+// vllm-v1 with e's parameters (e nil: the defaults) and every switch on,
+// each mechanism off in turn, all of them off, and ideal.
+func AblationEngines(e *Engine) []AblationRow {
 	base := Engine{Name: "vllm-v1"}
-	if s.Engine != nil {
-		base = *s.Engine
+	if e != nil {
+		base = *e
 		base.Name = "vllm-v1"
 		base.NoAsyncScheduling, base.NoFrontEnd, base.NoStepCPU = false, false, false
 		base.NoCustomAllReduce, base.NoMemoryProfile, base.NoFusedAddNorm = false, false, false
@@ -34,7 +56,7 @@ func Ablation(s Scenario) ([]AblationRow, error) {
 		f(&e)
 		return e
 	}
-	rows := []AblationRow{
+	return []AblationRow{
 		{Variant: "vllm-v1", Engine: base},
 		{Variant: "no async scheduling", Engine: variant(func(e *Engine) { e.NoAsyncScheduling = true })},
 		{Variant: "no front end", Engine: variant(func(e *Engine) { e.NoFrontEnd = true })},
@@ -53,21 +75,6 @@ func Ablation(s Scenario) ([]AblationRow, error) {
 		})},
 		{Variant: "ideal", Engine: Engine{Name: "ideal"}},
 	}
-	for i := range rows {
-		sc := s
-		e := rows[i].Engine
-		sc.Engine = &e
-		p, err := sc.Resolve()
-		if err != nil {
-			return nil, err
-		}
-		rep, err := Run(p, "")
-		if err != nil {
-			return nil, err
-		}
-		rows[i].Summary = rep.Summary
-	}
-	return rows, nil
 }
 
 // WriteAblation writes the rows as a Markdown table of mean and p99

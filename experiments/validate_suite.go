@@ -182,3 +182,34 @@ func ValidateRuns(runs []*realrun.Run, base Scenario, adjust func(*Scenario)) ([
 	}
 	return vs, nil
 }
+
+// Validate opens the entry's runs under dataDir and validates them
+// (ValidateRuns) on base, with the entry's model and GPU where base names
+// none, its overrides applied, then adjust (nil: none); each validation
+// records what was fitted on the run.
+func (e SuiteEntry) Validate(dataDir string, base Scenario, adjust func(*Scenario)) ([]*Validation, error) {
+	runs, err := e.Open(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	eb := e.Base()
+	if base.Model == "" {
+		base.Model = eb.Model
+	}
+	if base.GPU == "" {
+		base.GPU = eb.GPU
+	}
+	got, err := ValidateRuns(runs, base, func(sc *Scenario) {
+		e.Apply(sc)
+		if adjust != nil {
+			adjust(sc)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, v := range got {
+		v.Fitted = e.Fitted
+	}
+	return got, nil
+}

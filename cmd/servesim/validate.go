@@ -46,6 +46,7 @@ Examples:
   servesim validate --gpu h100 --tp 1 bench-result.json
   servesim validate --suite -o validation-out
   servesim validate --suite --engine vllm-v1 --no-custom-all-reduce -o validation-out
+  servesim validate --suite --ablation        # each vllm-v1 mechanism off in turn: held-out medians
 `
 
 func validateCmd(args []string, stdout, stderr io.Writer) error {
@@ -53,6 +54,7 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 	out := fs.StringP("out", "o", "servesim-validate", "output directory for validation.csv, validation.json and the PNGs (\"\" writes none)")
 	suite := fs.Bool("suite", false, "run the validation suite (experiments/validation/*.toml)")
 	data := fs.String("data", "", "the suite's data directory (default: ../shared/data from here)")
+	ablation := fs.Bool("ablation", false, "with --suite: run the suite with vllm-v1, each engine mechanism off in turn, all off and ideal; print a Markdown table of the held-out medians (writes no files)")
 	var s experiments.Scenario
 	b := &s.Batch
 	fs.StringVar(&s.Model, "model", "", "catalog model, replacing the run's (see `servesim models`)")
@@ -82,6 +84,9 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	base := experiments.Scenario{ModelsFile: s.ModelsFile, GPUsFile: s.GPUsFile, Model: s.Model, GPU: s.GPU, ModelConfig: s.ModelConfig}
 	var vs []*experiments.Validation
+	if *ablation && fs.Changed("out") {
+		return errors.New("validate: --ablation prints a table and writes no files: drop -o/--out")
+	}
 	switch {
 	case *suite:
 		if fs.NArg() > 0 {
@@ -98,6 +103,17 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 		if !*quiet {
 			fmt.Fprintf(stdout, "Validation suite: %d files, data in %s.\n", len(entries), dir)
 		}
+		adjust := func(sc *experiments.Scenario) { override(fs, sc, &s) }
+		if *ablation {
+			bar := newProgress(stderr, *quiet, len(entries)*len(experiments.AblationEngines(nil)), "validate --suite --ablation")
+			defer bar.Done()
+			rows, err := experiments.SuiteAblation(entries, dir, base, adjust, bar.Add)
+			if err != nil {
+				return err
+			}
+			bar.Done()
+			return experiments.WriteSuiteAblation(stdout, rows)
+		}
 		bar := newProgress(stderr, *quiet, len(entries), "validate --suite")
 		defer bar.Done()
 		for i := range entries {
@@ -106,29 +122,14 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 			if !*quiet {
 				fmt.Fprintf(stdout, "  %s\n", e.Describe())
 			}
-			runs, err := e.Open(dir)
+			got, err := e.Validate(dir, base, adjust)
 			if err != nil {
 				return err
-			}
-			bs, eb := base, e.Base()
-			if bs.Model == "" {
-				bs.Model = eb.Model
-			}
-			if bs.GPU == "" {
-				bs.GPU = eb.GPU
-			}
-			got, err := experiments.ValidateRuns(runs, bs, func(sc *experiments.Scenario) {
-				e.Apply(sc)
-				override(fs, sc, &s)
-			})
-			if err != nil {
-				return err
-			}
-			for _, v := range got {
-				v.Fitted = e.Fitted
 			}
 			vs = append(vs, got...)
 		}
+	case *ablation:
+		return errors.New("validate: --ablation needs --suite")
 	case fs.NArg() == 0:
 		fs.Usage()
 		return errors.New("validate: give one or more RUN paths, or --suite")

@@ -100,10 +100,10 @@ type Engine struct {
 //     as separate kernels, 3.42 ms with the older decode attention form,
 //     1.26 ms before CPU/GPU overlap and kernel launches;
 //   - held out: the roleplay, general stage_0, 70B TP4 and 34B TP2 stage_0
-//     rows of the same file. The two LLMServingSim runs are not used: their
-//     GPUs (RTX PRO 6000, RTX 4090) are not in the catalog, they are
-//     overloaded (seconds of queueing), and they submit token IDs from an
-//     in-process client, so they hold no HTTP layer and no tokenization.
+//     rows of the same file. The two LLMServingSim runs are not used:
+//     they are overloaded (seconds of queueing, which would swamp a
+//     millisecond cost), and they submit token IDs from an in-process
+//     client, so they hold no HTTP layer and no tokenization.
 const (
 	DefaultFrontEndRequestMs  = 5.504
 	DefaultTokenizeUsPerToken = 0

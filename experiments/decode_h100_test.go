@@ -34,103 +34,144 @@ import (
 // Run with -v to see the figures.
 func TestH100Llama27BDecodeBreakdown(t *testing.T) {
 	data := filepath.Join("..", "..", "shared", "data")
-	runsCSV := filepath.Join(data, "vllm-h100-runs", "runs.csv")
-	vidurCSV := filepath.Join(data, "vidur-profiling", "compute", "h100", "meta-llama", "Llama-2-7b-hf", "mlp.csv")
-	for _, p := range []string{runsCSV, vidurCSV} {
-		if _, err := os.Stat(p); err != nil {
-			t.Skipf("%s not here (../shared/data): %v", p, err)
-		}
-	}
-	runs, err := realrun.Open(runsCSV)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var from *realrun.Run
-	var stages []*realrun.Run
-	for _, r := range runs {
-		if r.Stage == nil || !strings.Contains(r.Stage.Experiment, "llama-2-7b-tp1") {
-			continue
-		}
-		if r.Stage.Scope != "summary" {
-			stages = append(stages, r)
-		} else if from == nil {
-			from = r
-		}
-	}
-	if from == nil || len(stages) != 5 {
-		t.Fatalf("runs.csv: want the 7B summary rows and 5 stage rows (codegen 2, roleplay 1, general 2), got %d stages", len(stages))
-	}
-	s, err := StageScenario(from, Scenario{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := s.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := p.Step
-	m := st.Model()
-	sv := s
-	ev := Engine{}
-	if s.Engine != nil {
-		ev = *s.Engine
-	}
-	ev.NoFusedAddNorm = true
-	sv.Engine = &ev
-	pv, err := sv.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := openDecodeCase(t, data, "llama-2-7b-tp1", 5)
+	st, m := c.p.Step, c.p.Step.Model()
 	// The simple mistakes the issue asks about: MHA with 32 KV heads of 128,
 	// vocab 32000, 32 layers (config.json of meta-llama/Llama-2-7b-hf), BF16.
 	if m.KVHeads != 32 || m.HeadDim != 128 || m.Vocab != 32000 || m.Layers != 32 || st.Parallel().Weights != models.BF16 {
 		t.Errorf("llama-2-7b: kv_heads %d, head_dim %d, vocab %d, layers %d, weights %v; want 32, 128, 32000, 32, bf16",
 			m.KVHeads, m.HeadDim, m.Vocab, m.Layers, st.Parallel().Weights)
 	}
-
-	vidur := vidurLayerMedians(t, vidurCSV, 1)
-	layerOf := func(st *hardware.StepModel, b models.Batch) (nonAttn, attn, attnBytes, lmHead float64) {
-		for _, o := range st.Breakdown(b) {
-			switch o.Kind {
-			case models.OpAttnDecode:
-				attn, attnBytes = o.Seconds, o.Bytes
-			case models.OpAttnPrefill, models.OpEmbed:
-			case models.OpLMHead:
-				lmHead = o.Seconds
-			default:
-				nonAttn += o.Seconds
-			}
-		}
-		return nonAttn / float64(m.Layers), attn, attnBytes, lmHead
+	c.checkNonAttention(t, filepath.Join(data, "vidur-profiling", "compute", "h100", "meta-llama", "Llama-2-7b-hf", "mlp.csv"), 1)
+	for _, r := range c.stages {
+		row := r.Stage
+		b := meanDecodeBatch(row)
+		k := decodeParts(st, b)
+		rest := k.perLayer*float64(m.Layers) + k.lmHead
+		implied := row.TPOTMean - rest
+		bw := st.GPU().MemBW
+		t.Logf("%s/%s: %d decodes × %.0f ctx; measured TPOT %.2f ms; simulated kernels %.2f ms (attention %.2f ms at %.2f TB/s = %.0f %% of peak); "+
+			"TPOT leaves %.2f ms for attention: %.2f TB/s = %.0f %% of peak",
+			row.Experiment[16:], row.Scope, b.Decodes, float64(b.DecodeCtx)/float64(b.Decodes), row.TPOTMean*1e3, (rest+k.attn)*1e3, k.attn*1e3,
+			k.attnBytes/k.attn/1e12, 100*k.attnBytes/k.attn/bw, implied*1e3, k.attnBytes/implied/1e12, 100*k.attnBytes/implied/bw)
 	}
-	layer := func(b models.Batch) (nonAttn, attn, attnBytes, lmHead float64) { return layerOf(st, b) }
+}
+
+// decodeCase is what the breakdown tests share: one experiment's stage
+// rows of runs.csv, its plan as the validation suite simulates it
+// (StageScenario on its summary row), and the same plan with the residual
+// adds priced as their own kernels (engine.no_fused_add_norm), as Vidur's
+// stack times them.
+type decodeCase struct {
+	stages []*realrun.Run
+	p, pv  *Plan
+}
+
+// openDecodeCase reads the experiment whose name contains exp from
+// data's vllm-h100-runs (skipping when absent) and wants its summary row
+// and wantStages stage rows.
+func openDecodeCase(t *testing.T, data, exp string, wantStages int) decodeCase {
+	t.Helper()
+	runsCSV := filepath.Join(data, "vllm-h100-runs", "runs.csv")
+	if _, err := os.Stat(runsCSV); err != nil {
+		t.Skipf("%s not here (../shared/data): %v", runsCSV, err)
+	}
+	runs, err := realrun.Open(runsCSV)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var from *realrun.Run
+	var c decodeCase
+	for _, r := range runs {
+		if r.Stage == nil || !strings.Contains(r.Stage.Experiment, exp) {
+			continue
+		}
+		if r.Stage.Scope != "summary" {
+			c.stages = append(c.stages, r)
+		} else if from == nil {
+			from = r
+		}
+	}
+	if from == nil || len(c.stages) != wantStages {
+		t.Fatalf("runs.csv: want %s's summary rows and %d stage rows, got %d stages", exp, wantStages, len(c.stages))
+	}
+	s, err := StageScenario(from, Scenario{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.p, err = s.Resolve(); err != nil {
+		t.Fatal(err)
+	}
+	ev := Engine{}
+	if s.Engine != nil {
+		ev = *s.Engine
+	}
+	ev.NoFusedAddNorm = true
+	s.Engine = &ev
+	if c.pv, err = s.Resolve(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// checkNonAttention compares each layer's non-attention operators (adds
+// as their own kernels) with Vidur's medians in mlp.csv at TP tp, at the
+// runs' decode batch sizes: within 3 %.
+func (c decodeCase) checkNonAttention(t *testing.T, mlpCSV string, tp int) {
+	t.Helper()
+	if _, err := os.Stat(mlpCSV); err != nil {
+		t.Skipf("%s not here (../shared/data): %v", mlpCSV, err)
+	}
+	vidur := vidurLayerMedians(t, mlpCSV, tp)
 	for _, n := range []int{16, 24, 40, 56} {
-		got, _, _, _ := layerOf(pv.Step, models.Batch{Decodes: n, DecodeCtx: int64(n) * 700})
+		got := decodeParts(c.pv.Step, models.Batch{Decodes: n, DecodeCtx: int64(n) * 700}).perLayer
 		want, ok := vidur[n]
 		if !ok {
-			t.Fatalf("mlp.csv: no TP 1 row with num_tokens %d", n)
+			t.Fatalf("mlp.csv: no TP %d row with num_tokens %d", tp, n)
 		}
 		t.Logf("%2d decodes: non-attention operators %.1f µs/layer, Vidur's medians %.1f µs (%+.1f %%)", n, got*1e6, want*1e6, 100*(got/want-1))
 		if math.Abs(got/want-1) > 0.03 {
 			t.Errorf("%d decodes: non-attention %.1f µs/layer vs Vidur's %.1f µs: more than 3 %% apart", n, got*1e6, want*1e6)
 		}
 	}
+}
 
-	for _, r := range stages {
-		row := r.Stage
-		n := row.RequestsPerSec * (row.E2E.Mean - row.TTFT.Mean) // decoding requests (Little)
-		ctx := row.PromptLenMean + float64(row.OutputLen)/2
-		d := int(math.Round(n))
-		b := models.Batch{Decodes: d, DecodeCtx: int64(math.Round(float64(d) * ctx))}
-		per, attn, bytes, lm := layer(b)
-		rest := per*float64(m.Layers) + lm
-		implied := row.TPOTMean - rest
-		bw := st.GPU().MemBW
-		t.Logf("%s/%s: %d decodes × %.0f ctx; measured TPOT %.2f ms; simulated kernels %.2f ms (attention %.2f ms at %.2f TB/s = %.0f %% of peak); "+
-			"TPOT leaves %.2f ms for attention: %.2f TB/s = %.0f %% of peak",
-			row.Experiment[16:], row.Scope, d, ctx, row.TPOTMean*1e3, (rest+attn)*1e3, attn*1e3, bytes/attn/1e12, 100*bytes/attn/bw,
-			implied*1e3, bytes/implied/1e12, 100*bytes/implied/bw)
+// meanDecodeBatch is a stage's mean decode batch: rate × (E2E − TTFT)
+// decoding requests (Little's law) at the mean context, prompt +
+// output/2.
+func meanDecodeBatch(row *realrun.StageRow) models.Batch {
+	d := int(math.Round(row.RequestsPerSec * (row.E2E.Mean - row.TTFT.Mean)))
+	ctx := row.PromptLenMean + float64(row.OutputLen)/2
+	return models.Batch{Decodes: d, DecodeCtx: int64(math.Round(float64(d) * ctx))}
+}
+
+// stepParts is a step's kernel seconds by part.
+type stepParts struct {
+	perLayer        float64 // non-attention operators of one layer
+	allReduce       float64 // every all-reduce of the step
+	attn, attnBytes float64 // decode attention, and its bytes
+	lmHead          float64
+}
+
+// decodeParts splits st's kernels over b (prefill attention and the
+// embedding left out: the batches here are decodes).
+func decodeParts(st *hardware.StepModel, b models.Batch) stepParts {
+	var k stepParts
+	for _, o := range st.Breakdown(b) {
+		switch o.Kind {
+		case models.OpAttnDecode:
+			k.attn, k.attnBytes = o.Seconds, o.Bytes
+		case models.OpAttnPrefill, models.OpEmbed:
+		case models.OpLMHead:
+			k.lmHead = o.Seconds
+		case models.OpAllReduce:
+			k.allReduce += o.Seconds
+		default:
+			k.perLayer += o.Seconds
+		}
 	}
+	k.perLayer /= float64(st.Model().Layers)
+	return k
 }
 
 // vidurLayerMedians returns, per num_tokens at TP tp, the sum of the median
@@ -179,14 +220,6 @@ func vidurLayerMedians(t *testing.T, path string, tp int) map[int]float64 {
 // of them the operators that agree with Vidur's 2024 timings.
 func TestH100TPDecodeBreakdown(t *testing.T) {
 	data := filepath.Join("..", "..", "shared", "data")
-	runsCSV := filepath.Join(data, "vllm-h100-runs", "runs.csv")
-	if _, err := os.Stat(runsCSV); err != nil {
-		t.Skipf("%s not here (../shared/data): %v", runsCSV, err)
-	}
-	runs, err := realrun.Open(runsCSV)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, c := range []struct {
 		exp, vidur string
 		tp         int
@@ -195,81 +228,21 @@ func TestH100TPDecodeBreakdown(t *testing.T) {
 		{"llama-2-70b-tp4", "meta-llama/Llama-2-70b-hf", 4},
 	} {
 		t.Run(c.exp, func(t *testing.T) {
-			var from *realrun.Run
-			var stages []*realrun.Run
-			for _, r := range runs {
-				if r.Stage == nil || !strings.Contains(r.Stage.Experiment, c.exp) {
-					continue
-				}
-				if r.Stage.Scope != "summary" {
-					stages = append(stages, r)
-				} else if from == nil {
-					from = r
-				}
+			dc := openDecodeCase(t, data, c.exp, 2)
+			st := dc.p.Step
+			if st.Parallel().TP != c.tp {
+				t.Fatalf("TP %d, want %d", st.Parallel().TP, c.tp)
 			}
-			if from == nil || len(stages) != 2 {
-				t.Fatalf("runs.csv: want %s's summary and 2 stage rows, got %d stages", c.exp, len(stages))
-			}
-			s, err := StageScenario(from, Scenario{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := s.Resolve()
-			if err != nil {
-				t.Fatal(err)
-			}
-			// The adds as their own kernels, as Vidur's stack times them.
-			sv := s
-			ev := Engine{}
-			if s.Engine != nil {
-				ev = *s.Engine
-			}
-			ev.NoFusedAddNorm = true
-			sv.Engine = &ev
-			pv, err := sv.Resolve()
-			if err != nil {
-				t.Fatal(err)
-			}
-			m := p.Step.Model()
-			if p.Step.Parallel().TP != c.tp {
-				t.Fatalf("TP %d, want %d", p.Step.Parallel().TP, c.tp)
-			}
-			parts := func(st *hardware.StepModel, b models.Batch) (perLayer, ar, attn, lm float64) {
-				for _, o := range st.Breakdown(b) {
-					switch o.Kind {
-					case models.OpAttnDecode:
-						attn = o.Seconds
-					case models.OpAttnPrefill, models.OpEmbed:
-					case models.OpLMHead:
-						lm = o.Seconds
-					case models.OpAllReduce:
-						ar += o.Seconds
-					default:
-						perLayer += o.Seconds
-					}
-				}
-				return perLayer / float64(m.Layers), ar, attn, lm
-			}
-			vidur := vidurLayerMedians(t, filepath.Join(data, "vidur-profiling", "compute", "h100", c.vidur, "mlp.csv"), c.tp)
-			for _, n := range []int{16, 24, 40, 56} {
-				got, _, _, _ := parts(pv.Step, models.Batch{Decodes: n, DecodeCtx: int64(n) * 700})
-				want, ok := vidur[n]
-				if !ok {
-					t.Fatalf("mlp.csv: no TP %d row with num_tokens %d", c.tp, n)
-				}
-				t.Logf("%2d decodes: non-attention operators %.1f µs/layer, Vidur's medians %.1f µs (%+.1f %%)", n, got*1e6, want*1e6, 100*(got/want-1))
-				if math.Abs(got/want-1) > 0.03 {
-					t.Errorf("%d decodes: non-attention %.1f µs/layer vs Vidur's %.1f µs: more than 3 %% apart", n, got*1e6, want*1e6)
-				}
-			}
-			for _, r := range stages {
+			dc.checkNonAttention(t, filepath.Join(data, "vidur-profiling", "compute", "h100", c.vidur, "mlp.csv"), c.tp)
+			layers := float64(st.Model().Layers)
+			for _, r := range dc.stages {
 				row := r.Stage
-				d := int(math.Round(row.RequestsPerSec * (row.E2E.Mean - row.TTFT.Mean)))
-				ctx := row.PromptLenMean + float64(row.OutputLen)/2
-				per, ar, attn, lm := parts(p.Step, models.Batch{Decodes: d, DecodeCtx: int64(math.Round(float64(d) * ctx))})
-				tot := per*float64(m.Layers) + ar + attn + lm
+				b := meanDecodeBatch(row)
+				k := decodeParts(st, b)
+				tot := k.perLayer*layers + k.allReduce + k.attn + k.lmHead
 				t.Logf("%s: %d decodes × %.0f ctx; measured TPOT %.2f ms; simulated kernels %.2f ms (%+.1f %%) = non-attention %.2f + all-reduce %.2f + attention %.2f + LM head %.2f",
-					row.Scope, d, ctx, row.TPOTMean*1e3, tot*1e3, 100*(tot/row.TPOTMean-1), per*float64(m.Layers)*1e3, ar*1e3, attn*1e3, lm*1e3)
+					row.Scope, b.Decodes, float64(b.DecodeCtx)/float64(b.Decodes), row.TPOTMean*1e3, tot*1e3, 100*(tot/row.TPOTMean-1),
+					k.perLayer*layers*1e3, k.allReduce*1e3, k.attn*1e3, k.lmHead*1e3)
 			}
 		})
 	}

@@ -27,16 +27,9 @@ func TestValidationSuite(t *testing.T) {
 	}
 	var vs []*Validation
 	for _, e := range entries {
-		runs, err := e.Open(dir)
+		got, err := e.Validate(dir, Scenario{}, nil)
 		if err != nil {
 			t.Fatal(err)
-		}
-		got, err := ValidateRuns(runs, e.Base(), e.Apply)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, v := range got {
-			v.Fitted = e.Fitted
 		}
 		vs = append(vs, got...)
 	}

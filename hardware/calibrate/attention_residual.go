@@ -145,18 +145,29 @@ func bilinear(r [][]float64, i int, fi float64, j int, fj float64) float64 {
 // bracket returns i and f with x between axis[i] and axis[i+1] at
 // fraction f of the way in log2 (f = 0: at axis[i], or beyond an end).
 func bracket(axis []float64, x float64) (int, float64) {
+	i, in := locate(axis, x)
+	if !in {
+		return i, 0
+	}
+	la := fastLog2(axis[i])
+	return i, (log2Of(x) - la) / (fastLog2(axis[i+1]) - la)
+}
+
+// locate returns i with axis[i] < x < axis[i+1] and true, or, x at or
+// beyond an end (or a one-point axis), that end's index and false.
+func locate(axis []float64, x float64) (int, bool) {
 	n := len(axis)
 	if n == 1 || x <= axis[0] {
-		return 0, 0
+		return 0, false
 	}
 	if x >= axis[n-1] {
-		return n - 1, 0
+		return n - 1, false
 	}
 	i := 0
 	for axis[i+1] < x {
 		i++
 	}
-	return i, (fastLog2(x) - fastLog2(axis[i])) / (fastLog2(axis[i+1]) - fastLog2(axis[i]))
+	return i, true
 }
 
 // residualTable is a residual table as the kernel model evaluates it:
@@ -197,16 +208,9 @@ func (t *residualTable) at(w, u float64) float64 {
 
 // bracketInv is bracket with the axis's log2 and inverted spans.
 func bracketInv(axis, l, inv []float64, x float64) (int, float64) {
-	n := len(axis)
-	if n == 1 || x <= axis[0] {
-		return 0, 0
-	}
-	if x >= axis[n-1] {
-		return n - 1, 0
-	}
-	i := 0
-	for axis[i+1] < x {
-		i++
+	i, in := locate(axis, x)
+	if !in {
+		return i, 0
 	}
 	return i, (log2Of(x) - l[i]) * inv[i]
 }

@@ -69,18 +69,7 @@ func TestDecodeWorkUnits(t *testing.T) {
 // ones on times the additive form generated (metamorphic), and the kernel
 // model prices a call as the fit does.
 func TestFitResidualRecovers(t *testing.T) {
-	b, err := ReadBundle("testdata/bundle")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := mustGPU(t, "h100")
-	ss, err := b.AttnSamples()
-	if err != nil {
-		t.Fatal(err)
-	}
-	add := Attention{ComputeEff: 0.55, MemoryEff: 0.3, OverheadS: 9e-6, PrefillRowComputeEff: 0.002,
-		DecodeComputeEff: 1, DecodeMemoryEff: 0.75, DecodeOverheadS: 12e-6, DecodePerSeqS: 60e-9,
-		MixedComputeEff: 0.02, MixedMemoryEff: 0.5, MixedOverheadS: 3e-6}
+	_, g, ss, add := attnFixture(t)
 	var dec []AttnSample
 	for _, s := range ss {
 		if s.HasD && !s.HasP && doubling(s.Row) {

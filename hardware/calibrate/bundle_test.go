@@ -140,19 +140,7 @@ func TestSharedBundles(t *testing.T) {
 // The fit recovers a known attention model from times it generated, and
 // the kernel model prices a batch as the fit does.
 func TestFitAttentionRecovers(t *testing.T) {
-	b, err := ReadBundle("testdata/bundle")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := mustGPU(t, "h100")
-	ss, err := b.AttnSamples()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The additive decode form the fit uses: η_d = 1, ρ_d = 0, s_d = 60 ns.
-	want := Attention{ComputeEff: 0.55, MemoryEff: 0.3, OverheadS: 9e-6, PrefillRowComputeEff: 0.002,
-		DecodeComputeEff: 1, DecodeMemoryEff: 0.75, DecodeOverheadS: 12e-6, DecodePerSeqS: 60e-9,
-		MixedComputeEff: 0.02, MixedMemoryEff: 0.5, MixedOverheadS: 3e-6}
+	b, g, ss, want := attnFixture(t)
 	for i := range ss {
 		ss[i].Seconds = AttnTime(&want, g, &ss[i])
 	}
@@ -192,6 +180,25 @@ func TestFitAttentionRecovers(t *testing.T) {
 			}
 		}
 	}
+}
+
+// attnFixture is the testdata bundle, the H100, its attention calls and
+// a known attention model in the additive decode form the fit uses
+// (η_d = 1, ρ_d = 0, s_d = 60 ns), for fits to recover.
+func attnFixture(t *testing.T) (*Bundle, *hardware.GPU, []AttnSample, Attention) {
+	t.Helper()
+	b, err := ReadBundle("testdata/bundle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := b.AttnSamples()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := Attention{ComputeEff: 0.55, MemoryEff: 0.3, OverheadS: 9e-6, PrefillRowComputeEff: 0.002,
+		DecodeComputeEff: 1, DecodeMemoryEff: 0.75, DecodeOverheadS: 12e-6, DecodePerSeqS: 60e-9,
+		MixedComputeEff: 0.02, MixedMemoryEff: 0.5, MixedOverheadS: 3e-6}
+	return b, mustGPU(t, "h100"), ss, a
 }
 
 // The decode-only call's time, by hand: o + n·s + bytes/(BW·μ) in the

@@ -3,7 +3,6 @@ package calibrate
 import (
 	"os"
 	"path/filepath"
-	"sort"
 	"testing"
 
 	"github.com/servesim/servesim/models"
@@ -80,11 +79,6 @@ func TestH100GEMMsAgainstLaterStacks(t *testing.T) {
 			price(tpd.TP, r.Layer, r.Sequences, r.Seconds)
 		}
 	}
-	median := func(v []float64) float64 {
-		s := append([]float64(nil), v...)
-		sort.Float64s(s)
-		return s[len(s)/2]
-	}
 	for _, c := range []struct {
 		key    string
 		lo, hi float64 // the signed median's range, in %
@@ -95,7 +89,7 @@ func TestH100GEMMsAgainstLaterStacks(t *testing.T) {
 		if len(v) < 10 {
 			t.Fatalf("%s: %d rows with M ≤ 64", c.key, len(v))
 		}
-		med := median(v)
+		med := errStats(v).Bias // median of the signed errors
 		t.Logf("bundle %-14s M ≤ 64: %2d rows, the profile's signed median error %+.1f %%", c.key, len(v), med)
 		if med < c.lo || med > c.hi {
 			t.Errorf("%s: signed median %+.1f %%, outside [%g, %g] %%: the comparison the README quotes has moved", c.key, med, c.lo, c.hi)
@@ -119,7 +113,7 @@ func TestH100GEMMsAgainstLaterStacks(t *testing.T) {
 		}
 		mem = append(mem, 100*(k.OpTime(&s.Op)/s.Seconds-1))
 	}
-	med := median(mem)
+	med := errStats(mem).Bias
 	t.Logf("XLA sm_90 bf16, memory-bound rows (b = 1): %d rows, the profile's signed median error %+.1f %%", len(mem), med)
 	if med < 10 || med > 40 {
 		t.Errorf("XLA memory-bound rows: signed median %+.1f %%, outside [10, 40] %%", med)

@@ -1,8 +1,10 @@
 package calibrate
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"testing"
 
 	"github.com/servesim/servesim/models"
@@ -31,6 +33,27 @@ import (
 // mid-size GEMMs are faster, their largest are not. Neither
 // measures the validation runs' GEMM shapes at decode sizes, so the
 // profile is not rescaled by them (README, Known limits).
+// bundleGEMM is one GEMM shape of the H100 bundle's layer: N × K weights.
+type bundleGEMM struct {
+	kind models.OpKind
+	n, k int
+}
+
+// op is the BF16 GEMM of rows rows over the shape's weights.
+func (g bundleGEMM) op(rows int) models.Op {
+	m := float64(rows)
+	return models.Op{Kind: g.kind, Count: 1, Tokens: rows, N: g.n, K: g.k, Compute: models.BF16,
+		FLOPs: 2 * m * float64(g.n) * float64(g.k), Bytes: 2 * (float64(g.n)*float64(g.k) + m*float64(g.k) + m*float64(g.n))}
+}
+
+// h100BundleGEMMs are the H100 bundle's GEMMs by TP and layer (see above).
+var h100BundleGEMMs = map[int]map[string]bundleGEMM{
+	1: {"qkv_proj": {models.OpQKV, 9216, 2048}, "o_proj": {models.OpOutProj, 2048, 4096}, "lm_head": {models.OpLMHead, 248320, 2048}},
+	// TP 8: 2 query heads a rank (2·256·2 = 1,024) and the 2 KV heads
+	// replicated to 1 (2·256 = 512); o_proj K = 2·256.
+	8: {"qkv_proj": {models.OpQKV, 1536, 2048}, "o_proj": {models.OpOutProj, 2048, 512}, "lm_head": {models.OpLMHead, 31040, 2048}},
+}
+
 func TestH100GEMMsAgainstLaterStacks(t *testing.T) {
 	dir := filepath.Join(bundlesDir(t), "H100", "Qwen", "Qwen3.6-35B-A3B", "bf16")
 	b, err := ReadBundle(dir)
@@ -46,25 +69,14 @@ func TestH100GEMMsAgainstLaterStacks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type shape struct {
-		kind models.OpKind
-		n, k int
-	}
-	shapes := map[int]map[string]shape{
-		1: {"qkv_proj": {models.OpQKV, 9216, 2048}, "o_proj": {models.OpOutProj, 2048, 4096}, "lm_head": {models.OpLMHead, 248320, 2048}},
-		// TP 8: 2 query heads a rank (2·256·2 = 1,024) and the 2 KV heads
-		// replicated to 1 (2·256 = 512); o_proj K = 2·256.
-		8: {"qkv_proj": {models.OpQKV, 1536, 2048}, "o_proj": {models.OpOutProj, 2048, 512}, "lm_head": {models.OpLMHead, 31040, 2048}},
-	}
+	shapes := h100BundleGEMMs
 	errs := map[string][]float64{}
 	price := func(tp int, layer string, rows int, seconds float64) {
 		sh, ok := shapes[tp][layer]
 		if !ok || rows > 64 {
 			return
 		}
-		m := float64(rows)
-		op := models.Op{Kind: sh.kind, Count: 1, Tokens: rows, N: sh.n, K: sh.k, Compute: models.BF16,
-			FLOPs: 2 * m * float64(sh.n) * float64(sh.k), Bytes: 2 * (float64(sh.n)*float64(sh.k) + m*float64(sh.k) + m*float64(sh.n))}
+		op := sh.op(rows)
 		key := layer
 		if tp == 8 {
 			key += " TP 8"
@@ -117,5 +129,92 @@ func TestH100GEMMsAgainstLaterStacks(t *testing.T) {
 	t.Logf("XLA sm_90 bf16, memory-bound rows (b = 1): %d rows, the profile's signed median error %+.1f %%", len(mem), med)
 	if med < 10 || med > 40 {
 		t.Errorf("XLA memory-bound rows: signed median %+.1f %%, outside [10, 40] %%", med)
+	}
+}
+
+// TestH100GEMMStepAbove128 compares how the H100 GEMMs step past M = 128
+// rows. Vidur's 2024 traces, which the profile follows, step there for the
+// validation runs' mid-size and large GEMMs (Llama-2-70B at TP 4, 128 → 136
+// tokens: attn_post_proj 18 → 27 µs, mlp_up_proj 87 → 105 µs,
+// mlp_down_proj 47 → 54 µs; compute/h100/meta-llama/Llama-2-70b-hf/mlp.csv
+// medians), and a decode step with a prefill chunk crosses it: in the 70B's
+// simulated stage_1 the steps with a chunk (37 % of them, 114 decodes + 19
+// tokens on average) cost 13 % more than those without, and of the kernel
+// model's 3.8 ms between such a step and the same decodes alone 2.8 ms are
+// these GEMMs. The H100 bundle's stack (vLLM 0.19) is checked for the same
+// step on its own shapes: the median time over M in (128, 256] against the
+// median over [96, 128], for the bundle and for the profile at the same M.
+// The bundle's qkv_proj steps 1.06 (TP 1) and 1.04 (TP 8) where the
+// profile's steps 1.29 and 1.16; its LM head 1.08 and 1.03 (profile 1.00);
+// its 17 MB o_proj 1.23 as the profile's 1.26 (TP 8: 1.11 and 1.05). So
+// the newer stack keeps some steps and drops others, and whether the runs'
+// larger GEMMs step under their stack is not measured here: the profile
+// keeps Vidur's steps (README, Known limits).
+func TestH100GEMMStepAbove128(t *testing.T) {
+	b, err := ReadBundle(filepath.Join(bundlesDir(t), "H100", "Qwen", "Qwen3.6-35B-A3B", "bf16"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := mustGPU(t, "h100")
+	p, ok := Builtin("h100")
+	if !ok {
+		t.Fatal("no built-in h100 profile")
+	}
+	median := func(v []float64) float64 {
+		s := append([]float64(nil), v...)
+		sort.Float64s(s)
+		n := len(s)
+		if n%2 == 1 {
+			return s[n/2]
+		}
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	type times struct{ lo, hi, plo, phi []float64 }
+	got := map[string]*times{}
+	for _, tpd := range b.TP {
+		k, err := p.Calibrated(g, tpd.TP)
+		if err != nil {
+			t.Fatal(err)
+		}
+		add := func(layer string, rows int, sec float64) {
+			sh, ok := h100BundleGEMMs[tpd.TP][layer]
+			if !ok || rows < 96 || rows > 256 {
+				return
+			}
+			key := fmt.Sprintf("TP %d %s", tpd.TP, layer)
+			if got[key] == nil {
+				got[key] = &times{}
+			}
+			op := sh.op(rows)
+			x := got[key]
+			if rows <= 128 {
+				x.lo, x.plo = append(x.lo, sec), append(x.plo, k.OpTime(&op))
+			} else {
+				x.hi, x.phi = append(x.hi, sec), append(x.phi, k.OpTime(&op))
+			}
+		}
+		for _, r := range tpd.Dense {
+			add(r.Layer, r.Tokens, r.Seconds)
+		}
+		for _, r := range tpd.PerSeq {
+			add(r.Layer, r.Sequences, r.Seconds)
+		}
+	}
+	for _, c := range []struct {
+		key                 string
+		bundleHi, profileLo float64 // the bundle's step at most, the profile's at least
+	}{
+		{"TP 1 qkv_proj", 1.10, 1.15}, {"TP 8 qkv_proj", 1.10, 1.10}, {"TP 1 lm_head", 1.10, 0}, {"TP 8 lm_head", 1.10, 0},
+		{"TP 1 o_proj", 1.40, 1.10}, {"TP 8 o_proj", 1.20, 0},
+	} {
+		x := got[c.key]
+		if x == nil || len(x.lo) < 2 || len(x.hi) < 4 {
+			t.Fatalf("%s: too few bundle rows with M in [96, 256]", c.key)
+		}
+		bs, ps := median(x.hi)/median(x.lo), median(x.phi)/median(x.plo)
+		t.Logf("%-14s M (128, 256] over [96, 128]: bundle %.2f, profile %.2f", c.key, bs, ps)
+		if bs > c.bundleHi || ps < c.profileLo {
+			t.Errorf("%s: bundle step %.2f (want ≤ %.2f), profile step %.2f (want ≥ %.2f): the comparison the doc comment quotes has moved", c.key, bs, c.bundleHi, ps, c.profileLo)
+		}
 	}
 }

@@ -30,9 +30,11 @@ import (
 // median, M ≤ 64), the TP 8 ranks' 2–6 MB qkv_proj and o_proj 28–31 %
 // slow, the 17 MB o_proj 5 % fast and the LM head (127 MB, 1 GB) 2–4 %
 // fast, and XLA's memory-bound rows 24 % slow: the newer stacks' small and
-// mid-size GEMMs are faster, their largest are not. Neither
-// measures the validation runs' GEMM shapes at decode sizes, so the
-// profile is not rescaled by them (README, Known limits).
+// mid-size GEMMs are faster, their largest are not. Neither measures the
+// validation runs' GEMM shapes; this project's H200 timings do, on the
+// same die (TestH200GEMMsAgainstH100Traces), and give the large ones the
+// bandwidth fraction Vidur's traces give them. The profile is not
+// rescaled (README, Known limits).
 // bundleGEMM is one GEMM shape of the H100 bundle's layer: N × K weights.
 type bundleGEMM struct {
 	kind models.OpKind

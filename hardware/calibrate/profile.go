@@ -337,11 +337,12 @@ func (p *Profile) Clone() *Profile {
 }
 
 // Transfer returns p moved to GPU g through its specs: the same
-// efficiencies, half-token counts, GEMM tiles and fixed overheads, now
-// fractions of g's peaks (Peaks become g's), with GEMM waves counted on g's
-// SMs. The fit statistics are cleared (they were measured on p's GPU, not
-// g) and a note says what was assumed. p must be a fitted profile, and g
-// must have an SM count if p has a wave term.
+// efficiencies, GEMM tiles and fixed overheads, now fractions of g's peaks
+// (Peaks become g's), with GEMM waves counted on g's SMs, and the GEMMs'
+// half-token counts (and MoE half-rows) scaled by ridgeRatio. The fit
+// statistics are cleared (they were measured on p's GPU, not g) and a note
+// says what was assumed. p must be a fitted profile, and g must have an SM
+// count if p has a wave term.
 func Transfer(p *Profile, g *hardware.GPU) (*Profile, error) {
 	if p.Derivation != DerivationFitted {
 		return nil, fmt.Errorf("calibrate: transfer from a %s profile: transfer the fitted %s profile instead", p.Derivation, p.Source.TransferredFrom)
@@ -354,9 +355,12 @@ func Transfer(p *Profile, g *hardware.GPU) (*Profile, error) {
 		return nil, fmt.Errorf("calibrate: gpu %q has no SM count (sms): the %s profile's GEMM tile model needs one to count waves; add sms to its definition", g.Name, p.GPU)
 	}
 	t.Peaks = Peaks{BF16FLOPS: g.BF16FLOPS, MemBW: g.MemBW, LinkBW: g.LinkBW, SMs: g.SMs}
+	ridge := ridgeRatio(p.Peaks, t.Peaks)
 	for i := range t.Ops {
 		t.Ops[i].Fit = FitStats{}
+		t.Ops[i].HalfTokens *= ridge
 	}
+	t.MoE.HalfRows *= ridge
 	for i := range t.AllReduce {
 		t.AllReduce[i].Fit = FitStats{}
 	}
@@ -388,10 +392,33 @@ func Transfer(p *Profile, g *hardware.GPU) (*Profile, error) {
 		waves = fmt.Sprintf(" and GEMM waves are counted on its %d SMs (%s: %d) with the same tiles", g.SMs, p.GPU, p.Peaks.SMs)
 	}
 	t.Notes = append([]string{fmt.Sprintf(
-		"Transferred from the %s fit: every efficiency, half-token count, tile and fixed overhead of %s is kept and applied to the %s peaks "+
-			"(BF16 %.4g TFLOP/s, HBM %.4g TB/s, NVLink %.4g GB/s per direction)%s; fit statistics were measured on %s and are left out.%s",
-		p.GPU, p.GPU, g.Name, g.BF16FLOPS/1e12, g.MemBW/1e12, g.LinkBW/1e9, waves, p.GPU, trees)}, p.Notes...)
+		"Transferred from the %s fit: every efficiency, tile and fixed overhead of %s is kept and applied to the %s peaks "+
+			"(BF16 %.4g TFLOP/s, HBM %.4g TB/s, NVLink %.4g GB/s per direction)%s; the GEMMs' half-token counts are scaled by the ridge points' ratio "+
+			"(peak/HBM on %s over the same on %s: %.3g); fit statistics were measured on %s and are left out.%s",
+		p.GPU, p.GPU, g.Name, g.BF16FLOPS/1e12, g.MemBW/1e12, g.LinkBW/1e9, waves, g.Name, p.GPU, ridge, p.GPU, trees)}, p.Notes...)
 	return t, nil
+}
+
+// ridgeRatio is the ratio of the two GPUs' ridge points, (BF16 peak /
+// HBM bandwidth on to) / (the same on from): how a GEMM's half-token
+// count moves between them. The saturating form's (1 + h/tokens) makes a
+// small-M GEMM cost at least 2·N·K·h / (peak · compute_eff), a floor set
+// in compute units; fitted where the weight read binds, h places that
+// floor just under the memory term, at a token count in proportion to
+// the GPU's ridge point: the A100 and H100 fits to Vidur's traces (one
+// stack, two GPUs) give h / ridge = 0.62 and 0.59 for mlp_up, 0.63 and
+// 0.53 for qkv, 0.66 and 0.66 for out_proj, 0.59 and 0.86 for mlp_down
+// (ridges 153 and 295 FLOPs per byte). Kept in tokens, a transfer to a GPU
+// of more bandwidth for its compute (H100 → H200: ridge 206) lifts the
+// floor above the faster weight read and prices every decode-sized GEMM
+// by it: the H200's measured GEMMs of 1–128 tokens came out 30 % slow
+// (median), the A100's 39 %, before this scaling (README, Calibrated
+// kernel times).
+func ridgeRatio(from, to Peaks) float64 {
+	if !(from.BF16FLOPS > 0 && from.MemBW > 0 && to.BF16FLOPS > 0 && to.MemBW > 0) {
+		return 1
+	}
+	return (to.BF16FLOPS / to.MemBW) / (from.BF16FLOPS / from.MemBW)
 }
 
 //go:embed profiles/*.toml

@@ -202,15 +202,23 @@ func TestBuiltinProfiles(t *testing.T) {
 			t.Errorf("%s: attention source does not name its data: %q", name, p.Attention.Source)
 		}
 	}
-	// Transferred profiles keep the H100 efficiencies.
+	// Transferred profiles keep the H100 efficiencies; their half-token
+	// counts move with the ridge point (gpus.toml: H100 989.4 TFLOP/s over
+	// 3.35 TB/s = 295.3 FLOPs/byte, H200 989 / 4.8 = 206.0, B200
+	// 2,250 / 8 = 281.3: × 0.698 and × 0.952).
 	h100, _ := Builtin("h100")
-	for _, name := range []string{"h200", "b200"} {
+	for _, c := range []struct {
+		name  string
+		ridge float64
+	}{{"h200", (989 / 4.8) / (989.4 / 3.35)}, {"b200", (2250.0 / 8) / (989.4 / 3.35)}} {
+		name := c.name
 		p, _ := Builtin(name)
 		for i, o := range p.Ops {
 			h := h100.Ops[i]
-			if o.Op != h.Op || o.ComputeEff != h.ComputeEff || o.MemoryEff != h.MemoryEff || o.OverheadS != h.OverheadS || o.HalfTokens != h.HalfTokens ||
+			if o.Op != h.Op || o.ComputeEff != h.ComputeEff || o.MemoryEff != h.MemoryEff || o.OverheadS != h.OverheadS ||
+				math.Abs(o.HalfTokens-h.HalfTokens*c.ridge) > 1e-5*(1+h.HalfTokens) ||
 				o.WaveEff != h.WaveEff || o.TileM != h.TileM || o.TileN != h.TileN {
-				t.Errorf("%s %s differs from h100's: %+v vs %+v", name, o.Op, o, h)
+				t.Errorf("%s %s differs from h100's (half tokens × %.4f): %+v vs %+v", name, o.Op, c.ridge, o, h)
 			}
 		}
 		// Waves are counted on the target GPU's SMs (gpus.toml: h200 132, b200 148).
@@ -251,6 +259,24 @@ func TestBuiltinProfiles(t *testing.T) {
 	}
 }
 
+func TestRidgeRatio(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		from, to Peaks
+		want     float64
+	}{
+		{"same GPU", Peaks{BF16FLOPS: 989.4e12, MemBW: 3.35e12}, Peaks{BF16FLOPS: 989.4e12, MemBW: 3.35e12}, 1},
+		{"same compute, 4.8/3.35 the bandwidth", Peaks{BF16FLOPS: 989.4e12, MemBW: 3.35e12}, Peaks{BF16FLOPS: 989.4e12, MemBW: 4.8e12}, 3.35 / 4.8},
+		{"H100 → A100: (312/2.039)/(989.4/3.35)", Peaks{BF16FLOPS: 989.4e12, MemBW: 3.35e12}, Peaks{BF16FLOPS: 312e12, MemBW: 2.039e12}, (312 / 2.039) / (989.4 / 3.35)},
+		{"double both: unchanged", Peaks{BF16FLOPS: 1e15, MemBW: 2e12}, Peaks{BF16FLOPS: 2e15, MemBW: 4e12}, 1},
+		{"no peaks: unchanged", Peaks{}, Peaks{BF16FLOPS: 1e15, MemBW: 2e12}, 1},
+	} {
+		if got := ridgeRatio(c.from, c.to); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
 func TestTransfer(t *testing.T) {
 	h100, h200 := mustGPU(t, "h100"), mustGPU(t, "h200")
 	p := handProfile(h100)
@@ -270,6 +296,17 @@ func TestTransfer(t *testing.T) {
 	}
 	if _, err := q.Kernel(h200, 1); err != nil {
 		t.Error(err)
+	}
+	// Half-token counts move with the ridge point (gpus.toml): H100
+	// 989.4 TFLOP/s over 3.35 TB/s, H200 989 over 4.8, so
+	// × (989/4.8)/(989.4/3.35) = 0.6976.
+	for i, o := range q.Ops {
+		if want := p.Ops[i].HalfTokens * (989 / 4.8) / (989.4 / 3.35); math.Abs(o.HalfTokens-want) > 1e-9*(1+want) {
+			t.Errorf("%s: half tokens %v, want %v × 0.6976 = %v", o.Op, o.HalfTokens, p.Ops[i].HalfTokens, want)
+		}
+	}
+	if !strings.Contains(q.Notes[0], "ridge points' ratio") {
+		t.Errorf("transfer note does not say the half tokens moved: %q", q.Notes[0])
 	}
 	if _, err := Transfer(q, h100); err == nil {
 		t.Error("transfer of a transferred profile accepted")

@@ -333,6 +333,7 @@ func (in *deriveInputs) derive(d derivedGPU) (*Profile, error) {
 		}
 		p.GEMMPrecisions = b.apply(p.GEMMPrecisions)
 	}
+	notes[0] += p.rateHalfTokens()
 	if !g.NVLink() {
 		p.AllReduce = nil
 		var files []string

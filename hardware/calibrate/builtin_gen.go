@@ -135,6 +135,7 @@ func GenerateBuiltin(dir string, measured []string) (map[string][]byte, error) {
 			plain := p.Clone()
 			plain.GEMMPrecisions = nil
 			p.GEMMPrecisions = ps
+			notes[0] += p.rateHalfTokens()
 			xn, err := xt.notes(p, g, plain)
 			if err != nil {
 				return nil, err

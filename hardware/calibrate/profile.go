@@ -421,6 +421,31 @@ func ridgeRatio(from, to Peaks) float64 {
 	return (to.BF16FLOPS / to.MemBW) / (from.BF16FLOPS / from.MemBW)
 }
 
+// rateHalfTokens moves a transferred profile's half-token counts from the
+// datasheet ridge Transfer used to the effective one, once a measured BF16
+// [[gemm_precision]] entry re-rates this GPU's GEMM compute (compute_scale)
+// or weight read (memory_scale): the floor (1 + h/tokens) sets under a
+// small-M GEMM is in compute time, the weight read in memory time, and
+// their ratio is what the fit measured on the source GPU. It multiplies
+// every half-token count (and the MoE half-rows) by compute_scale /
+// memory_scale (memory_scale 0: 1) and returns a sentence saying so for
+// the transfer note; without such an entry it does nothing and returns "".
+func (p *Profile) rateHalfTokens() string {
+	g, ok := p.precision(models.BF16)
+	if !ok || !(g.ComputeScale > 0) {
+		return ""
+	}
+	f := g.ComputeScale
+	if g.MemoryScale > 0 {
+		f /= g.MemoryScale
+	}
+	for i := range p.Ops {
+		p.Ops[i].HalfTokens *= f
+	}
+	p.MoE.HalfRows *= f
+	return fmt.Sprintf(" The measured BF16 GEMM scales below move the ridge point on: half-token counts × %.3g more (compute_scale / memory_scale).", f)
+}
+
 //go:embed profiles/*.toml
 var builtinFS embed.FS
 

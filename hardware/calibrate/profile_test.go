@@ -205,12 +205,14 @@ func TestBuiltinProfiles(t *testing.T) {
 	// Transferred profiles keep the H100 efficiencies; their half-token
 	// counts move with the ridge point (gpus.toml: H100 989.4 TFLOP/s over
 	// 3.35 TB/s = 295.3 FLOPs/byte, H200 989 / 4.8 = 206.0, B200
-	// 2,250 / 8 = 281.3: × 0.698 and × 0.952).
+	// 2,250 / 8 = 281.3: × 0.698 and × 0.952; the B200's measured BF16
+	// GEMM scales, compute × 0.802841 and memory × 0.789676 (XLA), move
+	// its ridge on by 0.802841 / 0.789676).
 	h100, _ := Builtin("h100")
 	for _, c := range []struct {
 		name  string
 		ridge float64
-	}{{"h200", (989 / 4.8) / (989.4 / 3.35)}, {"b200", (2250.0 / 8) / (989.4 / 3.35)}} {
+	}{{"h200", (989 / 4.8) / (989.4 / 3.35)}, {"b200", (2250.0 / 8) / (989.4 / 3.35) * 0.802841 / 0.789676}} {
 		name := c.name
 		p, _ := Builtin(name)
 		for i, o := range p.Ops {
@@ -273,6 +275,37 @@ func TestRidgeRatio(t *testing.T) {
 	} {
 		if got := ridgeRatio(c.from, c.to); math.Abs(got-c.want) > 1e-12 {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestRateHalfTokens(t *testing.T) {
+	h100 := mustGPU(t, "h100")
+	for _, c := range []struct {
+		name string
+		prec []GEMMPrecision
+		want float64 // the factor on every half-token count
+	}{
+		{"no entry", nil, 1},
+		{"an FP8 entry only", []GEMMPrecision{{DType: "fp8", ComputeScale: 0.5}}, 1},
+		{"BF16 compute × 0.729", []GEMMPrecision{{DType: "bf16", ComputeScale: 0.729}}, 0.729},
+		{"BF16 compute × 0.8, memory × 0.5: 0.8/0.5", []GEMMPrecision{{DType: "bf16", ComputeScale: 0.8, MemoryScale: 0.5}}, 1.6},
+	} {
+		p := handProfile(h100)
+		p.MoE.HalfRows = 100
+		before := append([]OpParams(nil), p.Ops...)
+		p.GEMMPrecisions = c.prec
+		note := p.rateHalfTokens()
+		for i, o := range p.Ops {
+			if want := before[i].HalfTokens * c.want; math.Abs(o.HalfTokens-want) > 1e-12*(1+want) {
+				t.Errorf("%s: %s half tokens %v, want %v", c.name, o.Op, o.HalfTokens, want)
+			}
+		}
+		if math.Abs(p.MoE.HalfRows-100*c.want) > 1e-9 {
+			t.Errorf("%s: MoE half rows %v, want %v", c.name, p.MoE.HalfRows, 100*c.want)
+		}
+		if (note != "") != (c.want != 1) {
+			t.Errorf("%s: note %q", c.name, note)
 		}
 	}
 }

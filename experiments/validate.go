@@ -65,13 +65,39 @@ func RunScenario(run *realrun.Run, base Scenario) (Scenario, error) {
 	if s.KV, err = vllmDType(e.KVDType, s.Weights); err != nil {
 		return s, fmt.Errorf("experiments: run %s: kv_cache_dtype: %w", run.Name, err)
 	}
+	if q := strings.ToLower(e.Quantization); q != "" {
+		// vLLM's --quantization names the weights' format; the KV cache
+		// keeps the model dtype unless kv_cache_dtype says otherwise
+		// (vLLM's --kv-cache-dtype: "auto" will use model data type).
+		w, ok := vllmQuantizations[q]
+		if !ok {
+			return s, fmt.Errorf("experiments: run %s: quantization %q: servesim models fp8, modelopt_fp4 and nvfp4 weights only", run.Name, e.Quantization)
+		}
+		s.Weights = w
+	}
 	s.Batch = Batch{Policy: "chunked", MaxNumSeqs: e.MaxNumSeqs, MaxNumBatchedTokens: e.MaxNumBatchedTokens,
 		MaxModelLen: e.MaxModelLen, BlockSize: e.BlockSize, GPUMemUtil: e.GPUMemUtil, PrefixCaching: true}
 	if e.PrefixCaching != nil {
 		s.Batch.PrefixCaching = *e.PrefixCaching
 	}
+	if e.ChunkedPrefill != nil && !*e.ChunkedPrefill {
+		// vLLM V1 with chunked prefill off still runs the decodes beside
+		// whole prompts that fit the token budget
+		// (vllm/v1/core/sched/scheduler.py, schedule(): a waiting request
+		// longer than the budget stops the scan): policies.Mixed.
+		s.Batch.Policy = "mixed"
+	}
+	if noAsync := e.AsyncScheduling != nil && !*e.AsyncScheduling; e.EnforceEager || e.NoCustomAllReduce || noAsync {
+		// The run's own switches of the vllm-v1 engine model (nil, the
+		// default engine, when it sets none).
+		s.Engine = &Engine{EnforceEager: e.EnforceEager, NoCustomAllReduce: e.NoCustomAllReduce, NoAsyncScheduling: noAsync}
+	}
 	return s, nil
 }
+
+// vllmQuantizations maps vLLM's --quantization values servesim models to
+// weight precisions (the same map as the CLI's --quantization alias).
+var vllmQuantizations = map[string]string{"fp8": "fp8", "modelopt_fp4": "fp4", "nvfp4": "fp4"}
 
 // vllmDType maps a vLLM dtype ("auto", "bfloat16", "float16", "fp8",
 // "fp8_e4m3", ...) to a servesim precision; "" and "auto" give def.

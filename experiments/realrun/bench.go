@@ -62,11 +62,23 @@ func ReadBench(r io.Reader, name string) (*Run, *BenchResult, error) {
 	if err := json.Unmarshal(data, &b); err != nil {
 		return nil, nil, jsonErr(name, 0, err)
 	}
-	var rate struct {
-		V json.RawMessage `json:"request_rate"`
+	var top map[string]json.RawMessage
+	_ = json.Unmarshal(data, &top) // the same bytes decoded above
+	// --metadata KEY=VALUE pairs are top-level keys: those that name an
+	// engine argument go through the table (the result's own keys are in
+	// it under no name).
+	args := &argChecker{file: name}
+	var meta []string // modelled --metadata arguments, applied below
+	for _, k := range sortedKeys(top) {
+		args.check(k, k, argText(top[k]))
+		if a, ok := EngineArgs[k]; ok && a.Effect == Modelled && k != "tensor_parallel_size" {
+			meta = append(meta, k)
+		}
 	}
-	_ = json.Unmarshal(data, &rate) // the same bytes decoded above
-	switch s := string(bytes.TrimSpace(rate.V)); s {
+	if err := args.err(); err != nil {
+		return nil, nil, err
+	}
+	switch s := string(bytes.TrimSpace(top["request_rate"])); s {
 	case "", "null":
 		return nil, nil, fieldErr(name, 0, "request_rate", "missing")
 	case `"inf"`, `"Infinity"`:
@@ -111,6 +123,14 @@ func ReadBench(r io.Reader, name string) (*Run, *BenchResult, error) {
 			return nil, nil, fieldErr(name, 0, "tensor_parallel_size", "%q: want a whole number ≥ 1", b.TP)
 		}
 		run.Engine.TP = tp
+	}
+	for _, k := range meta {
+		if err := applyArg(&run.Engine, k, argText(top[k])); err != nil {
+			return nil, nil, fieldErr(name, 0, k, "%v", err)
+		}
+	}
+	if run.Engine.Model != b.ModelID {
+		return nil, nil, fieldErr(name, 0, "model", "%q, but model_id is %q: which model ran?", run.Engine.Model, b.ModelID)
 	}
 	t0 := math.Inf(1)
 	for _, s := range b.StartTimes {

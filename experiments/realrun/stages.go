@@ -32,6 +32,9 @@ type StageRow struct {
 	TPOTMean                                      float64
 	PromptLenMean                                 float64
 	RequestsPerSec, InputTokensPS, OutputTokensPS float64
+	// Args are the row's other columns that name a modelled engine
+	// argument (EngineArgs), name → cell, for Open to apply.
+	Args map[string]string
 }
 
 // Stage is one constant-rate load stage.
@@ -63,6 +66,15 @@ func ReadStageRows(r io.Reader, name string) ([]StageRow, error) {
 	for _, c := range need {
 		if _, ok := col[c]; !ok {
 			return nil, fmt.Errorf("realrun: %s line 1: column %q missing", name, c)
+		}
+	}
+	// Columns beyond the ones parsed below that name an engine argument
+	// go through the table, row by row.
+	parsed := map[string]bool{"model": true, "tp": true, "max_num_seqs": true, "max_num_batched_tokens": true, "max_model_len": true}
+	var argCols []string
+	for _, h := range sortedKeys(col) {
+		if _, ok := EngineArgs[h]; ok && !parsed[h] {
+			argCols = append(argCols, h)
 		}
 	}
 	var rows []StageRow
@@ -106,6 +118,23 @@ func ReadStageRows(r io.Reader, name string) ([]StageRow, error) {
 		row.Stages = p.stages("stages")
 		if p.err != nil {
 			return nil, p.err
+		}
+		args := &argChecker{file: name, line: line}
+		for _, c := range argCols {
+			v := p.str(c)
+			args.check("column "+strconv.Quote(c), c, v)
+			if EngineArgs[c].Effect == Modelled {
+				if row.Args == nil {
+					row.Args = map[string]string{}
+				}
+				row.Args[c] = v
+			}
+		}
+		if p.err != nil {
+			return nil, p.err
+		}
+		if err := args.err(); err != nil {
+			return nil, err
 		}
 		if row.OutputLen > 1 {
 			row.TPOTMean = (row.E2E.Mean - row.TTFT.Mean) / float64(row.OutputLen-1)

@@ -218,7 +218,9 @@ func Validate(run *realrun.Run, s Scenario) (*Validation, error) {
 	}
 	v.SimRecs = sink.recs
 	v.SimTicks = sink.ticks(sim.Second)
-	v.Real = measured(run)
+	if v.Real, err = measured(run); err != nil {
+		return nil, err
+	}
 	v.Metrics = compareSummaries(v.Real, v.Sim)
 	return v, nil
 }
@@ -294,17 +296,33 @@ func (s *validateSink) ticks(w sim.Time) []realrun.Tick {
 // (sim/metrics), so both sides are computed alike: TTFT, TPOT, E2E per
 // request and ITL from the recorded gaps. A format that reports its own
 // benchmark duration (vLLM bench) has its throughputs over that duration.
-func measured(run *realrun.Run) metrics.Summary {
+//
+// A time outside the simulator's clock is an error naming the request (the
+// readers bound every time by realrun.MaxSpanS, so it is not reached from
+// a file).
+func measured(run *realrun.Run) (metrics.Summary, error) {
 	c := metrics.NewCollector(metrics.SLO{})
 	for i, q := range run.Requests {
-		r := metrics.Record{ID: int64(i), Arrival: sim.FromSeconds(q.Start), FirstToken: sim.FromSeconds(q.FirstToken),
-			Finish: sim.FromSeconds(q.Finish), PromptTokens: q.Input, OutputTokens: q.Output}
-		if !math.IsNaN(q.Scheduled) {
-			r.Scheduled = sim.FromSeconds(q.Scheduled)
+		var ts [4]sim.Time
+		for k, v := range []float64{q.Start, q.FirstToken, q.Finish, q.Scheduled} {
+			if k == 3 && math.IsNaN(v) {
+				continue
+			}
+			t, err := sim.FromSecondsChecked(v)
+			if err != nil {
+				return metrics.Summary{}, fmt.Errorf("experiments: run %s (%s): request %s: measured time: %w", run.Name, run.Path, q.ID, err)
+			}
+			ts[k] = t
 		}
+		r := metrics.Record{ID: int64(i), Arrival: ts[0], FirstToken: ts[1], Finish: ts[2], Scheduled: ts[3],
+			PromptTokens: q.Input, OutputTokens: q.Output}
 		c.Add(&r)
 		for _, g := range q.ITLs {
-			c.AddITL(sim.FromSeconds(g), 1)
+			t, err := sim.FromSecondsChecked(g)
+			if err != nil {
+				return metrics.Summary{}, fmt.Errorf("experiments: run %s (%s): request %s: measured ITL: %w", run.Name, run.Path, q.ID, err)
+			}
+			c.AddITL(t, 1)
 		}
 	}
 	s := c.Summary()
@@ -314,7 +332,7 @@ func measured(run *realrun.Run) metrics.Summary {
 		s.OutputThroughput = float64(s.OutputTokens) / d
 		s.TotalThroughput = float64(s.InputTokens+s.OutputTokens) / d
 	}
-	return s
+	return s, nil
 }
 
 // compareSummaries lists mean, median, p90 and p99 of TTFT, TPOT, ITL and

@@ -153,6 +153,8 @@ func ReadBench(r io.Reader, name string) (*Run, *BenchResult, error) {
 			return nil, nil, fieldErr(name, 0, fmt.Sprintf("output_lens[%d]", i), "%d: want ≥ 0", q.Output)
 		case !finite(b.TTFTs[i]) || b.TTFTs[i] < 0:
 			return nil, nil, at("ttfts")
+		case b.Latencies[i] > MaxSpanS:
+			return nil, nil, fieldErr(name, 0, fmt.Sprintf("latencies[%d]", i), "%g s (ttfts[%d] %g s): past the longest replay (%g s)", b.Latencies[i], i, b.TTFTs[i], MaxSpanS)
 		case !finite(b.Latencies[i]) || b.Latencies[i] < b.TTFTs[i]:
 			return nil, nil, fieldErr(name, 0, fmt.Sprintf("latencies[%d]", i), "%g: want finite and ≥ ttfts[%d] %g", b.Latencies[i], i, b.TTFTs[i])
 		}

@@ -79,6 +79,7 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 	engineFlags(fs, &s)
 	vllmEngineAliases(fs, &s)
 	quiet := fs.BoolP("quiet", "q", false, "print only the tables")
+	allowLarge := fs.Bool("allow-large", false, fmt.Sprintf("replay a run larger than %d× the largest real run in ../shared/data (%d requests or %d tokens)", experiments.MaxReplayScale, experiments.MaxReplayRequests, experiments.MaxReplayTokens))
 	if err := fs.Parse(vllmArgs(args)); err != nil {
 		return err
 	}
@@ -147,6 +148,11 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 			runs = append(runs, got...)
+		}
+		if !*allowLarge {
+			if err := experiments.CheckReplaySize(runs); err != nil {
+				return err
+			}
 		}
 		var err error
 		if vs, err = experiments.ValidateRuns(runs, base, func(sc *experiments.Scenario) { override(fs, sc, &s) }); err != nil {

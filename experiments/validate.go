@@ -192,6 +192,23 @@ func Validate(run *realrun.Run, s Scenario) (*Validation, error) {
 	if p.VLLMMemory != nil {
 		v.Notes = append(v.Notes, "vLLM memory plan: "+p.VLLMMemory.String())
 	}
+	if e := run.Engine; e.KVBlocks > 0 {
+		// The logged KV cache must fit the GPU it was logged on: blocks ×
+		// block size × the model's KV bytes per token per GPU at most the
+		// device's whole memory (the run's own figure, else the catalog's).
+		bs := e.BlockSize
+		if bs == 0 {
+			bs = p.Memory.BlockSize
+		}
+		mem, from := e.GPUMemBytes, "the run's hardware.device_total_memory_bytes"
+		if mem == 0 {
+			mem, from = p.GPU.DeviceMemory(), "the catalog's "+p.GPU.Name
+		}
+		if need := float64(e.KVBlocks) * float64(bs) * p.Memory.KVBytesPerTokenPerGPU; need > mem {
+			return nil, fmt.Errorf("experiments: run %s (%s): the logged KV cache, %d blocks × %d tokens × %.0f bytes per token per GPU (%s, TP %d) = %.4g GB, is more than the GPU's whole memory, %.4g GB (%s)",
+				run.Name, run.Path, e.KVBlocks, bs, p.Memory.KVBytesPerTokenPerGPU, p.Model.Name, p.Parallel.TP, need/1e9, mem/1e9, from)
+		}
+	}
 	if run.Engine.KVBlocks > 0 && (run.Engine.BlockSize == 0 || run.Engine.BlockSize == p.Memory.BlockSize) {
 		v.Notes = append(v.Notes, fmt.Sprintf("KV cache: the run's %d blocks (servesim's own plan: %d)", run.Engine.KVBlocks, p.Memory.Blocks))
 		p.Memory.Blocks = run.Engine.KVBlocks

@@ -21,8 +21,8 @@ type BenchResult struct {
 	Burstiness     float64     `json:"burstiness"`
 	MaxConcurrency *int        `json:"max_concurrency"`
 	Duration       float64     `json:"duration"`
-	Completed      int         `json:"completed"`
-	Failed         int         `json:"failed"`
+	Completed      *int        `json:"completed"` // nil when absent
+	Failed         *int        `json:"failed"`
 	InputLens      []int       `json:"input_lens"`
 	OutputLens     []int       `json:"output_lens"`
 	TTFTs          []float64   `json:"ttfts"`
@@ -177,6 +177,21 @@ func ReadBench(r io.Reader, name string) (*Run, *BenchResult, error) {
 			q.ITLs = b.ITLs[i]
 		}
 		run.Requests = append(run.Requests, q)
+	}
+	// vLLM counts completed and failed from the same outputs the arrays
+	// hold (benchmark(): calculate_metrics, success or not): they must
+	// agree with the arrays.
+	ok := 0
+	for i := range n {
+		if len(b.Errors) == n && b.Errors[i] == "" || len(b.Errors) != n && b.OutputLens[i] > 0 {
+			ok++
+		}
+	}
+	if c := b.Completed; c != nil && *c != ok {
+		return nil, nil, fieldErr(name, 0, "completed", "%d, but the per-request arrays hold %d requests, %d of them successful", *c, n, ok)
+	}
+	if f := b.Failed; f != nil && *f != n-ok {
+		return nil, nil, fieldErr(name, 0, "failed", "%d, but the per-request arrays hold %d requests, %d of them failed", *f, n, n-ok)
 	}
 	if len(run.Requests) == 0 {
 		return nil, nil, fmt.Errorf("realrun: %s: no successful request (%d failed)", name, failed)

@@ -55,7 +55,8 @@ func Open(path string) ([]*Run, error) {
 			r := &Run{Name: row.Experiment + "/" + row.Scope, Path: fmt.Sprintf("%s line %d", path, row.Line),
 				Format: FormatStages, Stage: row,
 				Engine: Engine{Model: row.Model, GPU: "h100", TP: row.TP, MaxNumSeqs: row.MaxNumSeqs,
-					MaxNumBatchedTokens: row.MaxNumBatchedTokens, MaxModelLen: row.MaxModelLen, PrefixCaching: ptr(true)}}
+					MaxNumBatchedTokens: row.MaxNumBatchedTokens, MaxModelLen: row.MaxModelLen, PrefixCaching: ptr(true)},
+				Notes: row.Notes}
 			for _, k := range sortedKeys(row.Args) {
 				if err := applyArg(&r.Engine, k, row.Args[k]); err != nil {
 					return nil, fmt.Errorf("realrun: %s line %d: column %q: %v", path, row.Line, k, err)

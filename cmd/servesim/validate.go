@@ -222,9 +222,10 @@ func validationFiles(vs []*experiments.Validation) ([]outFile, error) {
 }
 
 // suiteFigure draws, for more than three simulated runs, simulated against
-// measured TTFT median, TPOT mean and E2E median: one point per run, or per
-// stage of an inference-perf run (summary rows, which repeat the stages'
-// requests, are left out). nil for three runs or fewer.
+// measured TTFT, TPOT and E2E means, the figures the suite's medians and
+// ablation score: one point per run, or per stage of an inference-perf run
+// (summary rows, which repeat the stages' requests, are left out). nil for
+// three runs or fewer.
 func suiteFigure(vs []*experiments.Validation) (*plots.Figure, error) {
 	n := 0
 	for _, v := range vs {
@@ -235,9 +236,22 @@ func suiteFigure(vs []*experiments.Validation) (*plots.Figure, error) {
 	if n <= 3 {
 		return nil, nil
 	}
-	panels := []plots.SuitePanel{{Title: "TTFT median", Unit: "ms"}, {Title: "TPOT mean", Unit: "ms"}, {Title: "E2E latency median", Unit: "ms"}}
-	metrics := []string{"ttft_median", "tpot_mean", "e2e_median"}
-	held := 0
+	panels, held := suitePanels(vs)
+	caption := fmt.Sprintf("One point per run, or per load stage of an inference-perf H100 run (filled circle: stage 0, hollow square: stage 1); summary rows left out. %d of %d points held out (nothing fitted on the run).\n"+
+		"Means, as the suite scores them (median |error| of the means over the held-out points). Simulated with engine %s. TPOT = (E2E − TTFT)/(output tokens − 1).", held, len(panels[0].Points), suiteEngine(vs))
+	return plots.ValidationSuite("Validation suite: simulated against measured", caption, panels)
+}
+
+// suiteMetrics are the suite figure's panels: the means the suite scores.
+var suiteMetrics = []struct{ metric, title string }{{"ttft_mean", "TTFT mean"}, {"tpot_mean", "TPOT mean"}, {"e2e_mean", "E2E latency mean"}}
+
+// suitePanels returns the suite figure's points, one per simulated
+// validation that is not an overlapping summary row, and how many of
+// them are held out.
+func suitePanels(vs []*experiments.Validation) (panels []plots.SuitePanel, held int) {
+	for _, m := range suiteMetrics {
+		panels = append(panels, plots.SuitePanel{Title: m.title, Unit: "ms"})
+	}
 	for _, v := range vs {
 		if v.Plan == nil || v.Overlap {
 			continue
@@ -250,17 +264,15 @@ func suiteFigure(vs []*experiments.Validation) (*plots.Figure, error) {
 			group = experiments.ShortRunName(r.Experiment)
 			fmt.Sscanf(r.Scope, "stage_%d", &mark)
 		}
-		for i, name := range metrics {
+		for i, sm := range suiteMetrics {
 			for _, m := range v.Metrics {
-				if m.Metric == name {
+				if m.Metric == sm.metric {
 					panels[i].Points = append(panels[i].Points, plots.SuitePoint{Group: group, Mark: mark, Real: m.Real, Sim: m.Sim})
 				}
 			}
 		}
 	}
-	caption := fmt.Sprintf("One point per run, or per load stage of an inference-perf H100 run (filled circle: stage 0, hollow square: stage 1); summary rows left out. %d of %d points held out (nothing fitted on the run).\n"+
-		"Simulated with engine %s. TPOT = (E2E − TTFT)/(output tokens − 1); inference-perf rows give only its mean.", held, len(panels[0].Points), suiteEngine(vs))
-	return plots.ValidationSuite("Validation suite: simulated against measured", caption, panels)
+	return panels, held
 }
 
 // suiteEngine names the engine the suite's simulations ran (they share
@@ -308,11 +320,11 @@ func validationData(v *experiments.Validation) plots.ValidationData {
 	}
 	var errs []string
 	for _, m := range v.Metrics {
-		if e := m.Err(); !math.IsNaN(e) && strings.HasSuffix(m.Metric, "_median") {
-			errs = append(errs, fmt.Sprintf("%s %+.1f %%", strings.TrimSuffix(m.Metric, "_median"), 100*e))
+		if e := m.Err(); !math.IsNaN(e) && strings.HasSuffix(m.Metric, "_mean") {
+			errs = append(errs, fmt.Sprintf("%s %+.1f %%", strings.TrimSuffix(m.Metric, "_mean"), 100*e))
 		}
 	}
-	d.Caption = fmt.Sprintf("Measured: vLLM (%s). Simulated: servesim, %s.\nMedian errors (sim − real)/real: %s. Measured time series aligned to the first arrival within its 1 s tick.",
+	d.Caption = fmt.Sprintf("Measured: vLLM (%s). Simulated: servesim, %s.\nErrors of the means (sim − real)/real, as the suite scores them: %s. Measured time series aligned to the first arrival within its 1 s tick.",
 		v.Run.Format, v.Plan.Kernel, strings.Join(errs, ", "))
 	return d
 }

@@ -34,6 +34,12 @@ between them, shared_prefix prompts scaled to the measured prompt length) and
 compared per row (summary, stage_0, stage_1), the simulated requests counted
 in the stage in which they arrived.
 
+A run's engine arguments go through servesim's table
+(experiments/realrun/engineargs.go): one that changes the deployment and is
+not modelled (data, pipeline, expert or context parallelism, speculative
+decoding, KV transfer or offload, ...) is an error naming it. A run over 100×
+the largest real run in ../shared/data is refused unless --allow-large.
+
 --suite runs experiments/validation/*.toml: every visible run, found under
 ../shared/data (or --data DIR): a table of means, a table of signed errors per
 run and metric, and the median absolute error per metric over all runs and

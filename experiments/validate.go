@@ -65,13 +65,39 @@ func RunScenario(run *realrun.Run, base Scenario) (Scenario, error) {
 	if s.KV, err = vllmDType(e.KVDType, s.Weights); err != nil {
 		return s, fmt.Errorf("experiments: run %s: kv_cache_dtype: %w", run.Name, err)
 	}
+	if q := strings.ToLower(e.Quantization); q != "" {
+		// vLLM's --quantization names the weights' format; the KV cache
+		// keeps the model dtype unless kv_cache_dtype says otherwise
+		// (vLLM's --kv-cache-dtype: "auto" will use model data type).
+		w, ok := vllmQuantizations[q]
+		if !ok {
+			return s, fmt.Errorf("experiments: run %s: quantization %q: servesim models fp8, modelopt_fp4 and nvfp4 weights only", run.Name, e.Quantization)
+		}
+		s.Weights = w
+	}
 	s.Batch = Batch{Policy: "chunked", MaxNumSeqs: e.MaxNumSeqs, MaxNumBatchedTokens: e.MaxNumBatchedTokens,
 		MaxModelLen: e.MaxModelLen, BlockSize: e.BlockSize, GPUMemUtil: e.GPUMemUtil, PrefixCaching: true}
 	if e.PrefixCaching != nil {
 		s.Batch.PrefixCaching = *e.PrefixCaching
 	}
+	if e.ChunkedPrefill != nil && !*e.ChunkedPrefill {
+		// vLLM V1 with chunked prefill off still runs the decodes beside
+		// whole prompts that fit the token budget
+		// (vllm/v1/core/sched/scheduler.py, schedule(): a waiting request
+		// longer than the budget stops the scan): policies.Mixed.
+		s.Batch.Policy = "mixed"
+	}
+	if noAsync := e.AsyncScheduling != nil && !*e.AsyncScheduling; e.EnforceEager || e.NoCustomAllReduce || noAsync {
+		// The run's own switches of the vllm-v1 engine model (nil, the
+		// default engine, when it sets none).
+		s.Engine = &Engine{EnforceEager: e.EnforceEager, NoCustomAllReduce: e.NoCustomAllReduce, NoAsyncScheduling: noAsync}
+	}
 	return s, nil
 }
+
+// vllmQuantizations maps vLLM's --quantization values servesim models to
+// weight precisions (the same map as the CLI's --quantization alias).
+var vllmQuantizations = map[string]string{"fp8": "fp8", "modelopt_fp4": "fp4", "nvfp4": "fp4"}
 
 // vllmDType maps a vLLM dtype ("auto", "bfloat16", "float16", "fp8",
 // "fp8_e4m3", ...) to a servesim precision; "" and "auto" give def.
@@ -166,6 +192,23 @@ func Validate(run *realrun.Run, s Scenario) (*Validation, error) {
 	if p.VLLMMemory != nil {
 		v.Notes = append(v.Notes, "vLLM memory plan: "+p.VLLMMemory.String())
 	}
+	if e := run.Engine; e.KVBlocks > 0 {
+		// The logged KV cache must fit the GPU it was logged on: blocks ×
+		// block size × the model's KV bytes per token per GPU at most the
+		// device's whole memory (the run's own figure, else the catalog's).
+		bs := e.BlockSize
+		if bs == 0 {
+			bs = p.Memory.BlockSize
+		}
+		mem, from := e.GPUMemBytes, "the run's hardware.device_total_memory_bytes"
+		if mem == 0 {
+			mem, from = p.GPU.DeviceMemory(), "the catalog's "+p.GPU.Name
+		}
+		if need := float64(e.KVBlocks) * float64(bs) * p.Memory.KVBytesPerTokenPerGPU; need > mem {
+			return nil, fmt.Errorf("experiments: run %s (%s): the logged KV cache, %d blocks × %d tokens × %.0f bytes per token per GPU (%s, TP %d) = %.4g GB, is more than the GPU's whole memory, %.4g GB (%s)",
+				run.Name, run.Path, e.KVBlocks, bs, p.Memory.KVBytesPerTokenPerGPU, p.Model.Name, p.Parallel.TP, need/1e9, mem/1e9, from)
+		}
+	}
 	if run.Engine.KVBlocks > 0 && (run.Engine.BlockSize == 0 || run.Engine.BlockSize == p.Memory.BlockSize) {
 		v.Notes = append(v.Notes, fmt.Sprintf("KV cache: the run's %d blocks (servesim's own plan: %d)", run.Engine.KVBlocks, p.Memory.Blocks))
 		p.Memory.Blocks = run.Engine.KVBlocks
@@ -192,7 +235,9 @@ func Validate(run *realrun.Run, s Scenario) (*Validation, error) {
 	}
 	v.SimRecs = sink.recs
 	v.SimTicks = sink.ticks(sim.Second)
-	v.Real = measured(run)
+	if v.Real, err = measured(run); err != nil {
+		return nil, err
+	}
 	v.Metrics = compareSummaries(v.Real, v.Sim)
 	return v, nil
 }
@@ -268,17 +313,33 @@ func (s *validateSink) ticks(w sim.Time) []realrun.Tick {
 // (sim/metrics), so both sides are computed alike: TTFT, TPOT, E2E per
 // request and ITL from the recorded gaps. A format that reports its own
 // benchmark duration (vLLM bench) has its throughputs over that duration.
-func measured(run *realrun.Run) metrics.Summary {
+//
+// A time outside the simulator's clock is an error naming the request (the
+// readers bound every time by realrun.MaxSpanS, so it is not reached from
+// a file).
+func measured(run *realrun.Run) (metrics.Summary, error) {
 	c := metrics.NewCollector(metrics.SLO{})
 	for i, q := range run.Requests {
-		r := metrics.Record{ID: int64(i), Arrival: sim.FromSeconds(q.Start), FirstToken: sim.FromSeconds(q.FirstToken),
-			Finish: sim.FromSeconds(q.Finish), PromptTokens: q.Input, OutputTokens: q.Output}
-		if !math.IsNaN(q.Scheduled) {
-			r.Scheduled = sim.FromSeconds(q.Scheduled)
+		var ts [4]sim.Time
+		for k, v := range []float64{q.Start, q.FirstToken, q.Finish, q.Scheduled} {
+			if k == 3 && math.IsNaN(v) {
+				continue
+			}
+			t, err := sim.FromSecondsChecked(v)
+			if err != nil {
+				return metrics.Summary{}, fmt.Errorf("experiments: run %s (%s): request %s: measured time: %w", run.Name, run.Path, q.ID, err)
+			}
+			ts[k] = t
 		}
+		r := metrics.Record{ID: int64(i), Arrival: ts[0], FirstToken: ts[1], Finish: ts[2], Scheduled: ts[3],
+			PromptTokens: q.Input, OutputTokens: q.Output}
 		c.Add(&r)
 		for _, g := range q.ITLs {
-			c.AddITL(sim.FromSeconds(g), 1)
+			t, err := sim.FromSecondsChecked(g)
+			if err != nil {
+				return metrics.Summary{}, fmt.Errorf("experiments: run %s (%s): request %s: measured ITL: %w", run.Name, run.Path, q.ID, err)
+			}
+			c.AddITL(t, 1)
 		}
 	}
 	s := c.Summary()
@@ -288,7 +349,7 @@ func measured(run *realrun.Run) metrics.Summary {
 		s.OutputThroughput = float64(s.OutputTokens) / d
 		s.TotalThroughput = float64(s.InputTokens+s.OutputTokens) / d
 	}
-	return s
+	return s, nil
 }
 
 // compareSummaries lists mean, median, p90 and p99 of TTFT, TPOT, ITL and

@@ -101,3 +101,28 @@ func TestRunScenarioErrors(t *testing.T) {
 		t.Errorf("scenario %+v, %v", s, err)
 	}
 }
+
+// TestRunScenarioEngineArgs: the modelled engine arguments the readers
+// gained reach the scenario: chunked prefill off is policy mixed (vLLM V1
+// batches decodes with whole prompts), --quantization fp8 the weights,
+// the vllm-v1 switches the engine; a quantization servesim does not model
+// is an error naming it.
+func TestRunScenarioEngineArgs(t *testing.T) {
+	off := false
+	e := realrun.Engine{Model: "meta-llama/Llama-3.1-8B", GPU: "h100", Quantization: "fp8", ChunkedPrefill: &off, AsyncScheduling: &off, EnforceEager: true}
+	s, err := RunScenario(&realrun.Run{Name: "r", Engine: e}, Scenario{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Batch.Policy != "mixed" || s.Weights != "fp8" || s.KV != "bf16" || s.Engine == nil || !s.Engine.NoAsyncScheduling || !s.Engine.EnforceEager || s.Engine.NoCustomAllReduce {
+		t.Errorf("scenario: policy %q, weights %q, KV %q, engine %+v", s.Batch.Policy, s.Weights, s.KV, s.Engine)
+	}
+	s, err = RunScenario(&realrun.Run{Name: "r", Engine: realrun.Engine{Model: "meta-llama/Llama-3.1-8B", GPU: "h100"}}, Scenario{})
+	if err != nil || s.Batch.Policy != "chunked" || s.Engine != nil {
+		t.Errorf("defaults: policy %q, engine %+v, %v", s.Batch.Policy, s.Engine, err)
+	}
+	e.Quantization = "awq"
+	if _, err := RunScenario(&realrun.Run{Name: "r", Engine: e}, Scenario{}); err == nil || !strings.Contains(err.Error(), `quantization "awq"`) {
+		t.Errorf("awq: err = %v", err)
+	}
+}

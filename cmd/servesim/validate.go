@@ -34,6 +34,12 @@ between them, shared_prefix prompts scaled to the measured prompt length) and
 compared per row (summary, stage_0, stage_1), the simulated requests counted
 in the stage in which they arrived.
 
+A run's engine arguments go through servesim's table
+(experiments/realrun/engineargs.go): one that changes the deployment and is
+not modelled (data, pipeline, expert or context parallelism, speculative
+decoding, KV transfer or offload, ...) is an error naming it. A run over 100×
+the largest real run in ../shared/data is refused unless --allow-large.
+
 --suite runs experiments/validation/*.toml: every visible run, found under
 ../shared/data (or --data DIR): a table of means, a table of signed errors per
 run and metric, and the median absolute error per metric over all runs and
@@ -79,6 +85,7 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 	engineFlags(fs, &s)
 	vllmEngineAliases(fs, &s)
 	quiet := fs.BoolP("quiet", "q", false, "print only the tables")
+	allowLarge := fs.Bool("allow-large", false, fmt.Sprintf("replay a run larger than %d× the largest real run in ../shared/data (%d requests or %d tokens)", experiments.MaxReplayScale, experiments.MaxReplayRequests, experiments.MaxReplayTokens))
 	if err := fs.Parse(vllmArgs(args)); err != nil {
 		return err
 	}
@@ -148,6 +155,11 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 			}
 			runs = append(runs, got...)
 		}
+		if !*allowLarge {
+			if err := experiments.CheckReplaySize(runs); err != nil {
+				return err
+			}
+		}
 		var err error
 		if vs, err = experiments.ValidateRuns(runs, base, func(sc *experiments.Scenario) { override(fs, sc, &s) }); err != nil {
 			return err
@@ -216,9 +228,10 @@ func validationFiles(vs []*experiments.Validation) ([]outFile, error) {
 }
 
 // suiteFigure draws, for more than three simulated runs, simulated against
-// measured TTFT median, TPOT mean and E2E median: one point per run, or per
-// stage of an inference-perf run (summary rows, which repeat the stages'
-// requests, are left out). nil for three runs or fewer.
+// measured TTFT, TPOT and E2E means, the figures the suite's medians and
+// ablation score: one point per run, or per stage of an inference-perf run
+// (summary rows, which repeat the stages' requests, are left out). nil for
+// three runs or fewer.
 func suiteFigure(vs []*experiments.Validation) (*plots.Figure, error) {
 	n := 0
 	for _, v := range vs {
@@ -229,9 +242,22 @@ func suiteFigure(vs []*experiments.Validation) (*plots.Figure, error) {
 	if n <= 3 {
 		return nil, nil
 	}
-	panels := []plots.SuitePanel{{Title: "TTFT median", Unit: "ms"}, {Title: "TPOT mean", Unit: "ms"}, {Title: "E2E latency median", Unit: "ms"}}
-	metrics := []string{"ttft_median", "tpot_mean", "e2e_median"}
-	held := 0
+	panels, held := suitePanels(vs)
+	caption := fmt.Sprintf("One point per run, or per load stage of an inference-perf H100 run (filled circle: stage 0, hollow square: stage 1); summary rows left out. %d of %d points held out (nothing fitted on the run).\n"+
+		"Means, as the suite scores them (median |error| of the means over the held-out points). Simulated with engine %s. TPOT = (E2E − TTFT)/(output tokens − 1).", held, len(panels[0].Points), suiteEngine(vs))
+	return plots.ValidationSuite("Validation suite: simulated against measured", caption, panels)
+}
+
+// suiteMetrics are the suite figure's panels: the means the suite scores.
+var suiteMetrics = []struct{ metric, title string }{{"ttft_mean", "TTFT mean"}, {"tpot_mean", "TPOT mean"}, {"e2e_mean", "E2E latency mean"}}
+
+// suitePanels returns the suite figure's points, one per simulated
+// validation that is not an overlapping summary row, and how many of
+// them are held out.
+func suitePanels(vs []*experiments.Validation) (panels []plots.SuitePanel, held int) {
+	for _, m := range suiteMetrics {
+		panels = append(panels, plots.SuitePanel{Title: m.title, Unit: "ms"})
+	}
 	for _, v := range vs {
 		if v.Plan == nil || v.Overlap {
 			continue
@@ -244,17 +270,15 @@ func suiteFigure(vs []*experiments.Validation) (*plots.Figure, error) {
 			group = experiments.ShortRunName(r.Experiment)
 			fmt.Sscanf(r.Scope, "stage_%d", &mark)
 		}
-		for i, name := range metrics {
+		for i, sm := range suiteMetrics {
 			for _, m := range v.Metrics {
-				if m.Metric == name {
+				if m.Metric == sm.metric {
 					panels[i].Points = append(panels[i].Points, plots.SuitePoint{Group: group, Mark: mark, Real: m.Real, Sim: m.Sim})
 				}
 			}
 		}
 	}
-	caption := fmt.Sprintf("One point per run, or per load stage of an inference-perf H100 run (filled circle: stage 0, hollow square: stage 1); summary rows left out. %d of %d points held out (nothing fitted on the run).\n"+
-		"Simulated with engine %s. TPOT = (E2E − TTFT)/(output tokens − 1); inference-perf rows give only its mean.", held, len(panels[0].Points), suiteEngine(vs))
-	return plots.ValidationSuite("Validation suite: simulated against measured", caption, panels)
+	return panels, held
 }
 
 // suiteEngine names the engine the suite's simulations ran (they share
@@ -302,11 +326,11 @@ func validationData(v *experiments.Validation) plots.ValidationData {
 	}
 	var errs []string
 	for _, m := range v.Metrics {
-		if e := m.Err(); !math.IsNaN(e) && strings.HasSuffix(m.Metric, "_median") {
-			errs = append(errs, fmt.Sprintf("%s %+.1f %%", strings.TrimSuffix(m.Metric, "_median"), 100*e))
+		if e := m.Err(); !math.IsNaN(e) && strings.HasSuffix(m.Metric, "_mean") {
+			errs = append(errs, fmt.Sprintf("%s %+.1f %%", strings.TrimSuffix(m.Metric, "_mean"), 100*e))
 		}
 	}
-	d.Caption = fmt.Sprintf("Measured: vLLM (%s). Simulated: servesim, %s.\nMedian errors (sim − real)/real: %s. Measured time series aligned to the first arrival within its 1 s tick.",
+	d.Caption = fmt.Sprintf("Measured: vLLM (%s). Simulated: servesim, %s.\nErrors of the means (sim − real)/real, as the suite scores them: %s. Measured time series aligned to the first arrival within its 1 s tick.",
 		v.Run.Format, v.Plan.Kernel, strings.Join(errs, ", "))
 	return d
 }

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/experiments/realrun"
 )
 
 // TestValidateWritesNothingOnFailure: when validation fails (here: an
@@ -75,6 +78,35 @@ func TestValidateSuiteCLI(t *testing.T) {
 		csv, _ := os.ReadFile(filepath.Join(out, "validation.csv"))
 		if !strings.Contains(buf.String(), want) && !strings.Contains(string(csv), want) {
 			t.Errorf("output lacks %q", want)
+		}
+	}
+}
+
+// TestSuitePanelsPlotScored: the suite figure plots the figures the suite
+// scores, the means, not the medians (a stage whose mean TTFT is off
+// +327 % and its median +33 % showed as +33 %). Each point is its
+// validation's mean, measured and simulated; overlapping summary rows and
+// unsimulated rows are left out.
+func TestSuitePanelsPlotScored(t *testing.T) {
+	v := func(name string, overlap bool, ttftMean, ttftMedian float64) *experiments.Validation {
+		return &experiments.Validation{Run: &realrun.Run{Name: name}, Plan: &experiments.Plan{}, Overlap: overlap, Metrics: []experiments.MetricRow{
+			{Metric: "ttft_mean", Real: 51.85, Sim: ttftMean}, {Metric: "ttft_median", Real: 50, Sim: ttftMedian},
+			{Metric: "tpot_mean", Real: 16.62, Sim: 23.12}, {Metric: "tpot_median", Real: 16, Sim: 17},
+			{Metric: "e2e_mean", Real: 4158, Sim: 5933}, {Metric: "e2e_median", Real: 4000, Sim: 5000},
+		}}
+	}
+	vs := []*experiments.Validation{v("a", false, 221.57, 66.5), v("b", true, 1, 1), {Run: &realrun.Run{Name: "c"}}}
+	panels, held := suitePanels(vs)
+	if len(panels) != 3 || held != 1 {
+		t.Fatalf("%d panels, %d held out; want 3 and 1 (b overlaps, c was not simulated)", len(panels), held)
+	}
+	for i, want := range []struct {
+		title     string
+		real, sim float64
+	}{{"TTFT mean", 51.85, 221.57}, {"TPOT mean", 16.62, 23.12}, {"E2E latency mean", 4158, 5933}} {
+		p := panels[i]
+		if p.Title != want.title || len(p.Points) != 1 || p.Points[0].Real != want.real || p.Points[0].Sim != want.sim {
+			t.Errorf("panel %d: %q %+v, want %q with one point %g|%g", i, p.Title, p.Points, want.title, want.real, want.sim)
 		}
 	}
 }

@@ -21,8 +21,8 @@ type BenchResult struct {
 	Burstiness     float64     `json:"burstiness"`
 	MaxConcurrency *int        `json:"max_concurrency"`
 	Duration       float64     `json:"duration"`
-	Completed      int         `json:"completed"`
-	Failed         int         `json:"failed"`
+	Completed      *int        `json:"completed"` // nil when absent
+	Failed         *int        `json:"failed"`
 	InputLens      []int       `json:"input_lens"`
 	OutputLens     []int       `json:"output_lens"`
 	TTFTs          []float64   `json:"ttfts"`
@@ -62,11 +62,23 @@ func ReadBench(r io.Reader, name string) (*Run, *BenchResult, error) {
 	if err := json.Unmarshal(data, &b); err != nil {
 		return nil, nil, jsonErr(name, 0, err)
 	}
-	var rate struct {
-		V json.RawMessage `json:"request_rate"`
+	var top map[string]json.RawMessage
+	_ = json.Unmarshal(data, &top) // the same bytes decoded above
+	// --metadata KEY=VALUE pairs are top-level keys: those that name an
+	// engine argument go through the table (the result's own keys are in
+	// it under no name).
+	args := &argChecker{file: name}
+	var meta []string // modelled --metadata arguments, applied below
+	for _, k := range sortedKeys(top) {
+		args.check(k, k, argText(top[k]))
+		if a, ok := EngineArgs[k]; ok && a.Effect == Modelled && k != "tensor_parallel_size" {
+			meta = append(meta, k)
+		}
 	}
-	_ = json.Unmarshal(data, &rate) // the same bytes decoded above
-	switch s := string(bytes.TrimSpace(rate.V)); s {
+	if err := args.err(); err != nil {
+		return nil, nil, err
+	}
+	switch s := string(bytes.TrimSpace(top["request_rate"])); s {
 	case "", "null":
 		return nil, nil, fieldErr(name, 0, "request_rate", "missing")
 	case `"inf"`, `"Infinity"`:
@@ -112,6 +124,14 @@ func ReadBench(r io.Reader, name string) (*Run, *BenchResult, error) {
 		}
 		run.Engine.TP = tp
 	}
+	for _, k := range meta {
+		if err := applyArg(&run.Engine, k, argText(top[k])); err != nil {
+			return nil, nil, fieldErr(name, 0, k, "%v", err)
+		}
+	}
+	if run.Engine.Model != b.ModelID {
+		return nil, nil, fieldErr(name, 0, "model", "%q, but model_id is %q: which model ran?", run.Engine.Model, b.ModelID)
+	}
 	t0 := math.Inf(1)
 	for _, s := range b.StartTimes {
 		t0 = math.Min(t0, s)
@@ -133,6 +153,8 @@ func ReadBench(r io.Reader, name string) (*Run, *BenchResult, error) {
 			return nil, nil, fieldErr(name, 0, fmt.Sprintf("output_lens[%d]", i), "%d: want ≥ 0", q.Output)
 		case !finite(b.TTFTs[i]) || b.TTFTs[i] < 0:
 			return nil, nil, at("ttfts")
+		case b.Latencies[i] > MaxSpanS:
+			return nil, nil, fieldErr(name, 0, fmt.Sprintf("latencies[%d]", i), "%g s (ttfts[%d] %g s): past the longest replay (%g s)", b.Latencies[i], i, b.TTFTs[i], MaxSpanS)
 		case !finite(b.Latencies[i]) || b.Latencies[i] < b.TTFTs[i]:
 			return nil, nil, fieldErr(name, 0, fmt.Sprintf("latencies[%d]", i), "%g: want finite and ≥ ttfts[%d] %g", b.Latencies[i], i, b.TTFTs[i])
 		}
@@ -155,6 +177,21 @@ func ReadBench(r io.Reader, name string) (*Run, *BenchResult, error) {
 			q.ITLs = b.ITLs[i]
 		}
 		run.Requests = append(run.Requests, q)
+	}
+	// vLLM counts completed and failed from the same outputs the arrays
+	// hold (benchmark(): calculate_metrics, success or not): they must
+	// agree with the arrays.
+	ok := 0
+	for i := range n {
+		if len(b.Errors) == n && b.Errors[i] == "" || len(b.Errors) != n && b.OutputLens[i] > 0 {
+			ok++
+		}
+	}
+	if c := b.Completed; c != nil && *c != ok {
+		return nil, nil, fieldErr(name, 0, "completed", "%d, but the per-request arrays hold %d requests, %d of them successful", *c, n, ok)
+	}
+	if f := b.Failed; f != nil && *f != n-ok {
+		return nil, nil, fieldErr(name, 0, "failed", "%d, but the per-request arrays hold %d requests, %d of them failed", *f, n, n-ok)
 	}
 	if len(run.Requests) == 0 {
 		return nil, nil, fmt.Errorf("realrun: %s: no successful request (%d failed)", name, failed)

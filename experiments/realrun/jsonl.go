@@ -15,6 +15,7 @@ import (
 // seconds) and four engine monotonic-clock stamps copied from vLLM's
 // RequestStateStats.
 type RawRequest struct {
+	Line         int // line in the file
 	RequestID    string
 	InputToks    int
 	OutputToks   int
@@ -104,7 +105,7 @@ func (rr *RequestReader) parse(b []byte, q *RawRequest) error {
 			return err
 		}
 	}
-	*q = RawRequest{InputToks: *j.InputToks, OutputToks: *j.OutputToks, ArrivalTime: *j.ArrivalTime,
+	*q = RawRequest{Line: rr.line, InputToks: *j.InputToks, OutputToks: *j.OutputToks, ArrivalTime: *j.ArrivalTime,
 		QueuedTS: *j.QueuedTS, FirstTokenTS: *j.FirstTokenTS, LastTokenTS: *j.LastTokenTS, ScheduledTS: math.NaN()}
 	if j.RequestID != nil {
 		q.RequestID = *j.RequestID
@@ -145,11 +146,23 @@ func jsonErr(file string, line int, err error) error {
 	return fmt.Errorf("realrun: %s: %v", where(file, line), err)
 }
 
+// ClockSlackS is how far before its arrival (wall clock, relative to the
+// first arrival) a request's first token (engine clock, relative to the
+// first queued_ts) may fall before the two clocks are taken to contradict
+// each other. Relative to their first stamps the clocks differ by each
+// request's arrival-to-queued delay less the first request's; across the
+// 600 requests of LLMServingSim's two runs that difference spans −0.002 to
+// +0.199 s (RTX 4090), so 1 s is five times the widest.
+const ClockSlackS = 1.0
+
 // ReadRequests reads a whole requests.jsonl and converts it to Requests:
 // Arrival = arrival_time − the first arrival_time (wall clock); Start,
 // Scheduled, FirstToken and Finish = the engine stamps − the first
 // queued_ts (engine clock). Requests are sorted by arrival (stably). An
-// empty file is an error.
+// empty file is an error, and so is a stamp more than MaxSpanS after the
+// first (the longest replay) or a first token more than ClockSlackS before
+// its own arrival (the clocks disagree): each names the line, the field
+// and the request it is measured from.
 func ReadRequests(r io.Reader, name string) ([]Request, error) {
 	rr := NewRequestReader(r, name)
 	var raw []RawRequest
@@ -163,15 +176,31 @@ func ReadRequests(r io.Reader, name string) ([]Request, error) {
 	if len(raw) == 0 {
 		return nil, fmt.Errorf("realrun: %s: no requests", name)
 	}
-	a0, q0 := raw[0].ArrivalTime, raw[0].QueuedTS
-	for _, q := range raw {
-		a0, q0 = math.Min(a0, q.ArrivalTime), math.Min(q0, q.QueuedTS)
+	first, firstQ := &raw[0], &raw[0] // earliest arrival_time, earliest queued_ts
+	for i := range raw {
+		if raw[i].ArrivalTime < first.ArrivalTime {
+			first = &raw[i]
+		}
+		if raw[i].QueuedTS < firstQ.QueuedTS {
+			firstQ = &raw[i]
+		}
 	}
+	a0, q0 := first.ArrivalTime, firstQ.QueuedTS
 	out := make([]Request, len(raw))
 	for i, q := range raw {
+		if d := q.ArrivalTime - a0; !(d <= MaxSpanS) {
+			return nil, fieldErr(name, q.Line, "arrival_time", "%g is %g s after the first arrival_time (line %d, %g): past the longest replay (%g s)", q.ArrivalTime, d, first.Line, a0, MaxSpanS)
+		}
+		if d := q.LastTokenTS - q0; !(d <= MaxSpanS) {
+			return nil, fieldErr(name, q.Line, "last_token_ts", "%g is %g s after the first queued_ts (line %d, %g): past the longest replay (%g s)", q.LastTokenTS, d, firstQ.Line, q0, MaxSpanS)
+		}
 		out[i] = Request{ID: q.RequestID, Input: q.InputToks, Output: q.OutputToks,
 			Arrival: q.ArrivalTime - a0, Start: q.QueuedTS - q0, Scheduled: q.ScheduledTS - q0,
 			FirstToken: q.FirstTokenTS - q0, Finish: q.LastTokenTS - q0}
+		if o := &out[i]; o.FirstToken < o.Arrival-ClockSlackS {
+			return nil, fieldErr(name, q.Line, "first_token_ts", "%g puts the first token %.6g s after the first queued_ts (line %d) but arrival_time %g is %.6g s after the first arrival (line %d): the engine and wall clocks disagree by %.3g s (more than %g s)",
+				q.FirstTokenTS, o.FirstToken, firstQ.Line, q.ArrivalTime, o.Arrival, first.Line, o.Arrival-o.FirstToken, ClockSlackS)
+		}
 	}
 	sortByArrival(out)
 	return out, nil

@@ -8,24 +8,35 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 )
 
 // metaJSON is LLMServingSim's bench meta.json (bench/core/runner.py): the
-// engine kwargs and, in later runs, the KV-cache plan and the device.
+// engine kwargs and, in later runs, the KV-cache plan, the device and
+// vLLM's resolved config.
 type metaJSON struct {
 	Model        string `json:"model"`
 	VLLMVersion  string `json:"vllm_version"`
 	EngineKwargs *struct {
-		Model               *string `json:"model"`
-		TensorParallelSize  *int    `json:"tensor_parallel_size"`
-		DataParallelSize    *int    `json:"data_parallel_size"`
-		MaxNumSeqs          *int    `json:"max_num_seqs"`
-		MaxNumBatchedTokens *int    `json:"max_num_batched_tokens"`
-		MaxModelLen         *int    `json:"max_model_len"`
-		DType               *string `json:"dtype"`
-		KVCacheDType        *string `json:"kv_cache_dtype"`
+		Model               *string  `json:"model"`
+		TensorParallelSize  *int     `json:"tensor_parallel_size"`
+		DataParallelSize    *int     `json:"data_parallel_size"`
+		MaxNumSeqs          *int     `json:"max_num_seqs"`
+		MaxNumBatchedTokens *int     `json:"max_num_batched_tokens"`
+		MaxModelLen         *int     `json:"max_model_len"`
+		DType               *string  `json:"dtype"`
+		KVCacheDType        *string  `json:"kv_cache_dtype"`
+		Quantization        *string  `json:"quantization"`
+		BlockSize           *int     `json:"block_size"`
+		GPUMemUtil          *float64 `json:"gpu_memory_utilization"`
+		NumGPUBlocks        *int     `json:"num_gpu_blocks_override"`
+		EnablePrefixCaching *bool    `json:"enable_prefix_caching"`
+		EnableChunked       *bool    `json:"enable_chunked_prefill"`
+		EnforceEager        *bool    `json:"enforce_eager"`
+		NoCustomAllReduce   *bool    `json:"disable_custom_all_reduce"`
+		AsyncScheduling     *bool    `json:"async_scheduling"`
 	} `json:"engine_kwargs"`
 	KVCache *struct {
 		NumGPUBlocks        *int     `json:"num_gpu_blocks"`
@@ -39,57 +50,109 @@ type metaJSON struct {
 	} `json:"hardware"`
 }
 
+// metaRaw is meta.json's argument sources as raw JSON, for the
+// engine-argument table: every engine_kwargs key, and the keys of each
+// section of resolved_config (vLLM's VllmConfig: parallel_config,
+// cache_config, ..., and top-level ones such as speculative_config).
+type metaRaw struct {
+	EngineKwargs   map[string]json.RawMessage `json:"engine_kwargs"`
+	ResolvedConfig map[string]json.RawMessage `json:"resolved_config"`
+}
+
 // ReadMeta reads meta.json's engine arguments. engine_kwargs and its
 // model are required; the rest is optional (older runs lack kv_cache and
-// hardware). Numbers must be non-negative.
+// hardware). Numbers must be non-negative. The file must hold one JSON
+// object. Every engine_kwargs key and every key of resolved_config's
+// sections goes through the engine-argument table (EngineArgs): a refused
+// argument with a value that deploys what servesim does not model is an
+// error; engine_kwargs keys not in the table are listed in Engine.Notes.
+// The top-level model and engine_kwargs.model must agree when both are
+// given, as must kv_cache's block size, utilization and prefix caching
+// with engine_kwargs'.
 func ReadMeta(r io.Reader, name string) (Engine, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return Engine{}, fmt.Errorf("realrun: %s: %w", name, err)
+	}
+	data = stripBOM(data)
 	var m metaJSON
-	dec := json.NewDecoder(r)
-	if err := dec.Decode(&m); err != nil {
-		if errors.Is(err, io.EOF) {
-			return Engine{}, fmt.Errorf("realrun: %s: empty file", name)
-		}
-		return Engine{}, jsonErr(name, 0, err)
+	if err := decodeOne(data, &m, name); err != nil {
+		return Engine{}, err
 	}
 	if m.EngineKwargs == nil {
 		return Engine{}, fieldErr(name, 0, "engine_kwargs", "missing")
 	}
+	var raw metaRaw
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return Engine{}, jsonErr(name, 0, err)
+	}
 	k := m.EngineKwargs
 	e := Engine{VLLMVersion: m.VLLMVersion, Model: m.Model}
 	if k.Model != nil {
+		if m.Model != "" && *k.Model != m.Model {
+			return Engine{}, fieldErr(name, 0, "model", "%q, but engine_kwargs.model is %q: which model ran?", m.Model, *k.Model)
+		}
 		e.Model = *k.Model
 	}
 	if e.Model == "" {
 		return Engine{}, fieldErr(name, 0, "engine_kwargs.model", "missing")
 	}
-	ints := []struct {
+	if err := checkMetaArgs(name, raw, &e); err != nil {
+		return Engine{}, err
+	}
+	type intField struct {
 		field string
 		src   *int
 		dst   *int
-	}{
+	}
+	ints := []intField{
 		{"engine_kwargs.tensor_parallel_size", k.TensorParallelSize, &e.TP},
 		{"engine_kwargs.data_parallel_size", k.DataParallelSize, &e.DP},
 		{"engine_kwargs.max_num_seqs", k.MaxNumSeqs, &e.MaxNumSeqs},
 		{"engine_kwargs.max_num_batched_tokens", k.MaxNumBatchedTokens, &e.MaxNumBatchedTokens},
 		{"engine_kwargs.max_model_len", k.MaxModelLen, &e.MaxModelLen},
+		{"engine_kwargs.block_size", k.BlockSize, &e.BlockSize},
+		{"engine_kwargs.num_gpu_blocks_override", k.NumGPUBlocks, &e.KVBlocks},
+	}
+	e.PrefixCaching, e.ChunkedPrefill, e.AsyncScheduling = k.EnablePrefixCaching, k.EnableChunked, k.AsyncScheduling
+	e.EnforceEager = k.EnforceEager != nil && *k.EnforceEager
+	e.NoCustomAllReduce = k.NoCustomAllReduce != nil && *k.NoCustomAllReduce
+	util := func(field string, v *float64) error {
+		if v != nil {
+			if !(*v > 0 && *v <= 1) {
+				return fieldErr(name, 0, field, "%g: want (0, 1]", *v)
+			}
+			e.GPUMemUtil = *v
+		}
+		return nil
+	}
+	if err := util("engine_kwargs.gpu_memory_utilization", k.GPUMemUtil); err != nil {
+		return Engine{}, err
 	}
 	if kv := m.KVCache; kv != nil {
-		ints = append(ints, struct {
-			field string
-			src   *int
-			dst   *int
-		}{"kv_cache.num_gpu_blocks", kv.NumGPUBlocks, &e.KVBlocks}, struct {
-			field string
-			src   *int
-			dst   *int
-		}{"kv_cache.block_size", kv.BlockSize, &e.BlockSize})
-		if kv.GPUMemUtil != nil {
-			if !(*kv.GPUMemUtil > 0 && *kv.GPUMemUtil <= 1) {
-				return Engine{}, fieldErr(name, 0, "kv_cache.gpu_memory_utilization", "%g: want (0, 1]", *kv.GPUMemUtil)
+		// kv_cache is what the engine planned from engine_kwargs: where
+		// both give a value they must agree.
+		for _, c := range []struct {
+			field, kwarg  string
+			logged, asked any
+			same          bool
+		}{
+			{"kv_cache.block_size", "engine_kwargs.block_size", deref(kv.BlockSize), deref(k.BlockSize), kv.BlockSize == nil || k.BlockSize == nil || *kv.BlockSize == *k.BlockSize},
+			{"kv_cache.gpu_memory_utilization", "engine_kwargs.gpu_memory_utilization", deref(kv.GPUMemUtil), deref(k.GPUMemUtil), kv.GPUMemUtil == nil || k.GPUMemUtil == nil || *kv.GPUMemUtil == *k.GPUMemUtil},
+			{"kv_cache.enable_prefix_caching", "engine_kwargs.enable_prefix_caching", deref(kv.EnablePrefixCaching), deref(k.EnablePrefixCaching), kv.EnablePrefixCaching == nil || k.EnablePrefixCaching == nil || *kv.EnablePrefixCaching == *k.EnablePrefixCaching},
+			{"kv_cache.num_gpu_blocks", "engine_kwargs.num_gpu_blocks_override", deref(kv.NumGPUBlocks), deref(k.NumGPUBlocks), kv.NumGPUBlocks == nil || k.NumGPUBlocks == nil || *kv.NumGPUBlocks == *k.NumGPUBlocks},
+		} {
+			if !c.same {
+				return Engine{}, fieldErr(name, 0, c.field, "%v, but %s is %v", c.logged, c.kwarg, c.asked)
 			}
-			e.GPUMemUtil = *kv.GPUMemUtil
 		}
-		e.PrefixCaching = kv.EnablePrefixCaching
+		ints = append(ints, intField{"kv_cache.num_gpu_blocks", kv.NumGPUBlocks, &e.KVBlocks}, intField{"kv_cache.block_size", kv.BlockSize, &e.BlockSize})
+		if err := util("kv_cache.gpu_memory_utilization", kv.GPUMemUtil); err != nil {
+			return Engine{}, err
+		}
+		if kv.EnablePrefixCaching != nil {
+			e.PrefixCaching = kv.EnablePrefixCaching
+		}
 	}
 	for _, f := range ints {
 		if f.src == nil {
@@ -106,6 +169,9 @@ func ReadMeta(r io.Reader, name string) (Engine, error) {
 	if k.KVCacheDType != nil {
 		e.KVDType = *k.KVCacheDType
 	}
+	if k.Quantization != nil {
+		e.Quantization = *k.Quantization
+	}
 	if h := m.Hardware; h != nil {
 		if h.DeviceName != nil {
 			e.GPU = *h.DeviceName
@@ -118,6 +184,77 @@ func ReadMeta(r io.Reader, name string) (Engine, error) {
 		}
 	}
 	return e, nil
+}
+
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// checkMetaArgs applies the engine-argument table to engine_kwargs and to
+// resolved_config's sections (keys not in the table are not listed for
+// resolved_config: it holds every field of vLLM's config classes).
+func checkMetaArgs(name string, raw metaRaw, e *Engine) error {
+	c := &argChecker{file: name}
+	for _, key := range sortedKeys(raw.EngineKwargs) {
+		if !c.check("engine_kwargs."+key, key, argText(raw.EngineKwargs[key])) {
+			c.unknown = append(c.unknown, key)
+		}
+	}
+	for _, sec := range sortedKeys(raw.ResolvedConfig) {
+		v := raw.ResolvedConfig[sec]
+		c.check("resolved_config."+sec, sec, argText(v))
+		var fields map[string]json.RawMessage
+		if json.Unmarshal(v, &fields) != nil {
+			continue // not a section
+		}
+		for _, key := range sortedKeys(fields) {
+			c.check("resolved_config."+sec+"."+key, key, argText(fields[key]))
+		}
+	}
+	if err := c.err(); err != nil {
+		return err
+	}
+	if n := c.note("meta.json engine_kwargs"); n != "" {
+		e.Notes = append(e.Notes, n)
+	}
+	return nil
+}
+
+// argText is a JSON value as the table's Inert functions read it: a
+// string unquoted, anything else as written.
+func argText(v json.RawMessage) string {
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		return s
+	}
+	return string(bytes.TrimSpace(v))
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// decodeOne decodes data, which must hold exactly one JSON value, into v.
+func decodeOne(data []byte, v any, name string) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return fmt.Errorf("realrun: %s: empty file", name)
+		}
+		return jsonErr(name, 0, err)
+	}
+	if off := dec.InputOffset(); dec.More() || len(bytes.TrimSpace(data[off:])) > 0 {
+		return fmt.Errorf("realrun: %s: a second JSON value after the first (at byte %d): want one object", name, off)
+	}
+	return nil
 }
 
 // TimeseriesHeader is the header timeseries.csv must have.

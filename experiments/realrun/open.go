@@ -1,7 +1,6 @@
 package realrun
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -53,10 +52,17 @@ func Open(path string) ([]*Run, error) {
 		var runs []*Run
 		for i := range rows {
 			row := &rows[i]
-			runs = append(runs, &Run{Name: row.Experiment + "/" + row.Scope, Path: fmt.Sprintf("%s line %d", path, row.Line),
+			r := &Run{Name: row.Experiment + "/" + row.Scope, Path: fmt.Sprintf("%s line %d", path, row.Line),
 				Format: FormatStages, Stage: row,
 				Engine: Engine{Model: row.Model, GPU: "h100", TP: row.TP, MaxNumSeqs: row.MaxNumSeqs,
-					MaxNumBatchedTokens: row.MaxNumBatchedTokens, MaxModelLen: row.MaxModelLen, PrefixCaching: ptr(true)}})
+					MaxNumBatchedTokens: row.MaxNumBatchedTokens, MaxModelLen: row.MaxModelLen, PrefixCaching: ptr(true)},
+				Notes: row.Notes}
+			for _, k := range sortedKeys(row.Args) {
+				if err := applyArg(&r.Engine, k, row.Args[k]); err != nil {
+					return nil, fmt.Errorf("realrun: %s line %d: column %q: %v", path, row.Line, k, err)
+				}
+			}
+			runs = append(runs, r)
 		}
 		return runs, nil
 	case ".jsonl":
@@ -85,8 +91,11 @@ func openRequestsDir(dir string) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	run.Notes = append(run.Notes, run.Engine.Notes...)
 	if run.Engine.GPU == "" {
-		run.Engine.GPU = clusterHardware(filepath.Join(root, "config.json"))
+		if run.Engine.GPU, err = clusterHardware(filepath.Join(root, "config.json")); err != nil {
+			return nil, err
+		}
 	}
 	rf, err := os.Open(filepath.Join(dir, "requests.jsonl"))
 	if err != nil {
@@ -122,11 +131,12 @@ func runName(dir string) string {
 }
 
 // clusterHardware reads the hardware label of LLMServingSim's cluster
-// config (config.json: nodes[0].instances[0].hardware), "" when absent.
-func clusterHardware(path string) string {
+// config (config.json: nodes[0].instances[0].hardware), "" when the file
+// or the label is absent. A file that is there must be one JSON object.
+func clusterHardware(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return ""
+		return "", nil
 	}
 	var c struct {
 		Nodes []struct {
@@ -135,8 +145,11 @@ func clusterHardware(path string) string {
 			} `json:"instances"`
 		} `json:"nodes"`
 	}
-	if json.Unmarshal(b, &c) != nil || len(c.Nodes) == 0 || len(c.Nodes[0].Instances) == 0 {
-		return ""
+	if err := decodeOne(stripBOM(b), &c, path); err != nil {
+		return "", err
 	}
-	return c.Nodes[0].Instances[0].Hardware
+	if len(c.Nodes) == 0 || len(c.Nodes[0].Instances) == 0 {
+		return "", nil
+	}
+	return c.Nodes[0].Instances[0].Hardware, nil
 }

@@ -48,6 +48,14 @@ type Engine struct {
 	KVBlocks, BlockSize int
 	GPUMemUtil          float64
 	VLLMVersion         string
+	Quantization        string // vLLM's --quantization ("" = none)
+	// ChunkedPrefill and AsyncScheduling are nil when not recorded
+	// (vLLM's default: on).
+	ChunkedPrefill, AsyncScheduling *bool
+	EnforceEager, NoCustomAllReduce bool
+	// Notes are what the reader assumed about the arguments (those not in
+	// the engine-argument table), for the report.
+	Notes []string
 }
 
 // Request is one served request. Arrival is the replay schedule: seconds

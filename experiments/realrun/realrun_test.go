@@ -143,6 +143,15 @@ func TestReadErrors(t *testing.T) {
 		{"bench concurrency", `{"model_id": "m", "request_rate": 1, "max_concurrency": 0, "input_lens": [1], "output_lens": [1], "ttfts": [0.1], "latencies": [0.2]}`, `field "max_concurrency": 0: want ≥ 1`, bench},
 		{"stages column", "experiment\r\nx\r\n", `column "model" missing`, stages},
 		{"stages value", "experiment,model,tp,max_num_seqs,max_num_batched_tokens,max_model_len,load_type,stages,scope,stage_rate,data_type,system_prompt_len,question_len,output_len,successes,failures,ttft_s_mean,ttft_s_median,ttft_s_p90,ttft_s_p99,e2e_s_mean,e2e_s_median,e2e_s_p90,e2e_s_p99,prompt_len_mean,requests_per_sec,input_tokens_per_sec,output_tokens_per_sec\r\ne,m,zero,1,1,1,c,1rps x 1s,summary,,d,1,1,2,1,0,1,1,1,1,1,1,1,1,1,1,1,1\r\n", `s.csv line 2: column "tp"`, stages},
+		// Contradictions (issue 21): each names both sides.
+		{"meta second object", `{"engine_kwargs": {"model": "m"}} {"engine_kwargs": {"model": "n"}}`, "meta.json: a second JSON value after the first (at byte 33)", meta},
+		{"meta model", `{"model": "a", "engine_kwargs": {"model": "b"}}`, `field "model": "a", but engine_kwargs.model is "b"`, meta},
+		{"meta kv_cache block size", `{"engine_kwargs": {"model": "m", "block_size": 32}, "kv_cache": {"block_size": 16}}`, `field "kv_cache.block_size": 16, but engine_kwargs.block_size is 32`, meta},
+		{"bench completed", `{"model_id": "m", "request_rate": 1, "completed": 4000, "input_lens": [1], "output_lens": [1], "ttfts": [0.1], "latencies": [0.2]}`, `field "completed": 4000, but the per-request arrays hold 1 requests, 1 of them successful`, bench},
+		{"bench failed", `{"model_id": "m", "request_rate": 1, "failed": 3, "input_lens": [1], "output_lens": [1], "ttfts": [0.1], "latencies": [0.2]}`, `field "failed": 3, but the per-request arrays hold 1 requests, 0 of them failed`, bench},
+		{"bench latency span", `{"model_id": "m", "request_rate": 1, "input_lens": [1], "output_lens": [1], "ttfts": [0.1], "latencies": [2e6]}`, `field "latencies[0]": 2e+06 s`, bench},
+		{"jsonl clocks", good + "\n" + strings.Replace(good, `"arrival_time": 1.0`, `"arrival_time": 3.0`, 1), `r.jsonl line 2: field "first_token_ts": 5.1 puts the first token 0.1 s after the first queued_ts (line 1) but arrival_time 3 is 2 s after the first arrival (line 1)`, jsonl},
+		{"jsonl span", good + "\n" + strings.Replace(good, `"last_token_ts": 5.5`, `"last_token_ts": 2e6`, 1), `r.jsonl line 2: field "last_token_ts": 2e+06 is 1.999995e+06 s after the first queued_ts (line 1, 5)`, jsonl},
 	} {
 		err := c.read(c.in)
 		if err == nil || !strings.HasPrefix(err.Error(), "realrun: ") || !strings.Contains(err.Error(), c.want) {

@@ -32,6 +32,14 @@ type StageRow struct {
 	TPOTMean                                      float64
 	PromptLenMean                                 float64
 	RequestsPerSec, InputTokensPS, OutputTokensPS float64
+	// Notes are what the reader did with the row (an identical duplicate
+	// dropped), for the report.
+	Notes []string
+	// Args are the row's other columns that name a modelled engine
+	// argument (EngineArgs), name → cell, for Open to apply.
+	Args map[string]string
+
+	index int // in the rows read, for the duplicate check
 }
 
 // Stage is one constant-rate load stage.
@@ -65,7 +73,17 @@ func ReadStageRows(r io.Reader, name string) ([]StageRow, error) {
 			return nil, fmt.Errorf("realrun: %s line 1: column %q missing", name, c)
 		}
 	}
+	// Columns beyond the ones parsed below that name an engine argument
+	// go through the table, row by row.
+	parsed := map[string]bool{"model": true, "tp": true, "max_num_seqs": true, "max_num_batched_tokens": true, "max_model_len": true}
+	var argCols []string
+	for _, h := range sortedKeys(col) {
+		if _, ok := EngineArgs[h]; ok && !parsed[h] {
+			argCols = append(argCols, h)
+		}
+	}
 	var rows []StageRow
+	var cells []string // each row's cells, joined, for the duplicate check
 	for {
 		rec, err := cr.Read()
 		if errors.Is(err, io.EOF) {
@@ -107,15 +125,105 @@ func ReadStageRows(r io.Reader, name string) ([]StageRow, error) {
 		if p.err != nil {
 			return nil, p.err
 		}
+		args := &argChecker{file: name, line: line}
+		for _, c := range argCols {
+			v := p.str(c)
+			args.check("column "+strconv.Quote(c), c, v)
+			if EngineArgs[c].Effect == Modelled {
+				if row.Args == nil {
+					row.Args = map[string]string{}
+				}
+				row.Args[c] = v
+			}
+		}
+		if p.err != nil {
+			return nil, p.err
+		}
+		if err := args.err(); err != nil {
+			return nil, err
+		}
 		if row.OutputLen > 1 {
 			row.TPOTMean = (row.E2E.Mean - row.TTFT.Mean) / float64(row.OutputLen-1)
 		}
 		rows = append(rows, row)
+		cells = append(cells, strings.Join(rec, "\x00"))
 	}
 	if len(rows) == 0 {
 		return nil, fmt.Errorf("realrun: %s: no rows", name)
 	}
-	return rows, nil
+	return checkStageRows(name, rows, cells, head)
+}
+
+// checkStageRows refuses rows that contradict themselves or each other:
+// a TTFT quantile above the same quantile of E2E (each request's TTFT is
+// at most its E2E, so every order statistic is too), a stage row whose
+// stage_rate is not its stage's rate in stages, one (experiment, scope)
+// twice with different cells, and an experiment's rows split by another's.
+// A row repeated cell for cell is dropped with a note on the first.
+func checkStageRows(name string, rows []StageRow, cells, head []string) ([]StageRow, error) {
+	type key struct{ exp, scope string }
+	seen := map[key]int{} // index in kept
+	lastLine := map[string]int{}
+	var kept []StageRow
+	prev := ""
+	for i := range rows {
+		r := &rows[i]
+		for _, q := range []struct {
+			name      string
+			ttft, e2e float64
+		}{{"mean", r.TTFT.Mean, r.E2E.Mean}, {"median", r.TTFT.Median, r.E2E.Median}, {"p90", r.TTFT.P90, r.E2E.P90}, {"p99", r.TTFT.P99, r.E2E.P99}} {
+			if q.ttft > q.e2e {
+				return nil, fmt.Errorf("realrun: %s line %d: column \"ttft_s_%s\": %g s is above e2e_s_%s %g s (a request's first token cannot come after its last)", name, r.Line, q.name, q.ttft, q.name, q.e2e)
+			}
+		}
+		var k int
+		if _, err := fmt.Sscanf(r.Scope, "stage_%d", &k); err == nil && k >= 0 && k < len(r.Stages) && r.StageRate != 0 && r.StageRate != r.Stages[k].Rate {
+			return nil, fmt.Errorf("realrun: %s line %d: column \"stage_rate\": %g req/s, but stages gives stage %d %g req/s (%s)", name, r.Line, r.StageRate, k, r.Stages[k].Rate, stagesText(r.Stages))
+		}
+		if r.Experiment != prev {
+			if l, ok := lastLine[r.Experiment]; ok {
+				return nil, fmt.Errorf("realrun: %s line %d: column \"experiment\": %q again after line %d, with %q between: an experiment's rows must be consecutive (it is simulated once)", name, r.Line, r.Experiment, l, prev)
+			}
+			prev = r.Experiment
+		}
+		lastLine[r.Experiment] = r.Line
+		if j, ok := seen[key{r.Experiment, r.Scope}]; ok {
+			first := &kept[j]
+			if cells[i] != cells[first.index] {
+				a, b := strings.Split(cells[first.index], "\x00"), strings.Split(cells[i], "\x00")
+				c := 0
+				for c < len(a) && c < len(b) && a[c] == b[c] {
+					c++
+				}
+				col := "?"
+				if c < len(head) {
+					col = head[c]
+				}
+				return nil, fmt.Errorf("realrun: %s line %d: experiment %q, scope %q again (first at line %d) with different numbers: column %q %q there, %q here", name, r.Line, r.Experiment, r.Scope, first.Line, col, at(a, c), at(b, c))
+			}
+			first.Notes = append(first.Notes, fmt.Sprintf("%s line %d repeats this row cell for cell: dropped", name, r.Line))
+			continue
+		}
+		r.index = i
+		seen[key{r.Experiment, r.Scope}] = len(kept)
+		kept = append(kept, *r)
+	}
+	return kept, nil
+}
+
+func at(s []string, i int) string {
+	if i < len(s) {
+		return s[i]
+	}
+	return ""
+}
+
+func stagesText(st []Stage) string {
+	parts := make([]string, len(st))
+	for i, g := range st {
+		parts[i] = fmt.Sprintf("%grps x %gs", g.Rate, g.Seconds)
+	}
+	return strings.Join(parts, ";")
 }
 
 // rowParser parses one row's cells, keeping the first error.

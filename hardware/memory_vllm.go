@@ -31,28 +31,26 @@ type VLLMMemoryPlan struct {
 	CUDAGraph  float64 // CUDA-graph memory estimate
 }
 
-// Non-torch memory defaults: ASSUMPTIONS from published vLLM logs.
-//
-// DefaultNonTorchBytes, 0.32 GiB, is the median of seven V1 memory-profiling
+// DefaultNonTorchBytes is the non-torch memory default, an ASSUMPTION from
+// published vLLM logs: 0.32 GiB, the median of seven V1 memory-profiling
 // log lines for 8B-class models on one 80 GB GPU quoted in public vLLM
 // issues and guides (0.09, 0.12, 0.26, 0.32, 0.35, 0.65, 1.39 GiB): CUDA
 // and library allocations made after vLLM's initial memory snapshot.
-// DefaultNonTorchTPBytes, 1.79 GiB, is what a tensor-parallel group adds:
-// vLLM PR 10511's log of Meta-Llama-3-8B on H100 shows non_torch_memory
-// 3.58 GiB at TP 2 against 1.79 GiB at TP 1 (NCCL and custom all-reduce
-// buffers).
-const (
-	DefaultNonTorchBytes   = 0.32 * (1 << 30)
-	DefaultNonTorchTPBytes = 1.79 * (1 << 30)
-)
+//
+// It does not grow with tensor parallelism. vLLM PR 10511's log of
+// Meta-Llama-3-8B on H100 showed non_torch_memory 3.58 GiB at TP 2 against
+// 1.79 GiB at TP 1 (NCCL and custom all-reduce buffers), but since vLLM
+// 0.11 (PR 25359, "ensuring consistent NCCL memory accounting")
+// Worker.init_device runs init_worker_distributed_environment before it
+// takes the snapshot (vllm/v1/worker/gpu_worker.py: "Initialize the
+// distributed environment BEFORE taking memory snapshot"), so those buffers
+// sit outside both the snapshot's growth and the requested budget, and no
+// longer come out of the KV cache.
+const DefaultNonTorchBytes = 0.32 * (1 << 30)
 
-// DefaultNonTorch returns the non-torch memory default at tp.
-func DefaultNonTorch(tp int) float64 {
-	if tp > 1 {
-		return DefaultNonTorchBytes + DefaultNonTorchTPBytes
-	}
-	return DefaultNonTorchBytes
-}
+// DefaultNonTorch returns the non-torch memory default at tp:
+// DefaultNonTorchBytes at every tp (see there).
+func DefaultNonTorch(tp int) float64 { return DefaultNonTorchBytes }
 
 // activationBytes is the width of activations in the profiling pass (BF16).
 const activationBytes = 2

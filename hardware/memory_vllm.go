@@ -81,11 +81,45 @@ func ForwardActivation(m *models.Model, tp, tokens int) float64 {
 	return float64(tokens) * activationBytes * (float64(m.Hidden) + (q+2*kv)/t + (u+1)*ffn/t)
 }
 
-// SamplerActivation estimates the dummy sampler run of vLLM's profile_run:
-// FP32 logits and FP32 probabilities over the whole vocabulary for each of
-// seqs requests, seqs × vocab × 4 B × 2.
+// SamplerActivation estimates the peak of the dummy sampler run of vLLM's
+// profile_run over seqs requests. gpu_model_runner.py _dummy_sampler_run
+// samples with temperature 0.5, top_p 0.9 and top_k = vocab − 1, which
+// takes the PyTorch top-k/top-p path (sample/ops/topk_topp_sampler.py
+// apply_top_k_top_p: a full sort of the vocabulary, then the masks and a
+// scatter back). Alive at once, per logit: the BF16 logits of
+// compute_logits (2 B), their FP32 copy in Sampler.forward (4 B), the
+// sorted FP32 values and their int64 indices (4 + 8 B), the top-k mask
+// (1 B), the FP32 softmax of the sorted values (4 B) and the top-p mask
+// (1 B), 24 B:
+//
+//	seqs × vocab × 24 B
+//
+// An estimate from the code path, not a measurement; a FlashInfer sampler
+// (no sort) holds less, a scatter that is not in place 4 B more.
 func SamplerActivation(m *models.Model, seqs int) float64 {
-	return float64(seqs) * float64(m.Vocab) * 4 * 2
+	return float64(seqs) * float64(m.Vocab) * samplerBytesPerLogit
+}
+
+// samplerBytesPerLogit is the bytes per logit alive at the sampler's peak
+// (SamplerActivation).
+const samplerBytesPerLogit = 2 + 4 + 4 + 8 + 1 + 4 + 1
+
+// HiddenStates is the output of the profiling forward pass over tokens
+// tokens, which profile_run keeps alive while the sampler runs: tokens ×
+// hidden × 2 B (BF16).
+func HiddenStates(m *models.Model, tokens int) float64 {
+	return float64(tokens) * float64(m.Hidden) * activationBytes
+}
+
+// ProfileActivation estimates the PyTorch activation peak of vLLM's
+// profile_run (gpu_model_runner.py): a dummy forward over tokens tokens,
+// whose intermediate tensors are freed when it returns, then the dummy
+// sampler run over min(tokens, seqs) requests while only the forward's
+// hidden states stay alive, so the peak is the larger of the two:
+//
+//	max(ForwardActivation, HiddenStates + SamplerActivation)
+func ProfileActivation(m *models.Model, tp, tokens, seqs int) float64 {
+	return max(ForwardActivation(m, tp, tokens), HiddenStates(m, tokens)+SamplerActivation(m, min(tokens, seqs)))
 }
 
 // MaxCUDAGraphSize is vLLM's default largest captured batch
@@ -104,8 +138,7 @@ func MaxCUDAGraphSize(maxNumSeqs int) int { return min(2*maxNumSeqs, 512) }
 // The activation peak is that of profile_run (gpu_model_runner.py: a dummy
 // forward over max_num_batched_tokens tokens spread over
 // min(tokens, max_num_seqs) requests, then a dummy sampler run), estimated
-// as ForwardActivation + SamplerActivation (their sum: an upper bound if
-// the two were never alive together). The CUDA-graph memory
+// by ProfileActivation. The CUDA-graph memory
 // (profile_cudagraph_memory, subtracted when VLLM_MEMORY_PROFILER_
 // ESTIMATE_CUDAGRAPHS is on) is estimated as the forward activation at the
 // largest captured size: graphs are captured largest first into one shared
@@ -136,7 +169,7 @@ func PlanMemoryVLLM(m *models.Model, g *GPU, p models.Parallel, v VLLMMemory) (V
 	tp := p.TP
 	plan := VLLMMemoryPlan{Total: g.DeviceMemory(), NonTorch: v.NonTorch}
 	plan.Requested = math.Ceil(plan.Total * v.Utilization)
-	plan.Activation = ForwardActivation(m, tp, v.MaxNumBatchedTokens) + SamplerActivation(m, min(v.MaxNumBatchedTokens, v.MaxNumSeqs))
+	plan.Activation = ProfileActivation(m, tp, v.MaxNumBatchedTokens, v.MaxNumSeqs)
 	if v.CUDAGraphs {
 		plan.CUDAGraph = ForwardActivation(m, tp, MaxCUDAGraphSize(v.MaxNumSeqs))
 	}

@@ -125,7 +125,13 @@ func ProfileActivation(m *models.Model, tp, tokens, seqs int) float64 {
 // MaxCUDAGraphSize is vLLM's default largest captured batch
 // (vllm/config/compilation.py: max_cudagraph_capture_size defaults to
 // min(max_num_seqs × 2, 512)).
-func MaxCUDAGraphSize(maxNumSeqs int) int { return min(2*maxNumSeqs, 512) }
+// A max_num_seqs of 256 or more gives 512 (no overflow of 2 × max_num_seqs).
+func MaxCUDAGraphSize(maxNumSeqs int) int {
+	if maxNumSeqs >= 256 {
+		return 512
+	}
+	return 2 * maxNumSeqs
+}
 
 // PlanMemoryVLLM sizes the KV cache as vLLM's V1 worker does
 // (vllm/v1/worker/gpu_worker.py, Worker.init_device and
@@ -188,7 +194,7 @@ func PlanMemoryVLLM(m *models.Model, g *GPU, p models.Parallel, v VLLMMemory) (V
 	}
 	gib := func(b float64) float64 { return b / (1 << 30) }
 	if v.BlocksOverride == 0 && plan.KVBytesPerGPU < blockBytes {
-		return VLLMMemoryPlan{}, fmt.Errorf("hardware: %s at tp %d on %s leaves %.2f GiB for the KV cache (%.2f GiB requested = %.2f GiB × %.2f − %.2f GiB weights − %.2f GiB activation peak − %.2f GiB non-torch − %.2f GiB CUDA graphs), less than one %d-token block: raise tp, use a larger GPU or lower max_num_batched_tokens",
+		return VLLMMemoryPlan{}, fmt.Errorf("hardware: %s at tp %d on %s leaves %.2f GiB for the KV cache (%.2f GiB requested = %.2f GiB × %.2f − %.2f GiB weights − %.2f GiB activation peak − %.2f GiB non-torch − %.2f GiB CUDA graphs), less than one %d-token block: raise tp, use a larger GPU or lower max_num_batched_tokens or max_num_seqs",
 			m.Name, tp, g.Name, gib(plan.KVBytesPerGPU), gib(plan.Requested), gib(plan.Total), v.Utilization,
 			gib(plan.WeightBytesPerGPU), gib(plan.Activation), gib(plan.NonTorch), gib(plan.CUDAGraph), v.BlockSize)
 	}

@@ -124,3 +124,13 @@ func TestProfileActivation(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxCUDAGraphSize: min(2 × max_num_seqs, 512), without overflowing
+// for a huge max_num_seqs.
+func TestMaxCUDAGraphSize(t *testing.T) {
+	for _, c := range []struct{ seqs, want int }{{1, 2}, {255, 510}, {256, 512}, {1024, 512}, {math.MaxInt, 512}} {
+		if got := MaxCUDAGraphSize(c.seqs); got != c.want {
+			t.Errorf("MaxCUDAGraphSize(%d) = %d, want %d", c.seqs, got, c.want)
+		}
+	}
+}

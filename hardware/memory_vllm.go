@@ -144,11 +144,12 @@ func MaxCUDAGraphSize(maxNumSeqs int) int {
 // The activation peak is that of profile_run (gpu_model_runner.py: a dummy
 // forward over max_num_batched_tokens tokens spread over
 // min(tokens, max_num_seqs) requests, then a dummy sampler run), estimated
-// by ProfileActivation. The CUDA-graph memory
-// (profile_cudagraph_memory, subtracted when VLLM_MEMORY_PROFILER_
-// ESTIMATE_CUDAGRAPHS is on) is estimated as the forward activation at the
-// largest captured size: graphs are captured largest first into one shared
-// memory pool, which the largest one sizes. kv_cache_memory_bytes replaces
+// by ProfileActivation. The CUDA-graph memory (profile_cudagraph_memory,
+// subtracted when VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS is on: off when
+// vLLM PR 30515 added it, on by default since vLLM 0.21, as its
+// gpu_worker.py log line says) is estimated as the forward activation at
+// the largest captured size: graphs are captured largest first into one
+// shared memory pool, which the largest one sizes. kv_cache_memory_bytes replaces
 // the KV budget (vLLM then skips the arithmetic), and
 // num_gpu_blocks_override the block count (vLLM logs the override and uses
 // it).

@@ -428,6 +428,11 @@ var Columns = slices.Concat(
 	statCols("itl", func(r *Report) metrics.Stats { return r.Summary.ITL }),
 	statCols("e2e", func(r *Report) metrics.Stats { return r.Summary.E2E }),
 	[]Column{
+		// The objectives the attainment was judged against travel with the
+		// results, so that `plot` reads a sweep against its own SLOs.
+		{"slo_ttft_ms", func(r *Report) float64 { return r.Summary.SLO.TTFT.Milliseconds() }},
+		{"slo_tpot_ms", func(r *Report) float64 { return r.Summary.SLO.TPOT.Milliseconds() }},
+		{"slo_e2e_ms", func(r *Report) float64 { return r.Summary.SLO.E2E.Milliseconds() }},
 		{"slo_attainment", func(r *Report) float64 { return r.Summary.Attainment }},
 		{"goodput_req_per_s", func(r *Report) float64 { return r.Summary.Goodput }},
 		{"mean_batch", func(r *Report) float64 { return r.Summary.MeanBatch }},

@@ -449,6 +449,7 @@ var Columns = slices.Concat(
 		{"cost_per_m_tokens", func(r *Report) float64 { return perMillion(r.CostPerHour(), r.SteadyTotalThroughput()) }},
 		{"saturated", func(r *Report) float64 { return b2f(r.Summary.Saturation.Saturated) }},
 		{"offered_req_per_s", func(r *Report) float64 { return r.Summary.Saturation.OfferedRate }},
+		{"offered_output_tok_per_s", func(r *Report) float64 { return r.Summary.Saturation.OfferedOutputRate }},
 		{"capacity_req_per_s", func(r *Report) float64 { return r.Summary.Saturation.CapacityRate }},
 		{"steady_output_tok_per_s", func(r *Report) float64 { return r.SteadyOutputThroughput() }},
 	},

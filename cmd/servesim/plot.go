@@ -139,7 +139,13 @@ func plotCmd(args []string, stdout, stderr io.Writer) error {
 		if len(differ) > 0 {
 			fmt.Fprintf(unlessQuiet(stderr, *quiet), "servesim: plot %s: the rows of %s differ in %s: not used (give --slo-*)\n", kind, inputs[0], strings.Join(differ, ", "))
 		}
-		slo = own.Override(slo)
+		// A flag given (≠ 0) replaces the sweep's objective, a negative one
+		// too, so that the plot reports it as invalid.
+		for _, f := range []struct{ flag, own *float64 }{{&slo.TTFTms, &own.TTFTms}, {&slo.TPOTms, &own.TPOTms}, {&slo.E2Ems, &own.E2Ems}} {
+			if *f.flag == 0 {
+				*f.flag = *f.own
+			}
+		}
 		mo := plots.MatrixOptions{X: *x, Group: *group, SLO: slo, TargetThroughput: *targetThr, Stat: *stat}
 		switch kind {
 		case "batch-latency":

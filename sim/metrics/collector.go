@@ -23,10 +23,11 @@ type Collector struct {
 	// decode for disaggregated ones.
 	queue, prefill, xferWait, xfer, decode []float64
 	classes                                map[string]*Collector
-	// sat keeps each served request's arrival, finish and output tokens and
-	// rejArr each rejected one's arrival, for Saturation (24 and 8 bytes a
-	// request); a class's collector keeps none (noSat).
-	sat    []served
+	// sat keeps each served request's arrival, finish and output tokens, in
+	// blocks of satBlock (never copied as they grow), and rejArr each
+	// rejected one's arrival, for Saturation (24 and 8 bytes a request); a
+	// class's collector keeps none (noSat).
+	sat    [][]served
 	rejArr []sim.Time
 	noSat  bool
 	busyBy []sim.Time
@@ -115,7 +116,7 @@ func (c *Collector) Add(r *Record) {
 	}
 	c.completed++
 	if !c.noSat {
-		c.sat = append(c.sat, served{r.Arrival, r.Finish, int64(r.OutputTokens)})
+		c.addServed(served{r.Arrival, r.Finish, int64(r.OutputTokens)})
 	}
 	if r.Scheduled >= r.Arrival && (r.Scheduled > 0 || r.Arrival == 0) {
 		c.queue = append(c.queue, (r.Scheduled - r.Arrival).Milliseconds())
@@ -137,6 +138,17 @@ func (c *Collector) Add(r *Record) {
 	if c.slo.Override(r.SLO).Met(r) {
 		c.good++
 	}
+}
+
+// satBlock is the length of one block of Collector.sat: 96 KiB.
+const satBlock = 4096
+
+func (c *Collector) addServed(v served) {
+	if k := len(c.sat) - 1; k >= 0 && len(c.sat[k]) < satBlock {
+		c.sat[k] = append(c.sat[k], v)
+		return
+	}
+	c.sat = append(c.sat, append(make([]served, 0, satBlock), v))
 }
 
 // AddITL accounts for n inter-token gaps all equal to gap: a decode step

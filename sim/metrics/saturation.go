@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -103,40 +102,41 @@ type served struct {
 	out             int64
 }
 
-// saturation computes the Saturation of served requests v (sorted here, in
-// place) and rejected arrivals rej (sorted in place).
-func saturation(v []served, rej []sim.Time) Saturation {
+// saturation computes the Saturation of served requests (in blocks, any
+// order) and rejected arrivals rej (sorted here, in place). It copies the
+// served requests' arrival and finish times into two sorted slices for the
+// walk over N(t): once per summary, not per step.
+func saturation(blocks [][]served, rej []sim.Time) Saturation {
 	var s Saturation
-	n := len(v) + len(rej)
+	nServed := 0
+	for _, b := range blocks {
+		nServed += len(b)
+	}
+	n := nServed + len(rej)
 	if n < 2 {
 		return s
 	}
-	slices.SortFunc(v, func(a, b served) int { return cmp.Compare(a.arrival, b.arrival) })
 	slices.Sort(rej)
-	t0, t1 := sim.Time(-1), sim.Time(-1)
-	if len(v) > 0 {
-		t0, t1 = v[0].arrival, v[len(v)-1].arrival
+	t0, t1 := sim.Time(math.MaxInt64), sim.Time(math.MinInt64)
+	var outSum int64
+	for _, b := range blocks {
+		for _, r := range b {
+			t0, t1 = min(t0, r.arrival), max(t1, r.arrival)
+			outSum += r.out
+		}
 	}
 	if len(rej) > 0 {
-		if t0 < 0 || rej[0] < t0 {
-			t0 = rej[0]
-		}
-		t1 = max(t1, rej[len(rej)-1])
+		t0, t1 = min(t0, rej[0]), max(t1, rej[len(rej)-1])
 	}
 	T := t1 - t0
 	if T <= 0 {
 		return s
 	}
 	s.WindowS = T.Seconds()
-	var outSum int64
-	for _, r := range v {
-		outSum += r.out
-	}
 	rate := float64(n-1) / s.WindowS
 	s.OfferedRate = rate
-	servedShare := float64(len(v)) / float64(n)
-	if len(v) > 0 {
-		s.OfferedOutputRate = rate * float64(outSum) / float64(len(v))
+	if nServed > 0 {
+		s.OfferedOutputRate = rate * float64(outSum) / float64(nServed)
 	}
 
 	// Arrivals and completions of admitted requests in each quarter
@@ -151,13 +151,19 @@ func saturation(v []served, rej []sim.Time) Saturation {
 	}
 	var arr, done [4]int
 	var secondHalfOut int64
-	for _, r := range v {
-		arr[quarter(r.arrival)]++
-		if r.finish <= t1 {
-			k := quarter(r.finish)
-			done[k]++
-			if k >= 2 {
-				secondHalfOut += r.out
+	arrivals := make([]sim.Time, 0, nServed)
+	fin := make([]sim.Time, 0, nServed)
+	for _, b := range blocks {
+		for _, r := range b {
+			arr[quarter(r.arrival)]++
+			arrivals = append(arrivals, r.arrival)
+			if r.finish <= t1 {
+				fin = append(fin, r.finish)
+				k := quarter(r.finish)
+				done[k]++
+				if k >= 2 {
+					secondHalfOut += r.out
+				}
 			}
 		}
 	}
@@ -170,39 +176,33 @@ func saturation(v []served, rej []sim.Time) Saturation {
 	ah, sh := float64(arr[2]+arr[3]), float64(arr[2]+arr[3]-done[2]-done[3])
 	s.Saturated = s.Judged && arr[2] > done[2] && arr[3] > done[3] &&
 		sh > max(SaturationMargin*ah, SaturationZ*math.Sqrt(ah))
-	s.SteadyOutputThroughput = s.OfferedOutputRate * servedShare
+	s.SteadyOutputThroughput = s.OfferedOutputRate * float64(nServed) / float64(n)
 	if s.Saturated {
 		s.SteadyOutputThroughput = s.CapacityOutput
 	}
-	s.growth(v, t0, t1)
+	slices.Sort(arrivals)
+	slices.Sort(fin)
+	s.growth(arrivals, fin, t0)
 	return s
 }
 
 // growth fills the growth span and peak from a walk over the admitted
-// arrivals (v, sorted by arrival) and completions up to t1, reading N after
-// every event at an instant (an arrival and a completion at the same time
-// do not make a peak). It sorts a copy of the finish times: it runs once
-// per summary, not per step.
-func (s *Saturation) growth(v []served, t0, t1 sim.Time) {
-	fin := make([]sim.Time, 0, len(v))
-	for _, r := range v {
-		if r.finish <= t1 {
-			fin = append(fin, r.finish)
-		}
-	}
-	slices.Sort(fin)
+// arrivals and the completions up to the last arrival (both sorted),
+// reading N after every event at an instant (an arrival and a completion
+// at the same time do not make a peak).
+func (s *Saturation) growth(arrivals, fin []sim.Time, t0 sim.Time) {
 	nOut, lo, peak := 0, 0, 0
 	loAt, peakAt, startAt := t0, t0, t0
 	i, j := 0, 0
-	for i < len(v) || j < len(fin) {
+	for i < len(arrivals) || j < len(fin) {
 		t := sim.Time(math.MaxInt64)
-		if i < len(v) {
-			t = v[i].arrival
+		if i < len(arrivals) {
+			t = arrivals[i]
 		}
 		if j < len(fin) {
 			t = min(t, fin[j])
 		}
-		for ; i < len(v) && v[i].arrival == t; i++ {
+		for ; i < len(arrivals) && arrivals[i] == t; i++ {
 			nOut++
 		}
 		for ; j < len(fin) && fin[j] == t; j++ {

@@ -131,6 +131,9 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	describe := *out != "" && !*quiet // a summary beside a written profile
+	if err := checkCalibrateOutput(*out, *trace, append([]string{*base, *transfer, *xla, *modelsFile, *gpusFile}, *measured...)); err != nil {
+		return err
+	}
 
 	if err := resolveData(trace); err != nil {
 		return err
@@ -274,6 +277,32 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 		for _, w := range p.FitWarnings() {
 			fmt.Fprintln(stdout, "  "+w)
 		}
+	}
+	return nil
+}
+
+// checkCalibrateOutput refuses an -o that would overwrite an input: the
+// trace (a file, or any file inside a trace directory, such as a bundle's
+// meta.yaml) or another input file. trace may be a data set name
+// (resolveData), resolved here too.
+func checkCalibrateOutput(out, trace string, inputs []string) error {
+	if out == "" {
+		return nil
+	}
+	if trace != "" {
+		if err := resolveData(&trace); err != nil {
+			return err
+		}
+		if st, err := os.Stat(trace); err == nil && st.IsDir() {
+			if experiments.Inside(out, trace) {
+				return fmt.Errorf("calibrate: -o %s is inside the trace directory %s, an input: write the profile elsewhere", out, trace)
+			}
+		} else {
+			inputs = append(inputs, trace)
+		}
+	}
+	if err := experiments.CheckOutputs([]string{out}, inputs); err != nil {
+		return fmt.Errorf("calibrate: -o: %w", err)
 	}
 	return nil
 }

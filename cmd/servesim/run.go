@@ -119,6 +119,10 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 		_, err := io.WriteString(stdout, experiments.DefaultTOML())
 		return err
 	}
+	// Every phase from here on stops on SIGINT or SIGTERM: reading the
+	// inputs, building the plan, simulating, writing (see interruptible).
+	ctx, stop := interruptible()
+	defer stop()
 	base := experiments.Default()
 	what := "the embedded default scenario (servesim run --print-default shows it)"
 	if *config != "" {
@@ -196,19 +200,37 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	ctx, stop := interruptible()
-	defer stop()
+	if err := save.check(*out, plan); err != nil {
+		return err
+	}
 	rep, err := experiments.RunContext(ctx, plan, *out)
 	if err != nil {
 		return err
 	}
+	// Every file is written before anything more is printed, so that a
+	// closed stdout (`| head -1`) cannot leave the run's files half done.
+	saved, err := save.write(rep, saveOpts)
+	if err != nil {
+		return err
+	}
+	for _, d := range rep.SharedDir {
+		fmt.Fprintf(stderr, "servesim: warning: another run was writing into %s at the same time (its files in progress: %s); the files there are one run's, whole: the last to finish\n", *out, d)
+	}
 	if err := rep.WriteText(stdout); err != nil {
 		return err
 	}
-	if *out != "" && !*quiet {
-		fmt.Fprintf(stdout, "Wrote %s/requests.csv, %s/steps.csv and %s/summary.json.\n", *out, *out, *out)
+	if *quiet {
+		return nil
 	}
-	return save.write(rep, saveOpts, stdout, *quiet)
+	if *out != "" {
+		if _, err := fmt.Fprintf(stdout, "Wrote %s/requests.csv, %s/steps.csv and %s/summary.json.\n", *out, *out, *out); err != nil {
+			return err
+		}
+	}
+	if saved != "" {
+		_, err = fmt.Fprintf(stdout, "Wrote %s (vllm bench serve --save-result's keys).\n", saved)
+	}
+	return err
 }
 
 // scenarioFlag is a scenario flag's field: its TOML key, and a function

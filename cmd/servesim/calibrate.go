@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -149,6 +150,11 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 	case *report:
 		if *trace == "" {
 			return fmt.Errorf("calibrate: --report needs --trace DIR (a copy of Vidur's data/profiling)")
+		}
+		if st, err := os.Stat(*trace); err != nil {
+			return fmt.Errorf("calibrate: --report --trace %s: %w", *trace, errors.Unwrap(err))
+		} else if !st.IsDir() {
+			return fmt.Errorf("calibrate: --report --trace %s: not a directory (want a copy of Vidur's data/profiling, or LLMServingSim profile bundles)", *trace)
 		}
 		var acc *calibrate.Accuracy
 		if *format == "bundle" || *format == "" && calibrate.IsBundleDir(*trace) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/servesim/servesim/experiments"
 )
@@ -48,6 +49,63 @@ func TestInterruptStopsSearches(t *testing.T) {
 			})
 			if len(left) != 0 {
 				t.Errorf("after the interrupt %s holds %v, want no temporaries", dir, left)
+			}
+		})
+	}
+}
+
+// SIGTERM stops a run in its reading phase within a second, leaving
+// nothing behind: the run reads its scenario (or models file) from a named
+// pipe fed an endless stream of zero bytes, as from /dev/zero, but slowly
+// (512 bytes every 10 ms, so the 4 MiB bound on a TOML file is 80 s away):
+// a read that neither ends nor fails. The signal handler is in before the
+// read starts (the ready file), so the signal finds the run reading; the
+// read does not observe the signal, and the process exits 130 after
+// interruptGrace (0.5 s) all the same.
+func TestInterruptStopsReading(t *testing.T) {
+	if testing.Short() {
+		t.Skip("subprocesses")
+	}
+	for _, c := range []struct{ name, args string }{
+		{"config", "run -q --config {fifo} -o {dir}"},
+		{"models-file", "run -q --models-file {fifo} -o {dir}"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir, tmp := filepath.Join(t.TempDir(), "out"), t.TempDir()
+			fifo, ready := filepath.Join(tmp, "zeros"), filepath.Join(tmp, "ready")
+			if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+				t.Skipf("mkfifo: %v", err)
+			}
+			stopFeed := make(chan struct{})
+			fed := make(chan struct{})
+			go func() { // the writer end: zeros, slowly, until the test ends
+				defer close(fed)
+				w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+				if err != nil {
+					return
+				}
+				defer w.Close()
+				zeros := make([]byte, 512)
+				for {
+					select {
+					case <-stopFeed:
+						return
+					case <-time.After(10 * time.Millisecond):
+					}
+					if _, err := w.Write(zeros); err != nil {
+						return // the reader is gone
+					}
+				}
+			}()
+			defer func() { close(stopFeed); <-fed }()
+			r := strings.NewReplacer("{fifo}", fifo, "{dir}", dir)
+			took := interruptMain(t, r.Replace(c.args), []string{"SERVESIM_READY_FILE=" + ready}, syscall.SIGTERM, "its signal handler was in",
+				func() bool { _, err := os.Stat(ready); return err == nil })
+			if took > time.Second {
+				t.Errorf("exited %v after SIGTERM, want within 1 s", took)
+			}
+			if _, err := os.Stat(dir); !os.IsNotExist(err) {
+				t.Errorf("the output directory %s exists after an interrupted read (%v), want nothing written", dir, err)
 			}
 		})
 	}

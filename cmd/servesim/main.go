@@ -93,6 +93,11 @@ var missingArgument = []string{
 	"trace stats: name at least one trace", // trace stats
 	"trace: unknown subcommand",            // trace
 	"completion: want one shell",           // completion
+	"plot: name a kind",                    // plot
+	": name an input",                      // plot KIND
+	"trace: name a subcommand",             // trace
+	"data: name a subcommand",              // data
+	"data fetch: name a data set",          // data fetch
 }
 
 // exitCode prints err (if any) and returns the process's exit status:

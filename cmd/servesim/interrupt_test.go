@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -108,5 +110,43 @@ func TestInterruptStopsReading(t *testing.T) {
 				t.Errorf("the output directory %s exists after an interrupted read (%v), want nothing written", dir, err)
 			}
 		})
+	}
+}
+
+// A run whose stdout's reader is gone (`servesim run -q ... | head -0`)
+// writes every file before it prints, then stops at its first write with
+// exit 141 (128 + SIGPIPE) and nothing on stderr: requests.csv, steps.csv,
+// summary.json and the --save-result file are all there, whole, and no
+// temporary is left. Killed by SIGPIPE at the summary (Go's default for a
+// write to a broken stdout), it would leave the result file unwritten.
+func TestClosedStdoutLeavesWholeFiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("subprocesses")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "SERVESIM_RUN_MAIN=1", "SERVESIM_ARGS=run -q -n 300 -o "+dir+" --save-result --result-dir "+dir+" --result-filename r.json")
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close() // the reader is gone before the first byte
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = w, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	err = cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 141 || stderr.Len() != 0 {
+		t.Errorf("exit %v, stderr %q; want exit 141 and nothing said", err, stderr.String())
+	}
+	for _, f := range append(experiments.RunFiles(), "r.json") {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v, want it written whole", f, err)
+		}
+	}
+	if left := temps(t, dir); len(left) != 0 {
+		t.Errorf("temporaries left: %v", left)
 	}
 }

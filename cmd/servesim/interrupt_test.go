@@ -150,3 +150,29 @@ func TestClosedStdoutLeavesWholeFiles(t *testing.T) {
 		t.Errorf("temporaries left: %v", left)
 	}
 }
+
+// A run that finds another live run writing into its -o says so on stderr
+// (the other run is stood in for by its set directory, flocked as a live
+// run holds it: experiments/runset.go).
+func TestRunSaysSharedDirectory(t *testing.T) {
+	dir := t.TempDir()
+	other := filepath.Join(dir, experiments.TempPrefix+"run-other")
+	if err := os.Mkdir(other, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h, err := os.Open(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if err := syscall.Flock(int(h.Fd()), syscall.LOCK_SH); err != nil {
+		t.Skipf("flock: %v", err)
+	}
+	var stdout, stderr bytes.Buffer
+	if err := dispatch([]string{"run", "-q", "-n", "50", "-o", dir}, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if want := "1 other run(s) wrote into " + dir + " while this one ran (" + other + ")"; !strings.Contains(stderr.String(), want) {
+		t.Errorf("stderr %q lacks %q", stderr.String(), want)
+	}
+}

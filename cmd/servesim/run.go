@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -213,8 +214,8 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	for _, d := range rep.SharedDir {
-		fmt.Fprintf(stderr, "servesim: warning: another run was writing into %s at the same time (its files in progress: %s); the files there are one run's, whole: the last to finish\n", *out, d)
+	if n := len(rep.SharedDir); n > 0 {
+		fmt.Fprintf(stderr, "servesim: warning: %d other run(s) wrote into %s while this one ran (%s): the files there are one run's set, whole, the last to finish — give each run its own -o to keep every result\n", n, *out, strings.Join(rep.SharedDir, ", "))
 	}
 	if err := rep.WriteText(stdout); err != nil {
 		return err

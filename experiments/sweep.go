@@ -7,10 +7,10 @@ import (
 
 	"errors"
 	"fmt"
+	"github.com/servesim/servesim/internal/bounded"
 	"github.com/servesim/servesim/sim/metrics"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -67,7 +67,7 @@ type Point struct {
 
 // LoadSweep reads an experiment file strictly.
 func LoadSweep(path string) (*Sweep, error) {
-	data, err := os.ReadFile(path)
+	data, err := bounded.ReadFile(path, bounded.TOML)
 	if err != nil {
 		return nil, fmt.Errorf("experiments: %w", err)
 	}

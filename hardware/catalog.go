@@ -14,6 +14,8 @@ import (
 	"sync"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/servesim/servesim/internal/bounded"
 )
 
 // Catalog is a set of GPUs by name. The zero value is an empty catalog ready
@@ -175,7 +177,7 @@ func (c *Catalog) LoadFile(path string) error {
 // a name given twice in one file is an error. On error the catalog is left
 // unchanged.
 func (c *Catalog) Load(r io.Reader, name string) error {
-	data, err := io.ReadAll(r)
+	data, err := bounded.ReadAll(r, bounded.TOML) // /dev/zero fails at 4 MiB, not never
 	if err != nil {
 		return fmt.Errorf("hardware: %s: %w", name, err)
 	}

@@ -18,8 +18,14 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/internal/bounded"
 	"github.com/servesim/servesim/sim/workload/trace"
 )
+
+// maxDatasetBytes bounds a --dataset-path file, read whole: 2 GiB, about
+// three times the largest data set vllm bench serve reads (ShareGPT V3's
+// raw JSON, under 700 MB; BurstGPT's CSV is 52 MB, datasets/manifest.toml).
+const maxDatasetBytes = 2 << 30
 
 // datasetFlags are `vllm bench serve`'s dataset flags.
 type datasetFlags struct {
@@ -98,7 +104,7 @@ func applyDataset(fs *pflag.FlagSet, d *datasetFlags, base *experiments.Scenario
 	if n <= 0 {
 		n = vllmNumPrompts
 	}
-	data, err := os.ReadFile(d.path)
+	data, err := bounded.ReadFile(d.path, maxDatasetBytes)
 	if err != nil {
 		return cleanup, fmt.Errorf("run: --dataset-path: %w", err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -119,6 +120,10 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 		_, err := io.WriteString(stdout, experiments.DefaultTOML())
 		return err
 	}
+	// Every phase from here on stops on SIGINT or SIGTERM: reading the
+	// inputs, building the plan, simulating, writing (see interruptible).
+	ctx, stop := interruptible()
+	defer stop()
 	base := experiments.Default()
 	what := "the embedded default scenario (servesim run --print-default shows it)"
 	if *config != "" {
@@ -196,19 +201,37 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	ctx, stop := interruptible()
-	defer stop()
+	if err := save.check(*out, plan); err != nil {
+		return err
+	}
 	rep, err := experiments.RunContext(ctx, plan, *out)
 	if err != nil {
 		return err
 	}
+	// Every file is written before anything more is printed, so that a
+	// closed stdout (`| head -1`) cannot leave the run's files half done.
+	saved, err := save.write(rep, saveOpts)
+	if err != nil {
+		return err
+	}
+	if n := len(rep.SharedDir); n > 0 {
+		fmt.Fprintf(stderr, "servesim: warning: %d other run(s) wrote into %s while this one ran (%s): the files there are one run's set, whole, the last to finish — give each run its own -o to keep every result\n", n, *out, strings.Join(rep.SharedDir, ", "))
+	}
 	if err := rep.WriteText(stdout); err != nil {
 		return err
 	}
-	if *out != "" && !*quiet {
-		fmt.Fprintf(stdout, "Wrote %s/requests.csv, %s/steps.csv and %s/summary.json.\n", *out, *out, *out)
+	if *quiet {
+		return nil
 	}
-	return save.write(rep, saveOpts, stdout, *quiet)
+	if *out != "" {
+		if _, err := fmt.Fprintf(stdout, "Wrote %s/requests.csv, %s/steps.csv and %s/summary.json.\n", *out, *out, *out); err != nil {
+			return err
+		}
+	}
+	if saved != "" {
+		_, err = fmt.Fprintf(stdout, "Wrote %s (vllm bench serve --save-result's keys).\n", saved)
+	}
+	return err
 }
 
 // scenarioFlag is a scenario flag's field: its TOML key, and a function

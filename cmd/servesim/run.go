@@ -136,7 +136,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	override(fs, &base, &s)
-	goodput.apply(fs, &base)
+	goodputLine := goodput.apply(fs, &base)
 	// --model-config: import a Hugging Face config.json as the model; it
 	// replaces the base scenario's model unless --model is given too.
 	if fs.Changed("model-config") && !fs.Changed("model") {
@@ -192,6 +192,9 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, " with %d flag override(s)", n)
 		}
 		fmt.Fprintln(stdout, ".")
+		if goodputLine != "" {
+			fmt.Fprintln(stdout, goodputLine)
+		}
 		if err := plan.Describe(stdout); err != nil {
 			return err
 		}

@@ -51,7 +51,7 @@ func TestVLLMAliases(t *testing.T) {
 		{"--weights bf16 -n 30", "--dtype bfloat16 -n 30"},
 		{"--weights fp8 -n 30", "--quantization fp8 -n 30"},
 		{"--slo-ttft 500 --slo-tpot 50 -n 30", "--goodput ttft:500 tpot:50 -n 30"},
-		{"--slo-e2e 2000 -n 30", "--goodput=e2el:2000 -n 30"},
+		{"--slo-e2e 2000 --slo-ttft 0 --slo-tpot 0 -n 30", "--goodput=e2el:2000 -n 30"}, // only the SLOs --goodput names
 		// random dataset: 1024·(1 ± 0.5) = [512, 1536] → uniform:511.5,1536.5; 128·(1 ± 0.5) = [64, 192].
 		{"--prompt-len uniform:511.5,1536.5 --output-len uniform:63.5,192.5 -n 30", "--dataset-name random --random-range-ratio 0.5 -n 30"},
 		{"--prompt-len constant:300 --output-len constant:40 -n 30", "--random-input-len 300 --random-output-len 40 -n 30"},
@@ -70,6 +70,7 @@ func TestVLLMArgs(t *testing.T) {
 		{"--goodput ttft:500 tpot:50 --rate 2", "--goodput=ttft:500,tpot:50 --rate 2"},
 		{"--goodput=ttft:500 e2el:9", "--goodput=ttft:500,e2el:9"},
 		{"--goodput --rate 2", "--goodput= --rate 2"},
+		{"--goodput ttft=500 --rate 2", "--goodput=ttft=500 --rate 2"}, // argparse takes every word to the next flag
 		{"-- -tp 4", "-- -tp 4"},
 	} {
 		if got := strings.Join(vllmArgs(strings.Fields(c.in)), " "); got != c.want {

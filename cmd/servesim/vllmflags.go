@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -108,7 +107,8 @@ func vllmArgs(args []string) []string {
 			if v, ok := strings.CutPrefix(a, "--goodput="); ok {
 				pairs = append(pairs, v)
 			}
-			for i+1 < len(args) && sloPair.MatchString(args[i+1]) {
+			// argparse's nargs="+" takes every word up to the next flag.
+			for i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
 				i++
 				pairs = append(pairs, args[i])
 			}
@@ -119,9 +119,6 @@ func vllmArgs(args []string) []string {
 	}
 	return out
 }
-
-// sloPair is one of --goodput's KEY:VALUE words.
-var sloPair = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*:`)
 
 // boolTo is a boolean flag that stores v in *p when set true (the
 // --no-enable-... switches store false).
@@ -230,6 +227,9 @@ var goodputKeys = map[string]string{"ttft": "slo.ttft_ms", "tpot": "slo.tpot_ms"
 
 func (g *goodputValue) Set(s string) error {
 	g.keys = nil
+	if strings.TrimSpace(s) == "" {
+		return fmt.Errorf("want one or more KEY:MS pairs (vLLM's \"ttft:500 tpot:50\"), KEY ttft, tpot or e2el")
+	}
 	for _, pair := range strings.Split(s, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(pair), ":")
 		if !ok {
@@ -243,6 +243,11 @@ func (g *goodputValue) Set(s string) error {
 		if err != nil || ms < 0 || math.IsNaN(ms) || math.IsInf(ms, 0) {
 			return fmt.Errorf("%q: SLO %q must be a non-negative number of milliseconds", pair, k)
 		}
+		if ms == 0 {
+			// vLLM counts no request good under a 0 ms SLO; servesim's 0
+			// means "no SLO", so the two would disagree silently.
+			return fmt.Errorf("%q: an SLO of 0 ms, which no request meets (servesim's 0 means no SLO): give a positive bound", pair)
+		}
 		*f = ms
 		g.keys = append(g.keys, k)
 	}
@@ -251,13 +256,50 @@ func (g *goodputValue) Set(s string) error {
 
 func (g *goodputValue) Type() string { return "KEY:MS..." }
 
+// goodputSLOFlags are servesim's SLO flags for --goodput's keys.
+var goodputSLOFlags = map[string]string{"ttft": "slo-ttft", "tpot": "slo-tpot", "e2el": "slo-e2e"}
+
 // apply copies the SLOs --goodput gave into dst and records them as set.
-func (g *goodputValue) apply(fs *pflag.FlagSet, dst *experiments.Scenario) {
+// As in vLLM (serve.py's calculate_metrics counts a request good when it
+// meets exactly the SLOs --goodput names), the SLOs it does not name are
+// cleared — the scenario file's or the embedded default's TTFT 500 ms and
+// TPOT 50 ms no longer count — unless a --slo-* flag sets them too. It
+// returns a line for the run header naming the SLOs that apply and those
+// dropped ("" without --goodput).
+func (g *goodputValue) apply(fs *pflag.FlagSet, dst *experiments.Scenario) string {
 	if !fs.Changed("goodput") {
-		return
+		return ""
 	}
+	named := map[string]bool{}
 	for _, k := range g.keys {
+		named[k] = true
 		*(&goodputValue{slo: &dst.SLO}).field(k) = *g.field(k)
 		dst.SetByFlag(goodputKeys[k])
 	}
+	var kept, dropped []string
+	for _, k := range []string{"ttft", "tpot", "e2el"} {
+		f := (&goodputValue{slo: &dst.SLO}).field(k)
+		switch {
+		case named[k] || fs.Changed(goodputSLOFlags[k]):
+			if *f != 0 {
+				kept = append(kept, fmt.Sprintf("%s ≤ %g ms", k, *f))
+			}
+		case *f != 0:
+			dropped = append(dropped, fmt.Sprintf("%s %g ms", k, *f))
+			*f = 0
+			dst.SetByFlag(goodputKeys[k])
+		}
+	}
+	line := "--goodput: request goodput and attainment count the SLOs " + orNone(strings.Join(kept, ", "))
+	if len(dropped) > 0 {
+		line += " only (as vLLM; the scenario's " + strings.Join(dropped, ", ") + " dropped)"
+	}
+	return line + "."
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -30,6 +32,14 @@ Examples:
   servesim run --stages 8:600,20:600 --drain --rescale --requests 0
   servesim run --engine vllm-v1 --no-async-scheduling
   servesim run --engine vllm-v1 --ablation
+  servesim run -tp 2 --request-rate 4 --num-prompts 100 --host 0.0.0.0 --trust-remote-code
+
+vLLM's flags carry over: each flag of vllm serve and vllm bench serve is
+honoured (the same servesim field: -tp is --tp), accepted with no effect
+in a simulation (--host, --port, --tokenizer, ...; the header lists them),
+or refused with a message naming it and servesim's equivalent (-pp,
+--speculative-config, ...). README.md, "From vllm serve and vllm bench
+serve", has the table; only the honoured ones are listed below.
 `
 
 func runCmd(args []string, stdout, stderr io.Writer) error {
@@ -43,8 +53,8 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	var s experiments.Scenario
 	w, b := &s.Workload, &s.Batch
 	fs.StringVar(&s.Name, "name", "", "scenario name")
-	fs.StringVar(&s.Model, "model", "", "model name or HuggingFace id (see `servesim models`)")
-	fs.StringVar(&s.GPU, "gpu", "", "GPU name (see `servesim gpus`)")
+	fs.StringVar(&s.Model, "model", "", "model name or Hugging Face id (list them: servesim models)")
+	fs.StringVar(&s.GPU, "gpu", "", "GPU name, or nvidia-smi's name of it (list them: servesim gpus)")
 	fs.IntVar(&s.TP, "tp", 0, "tensor-parallel degree (default 1)")
 	fs.StringVar(&s.Weights, "weights", "", "weight precision: bf16, fp8, fp4 (default bf16)")
 	fs.StringVar(&s.KV, "kv", "", "KV-cache precision: bf16, fp8, fp4 (default bf16)")
@@ -108,12 +118,21 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	addDatasetFlags(fs, &ds)
 	var save saveResultFlags
 	addSaveResultFlags(fs, &save)
+	// Every other flag of vllm serve and vllm bench serve (vllmtable.go).
+	vllmTable := addVLLMTable(fs)
 
-	if err := fs.Parse(vllmArgs(args)); err != nil {
+	if err := parseFlags(fs, vllmArgs(args)); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("run: unexpected argument %q (flags only; see --help)", fs.Arg(0))
+	}
+	ignored, err := vllmTable.check()
+	if err != nil {
+		return err
+	}
+	if ext := strings.ToLower(filepath.Ext(*config)); ext == ".yaml" || ext == ".yml" {
+		return fmt.Errorf("run: --config %s: vLLM's YAML file of serve options is not read (servesim: --config (a scenario TOML)); give its options as flags", *config)
 	}
 	if *printDefault {
 		_, err := io.WriteString(stdout, experiments.DefaultTOML())
@@ -139,7 +158,9 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	goodputLine := goodput.apply(fs, &base)
 	// --model-config: import a Hugging Face config.json as the model; it
 	// replaces the base scenario's model unless --model is given too.
-	if fs.Changed("model-config") && !fs.Changed("model") {
+	// vLLM's --hf-config-path always does: there the config defines the
+	// architecture and --model names the weights.
+	if fs.Changed("hf-config-path") || (fs.Changed("model-config") && !fs.Changed("model")) {
 		base.Model = ""
 	}
 	if (fs.Changed("policy") || chunkedChanged(fs)) && !base.Explicit("batch.max_num_batched_tokens") {
@@ -192,6 +213,9 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, " with %d flag override(s)", n)
 		}
 		fmt.Fprintln(stdout, ".")
+		if len(ignored) > 0 {
+			fmt.Fprintf(stdout, "vLLM flags with no effect in a simulation: %s.\n", strings.Join(ignored, ", "))
+		}
 		if goodputLine != "" {
 			fmt.Fprintln(stdout, goodputLine)
 		}

@@ -55,8 +55,22 @@ func TestVLLMAliases(t *testing.T) {
 		// random dataset: 1024·(1 ± 0.5) = [512, 1536] → uniform:511.5,1536.5; 128·(1 ± 0.5) = [64, 192].
 		{"--prompt-len uniform:511.5,1536.5 --output-len uniform:63.5,192.5 -n 30", "--dataset-name random --random-range-ratio 0.5 -n 30"},
 		{"--prompt-len constant:300 --output-len constant:40 -n 30", "--random-input-len 300 --random-output-len 40 -n 30"},
+		{"--prompt-len constant:300 --output-len constant:40 -n 30", "--input-len 300 --output-len 40 -n 30"},
+		{"--prompt-len constant:300 --output-len constant:40 -n 30", "--dataset-name random --prompt-len 300 --output-len 40 -n 30"},
+		// 300·(1 ± 0.1) = [270, 330]; 40·(1 ± 0.1) = [36, 44].
+		{"--prompt-len uniform:269.5,330.5 --output-len uniform:35.5,44.5 -n 30", "--dataset-name random --input-len 300 --output-len 40 --random-range-ratio 0.1 -n 30"},
+		{"--no-custom-all-reduce --tp 2 -n 30", "--disable-custom-all-reduce -tp 2 -n 30"},
+		{"--enforce-eager=false -n 30", "--no-enforce-eager -n 30"},
+		{"--no-async-scheduling=false -n 30", "--async-scheduling -n 30"},
+		{"--scheduler fcfs -n 30", "--scheduling-policy fcfs -n 30"},
 	} {
-		a, b := summaryOf(t, base+c.servesim), summaryOf(t, base+c.vllm)
+		b0 := base
+		if strings.Contains(c.vllm, "random") || strings.Contains(c.vllm, "input-len") {
+			// The random dataset draws the lengths: --prompt-len beside it
+			// is a contradiction (TestDatasetLengthFlags).
+			b0 = "--model llama-3.1-8b "
+		}
+		a, b := summaryOf(t, b0+c.servesim), summaryOf(t, b0+c.vllm)
 		if !reflect.DeepEqual(a, b) {
 			t.Errorf("%q and %q differ:\n%v\n%v", c.servesim, c.vllm, a["scenario"], b["scenario"])
 		}

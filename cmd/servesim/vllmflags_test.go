@@ -85,3 +85,178 @@ func TestGoodputOnlyNamedSLOs(t *testing.T) {
 		}
 	}
 }
+
+// runOut runs `servesim run ARGS` on a small workload, writing no files,
+// and returns its output and error.
+func runOut(args ...string) (string, error) {
+	var out bytes.Buffer
+	base := []string{"run", "-n", "2", "--prompt-len", "constant:8", "--output-len", "constant:2", "-o", ""}
+	err := dispatch(append(base, args...), &out, &out)
+	return out.String(), err
+}
+
+// TestVLLMFlagWalk walks every flag of vllm serve and vllm bench serve in
+// vllmFlags: an honoured one is a flag of `servesim run` listed in its
+// --help (with its --no- form for a BooleanOptionalAction); a no-effect
+// one runs and is named in the header's no-effect line; a refused one is
+// an error naming it and the servesim equivalent, and given vLLM's default
+// value (-pp 1) it runs as no effect.
+func TestVLLMFlagWalk(t *testing.T) {
+	var help bytes.Buffer
+	if err := dispatch([]string{"run", "--help"}, &help, &help); exitCode(err, &help) != 0 {
+		t.Fatal(err)
+	}
+	const noEffectLine = "vLLM flags with no effect in a simulation: "
+	seen := map[string]bool{}
+	counts := map[vllmClass]int{}
+	for _, f := range vllmFlags {
+		if seen[f.name] {
+			t.Errorf("--%s: twice in vllmFlags", f.name)
+		}
+		seen[f.name] = true
+		counts[f.class]++
+		var forms [][]string // the command-line words of each form
+		for _, n := range f.names() {
+			if f.as != "" && f.as != "-" && !strings.HasPrefix(n, "no-") {
+				n = f.name // given as vLLM spells it; vllmArgs rewrites it
+			}
+			switch {
+			case f.kind == vBool || f.kind == vSwitch:
+				forms = append(forms, []string{"--" + n})
+			case f.kind == vList:
+				forms = append(forms, []string{"--" + n, "a", "b"})
+			case f.as == "-":
+				forms = append(forms, []string{"--" + n, "serve.yaml"})
+			default:
+				forms = append(forms, []string{"--" + n, "2"})
+			}
+		}
+		if f.short != "" {
+			forms = append(forms, []string{"-" + f.short, "2"})
+		}
+		switch f.class {
+		case honoured:
+			for _, n := range f.names() {
+				if !strings.Contains(help.String(), "--"+n+" ") && !strings.Contains(help.String(), "--"+n+"[") {
+					t.Errorf("honoured --%s: not a flag in run --help", n)
+				}
+			}
+		case noEffect:
+			for _, w := range forms {
+				out, err := runOut(w...)
+				if err != nil {
+					t.Errorf("no-effect %v: %v", w, err)
+					continue
+				}
+				i := strings.Index(out, noEffectLine)
+				name := w[0]
+				if !strings.HasPrefix(name, "--") {
+					name = "--" + f.name // a shorthand is listed by its name
+				}
+				if i < 0 || !strings.Contains(out[i:], name) {
+					t.Errorf("no-effect %v: the header does not list it:\n%s", w, out)
+				}
+			}
+		case refused:
+			for _, w := range forms {
+				if strings.HasPrefix(w[0], "--no-") {
+					// The off form of a refused switch is vLLM's default.
+					out, err := runOut(w...)
+					if err != nil || !strings.Contains(out, w[0]) {
+						t.Errorf("refused switch %v, vLLM's default: %v, want it listed as no effect", w, err)
+					}
+					continue
+				}
+				_, err := runOut(w...)
+				if err == nil || !strings.Contains(err.Error(), "--"+f.name) || (f.equiv != "" && !strings.Contains(err.Error(), f.equiv)) {
+					t.Errorf("refused %v: error %v, want one naming --%s and %q", w, err, f.name, f.equiv)
+				}
+			}
+			for _, d := range f.dflt {
+				out, err := runOut("--"+f.name, d)
+				if err != nil || !strings.Contains(out, "--"+f.name+" "+d) {
+					t.Errorf("refused --%s %s, vLLM's default: %v, want it listed as no effect:\n%s", f.name, d, err, out)
+				}
+			}
+		}
+	}
+	t.Logf("%d vLLM flags: %d honoured, %d no effect, %d refused", len(vllmFlags), counts[honoured], counts[noEffect], counts[refused])
+}
+
+// TestVLLMFlagsRefusedTogether: every refused flag of a command line is
+// named in one error, not one run at a time.
+func TestVLLMFlagsRefusedTogether(t *testing.T) {
+	_, err := runOut("-pp", "2", "--enable-lora", "-dp", "2", "--ramp-up-strategy", "linear")
+	for _, want := range []string{"--pipeline-parallel-size 2", "--enable-lora", "--data-parallel-size 2", "(servesim: --replicas)", "--ramp-up-strategy linear", "(servesim: --stages)"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v lacks %q", err, want)
+		}
+	}
+}
+
+// vllmFlagTableMarkdown renders vllmFlags as README's table: one row per
+// class and servesim meaning, the flags of the row comma-separated.
+func vllmFlagTableMarkdown() string {
+	type row struct {
+		class vllmClass
+		what  string
+		flags []string
+	}
+	var rows []*row
+	index := map[string]*row{}
+	for _, f := range vllmFlags {
+		what := f.note
+		switch f.class {
+		case honoured:
+			what = "see the table above"
+		case refused:
+			if f.note == "" {
+				what = "not modelled"
+			}
+			if f.equiv != "" {
+				what += "; servesim: `" + f.equiv + "`"
+			}
+			if len(f.dflt) > 0 {
+				what += " (vLLM's default `" + strings.Join(f.dflt, "`, `") + "` is accepted)"
+			}
+		}
+		key := f.class.String() + "|" + what
+		r := index[key]
+		if r == nil {
+			r = &row{class: f.class, what: what}
+			index[key] = r
+			rows = append(rows, r)
+		}
+		name := "`--" + f.name + "`"
+		if f.short != "" {
+			name = "`-" + f.short + "`, " + name
+		}
+		r.flags = append(r.flags, name)
+	}
+	var b strings.Builder
+	b.WriteString("| class | vLLM flags | in servesim |\n|---|---|---|\n")
+	for _, c := range []vllmClass{honoured, noEffect, refused} {
+		for _, r := range rows {
+			if r.class == c {
+				b.WriteString("| " + c.String() + " | " + strings.Join(r.flags, ", ") + " | " + r.what + " |\n")
+			}
+		}
+	}
+	return b.String()
+}
+
+// TestVLLMFlagTableInREADME: README's table of every vLLM flag is
+// vllmFlagTableMarkdown's (SERVESIM_UPDATE_README=1 prints it to paste).
+func TestVLLMFlagTableInREADME(t *testing.T) {
+	want := vllmFlagTableMarkdown()
+	if os.Getenv("SERVESIM_UPDATE_README") != "" {
+		t.Log("\n" + want)
+	}
+	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), want) {
+		t.Errorf("README.md lacks the table of vLLM flags rendered from vllmFlags; it should read:\n%s", want)
+	}
+}

@@ -147,6 +147,10 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		what = *config
 	}
+	if chunkedChanged(fs) && fs.Changed("policy") && *chunked != (b.Policy == "chunked") {
+		return fmt.Errorf("run: %s and --policy %s contradict each other (chunked prefill %s is policy %s): give one", chunkedFlag(fs), b.Policy, map[bool]string{true: "on", false: "off"}[*chunked],
+			map[bool]string{true: "chunked", false: "prefill-first, or another unchunked policy"}[*chunked])
+	}
 	if chunkedChanged(fs) && !fs.Changed("policy") {
 		if *chunked {
 			b.Policy = "chunked"
@@ -162,6 +166,13 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	// architecture and --model names the weights.
 	if fs.Changed("hf-config-path") || (fs.Changed("model-config") && !fs.Changed("model")) {
 		base.Model = ""
+	}
+	if fs.Changed("burstiness") && !fs.Changed("arrival") && base.Workload.Burstiness != 1 &&
+		(base.Workload.Arrival == "" || base.Workload.Arrival == "poisson") {
+		// vllm bench serve draws gamma gaps of shape --burstiness (1:
+		// Poisson), so the flag alone implies gamma arrivals.
+		base.Workload.Arrival = "gamma"
+		base.SetByFlag("workload.arrival")
 	}
 	if (fs.Changed("policy") || chunkedChanged(fs)) && !base.Explicit("batch.max_num_batched_tokens") {
 		// A token budget nobody chose — the embedded default's 8192 is

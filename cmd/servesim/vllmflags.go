@@ -146,6 +146,16 @@ func chunkedChanged(fs *pflag.FlagSet) bool {
 	return fs.Changed("chunked-prefill") || fs.Changed("enable-chunked-prefill") || fs.Changed("no-enable-chunked-prefill")
 }
 
+// chunkedFlag names the chunked-prefill switch given, as given.
+func chunkedFlag(fs *pflag.FlagSet) string {
+	for _, n := range []string{"enable-chunked-prefill", "no-enable-chunked-prefill"} {
+		if fs.Changed(n) {
+			return "--" + n
+		}
+	}
+	return "--chunked-prefill=" + fs.Lookup("chunked-prefill").Value.String()
+}
+
 // vllmArgs rewrites vLLM's habits that pflag cannot parse, before parsing:
 // `-tp N`, `-pp=N`, `-asc N` (pflag's shorthands are one letter; the
 // shorthands are vllmFlags') become `--tensor-parallel-size N` and so on,

@@ -164,6 +164,13 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	// replaces the base scenario's model unless --model is given too.
 	// vLLM's --hf-config-path always does: there the config defines the
 	// architecture and --model names the weights.
+	modelFlag := fs.Changed("model") || fs.Changed("model-config") || fs.Changed("hf-config-path")
+	if modelFlag && !fs.Changed("weights") && !fs.Changed("dtype") && !fs.Changed("quantization") && base.Weights == "bf16" {
+		// The base's bf16 (the embedded default's) described its own
+		// model: a quantized checkpoint named here (Qwen/Qwen3-8B-FP8)
+		// runs at its own precision (experiments.Resolve infers it).
+		base.Weights = ""
+	}
 	if fs.Changed("hf-config-path") || (fs.Changed("model-config") && !fs.Changed("model")) {
 		base.Model = ""
 	}

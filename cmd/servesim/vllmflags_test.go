@@ -260,3 +260,38 @@ func TestVLLMFlagTableInREADME(t *testing.T) {
 		t.Errorf("README.md lacks the table of vLLM flags rendered from vllmFlags; it should read:\n%s", want)
 	}
 }
+
+// TestCheckpointPrecision: a quantized checkpoint named by --model runs at
+// its precision, and the header says what was inferred; --weights against
+// it is an error naming both; a fine-tune of a catalog architecture runs.
+func TestCheckpointPrecision(t *testing.T) {
+	for _, c := range []struct {
+		args, weights, header, err string
+	}{
+		{"--model Qwen/Qwen3-8B-FP8", "fp8", "Inferred: weights fp8: from the id's -FP8.", ""},
+		{"--model Qwen/Qwen3-8B-FP8 --quantization fp8", "fp8", "Inferred: weights fp8", ""},
+		{"--model Qwen/Qwen3-30B-A3B-Instruct-2507 --gpu h200", "bf16", "catalog architecture qwen3-30b-a3b (that of Qwen/Qwen3-30B-A3B; the id's suffix -Instruct-2507", ""},
+		{"--model Qwen/Qwen3-8B-FP8 --weights bf16", "", "", `"weights" (flag --weights): "bf16", but the checkpoint stores fp8 weights`},
+	} {
+		dir := t.TempDir()
+		var out bytes.Buffer
+		err := dispatch(append(strings.Fields("run -n 3 --prompt-len constant:8 --output-len constant:2 "+c.args), "-o", dir), &out, &out)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%s: %v, want %q", c.args, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", c.args, err)
+		}
+		if !strings.Contains(out.String(), c.header) {
+			t.Errorf("%s: header lacks %q:\n%s", c.args, c.header, out.String())
+		}
+		data, _ := os.ReadFile(filepath.Join(dir, "summary.json"))
+		var s struct{ Scenario struct{ Weights string } }
+		if err := json.Unmarshal(data, &s); err != nil || s.Scenario.Weights != c.weights {
+			t.Errorf("%s: summary.json weights %q (%v), want %q", c.args, s.Scenario.Weights, err, c.weights)
+		}
+	}
+}

@@ -29,6 +29,7 @@ type datasetFlags struct {
 	rangeRatio                 float64
 	sharegptOutputLen          int
 	explicitRandom, anyDataset bool
+	implied                    bool // vllm bench serve's default dataset, random (vllmDefaults)
 }
 
 // vLLM's RandomDataset defaults (vllm/benchmarks/datasets/random.py).
@@ -61,7 +62,7 @@ func applyDataset(fs *pflag.FlagSet, d *datasetFlags, base *experiments.Scenario
 		if fs.Changed("dataset-path") {
 			return cleanup, errors.New("run: --dataset-path needs --dataset-name (sharegpt, burstgpt or servesim)")
 		}
-		if !random {
+		if !random && !d.implied {
 			return cleanup, nil
 		}
 		d.name = "random" // vllm bench serve's default dataset

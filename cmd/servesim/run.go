@@ -72,8 +72,8 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	addShapeFlags(fs, &s)
 	fs.StringVar(&b.Policy, "policy", "", "batching: chunked (Sarathi/vLLM V1), prefill-first (vLLM V0), mixed (Orca), decode-first, static, dynamic")
 	chunked := fs.Bool("chunked-prefill", true, "chunked prefill on (policy chunked) or off (policy prefill-first)")
-	fs.IntVar(&b.MaxNumSeqs, "max-num-seqs", 0, "running requests at most (default 256)")
-	fs.IntVar(&b.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "tokens per iteration at most (default 8192 chunked; max(max_model_len, 2048) otherwise)")
+	fs.IntVar(&b.MaxNumSeqs, "max-num-seqs", 0, "running requests at most (default: vLLM's for the GPU under vllm-v1, 1024 on a GPU of ≥ 70 GiB other than the A100, else 256)")
+	fs.IntVar(&b.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "tokens per iteration at most (default: vLLM's for the GPU under vllm-v1, 8192 or 2048, max_model_len unchunked; ideal: 8192 chunked, max(max_model_len, 2048) otherwise)")
 	fs.IntVar(&b.MaxModelLen, "max-model-len", 0, "longest prompt+output (default: the model's context)")
 	fs.IntVar(&b.BlockSize, "block-size", 0, "KV block size in tokens (default 16)")
 	fs.Float64Var(&b.GPUMemUtil, "gpu-memory-utilization", 0, "fraction of GPU memory for weights, activations and KV (default 0.9)")
@@ -160,6 +160,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	override(fs, &base, &s)
 	goodputLine := goodput.apply(fs, &base)
+	defaultsChanged := vllmDefaults(fs, *config, &base, &ds)
 	// --model-config: import a Hugging Face config.json as the model; it
 	// replaces the base scenario's model unless --model is given too.
 	// vLLM's --hf-config-path always does: there the config defines the
@@ -233,6 +234,9 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, ".")
 		if len(ignored) > 0 {
 			fmt.Fprintf(stdout, "vLLM flags with no effect in a simulation: %s.\n", strings.Join(ignored, ", "))
+		}
+		if len(defaultsChanged) > 0 {
+			fmt.Fprintln(stdout, vllmDefaultsLine(defaultsChanged))
 		}
 		if goodputLine != "" {
 			fmt.Fprintln(stdout, goodputLine)

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/servesim/servesim/experiments"
 )
 
 // summaryOf runs `servesim run ARGS -o DIR -q` and returns summary.json's
@@ -35,8 +37,15 @@ func summaryOf(t *testing.T, args string) map[string]any {
 
 // TestVLLMAliases: each vLLM spelling is the same flag as servesim's: the
 // two command lines give identical summary.json files.
+//
+// Both run on the embedded default written to a --config file, so that
+// vLLM's defaults (TestVLLMDefaultsBySpelling) stay out of the comparison.
 func TestVLLMAliases(t *testing.T) {
-	const base = "--model llama-3.1-8b --prompt-len constant:200 --output-len constant:20 "
+	cfg := filepath.Join(t.TempDir(), "default.toml")
+	if err := os.WriteFile(cfg, []byte(experiments.DefaultTOML()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := "--config " + cfg + " --model llama-3.1-8b --prompt-len constant:200 --output-len constant:20 "
 	for _, c := range []struct{ servesim, vllm string }{
 		{"--tp 2 --rate 4 -n 30", "-tp 2 --request-rate 4 --num-prompts 30"},
 		{"--tp 2 -n 30", "-tp=2 -n 30"},
@@ -68,7 +77,7 @@ func TestVLLMAliases(t *testing.T) {
 		if strings.Contains(c.vllm, "random") || strings.Contains(c.vllm, "input-len") {
 			// The random dataset draws the lengths: --prompt-len beside it
 			// is a contradiction (TestDatasetLengthFlags).
-			b0 = "--model llama-3.1-8b "
+			b0 = "--config " + cfg + " --model llama-3.1-8b "
 		}
 		a, b := summaryOf(t, b0+c.servesim), summaryOf(t, b0+c.vllm)
 		if !reflect.DeepEqual(a, b) {

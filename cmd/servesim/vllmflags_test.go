@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/servesim/servesim/experiments"
 )
 
 // TestGoodputOnlyNamedSLOs: with --goodput, exactly the SLOs it names
@@ -293,5 +295,78 @@ func TestCheckpointPrecision(t *testing.T) {
 		if err := json.Unmarshal(data, &s); err != nil || s.Scenario.Weights != c.weights {
 			t.Errorf("%s: summary.json weights %q (%v), want %q", c.args, s.Scenario.Weights, err, c.weights)
 		}
+	}
+}
+
+// TestVLLMDefaultsBySpelling: a command line in vLLM's spelling gets
+// vLLM V1's defaults where servesim's embedded scenario differs (README,
+// "Defaults that differ from vLLM"): vllm serve's prefix caching on;
+// vllm bench serve's rate inf, no SLOs, and for --num-prompts its random
+// dataset of 1024 and 128 tokens. servesim's spelling, an explicit flag or
+// a --config file keeps servesim's values.
+func TestVLLMDefaultsBySpelling(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "s.toml")
+	if err := os.WriteFile(cfg, []byte(experiments.DefaultTOML()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	type want struct {
+		prefix     bool
+		rate       any // float64, or "inf" as summary.json writes it
+		prompt     string
+		ttft, tpot float64
+	}
+	def := want{false, 10.0, "lognormal:6.5,0.8", 500, 50} // the embedded default
+	for _, c := range []struct {
+		args string
+		want want
+	}{
+		{"-n 20", def},
+		{"--tp 1 -n 20", def},
+		{"-tp 1 -n 20", want{true, 10.0, "lognormal:6.5,0.8", 500, 50}},
+		{"-tp 1 --no-enable-prefix-caching -n 20", def},
+		{"--disable-log-stats -n 20", want{true, 10.0, "lognormal:6.5,0.8", 500, 50}}, // a no-effect flag is vLLM's spelling too
+		{"--host 0.0.0.0 -n 20", def},                                                 // both tools take --host: it says neither
+		{"--num-prompts 20", want{false, "inf", "constant:1024", 0, 0}},
+		{"--num-prompts 20 --request-rate 4", want{false, 4.0, "constant:1024", 0, 0}},
+		{"--num-prompts 20 --rate 4 --prompt-len constant:100", want{false, 4.0, "constant:100", 0, 0}},
+		{"--request-rate 4 -n 20", want{false, 4.0, "lognormal:6.5,0.8", 0, 0}},
+		{"--rate 4 -n 20 --goodput ttft:300", want{false, 4.0, "lognormal:6.5,0.8", 300, 0}},
+		{"--config " + cfg + " -tp 1 --num-prompts 20", def},
+	} {
+		m := summaryOf(t, c.args)
+		sc := m["scenario"].(map[string]any)
+		w, b, slo := sc["workload"].(map[string]any), sc["batch"].(map[string]any), sc["slo"].(map[string]any)
+		got := want{b["prefix_caching"].(bool), w["rate"], w["prompt"].(string), slo["ttft_ms"].(float64), slo["tpot_ms"].(float64)}
+		if got != c.want {
+			t.Errorf("%s: %+v, want %+v", c.args, got, c.want)
+		}
+	}
+}
+
+// TestOneSetOfDefaults: the embedded default and a minimal scenario file
+// get the same batch limits, vLLM's for the GPU under vllm-v1 (H100: 1024
+// and 8192, EngineArgs' defaults for a GPU of ≥ 70 GiB other than the
+// A100; A100: 256 and 2048), and the error for --max-num-seqs 0 quotes
+// the same default.
+func TestOneSetOfDefaults(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		gpu          string
+		seqs, tokens float64
+	}{{"h100", 1024, 8192}, {"a100", 256, 2048}} {
+		toml := filepath.Join(dir, c.gpu+".toml")
+		if err := os.WriteFile(toml, []byte("model = \"llama-3.1-8b\"\ngpu = \""+c.gpu+"\"\n[workload]\nrate = 5.0\nrequests = 5\nprompt = \"constant:100\"\noutput = \"constant:10\"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range []string{"--gpu " + c.gpu + " -n 5", "--config " + toml} {
+			b := summaryOf(t, args)["scenario"].(map[string]any)["batch"].(map[string]any)
+			if b["max_num_seqs"] != c.seqs || b["max_num_batched_tokens"] != c.tokens {
+				t.Errorf("%s: max_num_seqs %v, max_num_batched_tokens %v; want %v, %v", args, b["max_num_seqs"], b["max_num_batched_tokens"], c.seqs, c.tokens)
+			}
+		}
+	}
+	_, err := runOut("--max-num-seqs", "0")
+	if err == nil || !strings.Contains(err.Error(), "default (1024,") {
+		t.Errorf("--max-num-seqs 0: %v, want the default it would get, 1024", err)
 	}
 }

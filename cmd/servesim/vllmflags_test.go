@@ -219,7 +219,7 @@ func vllmFlagTableMarkdown() string {
 				what += "; servesim: `" + f.equiv + "`"
 			}
 			if len(f.dflt) > 0 {
-				what += " (vLLM's default `" + strings.Join(f.dflt, "`, `") + "` is accepted)"
+				what += " (accepted as `" + strings.Join(f.dflt, "` or `") + "`, vLLM's default)"
 			}
 		}
 		key := f.class.String() + "|" + what
@@ -230,6 +230,9 @@ func vllmFlagTableMarkdown() string {
 			rows = append(rows, r)
 		}
 		name := "`--" + f.name + "`"
+		if f.kind == vBool {
+			name = "`--[no-]" + f.name + "`"
+		}
 		if f.short != "" {
 			name = "`-" + f.short + "`, " + name
 		}

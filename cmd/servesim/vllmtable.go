@@ -68,7 +68,7 @@ const (
 	noLoRA  = "LoRA adapters are not modelled"
 	noEP    = "expert parallelism is not modelled yet"
 	noDP    = "data parallelism is not modelled yet"
-	noDS    = "its dataset is not one servesim reads (--dataset-name random, sharegpt, burstgpt, servesim)"
+	noDS    = "a dataset servesim does not read"
 	noGraph = "servesim pads decode batches to vLLM's default CUDA-graph capture sizes (sim/serve/engine_step.go)"
 )
 
@@ -348,8 +348,8 @@ var vllmFlags = []vllmFlag{
 	{name: "repetition-penalty", src: "bench", class: noEffect, note: noSamp},
 	{name: "common-prefix-len", src: "bench", class: refused, equiv: "--shared-prefix-tokens", note: "vLLM's prefix shared by all random prompts", dflt: []string{"0"}},
 	{name: "ramp-up-strategy", src: "bench", class: refused, equiv: "--stages", note: "a rate ramp is a schedule of stages"},
-	{name: "ramp-up-start-rps", src: "bench", class: refused, equiv: "--stages"},
-	{name: "ramp-up-end-rps", src: "bench", class: refused, equiv: "--stages"},
+	{name: "ramp-up-start-rps", src: "bench", class: refused, equiv: "--stages", note: "a rate ramp is a schedule of stages"},
+	{name: "ramp-up-end-rps", src: "bench", class: refused, equiv: "--stages", note: "a rate ramp is a schedule of stages"},
 	{name: "ready-check-timeout-sec", src: "bench", class: noEffect, note: "a simulated server is ready at once"},
 	{name: "extra-body", src: "bench", class: noEffect, note: noSamp},
 }

@@ -38,6 +38,10 @@ func TestContradictions(t *testing.T) {
 		{"--engine=", []string{"--engine", `""`}},
 		{"--config " + toml, []string{"s.toml", "front_end_request_ms", "no_front_end"}},
 		{"--config serve.yaml", []string{"--config serve.yaml", "YAML"}},
+		// The random dataset draws the lengths: a distribution beside it
+		// was dropped without a word.
+		{"--dataset-name random --prompt-len lognormal:6,0.5", []string{"--prompt-len lognormal:6,0.5", "--dataset-name random"}},
+		{"--dataset-name sharegpt --dataset-path testdata/vllm/sharegpt.json --prompt-len constant:9", []string{"--prompt-len constant:9", "--dataset-name sharegpt"}},
 	} {
 		var out bytes.Buffer
 		args := append([]string{"run", "-n", "5", "--prompt-len", "constant:8", "--output-len", "constant:2", "-o", "", "-q"}, strings.Fields(c.args)...)

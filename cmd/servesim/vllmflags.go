@@ -28,7 +28,16 @@ import (
 //	--kv-cache-dtype auto|fp8|...          --kv bf16|fp8|fp4
 //	--dtype auto|bfloat16|half|float16     --weights bf16
 //	--quantization fp8                     --weights fp8
-//	--goodput ttft:MS tpot:MS e2el:MS      --slo-ttft, --slo-tpot, --slo-e2e
+//	--goodput ttft:MS tpot:MS e2el:MS      --slo-ttft, --slo-tpot, --slo-e2e (only those named)
+//	--[no-]disable-custom-all-reduce       --no-custom-all-reduce
+//	--[no-]async-scheduling                --no-async-scheduling
+//	--no-enforce-eager                     --enforce-eager=false
+//	--swap-space GiB                       batch.swap_space_gb
+//	--scheduling-policy fcfs|priority      --scheduler
+//	--hf-config-path                       --model-config
+//	--input-len N (dataset.go)             --random-input-len
+//
+// Every other vLLM flag is in vllmtable.go (no effect, or refused).
 //
 // --max-concurrency, --burstiness, --seed, --max-num-seqs,
 // --max-num-batched-tokens, --max-model-len and --gpu-memory-utilization are

@@ -68,7 +68,12 @@ func (c *Catalog) Get(name string) (*GPU, error) {
 	if a, ok := c.alias[n]; ok {
 		return c.gpus[a], nil
 	}
-	return nil, fmt.Errorf("hardware: unknown GPU %q (known: %s)", name, strings.Join(c.Names(), ", "))
+	if d := deviceName(n); d != "" && d != n { // nvidia-smi's "NVIDIA H100 80GB HBM3"
+		if g, err := c.Get(d); err == nil {
+			return g, nil
+		}
+	}
+	return nil, fmt.Errorf("hardware: unknown GPU %q%s (known: %s)", name, c.suggest(n), strings.Join(c.Names(), ", "))
 }
 
 // Names returns the catalog names, sorted.

@@ -207,3 +207,33 @@ func AbandonTemporaries() int {
 	clear(temps.live)
 	return n
 }
+
+// TempDir makes a temporary directory inside dir (os.MkdirTemp's pattern)
+// that AbandonTemporaries removes if the process must exit before
+// CommitTempDir or RemoveTempDir: for a command that writes several files
+// as one set (validate's tables and figures) outside a run's set.
+func TempDir(dir, pattern string) (string, error) {
+	tmp, err := os.MkdirTemp(dir, pattern)
+	if err != nil {
+		return "", fmt.Errorf("experiments: %w", err)
+	}
+	if err := addTemp(tmp); err != nil {
+		os.RemoveAll(tmp)
+		return "", err
+	}
+	return tmp, nil
+}
+
+// CommitTempDir runs rename (moving tmp's files into place) under the
+// temporaries' lock, so an interrupt never leaves half of them moved, then
+// removes tmp.
+func CommitTempDir(tmp string, rename func() error) error {
+	if err := commitTemps(rename, tmp); err != nil {
+		return err
+	}
+	os.RemoveAll(tmp)
+	return nil
+}
+
+// RemoveTempDir removes a TempDir that was not committed.
+func RemoveTempDir(tmp string) { removeTemp(tmp) }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/servesim/servesim/experiments"
 )
@@ -50,5 +51,36 @@ func TestInterruptStopsSearches(t *testing.T) {
 				t.Errorf("after the interrupt %s holds %v, want no temporaries", dir, left)
 			}
 		})
+	}
+}
+
+// validate stops on SIGTERM within a second as run does, in whatever phase
+// it is (the suite replays seven runs, seconds of work on two cores), and
+// leaves nothing in its output directory: its tables and figures are one
+// set of temporaries that the interrupt removes.
+func TestInterruptStopsValidate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("subprocesses")
+	}
+	if _, err := os.Stat(filepath.Join("..", "..", "..", "shared", "data", "vllm-h100-runs")); err != nil {
+		t.Skipf("the suite's runs are not beside the checkout: %v", err)
+	}
+	dir := filepath.Join(t.TempDir(), "v")
+	ready := filepath.Join(t.TempDir(), "ready")
+	took := interruptMain(t, "validate --suite -q --data "+filepath.Join("..", "..", "..", "shared", "data")+" -o "+dir,
+		[]string{"SERVESIM_READY_FILE=" + ready}, syscall.SIGTERM, "its signal handler was in",
+		func() bool { _, err := os.Stat(ready); return err == nil })
+	if took > time.Second {
+		t.Errorf("validate exited %v after SIGTERM, want within 1 s", took)
+	}
+	var left []string
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && p != dir {
+			left = append(left, p)
+		}
+		return nil
+	})
+	if len(left) != 0 {
+		t.Errorf("after the interrupt %s holds %v, want nothing", dir, left)
 	}
 }

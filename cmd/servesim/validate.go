@@ -89,6 +89,11 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, vllmArgs(args)); err != nil {
 		return err
 	}
+	// SIGINT/SIGTERM stop validate within a second, in any phase (reading
+	// the runs, replaying them, writing the figures), leaving no temporary
+	// (interruptible's grace exit; the replays do not poll the signal).
+	_, stopSignals := interruptible()
+	defer stopSignals()
 	base := experiments.Scenario{ModelsFile: s.ModelsFile, GPUsFile: s.GPUsFile, Model: s.Model, GPU: s.GPU, ModelConfig: s.ModelConfig}
 	var vs []*experiments.Validation
 	if *ablation && fs.Changed("out") {
@@ -351,11 +356,11 @@ func writeAllOrNothing(dir string, files []outFile) error {
 	if err := experiments.MkdirAll(dir); err != nil {
 		return err
 	}
-	tmp, err := os.MkdirTemp(dir, ".validate-*")
+	tmp, err := experiments.TempDir(dir, experiments.TempPrefix+"validate-*")
 	if err != nil {
 		return fmt.Errorf("validate: %w", err)
 	}
-	defer os.RemoveAll(tmp)
+	defer experiments.RemoveTempDir(tmp)
 	for _, f := range files {
 		p := filepath.Join(tmp, f.name)
 		if f.fig != nil {
@@ -367,10 +372,12 @@ func writeAllOrNothing(dir string, files []outFile) error {
 			return fmt.Errorf("validate: writing %s: %w", f.name, err)
 		}
 	}
-	for _, f := range files {
-		if err := os.Rename(filepath.Join(tmp, f.name), filepath.Join(dir, f.name)); err != nil {
-			return fmt.Errorf("validate: %w", err)
+	return experiments.CommitTempDir(tmp, func() error {
+		for _, f := range files {
+			if err := os.Rename(filepath.Join(tmp, f.name), filepath.Join(dir, f.name)); err != nil {
+				return fmt.Errorf("validate: %w", err)
+			}
 		}
-	}
-	return nil
+		return nil
+	})
 }

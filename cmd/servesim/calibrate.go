@@ -96,6 +96,8 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	_, stopSignals := interruptible() // SIGINT/SIGTERM: exit 130 within a second, no temporary left
+	defer stopSignals()
 	if fs.NArg() > 0 {
 		return fmt.Errorf("calibrate: unexpected arguments %q", fs.Args())
 	}

@@ -28,6 +28,8 @@ func mergeCmd(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	_, stopSignals := interruptible() // SIGINT/SIGTERM: exit 130 within a second, no temporary left
+	defer stopSignals()
 	if fs.NArg() < 2 {
 		fs.Usage()
 		return fmt.Errorf("merge: want an experiment file and at least one directory")

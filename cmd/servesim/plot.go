@@ -97,6 +97,8 @@ func plotCmd(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
+	_, stopSignals := interruptible() // SIGINT/SIGTERM: exit 130 within a second, no temporary left
+	defer stopSignals()
 	inputs := fs.Args()
 	if len(inputs) == 0 {
 		fs.Usage()

@@ -65,6 +65,8 @@ func traceStatsCmd(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	_, stopSignals := interruptible() // SIGINT/SIGTERM: exit 130 within a second, no temporary left
+	defer stopSignals()
 	if fs.NArg() == 0 {
 		fs.Usage()
 		return errors.New("trace stats: name at least one trace file")

@@ -42,6 +42,13 @@ const maxCachedTokens = 1 << 16
 // budget at the user's utilization is PlanMemory's business), and, when k
 // is a Roofline, that its GPU and TP match and its efficiencies are valid.
 func NewStepModel(m *models.Model, g *GPU, p models.Parallel, k KernelModel, iterOverhead float64) (*StepModel, error) {
+	return newStepModel(m, g, p, k, iterOverhead, true)
+}
+
+// newStepModel is NewStepModel; fit says whether to check that the whole
+// model's weights fit one GPU (a pipeline stage holds only some layers:
+// NewPipelineStep checks each stage instead).
+func newStepModel(m *models.Model, g *GPU, p models.Parallel, k KernelModel, iterOverhead float64, fit bool) (*StepModel, error) {
 	if m == nil || g == nil || k == nil {
 		return nil, fmt.Errorf("hardware: NewStepModel: nil model, GPU or kernel model")
 	}
@@ -72,8 +79,10 @@ func NewStepModel(m *models.Model, g *GPU, p models.Parallel, k KernelModel, ite
 			return nil, err
 		}
 	}
-	if _, err := PlanMemory(m, g, p, 1, DefaultBlockSize, 0); err != nil {
-		return nil, err
+	if fit {
+		if _, err := PlanMemory(m, g, p, 1, DefaultBlockSize, 0); err != nil {
+			return nil, err
+		}
 	}
 	s := &StepModel{m: m, g: g, p: p, k: k, iterOverhead: iterOverhead}
 	s.ops = make([]models.Op, 0, models.NumOpKinds)

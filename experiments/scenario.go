@@ -23,10 +23,17 @@ import (
 // where zero is not a legal value, and means zero where it is.
 // Durations are at most MaxDurationS.
 type Scenario struct {
-	Name       string `toml:"name" json:"name"`
-	Model      string `toml:"model" json:"model"`             // catalog name, e.g. "llama-3.1-8b"
-	GPU        string `toml:"gpu" json:"gpu"`                 // catalog name, e.g. "h100"
-	TP         int    `toml:"tp" json:"tp"`                   // tensor-parallel degree
+	Name  string `toml:"name" json:"name"`
+	Model string `toml:"model" json:"model"` // catalog name, e.g. "llama-3.1-8b"
+	GPU   string `toml:"gpu" json:"gpu"`     // catalog name, e.g. "h100"
+	TP    int    `toml:"tp" json:"tp"`       // tensor-parallel degree
+	// PP is the pipeline-parallel degree (vLLM --pipeline-parallel-size),
+	// 1 when omitted; PPLayers a layer partition (vLLM's
+	// VLLM_PP_LAYER_PARTITION), vLLM's even split when omitted; PPChunked
+	// SGLang's chunked pipelining of long prefills (see pipeline.go).
+	PP         int    `toml:"pp" json:"pp,omitempty"`
+	PPLayers   []int  `toml:"pp_layers" json:"pp_layers,omitempty"`
+	PPChunked  bool   `toml:"pp_chunked" json:"pp_chunked,omitempty"`
 	Weights    string `toml:"weights" json:"weights"`         // bf16 | fp8 | fp4
 	KV         string `toml:"kv" json:"kv"`                   // bf16 | fp8 | fp4
 	Seed       uint64 `toml:"seed" json:"seed"`               // one seed; each random stream derives its own source from it

@@ -187,7 +187,7 @@ func (ps *PipelineStep) StepModel() *StepModel { return ps.s }
 func (ps *PipelineStep) IterOverhead() float64 { return ps.s.iterOverhead }
 
 // Stats returns the sums over the rounds priced so far, less the first
-// rounds SkipRounds asked to leave out.
+// rounds Reset asked to leave out.
 func (ps *PipelineStep) Stats() PipelineStats {
 	st := ps.stats
 	st.StageBusy = append([]float64(nil), st.StageBusy...)
@@ -195,10 +195,16 @@ func (ps *PipelineStep) Stats() PipelineStats {
 	return st
 }
 
-// SkipRounds leaves the next n rounds priced out of Stats: the probes an
-// engine prices before it runs (serve prices one full-budget prefill per
-// instance when it builds the instance, for its TTFT prediction).
-func (ps *PipelineStep) SkipRounds(n int) { ps.skip = n }
+// Reset empties Stats and leaves the next skip rounds priced out of it:
+// the probes an engine prices before it runs (serve prices one full-budget
+// prefill per instance when it builds the instance, for its TTFT
+// prediction). Call it before each run.
+func (ps *PipelineStep) Reset(skip int) {
+	ps.stats.Rounds, ps.stats.MicroBatches, ps.stats.Seconds = 0, 0, 0
+	clear(ps.stats.StageBusy)
+	clear(ps.stats.SendSeconds)
+	ps.skip = skip
+}
 
 // Step prices a round that starts an idle pipeline (the makespan).
 func (ps *PipelineStep) Step(b models.Batch) (sec, flops, bytes float64) {

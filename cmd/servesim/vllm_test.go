@@ -41,6 +41,9 @@ func TestVLLMAliases(t *testing.T) {
 		{"--tp 2 --rate 4 -n 30", "-tp 2 --request-rate 4 --num-prompts 30"},
 		{"--tp 2 -n 30", "-tp=2 -n 30"},
 		{"--tp 2 -n 30", "--tensor-parallel-size 2 -n 30"},
+		{"--pp 2 -n 30", "-pp 2 -n 30"},
+		{"--pp 2 -n 30", "-pp=2 -n 30"},
+		{"--pp 2 --tp 2 -n 30", "--pipeline-parallel-size 2 -tp 2 -n 30"},
 		{"--rate inf -n 30", "--request-rate inf --num-prompts 30"},
 		{"--prefix-caching -n 30", "--enable-prefix-caching -n 30"},
 		{"--prefix-caching=false -n 30", "--no-enable-prefix-caching -n 30"},
@@ -67,6 +70,8 @@ func TestVLLMArgs(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"-tp 4 --rate 2", "--tensor-parallel-size 4 --rate 2"},
 		{"-tp=4", "--tensor-parallel-size=4"},
+		{"-pp 2 -tp 4", "--pipeline-parallel-size 2 --tensor-parallel-size 4"},
+		{"-pp=2", "--pipeline-parallel-size=2"},
 		{"--goodput ttft:500 tpot:50 --rate 2", "--goodput=ttft:500,tpot:50 --rate 2"},
 		{"--goodput=ttft:500 e2el:9", "--goodput=ttft:500,e2el:9"},
 		{"--goodput --rate 2", "--goodput= --rate 2"},

@@ -20,6 +20,7 @@ import (
 //
 //	vLLM (vllm serve / vllm bench serve)   servesim
 //	-tp, --tensor-parallel-size N          --tp N
+//	-pp, --pipeline-parallel-size N        --pp N
 //	--request-rate R (inf)                 --rate R
 //	--num-prompts N                        --requests, -n N
 //	--enable-prefix-caching                --prefix-caching
@@ -39,6 +40,7 @@ import (
 // validate share them).
 func vllmEngineAliases(fs *pflag.FlagSet, s *experiments.Scenario) {
 	fs.IntVar(&s.TP, "tensor-parallel-size", 0, "vLLM's name of --tp (also -tp N)")
+	fs.IntVar(&s.PP, "pipeline-parallel-size", 0, "vLLM's name of --pp (also -pp N)")
 	fs.Var(boolTo{&s.Batch.PrefixCaching, true}, "enable-prefix-caching", "vLLM's name of --prefix-caching")
 	fs.Var(boolTo{&s.Batch.PrefixCaching, false}, "no-enable-prefix-caching", "vLLM's name of --prefix-caching=false")
 	fs.Lookup("enable-prefix-caching").NoOptDefVal = "true"
@@ -64,6 +66,7 @@ func vllmRunAliases(fs *pflag.FlagSet, s *experiments.Scenario, chunked *bool, g
 func init() {
 	for name, f := range map[string]scenarioFlag{
 		"tensor-parallel-size":      scenarioFlags["tp"],
+		"pipeline-parallel-size":    scenarioFlags["pp"],
 		"request-rate":              scenarioFlags["rate"],
 		"num-prompts":               scenarioFlags["requests"],
 		"enable-prefix-caching":     scenarioFlags["prefix-caching"],
@@ -80,7 +83,7 @@ func init() {
 
 // vllmAliasOf maps each numeric alias to servesim's flag, which the
 // scenario's errors name (they name fields, and a field has one flag).
-var vllmAliasOf = map[string]string{"tensor-parallel-size": "tp", "request-rate": "rate", "num-prompts": "requests"}
+var vllmAliasOf = map[string]string{"tensor-parallel-size": "tp", "pipeline-parallel-size": "pp", "request-rate": "rate", "num-prompts": "requests"}
 
 // chunkedChanged reports whether a chunked-prefill switch was given.
 func chunkedChanged(fs *pflag.FlagSet) bool {
@@ -103,6 +106,10 @@ func vllmArgs(args []string) []string {
 			out = append(out, "--tensor-parallel-size")
 		case strings.HasPrefix(a, "-tp="):
 			out = append(out, "--tensor-parallel-size="+strings.TrimPrefix(a, "-tp="))
+		case a == "-pp":
+			out = append(out, "--pipeline-parallel-size")
+		case strings.HasPrefix(a, "-pp="):
+			out = append(out, "--pipeline-parallel-size="+strings.TrimPrefix(a, "-pp="))
 		case a == "--goodput" || strings.HasPrefix(a, "--goodput="):
 			var pairs []string
 			if v, ok := strings.CutPrefix(a, "--goodput="); ok {

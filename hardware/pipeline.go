@@ -71,7 +71,13 @@ type Pipeline struct {
 // max(stage load, one micro-batch's trip) = max(max_s Σ_i t(s, i),
 // max_i Σ_s (t(s, i) + send)): with m = pp balanced micro-batches the
 // stages are never idle; with fewer the trip bounds it and the stages
-// idle (the bubble). The CPU overhead of the step model (IterOverhead) is
+// idle (the bubble). A micro-batch's trip bounds the cycle because its
+// requests wait for their own output (a decode its token; under vLLM any
+// request in flight); under Chunked a micro-batch of prefill chunks only
+// waits for nothing but the KV its stages already wrote, so it enters
+// stage 0 while the previous round drains and only the stage load bounds
+// it (SGLang's chunked pipelining: C chunks from idle take (C + pp − 1)
+// stage times, not ⌈C/pp⌉ trips). The CPU overhead of the step model (IterOverhead) is
 // added once per round. The round's tokens come out at its end (the
 // micro-batches' own exit times within a round are not kept: a token is up
 // to (m−1)/m of a round early or late, while the gap between a request's
@@ -249,6 +255,9 @@ func (ps *PipelineStep) round(b models.Batch, back bool) (sec, flops, bytes floa
 			sec = max(sec, load)
 		}
 		for i := range m {
+			if ps.pl.Chunked && ps.micro[i].Decodes == 0 {
+				continue // prefill chunks need only KV the stages already hold
+			}
 			trip := 0.0
 			for s := range pp {
 				trip += ps.t[i*pp+s]

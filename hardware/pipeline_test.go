@@ -132,6 +132,26 @@ func TestPipelineChunkedPrefill(t *testing.T) {
 	if m4 != 4 || math.Abs(chunked-4945e-6) > 1e-12 {
 		t.Errorf("chunked: %d micro-batches, %.6g s; want 4, 4945 µs", m4, chunked)
 	}
+	// Back to back (the prompt's next 32 tokens): vLLM waits for the whole
+	// trip again, 10,405 µs; chunked only for the slowest stage's load,
+	// 4 · 740 = 2960 µs (the chunks enter while the previous round drains).
+	if back, _ := testPipeline(t, 4, qkvOnly, false).Round(b, true); math.Abs(back-10405e-6) > 1e-12 {
+		t.Errorf("vLLM back to back: %.6g s, want 10405 µs", back)
+	}
+	if back, _ := testPipeline(t, 4, qkvOnly, true).Round(b, true); math.Abs(back-2960e-6) > 1e-12 {
+		t.Errorf("chunked back to back: %.6g s, want 2960 µs", back)
+	}
+	// With decodes in the round the trip bounds it again: 28 prompt tokens
+	// and 4 decodes, 8 tokens a micro-batch (one decode each): trip 690 + 640
+	// + 640 + 740 + 15 = 2725 µs < load 2960 µs, so still 2960 µs; one decode
+	// alone (m = 1, 1 token): trip 130 + 80 + 80 + 180 + 15 = 485 µs.
+	mixed := models.Batch{Prefills: 1, PrefillTokens: 28, PrefillPairs: 28 * 29 / 2, Decodes: 4, DecodeCtx: 400}
+	if back, _ := testPipeline(t, 4, qkvOnly, true).Round(mixed, true); math.Abs(back-2960e-6) > 1e-12 {
+		t.Errorf("chunked with decodes: %.6g s, want 2960 µs", back)
+	}
+	if back, _ := testPipeline(t, 4, qkvOnly, true).Round(models.Batch{Decodes: 1, DecodeCtx: 9}, true); math.Abs(back-485e-6) > 1e-12 {
+		t.Errorf("chunked, one decode: %.6g s, want 485 µs", back)
+	}
 }
 
 // TestPipelineSplitConserves checks that the micro-batches of a round sum to

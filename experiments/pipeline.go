@@ -182,3 +182,13 @@ func (r *Report) writePipelineResults(w io.Writer) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// searchPP refuses a pipeline layout in the base scenario of a search
+// (place, plan): they vary TP, replicas and pools, and would count each
+// candidate's GPUs as replicas × TP.
+func searchPP(base Scenario, what string) error {
+	if base.PP > 1 || len(base.PPLayers) > 0 || base.PPChunked {
+		return fmt.Errorf("experiments: %s: the scenario sets pp = %d: the search varies TP and replicas only and does not propose pipeline layouts; drop pp, or run the layout with servesim run", what, base.PP)
+	}
+	return nil
+}

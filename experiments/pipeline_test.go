@@ -187,3 +187,16 @@ func TestPipelineFieldErrors(t *testing.T) {
 		t.Errorf("pp with disaggregation: %v", err)
 	}
 }
+
+// TestPipelineSearchRefused: place and plan do not search pipeline layouts
+// and refuse a base scenario that sets one (they would count replicas × TP GPUs).
+func TestPipelineSearchRefused(t *testing.T) {
+	s := ppScenario(t, "pp = 2\n")
+	s.SLO.TTFTms = 500
+	if _, err := Place(s, PlaceOptions{GPUs: 8}); err == nil || !strings.Contains(err.Error(), "place: the scenario sets pp = 2") {
+		t.Errorf("place: %v", err)
+	}
+	if _, err := PlanCapacity(s, PlanOptions{Rate: 1}); err == nil || !strings.Contains(err.Error(), "plan: the scenario sets pp = 2") {
+		t.Errorf("plan: %v", err)
+	}
+}

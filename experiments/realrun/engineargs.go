@@ -83,7 +83,7 @@ func init() {
 	none := func(v string) bool { return isNull(v) || v == "{}" || strings.EqualFold(v, "none") }
 	zero := func(v string) bool { return isNull(v) || num(v) == 0 }
 	add(Refused, one, "data parallelism: DP ranks behind one API server with vLLM's own load balancing, and for MoE models every step in lockstep across the ranks (dummy batches); servesim's replicas with its router are not that", "data_parallel_size", "data_parallel_size_local")
-	add(Refused, one, "pipeline parallelism is not modelled (models/doc.go)", "pipeline_parallel_size")
+	add(Refused, one, "pipeline parallelism is not modelled in a replay (servesim run --pp models it; validate does not read a run's stages yet)", "pipeline_parallel_size")
 	add(Refused, one, "context parallelism is not modelled", "decode_context_parallel_size", "prefill_context_parallel_size")
 	add(Refused, off, "expert parallelism (MoE dispatch/combine all-to-all over the EP group) is not modelled (models/doc.go)", "enable_expert_parallel", "enable_eplb", "enable_elastic_ep")
 	add(Refused, off, "dual-batch overlap is not modelled", "enable_dbo")

@@ -114,7 +114,7 @@ func (g *CUDAGraphs) dispatch(b models.Batch) (models.Batch, int) {
 type v1Step struct {
 	k          StepTimer
 	kb         StepTimer // k's price of a step that follows another at once: k, or k's StepPipelined (pipeline parallelism)
-	fixed      float64 // k's own fixed CPU overhead per iteration (iterOverheader), 0 if unknown
+	fixed      float64   // k's own fixed CPU overhead per iteration (iterOverheader), 0 if unknown
 	perRequest float64
 	graphs     *CUDAGraphs // nil: no launch model
 }

@@ -46,7 +46,7 @@ func (s *Scenario) pp() int { return max(1, s.PP) }
 // checkPP validates the pipeline fields.
 func (s *Scenario) checkPP(m *models.Model) ([]int, error) {
 	if s.PP < 0 || (s.PP == 0 && s.Explicit("pp")) {
-		return nil, s.fieldError("pp", "pipeline-parallel-size", "%d must be in [1, %d]; omit it for the default (1, no pipeline)", s.PP, models.MaxPP)
+		return nil, s.fieldError("pp", "pp", "%d must be in [1, %d]; omit it for the default (1, no pipeline)", s.PP, models.MaxPP)
 	}
 	if s.pp() == 1 {
 		if len(s.PPLayers) > 1 {
@@ -59,14 +59,14 @@ func (s *Scenario) checkPP(m *models.Model) ([]int, error) {
 	}
 	layers, err := models.StageLayersFrom(m.Layers, s.pp(), s.PPLayers)
 	if err != nil {
-		field := "pp"
+		field, flag := "pp", "pp"
 		if len(s.PPLayers) > 0 {
-			field = "pp_layers"
+			field, flag = "pp_layers", "pp-layers"
 		}
-		return nil, s.fieldError(field, "pipeline-parallel-size", "%v", err)
+		return nil, s.fieldError(field, flag, "%v", err)
 	}
 	if s.Disagg.DecodeReplicas > 0 {
-		return nil, s.fieldError("pp", "pipeline-parallel-size", "%d with a disaggregated decode pool: pipeline parallelism is modelled for colocated instances only", s.PP)
+		return nil, s.fieldError("pp", "pp", "%d with a disaggregated decode pool: pipeline parallelism is modelled for colocated instances only", s.PP)
 	}
 	return layers, nil
 }
@@ -105,7 +105,7 @@ func (s *Scenario) newPipeline(p *PoolPlan, m *models.Model, kern hardware.Kerne
 		Layers: layers, Chunked: s.PPChunked, MicroTokens: p.Limits.MaxNumBatchedTokens,
 	})
 	if err != nil {
-		return fmt.Errorf("%w (fields \"pp\", \"tp\": flags --pipeline-parallel-size, --tp)", err)
+		return fmt.Errorf("%w (fields \"pp\", \"tp\": flags --pp, --tp)", err)
 	}
 	p.Step = p.Pipeline.StepModel()
 	return nil

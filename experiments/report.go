@@ -140,7 +140,7 @@ func (p *Plan) Describe(w io.Writer) error {
 			"Policies: %d replica(s), router %s, scheduler %s, admission %s, preemption %s (victim %s), prefix caching %v.\n"+
 			"Kernel times: %s.\n"+
 			"Workload: %s.\n",
-		s.Name, p.Model.Name, p.Parallel.Weights, p.Parallel.KV, p.Parallel.TP, p.GPU.Name, p.Parallel.TP,
+		s.Name, p.Model.Name, p.Parallel.Weights, p.Parallel.KV, p.Parallel.TP*s.pp(), p.GPU.Name, p.Parallel.TP,
 		p.Batcher.Name(), p.Limits.MaxNumSeqs, p.Limits.MaxNumBatchedTokens,
 		p.Memory.Blocks, p.Memory.BlockSize, p.Memory.Blocks*p.Memory.BlockSize, p.Memory.KVBytesPerGPU/1e9, p.Memory.WeightBytesPerGPU/1e9,
 		p.Replicas, s.Router.Policy, s.Scheduler.Policy, s.Admission.Policy, s.Batch.Preemption, s.Batch.Victim, s.Batch.PrefixCaching,

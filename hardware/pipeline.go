@@ -370,8 +370,13 @@ func (ps *PipelineStep) stageTimes(mb models.Batch, t, send []float64) (flops, b
 		clear(send[:pp])
 		return 0, 0
 	}
-	var embed, head, layers float64
-	ps.ops = ps.s.m.Ops(mb, ps.s.p, ps.ops[:0])
+	// The token-only operators come from the step model's cache by token
+	// count (their sum, and the embedding's share of it); attention and
+	// the LM head are priced afresh, as StepModel.Step does.
+	tok := ps.s.tokenPart(mb.Tokens())
+	embed, head, layers := tok.embed, 0.0, tok.sec-tok.embed
+	flops, bytes = tok.flops, tok.bytes
+	ps.ops = ps.s.m.BatchOps(mb, ps.s.p, ps.ops[:0])
 	for i := range ps.ops {
 		op := &ps.ops[i]
 		c := float64(op.Count)

@@ -217,3 +217,27 @@ func TestPipelineSends(t *testing.T) {
 		t.Errorf("message %g B/token per GPU, want 4096", ps.msg)
 	}
 }
+
+// TestPipelineStagesSumToStep: a micro-batch's stage times sum to the
+// whole model's step time less the iteration overhead (the same
+// operators, split by stage), on the roofline kernel model.
+func TestPipelineStagesSumToStep(t *testing.T) {
+	m := mustModel(t, "llama-3.1-8b")
+	g, _ := Builtin().Get("h100")
+	k := Roofline{GPU: g, Eff: DefaultEfficiency(), TP: 1}
+	ps, err := NewPipelineStep(m, g, bf16(1), k, 1e-3, Pipeline{Layers: []int{10, 11, 11}, MicroTokens: 8192})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []models.Batch{
+		{Decodes: 1, DecodeCtx: 500},
+		{Prefills: 1, PrefillTokens: 3000, PrefillPairs: 3000 * 3001 / 2},
+	} {
+		whole, _, _ := ps.StepModel().Step(b)
+		tt, send := make([]float64, 3), make([]float64, 3)
+		ps.stageTimes(b, tt, send)
+		if sum := tt[0] + tt[1] + tt[2]; math.Abs(sum-(whole-1e-3)) > 1e-9*whole {
+			t.Errorf("%+v: stages sum to %.9g s, the step is %.9g s + 1 ms", b, sum, whole-1e-3)
+		}
+	}
+}

@@ -30,6 +30,7 @@ type StepModel struct {
 type tokenPart struct {
 	ok                bool
 	sec, flops, bytes float64
+	embed             float64 // the embedding's share of sec (a pipeline's first stage runs it)
 }
 
 // maxCachedTokens bounds the token-count cache (≈ 2 MiB at the bound).
@@ -156,7 +157,11 @@ func (s *StepModel) tokenPart(n int) tokenPart {
 		}
 		c := float64(op.Count)
 		if op.Count != 0 {
-			tp.sec += c * s.k.OpTime(op)
+			t := c * s.k.OpTime(op)
+			tp.sec += t
+			if op.Kind == models.OpEmbed {
+				tp.embed = t
+			}
 		}
 		tp.flops += c * op.FLOPs
 		tp.bytes += c * op.Bytes

@@ -3,6 +3,7 @@ package experiments
 import (
 	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -198,5 +199,39 @@ func TestPipelineSearchRefused(t *testing.T) {
 	}
 	if _, err := PlanCapacity(s, PlanOptions{Rate: 1}); err == nil || !strings.Contains(err.Error(), "plan: the scenario sets pp = 2") {
 		t.Errorf("plan: %v", err)
+	}
+}
+
+// TestPipelineOneInFlight: with one request at a time (max_concurrency 1)
+// a vLLM pipeline holds one micro-batch, whose trip through the stages is
+// the whole model's step plus the activation sends: every request's
+// latency is the pp = 1 one plus a few microseconds a step (Vidur's
+// intra-node send/recv, 5–20 µs at these sizes, against steps of several
+// ms), and the stages idle 1 − 1/pp of the time (bubble ≈ 50 % at pp 2).
+func TestPipelineOneInFlight(t *testing.T) {
+	run := func(pp int) *Report {
+		s, err := Parse(strings.NewReader(fmt.Sprintf("model = \"llama-3.1-8b\"\ngpu = \"h100\"\npp = %d\n[workload]\nrate = 5\nrequests = 40\nmax_concurrency = 1\nprompt = \"lognormal:6.5,0.8\"\noutput = \"lognormal:4.5,0.8\"\n", pp)), "one.toml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := s.Resolve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := Run(p, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	one, two := run(1), run(2)
+	d := two.Summary.E2E.Mean - one.Summary.E2E.Mean // ms
+	steps := float64(two.Result.Steps) / float64(two.Result.Finished)
+	if !(d > 0 && d < steps*0.05) { // < 50 µs a step
+		t.Errorf("mean E2E pp 2 − pp 1 = %.4g ms over %.0f steps a request; want (0, %.3g ms)", d, steps, steps*0.05)
+	}
+	t.Logf("E2E %.3f vs %.3f ms, %.0f steps a request, bubble %.4f", two.Summary.E2E.Mean, one.Summary.E2E.Mean, steps, two.PipelineStats.Bubble())
+	if b := two.PipelineStats.Bubble(); !(b > 0.49 && b < 0.52) {
+		t.Errorf("bubble %.4f with one micro-batch over 2 stages, want ≈ 0.5", b)
 	}
 }

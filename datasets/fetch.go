@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -36,17 +38,28 @@ type FileResult struct {
 // there is kept when it matches its manifest size and checksum (an
 // unverified one is kept as it is). Otherwise it is downloaded to PATH.part
 // (resumed with a Range request when that file exists), checked, and renamed
-// into place; a download that does not match is removed, and Fetch stops at
-// the first error. The results cover the files done before it.
+// into place; a download that does not match is removed. A file that
+// fails does not stop the others: Fetch goes on with the next file and
+// returns the files done and every failure (errors.Join, one line each,
+// a network failure said as such: NetworkError). It stops at once when ctx
+// is cancelled.
 func (f *Fetcher) Fetch(ctx context.Context, d Dataset) ([]FileResult, error) {
 	if f.Dir == "" {
 		return nil, errors.New("datasets: no cache directory given")
 	}
 	var out []FileResult
+	var errs []error
 	for _, file := range d.Files {
 		r, err := f.fetchFile(ctx, d, file)
 		if err != nil {
-			return out, err
+			if ctx.Err() != nil {
+				return out, errors.Join(append(errs, err)...)
+			}
+			errs = append(errs, err)
+			if f.Log != nil {
+				fmt.Fprintf(f.Log, "%s/%s: failed: %v\n", d.Name, file.Path, err)
+			}
+			continue
 		}
 		out = append(out, r)
 		if f.Log != nil {
@@ -57,7 +70,42 @@ func (f *Fetcher) Fetch(ctx context.Context, d Dataset) ([]FileResult, error) {
 			fmt.Fprintf(f.Log, "%s/%s: %s, %d bytes, %s\n", d.Name, file.Path, r.Action, r.Bytes, v)
 		}
 	}
-	return out, nil
+	return out, errors.Join(errs...)
+}
+
+// NetworkError is a download that could not reach its host (no network, a
+// name that does not resolve, a refused connection): said in words, with
+// the host and the underlying error.
+type NetworkError struct {
+	Host string
+	Err  error
+}
+
+func (e *NetworkError) Error() string {
+	return fmt.Sprintf("cannot reach %s (no network, or the host is down: %v)", e.Host, e.Err)
+}
+
+func (e *NetworkError) Unwrap() error { return e.Err }
+
+// networkError returns err as a *NetworkError when it is a failure to reach
+// url's host (DNS or connection), else err.
+func networkError(url string, err error) error {
+	var dns *net.DNSError
+	var op *net.OpError
+	if !errors.As(err, &dns) && !(errors.As(err, &op) && op.Op == "dial") {
+		return err
+	}
+	host := url
+	if u, perr := neturl.Parse(url); perr == nil && u.Host != "" {
+		host = u.Host
+	}
+	inner := err
+	if dns != nil {
+		inner = dns
+	} else {
+		inner = op
+	}
+	return &NetworkError{Host: host, Err: inner}
 }
 
 func (f *Fetcher) fetchFile(ctx context.Context, d Dataset, file File) (FileResult, error) {
@@ -79,6 +127,7 @@ func (f *Fetcher) fetchFile(ctx context.Context, d Dataset, file File) (FileResu
 	from, n, err := f.download(ctx, file.URL, part, file.Size)
 	res.Bytes = n
 	if err != nil {
+		err = networkError(file.URL, err)
 		if _, serr := os.Stat(part); serr == nil {
 			return res, fmt.Errorf("%s: %s: %w (the partial file %s is kept: fetch again to resume)", where, file.URL, err, part)
 		}

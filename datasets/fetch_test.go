@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -200,5 +201,43 @@ func TestFetchResumesAfterBreak(t *testing.T) {
 func TestFetchNoDir(t *testing.T) {
 	if _, err := (&Fetcher{}).Fetch(context.Background(), Dataset{Name: "t"}); err == nil || !strings.HasPrefix(err.Error(), "datasets: ") {
 		t.Fatalf("error %v", err)
+	}
+}
+
+// A file that fails does not stop the others: of three files, the first
+// unreachable (a closed port: connection refused), the second missing on
+// the server (404), the third good, Fetch fetches the third and returns
+// both failures, the first said as a network failure (NetworkError, naming
+// the host).
+func TestFetchGoesOnAfterAFailure(t *testing.T) {
+	srv := newServer(t)
+	closed := httptest.NewServer(http.NotFoundHandler())
+	dead := closed.URL // nothing listens there once closed
+	closed.Close()
+	dir := t.TempDir()
+	d := Dataset{Name: "t", Files: []File{
+		{Path: "a", URL: dead + "/f", Size: 10000, SHA256: sum(content), Checksum: SharedCopy},
+		{Path: "b", URL: srv.URL + "/nope", Size: 10000, SHA256: sum(content), Checksum: SharedCopy},
+		{Path: "c", URL: srv.URL + "/f", Size: 10000, SHA256: sum(content), Checksum: SharedCopy},
+	}}
+	var log strings.Builder
+	res, err := (&Fetcher{Dir: dir, Client: srv.Client(), Log: &log}).Fetch(context.Background(), d)
+	if len(res) != 1 || res[0].File.Path != "c" {
+		t.Fatalf("results %+v, want c alone", res)
+	}
+	if _, serr := os.Stat(filepath.Join(dir, "t", "c")); serr != nil {
+		t.Errorf("c not fetched: %v", serr)
+	}
+	var ne *NetworkError
+	if !errors.As(err, &ne) || ne.Host != strings.TrimPrefix(dead, "http://") {
+		t.Errorf("error %v, want a NetworkError for %s", err, dead)
+	}
+	for _, w := range []string{"t/a: " + dead + "/f: cannot reach", "t/b: " + srv.URL + "/nope"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("error %v lacks %q", err, w)
+		}
+	}
+	if !strings.Contains(log.String(), "t/a: failed: ") || !strings.Contains(log.String(), "t/c: downloaded") {
+		t.Errorf("log %q: want a failed line for a and a downloaded one for c", log.String())
 	}
 }

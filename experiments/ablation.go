@@ -21,6 +21,9 @@ type AblationRow struct {
 // equal by construction (a metamorphic check). s's own [engine] switches
 // are ignored: each row sets them.
 func Ablation(s Scenario) ([]AblationRow, error) {
+	if s.Engine != nil && s.Engine.Name == "ideal" {
+		return nil, s.fieldError("engine.name", "engine", "\"ideal\": the ablation runs vllm-v1 with each mechanism off in turn, then ideal; leave the engine unset or vllm-v1")
+	}
 	rows := AblationEngines(s.Engine)
 	for i := range rows {
 		sc := s
@@ -59,22 +62,33 @@ func AblationEngines(e *Engine) []AblationRow {
 	return []AblationRow{
 		{Variant: "vllm-v1", Engine: base},
 		{Variant: "no async scheduling", Engine: variant(func(e *Engine) { e.NoAsyncScheduling = true })},
-		{Variant: "no front end", Engine: variant(func(e *Engine) { e.NoFrontEnd = true })},
-		{Variant: "no step CPU", Engine: variant(func(e *Engine) { e.NoStepCPU = true })},
-		{Variant: "no custom all-reduce", Engine: variant(func(e *Engine) { e.NoCustomAllReduce = true })},
-		{Variant: "no memory profile", Engine: variant(func(e *Engine) { e.NoMemoryProfile = true })},
+		{Variant: "no front end", Engine: variant(func(e *Engine) { e.NoFrontEnd = true; e.frontEndOff() })},
+		{Variant: "no step CPU", Engine: variant(func(e *Engine) { e.NoStepCPU, e.CPUPerRequestUs = true, 0 })},
+		{Variant: "no custom all-reduce", Engine: variant(func(e *Engine) { e.NoCustomAllReduce = true; e.customAROff() })},
+		{Variant: "no memory profile", Engine: variant(func(e *Engine) { e.NoMemoryProfile, e.NonTorchGiB = true, 0 })},
 		{Variant: "no fused add+norm", Engine: variant(func(e *Engine) { e.NoFusedAddNorm = true })},
 		{Variant: "no CPU overlap", Engine: variant(func(e *Engine) { e.NoCPUOverlap = true })},
 		{Variant: "enforce eager", Engine: variant(func(e *Engine) { e.EnforceEager = true })},
-		{Variant: "no kernel launches", Engine: variant(func(e *Engine) { e.NoLaunches = true })},
+		{Variant: "no kernel launches", Engine: variant(func(e *Engine) { e.NoLaunches, e.LaunchUs = true, 0 })},
 		{Variant: "no vLLM defaults", Engine: variant(func(e *Engine) { e.NoVLLMDefaults = true })},
 		{Variant: "all off", Engine: variant(func(e *Engine) {
 			e.NoAsyncScheduling, e.NoFrontEnd, e.NoStepCPU = true, true, true
 			e.NoCustomAllReduce, e.NoMemoryProfile, e.NoFusedAddNorm = true, true, true
 			e.NoCPUOverlap, e.NoLaunches, e.NoVLLMDefaults = true, true, true
+			e.frontEndOff()
+			e.customAROff()
+			e.CPUPerRequestUs, e.NonTorchGiB, e.LaunchUs = 0, 0, 0
 		})},
 		{Variant: "ideal", Engine: Engine{Name: "ideal"}},
 	}
+}
+
+// frontEndOff and customAROff zero the parameters of a mechanism an
+// ablation row turns off (a parameter beside its switch off is an error,
+// checkSwitches).
+func (e *Engine) frontEndOff() { e.RequestMs, e.TokenizeUsPerToken, e.TokenMs = 0, 0, 0 }
+func (e *Engine) customAROff() {
+	e.CustomARLatencyUs, e.CustomARLinkEff, e.CustomARMaxBytes = 0, 0, 0
 }
 
 // WriteAblation writes the rows as a Markdown table of mean and p99

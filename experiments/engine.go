@@ -127,9 +127,15 @@ func (s *Scenario) resolveEngine(p *Plan) error {
 	}
 	name := e.Name
 	if name == "" {
+		if s.Explicit("engine.name") {
+			return s.fieldError("engine.name", "engine", "\"\" names no engine: want one of %s, or omit it for the default (%s)", EngineNames, DefaultEngine)
+		}
 		name = DefaultEngine
 	}
 	if err := s.checkNumbers(e); err != nil {
+		return err
+	}
+	if err := s.checkSwitches(e); err != nil {
 		return err
 	}
 	switch name {
@@ -247,6 +253,34 @@ func (s *Scenario) checkNumbers(e *Engine) error {
 		}
 		if f.v > f.max {
 			return s.fieldError("engine."+f.field, f.flg, "%s is out of range (at most %s)", strings.TrimSpace(fmt.Sprintf("%g %s", f.v, f.unit)), strings.TrimSpace(fmt.Sprintf("%g %s", f.max, f.unit)))
+		}
+	}
+	return nil
+}
+
+// checkSwitches refuses a mechanism switched off beside a parameter of it
+// (no_front_end with front_end_request_ms: the parameter would be dropped
+// without a word), naming both fields (or flags).
+func (s *Scenario) checkSwitches(e *Engine) error {
+	for _, c := range []struct {
+		off          bool
+		offField     string
+		param        float64
+		field, flag  string
+		offFlagShown string
+	}{
+		{e.NoFrontEnd, "no_front_end", e.RequestMs, "front_end_request_ms", "front-end-request-ms", "no-front-end"},
+		{e.NoFrontEnd, "no_front_end", e.TokenizeUsPerToken, "tokenize_us_per_token", "tokenize-us-per-token", "no-front-end"},
+		{e.NoFrontEnd, "no_front_end", e.TokenMs, "front_end_token_ms", "front-end-token-ms", "no-front-end"},
+		{e.NoStepCPU, "no_step_cpu", e.CPUPerRequestUs, "step_cpu_per_request_us", "step-cpu-per-request-us", "no-step-cpu"},
+		{e.NoCustomAllReduce, "no_custom_all_reduce", e.CustomARLatencyUs, "custom_all_reduce_latency_us", "custom-all-reduce-latency-us", "no-custom-all-reduce"},
+		{e.NoCustomAllReduce, "no_custom_all_reduce", e.CustomARLinkEff, "custom_all_reduce_link_efficiency", "custom-all-reduce-link-efficiency", "no-custom-all-reduce"},
+		{e.NoCustomAllReduce, "no_custom_all_reduce", e.CustomARMaxBytes, "custom_all_reduce_max_bytes", "custom-all-reduce-max-bytes", "no-custom-all-reduce"},
+		{e.NoLaunches, "no_kernel_launches", e.LaunchUs, "kernel_launch_us", "kernel-launch-us", "no-kernel-launches"},
+		{e.NoMemoryProfile, "no_memory_profile", e.NonTorchGiB, "non_torch_memory_gib", "non-torch-memory-gib", "no-memory-profile"},
+	} {
+		if c.off && c.param != 0 { // an explicit 0 agrees with "off"
+			return s.fieldError("engine."+c.field, c.flag, "%g is given, but engine.%s (--%s) turns that mechanism off: give one of the two", c.param, c.offField, c.offFlagShown)
 		}
 	}
 	return nil

@@ -112,14 +112,14 @@ func (s *Scenario) planMemory(p *PoolPlan, m *models.Model, b *Batch, prefix str
 			KVCacheBytes: b.KVCacheMemoryBytes, BlocksOverride: b.NumGPUBlocksOverride,
 		})
 		if err != nil {
-			return memoryFields(err, f)
+			return memoryFields(err, f, true)
 		}
 		p.Memory, p.VLLMMemory = vp.MemoryPlan, &vp
 		return nil
 	}
 	var err error
 	if p.Memory, err = hardware.PlanMemory(m, p.GPU, p.Parallel, b.GPUMemUtil, b.BlockSize, hardware.DefaultActivationReserve); err != nil {
-		return memoryFields(err, f)
+		return memoryFields(err, f, false)
 	}
 	if b.KVCacheMemoryBytes > 0 {
 		blockBytes := float64(p.Memory.BlockSize) * p.Memory.KVBytesPerTokenPerGPU
@@ -182,8 +182,15 @@ func (s *Scenario) vllmBatchDefaults(g *hardware.GPU) (seqs, tokens int, desc st
 }
 
 // memoryFields names the fields that set a memory plan that failed (f
-// prefixes a pool's fields).
-func memoryFields(err error, f func(string) string) error {
+// prefixes a pool's fields). Under vLLM's plan (profiled) the token budget
+// and max_num_seqs size the profiling pass (its forward and its sampler
+// rows), so they are named too.
+func memoryFields(err error, f func(string) string, profiled bool) error {
+	if profiled {
+		return fmt.Errorf("%w (fields %q, %q, %q, %q, %q, %q, %q: flags --tp, --block-size, --gpu-memory-utilization, --kv-cache-memory-bytes, --max-num-batched-tokens, --max-num-seqs, --non-torch-memory-gib)",
+			err, f("tp"), f("batch.block_size"), f("batch.gpu_memory_utilization"), f("batch.kv_cache_memory_bytes"),
+			f("batch.max_num_batched_tokens"), f("batch.max_num_seqs"), "engine.non_torch_memory_gib")
+	}
 	return fmt.Errorf("%w (fields %q, %q, %q, %q, %q: flags --tp, --block-size, --gpu-memory-utilization, --kv-cache-memory-bytes, --non-torch-memory-gib)",
 		err, f("tp"), f("batch.block_size"), f("batch.gpu_memory_utilization"), f("batch.kv_cache_memory_bytes"), "engine.non_torch_memory_gib")
 }

@@ -100,7 +100,7 @@ func TestEngineFusedAddNorm(t *testing.T) {
 }
 
 // TestEngineMemoryPlan: the RTX 4090 run's setup (Llama-3.1-8B, TP 1,
-// max_num_batched_tokens 2,048, max_num_seqs 256) plans 2,759 blocks under
+// max_num_batched_tokens 2,048, max_num_seqs 256) plans 2,604 blocks under
 // vllm-v1 (hardware.TestPlanMemoryVLLM has the arithmetic) and 1,642 with
 // the memory profile off (25,250,627,584 × 0.9 − 16,060,522,496 − 3 GiB,
 // over 2 MiB blocks); the [batch] overrides replace either.
@@ -112,7 +112,7 @@ func TestEngineMemoryPlan(t *testing.T) {
 		blocks int
 		vllm   bool
 	}{
-		{"vllm-v1", vllmOnly(false, false), func(*Batch) {}, 2759, true},
+		{"vllm-v1", vllmOnly(false, false), func(*Batch) {}, 2604, true},
 		{"no memory profile", vllmOnly(false, true), func(*Batch) {}, 1642, false},
 		{"ideal", &Engine{Name: "ideal"}, func(*Batch) {}, 1642, false},
 		// 4 GiB / 2 MiB = 2,048 blocks.

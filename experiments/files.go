@@ -1,17 +1,14 @@
 package experiments
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
-
-	"github.com/servesim/servesim/sim/metrics"
 )
 
 // ResultMode is the mode of every result file servesim writes (requests.csv,
@@ -42,8 +39,10 @@ func IsTempName(name string) bool {
 }
 
 // SweepStale removes servesim's temporary files in dir (not below it) last
-// modified more than StaleAge before start: what an interrupted or killed
-// run left. It returns how many it removed; a missing dir is not an error.
+// modified more than StaleAge before start, and the temporary set
+// directories (runset.go) of runs no longer alive: what an interrupted or
+// killed run left. It returns how many it removed; a missing dir is not an
+// error.
 func SweepStale(dir string, start time.Time) (int, error) {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -54,14 +53,19 @@ func SweepStale(dir string, start time.Time) (int, error) {
 	}
 	n := 0
 	for _, e := range ents {
-		if !e.Type().IsRegular() || !IsTempName(e.Name()) {
+		isSet := e.IsDir() && strings.HasPrefix(e.Name(), setPrefix)
+		if !(e.Type().IsRegular() || isSet) || !IsTempName(e.Name()) {
 			continue
 		}
 		info, err := e.Info()
 		if err != nil || !info.ModTime().Before(start.Add(-StaleAge)) {
 			continue
 		}
-		if err := os.Remove(filepath.Join(dir, e.Name())); err == nil {
+		p := filepath.Join(dir, e.Name())
+		if isSet && liveSet(p) {
+			continue // a run still writing it (a slow one, older than StaleAge)
+		}
+		if err := os.RemoveAll(p); err == nil {
 			n++
 		}
 	}
@@ -81,9 +85,14 @@ func createAtomic(path string) (*atomicFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("experiments: %w", err)
 	}
-	if err := f.Chmod(ResultMode); err != nil {
+	if err := addTemp(f.Name()); err != nil {
 		f.Close()
 		os.Remove(f.Name())
+		return nil, err
+	}
+	if err := f.Chmod(ResultMode); err != nil {
+		f.Close()
+		removeTemp(f.Name())
 		return nil, fmt.Errorf("experiments: %w", err)
 	}
 	return &atomicFile{File: f, path: path}, nil
@@ -96,7 +105,7 @@ func (a *atomicFile) commit() error {
 		a.abort()
 		return fmt.Errorf("experiments: writing %s: %w", a.path, err)
 	}
-	if err := os.Rename(a.Name(), a.path); err != nil {
+	if err := commitTemps(func() error { return os.Rename(a.Name(), a.path) }, a.Name()); err != nil {
 		a.abort()
 		return fmt.Errorf("experiments: %w", err)
 	}
@@ -110,7 +119,7 @@ func (a *atomicFile) abort() {
 		return
 	}
 	a.Close()
-	os.Remove(a.Name())
+	removeTemp(a.Name())
 	a.done = true
 }
 
@@ -129,67 +138,72 @@ func WriteFileAtomic(path string, data []byte) error {
 	return a.commit()
 }
 
-// fileSink streams records to temporary files in the output directory and
-// renames them into place only when the run succeeded.
-type fileSink struct {
-	dir             string
-	reqF, stepF     *atomicFile
-	reqBuf, stepBuf *bufio.Writer
-	req             *metrics.RecordWriter
-	step            *metrics.StepWriter
+// The temporaries this process has open: files and set directories written
+// but not yet renamed into place. AbandonTemporaries removes them when the
+// process must exit before its work stops (the CLI's interrupt, main.go).
+// The mutex is held over every commit's renames, so an abandon never cuts a
+// set in half and no commit starts after one.
+var temps struct {
+	sync.Mutex
+	live      map[string]bool
+	abandoned bool
 }
 
-// newFileSink creates the output directory, removes the temporaries that
-// earlier runs left there (SweepStale) and opens the run's own.
-func newFileSink(dir string) (*fileSink, error) {
-	if err := MkdirAll(dir); err != nil {
-		return nil, err
+var errAbandoned = errors.New("experiments: interrupted (the process is exiting; nothing more is written)")
+
+func addTemp(path string) error {
+	temps.Lock()
+	defer temps.Unlock()
+	if temps.abandoned {
+		return errAbandoned
 	}
-	if _, err := SweepStale(dir, time.Now()); err != nil {
-		return nil, err
+	if temps.live == nil {
+		temps.live = map[string]bool{}
 	}
-	fs := &fileSink{dir: dir}
-	var err error
-	if fs.reqF, err = createAtomic(filepath.Join(dir, "requests.csv")); err != nil {
-		return nil, err
-	}
-	if fs.stepF, err = createAtomic(filepath.Join(dir, "steps.csv")); err != nil {
-		fs.abort()
-		return nil, err
-	}
-	fs.reqBuf = bufio.NewWriterSize(fs.reqF, 1<<16)
-	fs.stepBuf = bufio.NewWriterSize(fs.stepF, 1<<16)
-	fs.req = metrics.NewRecordWriter(fs.reqBuf)
-	fs.step = metrics.NewStepWriter(fs.stepBuf)
-	return fs, nil
+	temps.live[path] = true
+	return nil
 }
 
-func (fs *fileSink) Record(r *metrics.Record) error { return fs.req.Write(r) }
-func (fs *fileSink) Step(s *metrics.Step) error     { return fs.step.Write(s) }
+// removeTemp removes a temporary (a file, or a set directory and its
+// files) and forgets it.
+func removeTemp(path string) {
+	temps.Lock()
+	defer temps.Unlock()
+	os.RemoveAll(path)
+	delete(temps.live, path)
+}
 
-// commit writes summary.json, then renames requests.csv and steps.csv into
-// place.
-func (fs *fileSink) commit(rep *Report) error {
-	for _, f := range []func() error{fs.req.Flush, fs.step.Flush, fs.reqBuf.Flush, fs.stepBuf.Flush} {
-		if err := f(); err != nil {
-			return fmt.Errorf("experiments: writing results: %w", err)
+// commitTemps runs rename (the renames that put temporaries into place)
+// under the registry's lock, then forgets the temporaries in paths.
+func commitTemps(rename func() error, paths ...string) error {
+	temps.Lock()
+	defer temps.Unlock()
+	if temps.abandoned {
+		return errAbandoned
+	}
+	if err := rename(); err != nil {
+		return err
+	}
+	for _, p := range paths {
+		delete(temps.live, p)
+	}
+	return nil
+}
+
+// AbandonTemporaries removes every temporary this process has written and
+// not committed, after waiting for a commit in progress, and makes every
+// later write or commit fail: for a process about to exit (os.Exit) while
+// its work still runs. It returns how many it removed.
+func AbandonTemporaries() int {
+	temps.Lock()
+	defer temps.Unlock()
+	temps.abandoned = true
+	n := 0
+	for p := range temps.live {
+		if os.RemoveAll(p) == nil {
+			n++
 		}
 	}
-	js, err := json.MarshalIndent(rep.summaryJSON(), "", "  ")
-	if err != nil {
-		return fmt.Errorf("experiments: summary: %w", err)
-	}
-	if err := WriteFileAtomic(filepath.Join(fs.dir, "summary.json"), append(js, '\n')); err != nil {
-		return err
-	}
-	if err := fs.reqF.commit(); err != nil {
-		return err
-	}
-	return fs.stepF.commit()
-}
-
-// abort removes the temporary files that commit did not rename.
-func (fs *fileSink) abort() {
-	fs.reqF.abort()
-	fs.stepF.abort()
+	clear(temps.live)
+	return n
 }

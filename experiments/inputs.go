@@ -42,11 +42,17 @@ type fileKey struct {
 var fileDigests sync.Map // fileKey → string
 
 // fileDigest returns the hex SHA-256 of a file's bytes, hashing each
-// version of a file once per process.
+// version of a file once per process. The file must be a regular file: a
+// device or a pipe (/dev/zero, /dev/stdin, <(zcat trace.gz)) has no end to
+// hash, or none left to replay after the hash read it, so it is refused at
+// once rather than read forever.
 func fileDigest(path string) (string, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return "", fmt.Errorf("experiments: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return "", fmt.Errorf("experiments: %s: not a regular file (%s): a trace or profile is read more than once (its digest, then the run), so it must be a file on disk", path, fileKind(st.Mode()))
 	}
 	k := fileKey{path, st.Size(), st.ModTime()}
 	if d, ok := fileDigests.Load(k); ok {
@@ -78,4 +84,21 @@ func builtinDigest(gpu string, toml func() []byte) string {
 	d := hex.EncodeToString(sum[:])
 	builtinDigests.Store(gpu, d)
 	return d
+}
+
+// fileKind names a non-regular file's type for errors.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeCharDevice != 0:
+		return "a character device"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	}
+	return "not a plain file"
 }

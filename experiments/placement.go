@@ -291,7 +291,7 @@ func searchRate(base Scenario, c *Placement, o PlaceOptions) {
 	if best == nil {
 		return // not even the lowest rate tried meets the target: goodput 0
 	}
-	c.CostPerMTok = perMillion(best.CostPerHour(), best.Summary.OutputThroughput)
+	c.CostPerMTok = perMillion(best.CostPerHour(), best.SteadyOutputThroughput())
 }
 
 func firstLine(s string) string {

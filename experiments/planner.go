@@ -331,7 +331,7 @@ func planShape(base Scenario, o PlanOptions, gpu string, tp int, disagg bool) Op
 	opt.CostPerHour = best.CostPerHour()
 	opt.Attainment = best.Summary.Attainment
 	opt.TTFTp90, opt.TPOTp90 = best.Summary.TTFT.P90, best.Summary.TPOT.P90
-	opt.CostPerMOutTok = perMillion(opt.CostPerHour, best.Summary.OutputThroughput)
+	opt.CostPerMOutTok = perMillion(opt.CostPerHour, best.SteadyOutputThroughput())
 	return opt
 }
 

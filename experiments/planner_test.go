@@ -64,3 +64,37 @@ func TestTraceWorkloadFollowsRate(t *testing.T) {
 		t.Error("the base scenario's trace options were modified")
 	}
 }
+
+// Cost per token comes from the arrival window, not from first arrival to
+// last completion: two deployments at one price per hour (4 × TP1 and
+// 2 × TP2 H100s, 4 GPUs each) serving the same arrivals at the same rate
+// without saturating cost the same per million output tokens, however long
+// each one's drain tail after the last arrival. $/M = price/3600 /
+// (offered req/s × mean output tokens) × 1e6 for both.
+func TestCostPerTokenFromArrivalWindow(t *testing.T) {
+	base := Default()
+	base.GPU = "h100"
+	o := PlanOptions{Rate: 12, Duration: 20}
+	var cost, drained [2]float64
+	var steady [2]float64
+	for i, c := range []Placement{{Replicas: 4, TP: 1, GPUs: 4}, {Replicas: 2, TP: 2, GPUs: 4}} {
+		rep, err := evaluateRun(base, o, &c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := rep.Summary.Saturation
+		if !st.Judged || st.Saturated {
+			t.Fatalf("%d×TP%d: saturation %+v, want judged and not saturated", c.Replicas, c.TP, st)
+		}
+		steady[i] = st.OfferedOutputRate * float64(rep.Summary.Completed) / float64(rep.Summary.Completed+rep.Summary.Rejected)
+		cost[i] = perMillion(rep.CostPerHour(), rep.SteadyOutputThroughput())
+		drained[i] = perMillion(rep.CostPerHour(), rep.Summary.OutputThroughput)
+		t.Logf("%d×TP%d: $%.2f/h, $%.4f/M (drain included: $%.4f/M, %.2f s)", c.Replicas, c.TP, rep.CostPerHour(), cost[i], drained[i], rep.Summary.Duration)
+	}
+	if drained[0] == drained[1] {
+		t.Fatalf("the two deployments drain alike ($%.4f/M): the case does not tell the two throughputs apart", drained[0])
+	}
+	if cost[0] != cost[1] || steady[0] != steady[1] {
+		t.Errorf("$/M %.6f and %.6f (steady %.3f, %.3f tok/s): want equal for equal price, rate and output", cost[0], cost[1], steady[0], steady[1])
+	}
+}

@@ -134,6 +134,11 @@ func (p *Plan) Describe(w io.Writer) error {
 		}
 		work = fmt.Sprintf("%s, classes %s, seed %d", p.describeShape(), strings.Join(names, ", "), s.Seed)
 	}
+	for _, n := range p.Model.Inferred.Notes {
+		if _, err := fmt.Fprintf(w, "Inferred: %s.\n", n); err != nil {
+			return err
+		}
+	}
 	_, err := fmt.Fprintf(w,
 		"Scenario %q: %s (%s weights, %s KV) on %d× %s, TP %d; %s batching, max_num_seqs %d, max_num_batched_tokens %d.\n"+
 			"KV cache: %d blocks of %d tokens (%d tokens, %.1f GB per GPU; weights %.1f GB per GPU).\n"+

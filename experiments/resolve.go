@@ -249,12 +249,23 @@ func (s Scenario) Resolve() (*Plan, error) {
 	case s.Model == "":
 		return nil, s.fieldError("model", "model", "missing (see `servesim models`, or import a HuggingFace config.json with model_config)")
 	default:
-		if p.Model, err = mc.Get(s.Model); err != nil {
+		if p.Model, err = mc.Lookup(s.Model); err != nil {
 			return nil, fmt.Errorf("%w (field \"model\", flag --model)", err)
 		}
 	}
 	if s.GPU == "" {
 		return nil, s.fieldError("gpu", "gpu", "missing (see `servesim gpus`)")
+	}
+	if inf := p.Model.Inferred.Weights; inf != "" {
+		// A quantized checkpoint (Qwen/Qwen3-8B-FP8, a config.json with an
+		// FP8 quantization_config) stores its weights so: they are read at
+		// that size, as vLLM loads them.
+		if s.Weights == "" {
+			s.Weights = inf
+		} else if d, err := models.ParseDType(s.Weights); err == nil && d.String() != inf {
+			return nil, s.fieldError("weights", "weights", "%q, but the checkpoint stores %s weights (%s): drop weights, or name the %s checkpoint",
+				s.Weights, inf, strings.Join(p.Model.Inferred.Notes, "; "), s.Weights)
+		}
 	}
 	if s.Weights == "" {
 		s.Weights = "bf16"

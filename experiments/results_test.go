@@ -170,10 +170,10 @@ func TestRunContextCancelled(t *testing.T) {
 	}
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
-	// Cancel once the run's temporaries exist.
+	// Cancel once the run's temporary set directory exists (runset.go).
 	go func() {
 		defer cancel()
-		for deadline := time.Now().Add(20 * time.Second); len(tempsIn(dir)) < 2 && time.Now().Before(deadline); {
+		for deadline := time.Now().Add(20 * time.Second); len(tempsIn(dir)) < 1 && time.Now().Before(deadline); {
 			time.Sleep(time.Millisecond)
 		}
 	}()

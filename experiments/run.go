@@ -86,6 +86,10 @@ type Report struct {
 	Trace *TraceCounts
 	// PipelineStats sums the run's pipeline rounds (pp ≥ 2).
 	PipelineStats hardware.PipelineStats
+	// SharedDir lists the temporary set directories of other runs found
+	// writing into the same output directory while this one ran (see
+	// runset.go): the last run to finish leaves its files there, whole.
+	SharedDir []string
 }
 
 // TraceCounts are a replay's row counts.
@@ -95,9 +99,10 @@ type TraceCounts struct {
 }
 
 // Run simulates the plan. If outDir is not empty it writes requests.csv,
-// steps.csv and summary.json there, each whole or not at all (written to a
-// temporary file, then renamed), after removing the temporaries earlier
-// runs left there (SweepStale).
+// steps.csv and summary.json there as one set, all three or none (see
+// runset.go), after removing the temporaries dead runs left there
+// (SweepStale). An output file that is one of the plan's inputs (a trace
+// at outDir/requests.csv) is refused before the run (CheckOutputs).
 func Run(p *Plan, outDir string) (*Report, error) {
 	return RunContext(context.Background(), p, outDir)
 }
@@ -109,6 +114,15 @@ func Run(p *Plan, outDir string) (*Report, error) {
 func RunContext(ctx context.Context, p *Plan, outDir string) (*Report, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("experiments: run interrupted before it started (%w)", err)
+	}
+	if outDir != "" {
+		var outs []string
+		for _, f := range runFiles {
+			outs = append(outs, filepath.Join(outDir, f))
+		}
+		if err := CheckOutputs(outs, p.InputFiles()); err != nil {
+			return nil, err
+		}
 	}
 	src, closeSrc, err := p.source()
 	if err != nil {
@@ -161,7 +175,7 @@ func RunContext(ctx context.Context, p *Plan, outDir string) (*Report, error) {
 		rep.Trace = &TraceCounts{Counts: t.Counts(), Clipped: t.Clipped()}
 	}
 	if files != nil {
-		if err := files.commit(rep); err != nil {
+		if rep.SharedDir, err = files.commit(rep); err != nil {
 			return nil, err
 		}
 	}

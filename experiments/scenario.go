@@ -12,6 +12,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/servesim/servesim/internal/bounded"
 	"github.com/servesim/servesim/sim/workload"
 	"github.com/servesim/servesim/sim/workload/trace"
 )
@@ -234,7 +235,7 @@ func LoadScenario(path string) (Scenario, error) {
 // errors naming the file, the line where toml knows it, and the key.
 func Parse(r io.Reader, name string) (Scenario, error) {
 	var s Scenario
-	data, err := io.ReadAll(r)
+	data, err := bounded.ReadAll(r, bounded.TOML) // /dev/zero fails at 4 MiB, not never
 	if err != nil {
 		return s, fmt.Errorf("experiments: %s: %w", name, err)
 	}

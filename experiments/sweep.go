@@ -7,10 +7,10 @@ import (
 
 	"errors"
 	"fmt"
+	"github.com/servesim/servesim/internal/bounded"
 	"github.com/servesim/servesim/sim/metrics"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -67,7 +67,7 @@ type Point struct {
 
 // LoadSweep reads an experiment file strictly.
 func LoadSweep(path string) (*Sweep, error) {
-	data, err := os.ReadFile(path)
+	data, err := bounded.ReadFile(path, bounded.TOML)
 	if err != nil {
 		return nil, fmt.Errorf("experiments: %w", err)
 	}
@@ -428,6 +428,11 @@ var Columns = slices.Concat(
 	statCols("itl", func(r *Report) metrics.Stats { return r.Summary.ITL }),
 	statCols("e2e", func(r *Report) metrics.Stats { return r.Summary.E2E }),
 	[]Column{
+		// The objectives the attainment was judged against travel with the
+		// results, so that `plot` reads a sweep against its own SLOs.
+		{"slo_ttft_ms", func(r *Report) float64 { return r.Summary.SLO.TTFT.Milliseconds() }},
+		{"slo_tpot_ms", func(r *Report) float64 { return r.Summary.SLO.TPOT.Milliseconds() }},
+		{"slo_e2e_ms", func(r *Report) float64 { return r.Summary.SLO.E2E.Milliseconds() }},
 		{"slo_attainment", func(r *Report) float64 { return r.Summary.Attainment }},
 		{"goodput_req_per_s", func(r *Report) float64 { return r.Summary.Goodput }},
 		{"mean_batch", func(r *Report) float64 { return r.Summary.MeanBatch }},
@@ -440,10 +445,46 @@ var Columns = slices.Concat(
 		{"gpus", func(r *Report) float64 { return float64(r.GPUs()) }},
 		{"tokens_per_gpu_s", func(r *Report) float64 { return r.Summary.TotalThroughput / float64(r.GPUs()) }},
 		{"cost_per_hour", func(r *Report) float64 { return r.CostPerHour() }},
-		{"cost_per_m_output_tokens", func(r *Report) float64 { return perMillion(r.CostPerHour(), r.Summary.OutputThroughput) }},
-		{"cost_per_m_tokens", func(r *Report) float64 { return perMillion(r.CostPerHour(), r.Summary.TotalThroughput) }},
+		{"cost_per_m_output_tokens", func(r *Report) float64 { return perMillion(r.CostPerHour(), r.SteadyOutputThroughput()) }},
+		{"cost_per_m_tokens", func(r *Report) float64 { return perMillion(r.CostPerHour(), r.SteadyTotalThroughput()) }},
+		{"saturated", func(r *Report) float64 { return b2f(r.Summary.Saturation.Saturated) }},
+		{"offered_req_per_s", func(r *Report) float64 { return r.Summary.Saturation.OfferedRate }},
+		{"offered_output_tok_per_s", func(r *Report) float64 { return r.Summary.Saturation.OfferedOutputRate }},
+		{"capacity_req_per_s", func(r *Report) float64 { return r.Summary.Saturation.CapacityRate }},
+		{"steady_output_tok_per_s", func(r *Report) float64 { return r.SteadyOutputThroughput() }},
 	},
 )
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// SteadyOutputThroughput is the output tok/s the deployment sustains at the
+// run's load, over the arrival window (metrics.Saturation): the offered
+// rate's when the queue stays bounded, the measured capacity when it kept
+// growing; the first-arrival-to-last-completion throughput only for a run
+// with no arrival window (one arrival instant). Cost per token divides by
+// it, so two deployments at one price serving the same arrivals cost the
+// same per token, however long each one's drain tail.
+func (r *Report) SteadyOutputThroughput() float64 {
+	if st := r.Summary.Saturation; st.WindowS > 0 {
+		return st.SteadyOutputThroughput
+	}
+	return r.Summary.OutputThroughput
+}
+
+// SteadyTotalThroughput is SteadyOutputThroughput scaled by the served
+// requests' (input + output)/output tokens.
+func (r *Report) SteadyTotalThroughput() float64 {
+	s := r.Summary
+	if s.OutputTokens == 0 {
+		return 0
+	}
+	return r.SteadyOutputThroughput() * float64(s.InputTokens+s.OutputTokens) / float64(s.OutputTokens)
+}
 
 // perMillion is the cost of a million tokens at a price per hour and a
 // throughput in tokens per second (0 when nothing was produced).
@@ -456,7 +497,7 @@ func perMillion(perHour, tokPerSec float64) float64 {
 
 // IntColumns are the columns that count (requests, preemptions, GPUs):
 // results.csv writes them as integers.
-var IntColumns = map[string]bool{"completed": true, "rejected": true, "preemptions": true, "gpus": true}
+var IntColumns = map[string]bool{"completed": true, "rejected": true, "preemptions": true, "gpus": true, "saturated": true}
 
 // formatMetric writes a column's value: a count as an integer (when it is
 // one: a NaN or a fraction keeps 4 decimals), anything else with 4 decimals.

@@ -14,6 +14,8 @@ import (
 	"sync"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/servesim/servesim/internal/bounded"
 )
 
 // Catalog is a set of GPUs by name. The zero value is an empty catalog ready
@@ -66,7 +68,12 @@ func (c *Catalog) Get(name string) (*GPU, error) {
 	if a, ok := c.alias[n]; ok {
 		return c.gpus[a], nil
 	}
-	return nil, fmt.Errorf("hardware: unknown GPU %q (known: %s)", name, strings.Join(c.Names(), ", "))
+	if d := deviceName(n); d != "" && d != n { // nvidia-smi's "NVIDIA H100 80GB HBM3"
+		if g, err := c.Get(d); err == nil {
+			return g, nil
+		}
+	}
+	return nil, fmt.Errorf("hardware: unknown GPU %q%s (known: %s)", name, c.suggest(n), strings.Join(c.Names(), ", "))
 }
 
 // Names returns the catalog names, sorted.
@@ -175,7 +182,7 @@ func (c *Catalog) LoadFile(path string) error {
 // a name given twice in one file is an error. On error the catalog is left
 // unchanged.
 func (c *Catalog) Load(r io.Reader, name string) error {
-	data, err := io.ReadAll(r)
+	data, err := bounded.ReadAll(r, bounded.TOML) // /dev/zero fails at 4 MiB, not never
 	if err != nil {
 		return fmt.Errorf("hardware: %s: %w", name, err)
 	}

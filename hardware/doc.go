@@ -64,6 +64,11 @@
 // message that names the numbers when the weights do not fit: "hardware:
 // llama-3.1-405b needs 811.7 GB of bf16 weights per GPU at tp 1 but h100 has
 // 72.0 GB usable (80 GB × 0.90) …: raise tp or use a larger GPU".
+// [PlanMemoryVLLM] plans as vLLM's V1 worker does instead: from the memory
+// the driver reports to CUDA ([GPU.DeviceMemory]; every built-in GPU cites
+// its reading in gpus.toml), less the weights, the profiling pass's
+// activation peak ([ProfileActivation]: the forward pass or the dummy
+// sampler run, whichever is larger), non-torch memory and CUDA graphs.
 //
 // # What is ignored
 //

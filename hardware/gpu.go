@@ -31,14 +31,15 @@ type GPU struct {
 	FP4FLOPS  float64 `toml:"fp4_flops"`
 
 	// MemBytes is the HBM capacity in bytes, as the datasheet's decimal
-	// gigabytes (80 GB = 80e9). Devices report a little more (an "80 GB"
-	// H100 shows 79.22 GiB = 85.1e9 bytes to vLLM), so KV budgets built on
-	// it are slightly conservative.
+	// gigabytes (80 GB = 80e9), kept for display and for the ideal
+	// engine's memory plan. Devices report more (an "80 GB" H100 shows
+	// 79.22 GiB = 85.1e9 bytes to vLLM): see DeviceBytes.
 	MemBytes float64 `toml:"mem_bytes"`
 	// DeviceBytes is the device memory the driver reports (CUDA
 	// cudaMemGetInfo's total, torch.cuda.mem_get_info()[1]): what vLLM
-	// multiplies gpu_memory_utilization by. 0 = unknown: DeviceMemory then
-	// takes MemBytes.
+	// multiplies gpu_memory_utilization by. Every built-in GPU has a cited
+	// reading (gpus.toml, TestDeviceMemoryCited). 0 = unknown (a user
+	// entry without it): DeviceMemory then takes MemBytes.
 	DeviceBytes float64 `toml:"device_bytes"`
 	// MemBW is the HBM bandwidth in bytes/s.
 	MemBW float64 `toml:"mem_bw"`

@@ -31,28 +31,26 @@ type VLLMMemoryPlan struct {
 	CUDAGraph  float64 // CUDA-graph memory estimate
 }
 
-// Non-torch memory defaults: ASSUMPTIONS from published vLLM logs.
-//
-// DefaultNonTorchBytes, 0.32 GiB, is the median of seven V1 memory-profiling
+// DefaultNonTorchBytes is the non-torch memory default, an ASSUMPTION from
+// published vLLM logs: 0.32 GiB, the median of seven V1 memory-profiling
 // log lines for 8B-class models on one 80 GB GPU quoted in public vLLM
 // issues and guides (0.09, 0.12, 0.26, 0.32, 0.35, 0.65, 1.39 GiB): CUDA
 // and library allocations made after vLLM's initial memory snapshot.
-// DefaultNonTorchTPBytes, 1.79 GiB, is what a tensor-parallel group adds:
-// vLLM PR 10511's log of Meta-Llama-3-8B on H100 shows non_torch_memory
-// 3.58 GiB at TP 2 against 1.79 GiB at TP 1 (NCCL and custom all-reduce
-// buffers).
-const (
-	DefaultNonTorchBytes   = 0.32 * (1 << 30)
-	DefaultNonTorchTPBytes = 1.79 * (1 << 30)
-)
+//
+// It does not grow with tensor parallelism. vLLM PR 10511's log of
+// Meta-Llama-3-8B on H100 showed non_torch_memory 3.58 GiB at TP 2 against
+// 1.79 GiB at TP 1 (NCCL and custom all-reduce buffers), but since vLLM
+// 0.11 (PR 25359, "ensuring consistent NCCL memory accounting")
+// Worker.init_device runs init_worker_distributed_environment before it
+// takes the snapshot (vllm/v1/worker/gpu_worker.py: "Initialize the
+// distributed environment BEFORE taking memory snapshot"), so those buffers
+// sit outside both the snapshot's growth and the requested budget, and no
+// longer come out of the KV cache.
+const DefaultNonTorchBytes = 0.32 * (1 << 30)
 
-// DefaultNonTorch returns the non-torch memory default at tp.
-func DefaultNonTorch(tp int) float64 {
-	if tp > 1 {
-		return DefaultNonTorchBytes + DefaultNonTorchTPBytes
-	}
-	return DefaultNonTorchBytes
-}
+// DefaultNonTorch returns the non-torch memory default at tp:
+// DefaultNonTorchBytes at every tp (see there).
+func DefaultNonTorch(tp int) float64 { return DefaultNonTorchBytes }
 
 // activationBytes is the width of activations in the profiling pass (BF16).
 const activationBytes = 2
@@ -83,17 +81,57 @@ func ForwardActivation(m *models.Model, tp, tokens int) float64 {
 	return float64(tokens) * activationBytes * (float64(m.Hidden) + (q+2*kv)/t + (u+1)*ffn/t)
 }
 
-// SamplerActivation estimates the dummy sampler run of vLLM's profile_run:
-// FP32 logits and FP32 probabilities over the whole vocabulary for each of
-// seqs requests, seqs × vocab × 4 B × 2.
+// SamplerActivation estimates the peak of the dummy sampler run of vLLM's
+// profile_run over seqs requests. gpu_model_runner.py _dummy_sampler_run
+// samples with temperature 0.5, top_p 0.9 and top_k = vocab − 1, which
+// takes the PyTorch top-k/top-p path (sample/ops/topk_topp_sampler.py
+// apply_top_k_top_p: a full sort of the vocabulary, then the masks and a
+// scatter back). Alive at once, per logit: the BF16 logits of
+// compute_logits (2 B), their FP32 copy in Sampler.forward (4 B), the
+// sorted FP32 values and their int64 indices (4 + 8 B), the top-k mask
+// (1 B), the FP32 softmax of the sorted values (4 B) and the top-p mask
+// (1 B), 24 B:
+//
+//	seqs × vocab × 24 B
+//
+// An estimate from the code path, not a measurement; a FlashInfer sampler
+// (no sort) holds less, a scatter that is not in place 4 B more.
 func SamplerActivation(m *models.Model, seqs int) float64 {
-	return float64(seqs) * float64(m.Vocab) * 4 * 2
+	return float64(seqs) * float64(m.Vocab) * samplerBytesPerLogit
+}
+
+// samplerBytesPerLogit is the bytes per logit alive at the sampler's peak
+// (SamplerActivation).
+const samplerBytesPerLogit = 2 + 4 + 4 + 8 + 1 + 4 + 1
+
+// HiddenStates is the output of the profiling forward pass over tokens
+// tokens, which profile_run keeps alive while the sampler runs: tokens ×
+// hidden × 2 B (BF16).
+func HiddenStates(m *models.Model, tokens int) float64 {
+	return float64(tokens) * float64(m.Hidden) * activationBytes
+}
+
+// ProfileActivation estimates the PyTorch activation peak of vLLM's
+// profile_run (gpu_model_runner.py): a dummy forward over tokens tokens,
+// whose intermediate tensors are freed when it returns, then the dummy
+// sampler run over min(tokens, seqs) requests while only the forward's
+// hidden states stay alive, so the peak is the larger of the two:
+//
+//	max(ForwardActivation, HiddenStates + SamplerActivation)
+func ProfileActivation(m *models.Model, tp, tokens, seqs int) float64 {
+	return max(ForwardActivation(m, tp, tokens), HiddenStates(m, tokens)+SamplerActivation(m, min(tokens, seqs)))
 }
 
 // MaxCUDAGraphSize is vLLM's default largest captured batch
 // (vllm/config/compilation.py: max_cudagraph_capture_size defaults to
 // min(max_num_seqs × 2, 512)).
-func MaxCUDAGraphSize(maxNumSeqs int) int { return min(2*maxNumSeqs, 512) }
+// A max_num_seqs of 256 or more gives 512 (no overflow of 2 × max_num_seqs).
+func MaxCUDAGraphSize(maxNumSeqs int) int {
+	if maxNumSeqs >= 256 {
+		return 512
+	}
+	return 2 * maxNumSeqs
+}
 
 // PlanMemoryVLLM sizes the KV cache as vLLM's V1 worker does
 // (vllm/v1/worker/gpu_worker.py, Worker.init_device and
@@ -106,12 +144,12 @@ func MaxCUDAGraphSize(maxNumSeqs int) int { return min(2*maxNumSeqs, 512) }
 // The activation peak is that of profile_run (gpu_model_runner.py: a dummy
 // forward over max_num_batched_tokens tokens spread over
 // min(tokens, max_num_seqs) requests, then a dummy sampler run), estimated
-// as ForwardActivation + SamplerActivation (their sum: an upper bound if
-// the two were never alive together). The CUDA-graph memory
-// (profile_cudagraph_memory, subtracted when VLLM_MEMORY_PROFILER_
-// ESTIMATE_CUDAGRAPHS is on) is estimated as the forward activation at the
-// largest captured size: graphs are captured largest first into one shared
-// memory pool, which the largest one sizes. kv_cache_memory_bytes replaces
+// by ProfileActivation. The CUDA-graph memory (profile_cudagraph_memory,
+// subtracted when VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS is on: off when
+// vLLM PR 30515 added it, on by default since vLLM 0.21, as its
+// gpu_worker.py log line says) is estimated as the forward activation at
+// the largest captured size: graphs are captured largest first into one
+// shared memory pool, which the largest one sizes. kv_cache_memory_bytes replaces
 // the KV budget (vLLM then skips the arithmetic), and
 // num_gpu_blocks_override the block count (vLLM logs the override and uses
 // it).
@@ -138,7 +176,7 @@ func PlanMemoryVLLM(m *models.Model, g *GPU, p models.Parallel, v VLLMMemory) (V
 	tp := p.TP
 	plan := VLLMMemoryPlan{Total: g.DeviceMemory(), NonTorch: v.NonTorch}
 	plan.Requested = math.Ceil(plan.Total * v.Utilization)
-	plan.Activation = ForwardActivation(m, tp, v.MaxNumBatchedTokens) + SamplerActivation(m, min(v.MaxNumBatchedTokens, v.MaxNumSeqs))
+	plan.Activation = ProfileActivation(m, tp, v.MaxNumBatchedTokens, v.MaxNumSeqs)
 	if v.CUDAGraphs {
 		plan.CUDAGraph = ForwardActivation(m, tp, MaxCUDAGraphSize(v.MaxNumSeqs))
 	}
@@ -157,7 +195,7 @@ func PlanMemoryVLLM(m *models.Model, g *GPU, p models.Parallel, v VLLMMemory) (V
 	}
 	gib := func(b float64) float64 { return b / (1 << 30) }
 	if v.BlocksOverride == 0 && plan.KVBytesPerGPU < blockBytes {
-		return VLLMMemoryPlan{}, fmt.Errorf("hardware: %s at tp %d on %s leaves %.2f GiB for the KV cache (%.2f GiB requested = %.2f GiB × %.2f − %.2f GiB weights − %.2f GiB activation peak − %.2f GiB non-torch − %.2f GiB CUDA graphs), less than one %d-token block: raise tp, use a larger GPU or lower max_num_batched_tokens",
+		return VLLMMemoryPlan{}, fmt.Errorf("hardware: %s at tp %d on %s leaves %.2f GiB for the KV cache (%.2f GiB requested = %.2f GiB × %.2f − %.2f GiB weights − %.2f GiB activation peak − %.2f GiB non-torch − %.2f GiB CUDA graphs), less than one %d-token block: raise tp, use a larger GPU or lower max_num_batched_tokens or max_num_seqs",
 			m.Name, tp, g.Name, gib(plan.KVBytesPerGPU), gib(plan.Requested), gib(plan.Total), v.Utilization,
 			gib(plan.WeightBytesPerGPU), gib(plan.Activation), gib(plan.NonTorch), gib(plan.CUDAGraph), v.BlockSize)
 	}

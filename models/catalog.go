@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/servesim/servesim/internal/bounded"
 )
 
 // builtinTOML is the built-in catalog, parsed by the same loader as users'
@@ -197,7 +199,7 @@ func knownKeys() string {
 // the file, the line where it can be found and the field: a *FieldError.
 // Loading is all or nothing: on error the catalog is unchanged.
 func (c *Catalog) Load(r io.Reader, name string) error {
-	data, err := io.ReadAll(r)
+	data, err := bounded.ReadAll(r, bounded.TOML) // /dev/urandom fails at 4 MiB, not never
 	if err != nil {
 		return &FieldError{File: name, Msg: "read: " + err.Error()}
 	}

@@ -85,6 +85,11 @@ func ReadHFConfig(path string) (*Model, error) {
 //     intermediate_size, q_lora_rank (null: none), kv_lora_rank,
 //     qk_nope_head_dim, qk_rope_head_dim, v_head_dim (moe_layer_freq 1).
 //
+// Beyond the shape, quantization_config, rope_scaling and sliding_window
+// are read (hfExtras): the weights' precision and a context extension
+// apply, a sliding window is recorded and noted as not modelled;
+// m.Inferred says what was inferred.
+//
 // Errors are *FieldError values naming the file and the JSON key (JSON has
 // no line numbers here); every missing required key is listed at once.
 func ParseHFConfig(data []byte, file string) (*Model, error) {
@@ -169,6 +174,9 @@ func ParseHFConfig(data []byte, file string) (*Model, error) {
 		m.VHeadDim = c.need("v_head_dim")
 		m.HeadDim = nope + m.RopeHeadDim
 		c.mustEqual("moe_layer_freq", 1)
+	}
+	if len(c.missing) == 0 {
+		c.hfExtras(m, raw, arch)
 	}
 	if c.bad != nil {
 		return nil, c.bad

@@ -12,6 +12,7 @@ import (
 func shape(m *Model) Model {
 	s := *m
 	s.Name, s.HFName, s.HFAliases, s.Source = "", "", nil, ""
+	s.Inferred = Inferred{} // what the import inferred (TestHFConfigExtras)
 	return s
 }
 

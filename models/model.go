@@ -91,6 +91,11 @@ type Model struct {
 	// an upper bound (see doc.go).
 	SlidingWindow int `toml:"sliding_window"`
 	SlidingLayers int `toml:"sliding_layers"`
+
+	// Inferred is what Catalog.Lookup or ParseHFConfig inferred about the
+	// checkpoint (its weight precision, notes for the run header); not a
+	// catalog field.
+	Inferred Inferred
 }
 
 // Norm kinds.

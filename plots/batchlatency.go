@@ -40,7 +40,11 @@ type BatchLatencyNumbers struct {
 	File, X, Stat string
 	SLO           SLO
 	Taper         float64
-	Curves        []BatchLatencyCurve
+	// Offered is the load the points were offered (OfferedLoad): when it
+	// is Fixed, past a knee throughput is the offered load and the cost
+	// panel ranks the groups' prices per hour, not their capacity.
+	Offered OfferedLoad
+	Curves  []BatchLatencyCurve
 }
 
 // BatchLatencyCurve is one GPU's or policy's trade-off curve, in increasing
@@ -49,9 +53,12 @@ type BatchLatencyCurve struct {
 	Label      string
 	X          []float64
 	Seeds      []int
-	Throughput []float64 // output tokens/s
+	Throughput []float64 // output tokens/s sustained over the arrival window (throughputColumn)
 	TTFT, TPOT []float64 // ms, the chosen statistic
 	Cost       []float64 // $ per million output tokens
+	// Saturated[i]: point i's queue kept growing (in most seeds) while
+	// requests arrived; false when the file has no saturated column.
+	Saturated []bool
 	// RelGain[i] is the throughput gained per unit of x from point i−1 to
 	// i, divided by the same for the first step (point 0 to 1); RelGain[0]
 	// is NaN, and every entry is NaN when the first step gains nothing.
@@ -147,8 +154,20 @@ func (c *BatchLatencyCurve) sweetSpot(slo SLO, taper float64) {
 func (n *BatchLatencyNumbers) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "batch-latency %s: x %s, latency %s, %s, taper %.2f\n", n.File, n.X, n.Stat, n.SLO, n.Taper)
+	if o := n.Offered; o.Known {
+		fmt.Fprintf(&b, "offered %.4f–%.4f req/s, %.2f output tok/s on average, fixed %v\n", o.MinRate, o.MaxRate, o.Output, o.Fixed)
+	}
 	for _, c := range n.Curves {
 		fmt.Fprintf(&b, "curve %q: knee x=%s, sweet spot %s, dropped %d\n", c.Label, atIndex(c.X, c.Knee), atIndex(c.X, c.SweetSpot), c.Dropped)
+		var sat []string
+		for i, v := range c.Saturated {
+			if v {
+				sat = append(sat, fmt.Sprintf("%g", c.X[i]))
+			}
+		}
+		if len(sat) > 0 {
+			fmt.Fprintf(&b, "  saturated at x = %s\n", strings.Join(sat, ", "))
+		}
 		fmt.Fprintf(&b, "  %10s %5s %12s %12s %10s %10s %9s\n", "x", "seeds", "out_tok/s", "ttft_ms", "tpot_ms", "$/M_out", "rel_gain")
 		for i := range c.X {
 			fmt.Fprintf(&b, "  %10g %5d %12.2f %12.2f %10.3f %10.4f %9.4f\n", c.X[i], c.Seeds[i], c.Throughput[i], c.TTFT[i], c.TPOT[i], c.Cost[i], c.RelGain[i])
@@ -198,7 +217,8 @@ func BatchLatency(res *Results, o BatchLatencyOptions) (*Figure, *BatchLatencyNu
 		return nil, nil, fmt.Errorf("plots: taper %v: want a fraction in (0, 1)", o.Taper)
 	}
 	ttftCol, tpotCol := "ttft_"+stat+"_ms", "tpot_"+stat+"_ms"
-	if err := res.need("output_tok_per_s", ttftCol, tpotCol, "cost_per_m_output_tokens"); err != nil {
+	thrCol := throughputColumn(res)
+	if err := res.need(thrCol, ttftCol, tpotCol, "cost_per_m_output_tokens"); err != nil {
 		return nil, nil, err
 	}
 	l, err := res.Layout(o.X, o.Group, "batch.max_num_seqs")
@@ -213,11 +233,11 @@ func BatchLatency(res *Results, o BatchLatencyOptions) (*Figure, *BatchLatencyNu
 	if err != nil {
 		return nil, nil, err
 	}
-	nums := &BatchLatencyNumbers{File: res.File, X: l.X, Stat: stat, SLO: o.SLO, Taper: taper}
+	nums := &BatchLatencyNumbers{File: res.File, X: l.X, Stat: stat, SLO: o.SLO, Taper: taper, Offered: offeredLoad(res)}
 	for _, cv := range curves {
 		c := BatchLatencyCurve{Label: cv.Label}
 		for i, p := range cv.Points {
-			t := p.Metrics["output_tok_per_s"]
+			t := p.Metrics[thrCol]
 			if !finite(t) || !finite(cv.X[i]) {
 				c.Dropped++
 				continue
@@ -228,6 +248,7 @@ func BatchLatency(res *Results, o BatchLatencyOptions) (*Figure, *BatchLatencyNu
 			c.TTFT = append(c.TTFT, p.Metrics[ttftCol])
 			c.TPOT = append(c.TPOT, p.Metrics[tpotCol])
 			c.Cost = append(c.Cost, p.Metrics["cost_per_m_output_tokens"])
+			c.Saturated = append(c.Saturated, saturated(p))
 		}
 		c.sweetSpot(o.SLO, taper)
 		nums.Curves = append(nums.Curves, c)
@@ -276,6 +297,7 @@ func BatchLatency(res *Results, o BatchLatencyOptions) (*Figure, *BatchLatencyNu
 	}
 
 	var spots [3]plotter.XYs // sweet spots on the TTFT, TPOT and cost panels
+	var sats [2]plotter.XYs  // saturated points on the TTFT and TPOT panels
 	lbl := map[*plot.Plot]*pointLabels{pTTFT: {}, pTPOT: {}}
 	for ci, c := range nums.Curves {
 		col := seriesColor(ci)
@@ -329,6 +351,12 @@ func BatchLatency(res *Results, o BatchLatencyOptions) (*Figure, *BatchLatencyNu
 		if err := add(pGain, gx, gy, logX, false, false); err != nil {
 			return nil, nil, err
 		}
+		for i, v := range c.Saturated {
+			if v {
+				sats[0] = append(sats[0], plotter.XY{X: c.TTFT[i], Y: c.Throughput[i]})
+				sats[1] = append(sats[1], plotter.XY{X: c.TPOT[i], Y: c.Throughput[i]})
+			}
+		}
 		if s := c.SweetSpot; s >= 0 {
 			spots[0] = append(spots[0], plotter.XY{X: c.TTFT[s], Y: c.Throughput[s]})
 			spots[1] = append(spots[1], plotter.XY{X: c.TPOT[s], Y: c.Throughput[s]})
@@ -347,6 +375,25 @@ func BatchLatency(res *Results, o BatchLatencyOptions) (*Figure, *BatchLatencyNu
 		sc.GlyphStyle = draw.GlyphStyle{Color: color.Black, Radius: vg.Points(9), Shape: draw.RingGlyph{}}
 		p.Add(sc)
 		p.Legend.Add("sweet spot", sc)
+	}
+	for i, p := range []*plot.Plot{pTTFT, pTPOT} {
+		sc, err := saturatedMarks(sats[i], isLog(&p.X), false)
+		if err != nil {
+			return nil, nil, err
+		}
+		if sc != nil {
+			p.Add(sc)
+			p.Legend.Add(saturatedLegend, sc)
+		}
+	}
+	fixed := nums.Offered.note()
+	if fixed != "" {
+		for _, p := range []*plot.Plot{pTTFT, pTPOT} {
+			h := hline{Y: nums.Offered.Output, LineStyle: draw.LineStyle{Color: grey, Width: vg.Points(1.5), Dashes: dashes[2]}}
+			p.Add(h)
+			p.Legend.Add("offered load (the same for every point)", h)
+		}
+		pCost.Title.Text += " (one offered load)"
 	}
 	if o.SLO.TTFTms > 0 {
 		v := vline{X: o.SLO.TTFTms, LineStyle: draw.LineStyle{Color: sloRed, Width: vg.Points(1.5), Dashes: dashes[1]}}
@@ -368,12 +415,19 @@ func BatchLatency(res *Results, o BatchLatencyOptions) (*Figure, *BatchLatencyNu
 	}
 
 	seeds := seedNote(res)
+	title := fmt.Sprintf("Batch–latency trade-off (%s): one curve per %s, points labelled with %s; %s", res.File, curveWhat(l), l.X, seeds)
+	caption := fmt.Sprintf("Sweet spot: the first %s whose next step gains less than %s %% of the first step's throughput per unit of %s (the knee), if it meets the SLO (%s on %s latency);\n"+
+		"else the largest SLO-meeting point below the knee, else the smallest above it; none when no point meets the SLO. Throughput is output tokens/s; cost is $/hour over the tokens/s sustained in the arrival window.",
+		xName, num(100*taper), xName, o.SLO, stat)
+	if fixed != "" {
+		title += "; " + fixed
+		caption += fmt.Sprintf("\nHeld fixed: the offered load (%s). Past its knee each %s completes what is offered, so throughput and cost there compare %s prices per hour, not capacity:\n"+
+			"to compare capacity, sweep the rate (plot goodput: the highest rate each sustains within the SLO).", fixed, curveWhat(l), curveWhat(l))
+	}
 	fig := &Figure{
-		Title: fmt.Sprintf("Batch–latency trade-off (%s): one curve per %s, points labelled with %s; %s", res.File, curveWhat(l), l.X, seeds),
-		Caption: fmt.Sprintf("Sweet spot: the first %s whose next step gains less than %s %% of the first step's throughput per unit of %s (the knee), if it meets the SLO (%s on %s latency);\n"+
-			"else the largest SLO-meeting point below the knee, else the smallest above it; none when no point meets the SLO. Throughput is output tokens/s; cost uses the GPUs' $/hour.",
-			xName, num(100*taper), xName, o.SLO, stat),
-		Panels: [][]*plot.Plot{{pTTFT, pTPOT}, {pCost, pGain}},
+		Title:   title,
+		Caption: caption,
+		Panels:  [][]*plot.Plot{{pTTFT, pTPOT}, {pCost, pGain}},
 	}
 	return fig, nums, nil
 }

@@ -98,8 +98,10 @@ type DashboardNumbers struct {
 	// SummaryAttainment is summary.json's slo_attainment (NaN without one);
 	// it equals Attainment when the SLO is the run's own.
 	SummaryAttainment float64
-	Gauge             string
-	TTFT, TPOT        Histogram
+	// Saturation is summary.json's verdict (nil without one).
+	Saturation *Saturation
+	Gauge      string
+	TTFT, TPOT Histogram
 
 	requests []Request
 }
@@ -146,6 +148,10 @@ func (n *DashboardNumbers) String() string {
 	fmt.Fprintf(&b, "time %.6f–%.6f s, duration %.6f s, window %.6f s, %d instances, steps %v\n", n.Start, n.End, n.Duration, n.Window, n.Instances, n.Steps)
 	fmt.Fprintf(&b, "arrivals over %.6f s: offered %.4f req/s, goodput %.4f req/s; finished within them %d (%.4f req/s)\n",
 		n.ArrivalSpan, n.Offered, n.WindowGoodput, n.WindowServed, n.WindowThroughput)
+	if st := n.Saturation; st != nil {
+		fmt.Fprintf(&b, "saturation (summary.json): judged %v, saturated %v, offered %.4f req/s, capacity %.4f req/s, queue grew %.4f–%.4f s to %d\n",
+			st.Judged, st.Saturated, st.OfferedRate, st.CapacityRate, st.GrowthStart, st.GrowthEnd, st.OutstandingPeak)
+	}
 	fmt.Fprintf(&b, "  %10s %9s %9s %9s %8s %8s %8s\n", "start_s", "arrive/s", "thru/s", "good/s", "prefill", "decode", "kv_use")
 	for i := range n.WindowStart {
 		fmt.Fprintf(&b, "  %10.4f %9.3f %9.3f %9.3f %8.4f %8.4f %8.4f\n", n.WindowStart[i], n.Arrivals[i], n.Throughput[i], n.Goodput[i], n.Prefill[i], n.Decode[i], n.KVUse[i])
@@ -210,6 +216,7 @@ func Dashboard(run *Run, o DashboardOptions) (*Figure, *DashboardNumbers, error)
 	if run.Summary != nil {
 		slo = run.Summary.SLO.Override(o.SLO)
 		n.SummaryAttainment = run.Summary.Attainment
+		n.Saturation = run.Summary.Saturation
 	}
 	n.SLO = slo
 
@@ -376,6 +383,9 @@ func Dashboard(run *Run, o DashboardOptions) (*Figure, *DashboardNumbers, error)
 	if s := run.Summary; s != nil {
 		title += fmt.Sprintf(" (%s on %s, TP %d, %s batching; %d instance(s))", s.Model, s.GPU, s.TP, s.Policy, max(instances, 1))
 	}
+	if st := n.Saturation; st != nil && st.Saturated {
+		title += fmt.Sprintf(": SATURATED (offered %s req/s, capacity %s req/s)", num(st.OfferedRate), num(st.CapacityRate))
+	}
 	fig := &Figure{
 		Title: title,
 		Caption: fmt.Sprintf("Windows of %s s from the first arrival. Utilization: the share of each window an instance spends in iterations with prefill tokens, or in decode-only iterations, averaged over %d instance(s); the rest is idle.\n"+
@@ -457,6 +467,11 @@ func (n *DashboardNumbers) ratesPlot() (*plot.Plot, error) {
 		v := vline{X: n.Start + n.ArrivalSpan, LineStyle: draw.LineStyle{Color: color.Black, Width: vg.Points(1), Dashes: dashes[2]}}
 		p.Add(v)
 		p.Legend.Add(fmt.Sprintf("last arrival (%s req/s completed before it)", num(n.WindowThroughput)), v)
+	}
+	if st := n.Saturation; st != nil && st.Saturated {
+		h := hline{Y: st.CapacityRate, LineStyle: draw.LineStyle{Color: sloRed, Width: vg.Points(1.5), Dashes: dashes[1]}}
+		p.Add(h)
+		p.Legend.Add(fmt.Sprintf("saturated: capacity %s req/s (offered %s)", num(st.CapacityRate), num(st.OfferedRate)), h)
 	}
 	p.Y.Min = 0
 	p.X.Tick.Marker, p.Y.Tick.Marker = linearTicks{}, linearTicks{}

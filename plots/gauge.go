@@ -91,9 +91,26 @@ func (n *DashboardNumbers) gaugePlot() *plot.Plot {
 	case n.Duration > 0:
 		lines = append(lines, fmt.Sprintf("goodput %s req/s over %s s", num(float64(n.Met)/n.Duration), num(n.Duration)))
 	}
+	if st := n.Saturation; st != nil {
+		lines = append(lines, saturationLines(st)...)
+	}
 	if !math.IsNaN(n.SummaryAttainment) && math.Abs(n.SummaryAttainment-n.Attainment) > 1e-9 {
 		lines = append(lines, fmt.Sprintf("summary.json: %.1f %% under the run's own SLO", 100*n.SummaryAttainment))
 	}
 	p.Add(gauge{value: n.Attainment, status: n.Gauge, lines: lines})
 	return p
+}
+
+// saturationLines say whether the run's queue kept growing (summary.json's
+// verdict): the offered load against the measured capacity and the span the
+// queue grew, or that it stayed bounded.
+func saturationLines(st *Saturation) []string {
+	switch {
+	case !st.Judged:
+		return []string{"saturation not judged (too few arrivals)"}
+	case !st.Saturated:
+		return []string{"not saturated: the queue stayed bounded over the arrivals"}
+	}
+	return []string{fmt.Sprintf("SATURATED: %s req/s offered, %s served; queue grew %s–%s s to %d",
+		num(st.OfferedRate), num(st.CapacityRate), num(st.GrowthStart), num(st.GrowthEnd), st.OutstandingPeak)}
 }

@@ -39,7 +39,17 @@ type GoodputCurve struct {
 	// Censored is true when the attainment never falls below the target:
 	// MaxRate is then the highest rate swept, a lower bound.
 	Censored bool
-	Dropped  int // points left out for a NaN or infinite rate, goodput, throughput or attainment
+	// Best is the index of the highest swept rate at or below MaxRate
+	// (attainment ≥ target); -1 when none. Cost is the $ per million output
+	// tokens there (cost_per_m_output_tokens, over the tokens sustained in
+	// the arrival window): the GPU's or deployment's cost per token at the
+	// load it sustains within the SLO, the comparison a fixed load cannot
+	// give. NaN when the file has no cost column.
+	Best int
+	Cost []float64
+	// Saturated[i]: point i's queue kept growing while requests arrived.
+	Saturated []bool
+	Dropped   int // points left out for a NaN or infinite rate, goodput, throughput or attainment
 }
 
 // Skipped is the number of points left out, over every curve.
@@ -60,7 +70,7 @@ func (n *GoodputNumbers) points() int {
 // crossing is the conservative answer. When a_0 < target there is none
 // (NaN); when no rate falls below, it is the last rate, censored.
 func (c *GoodputCurve) maxGoodputRate(target float64) {
-	c.MaxRate, c.Censored = math.NaN(), false
+	c.MaxRate, c.Censored, c.Best = math.NaN(), false, -1
 	n := len(c.Rate)
 	if n == 0 || c.Attainment[0] < target {
 		return
@@ -68,10 +78,11 @@ func (c *GoodputCurve) maxGoodputRate(target float64) {
 	for i := 1; i < n; i++ {
 		if a0, a1 := c.Attainment[i-1], c.Attainment[i]; a1 < target {
 			c.MaxRate = c.Rate[i-1] + (a0-target)/(a0-a1)*(c.Rate[i]-c.Rate[i-1])
+			c.Best = i - 1
 			return
 		}
 	}
-	c.MaxRate, c.Censored = c.Rate[n-1], true
+	c.MaxRate, c.Censored, c.Best = c.Rate[n-1], true, n-1
 }
 
 // String is a plain-text table of the numbers (the golden form).
@@ -84,6 +95,18 @@ func (n *GoodputNumbers) String() string {
 			censored = " (censored: attainment never fell below the target)"
 		}
 		fmt.Fprintf(&b, "curve %q: max goodput rate %.4f req/s%s, dropped %d\n", c.Label, c.MaxRate, censored, c.Dropped)
+		if c.Best >= 0 && finite(c.Cost[c.Best]) {
+			fmt.Fprintf(&b, "  within the target at %g req/s: $%.4f per M output tokens\n", c.Rate[c.Best], c.Cost[c.Best])
+		}
+		var sat []string
+		for i, v := range c.Saturated {
+			if v {
+				sat = append(sat, fmt.Sprintf("%g", c.Rate[i]))
+			}
+		}
+		if len(sat) > 0 {
+			fmt.Fprintf(&b, "  saturated at rate = %s\n", strings.Join(sat, ", "))
+		}
 		fmt.Fprintf(&b, "  %10s %5s %12s %12s %10s\n", "rate", "seeds", "goodput", "throughput", "attain")
 		for i := range c.Rate {
 			fmt.Fprintf(&b, "  %10g %5d %12.4f %12.4f %10.4f\n", c.Rate[i], c.Seeds[i], c.Goodput[i], c.Throughput[i], c.Attainment[i])
@@ -136,6 +159,12 @@ func Goodput(res *Results, o GoodputOptions) (*Figure, *GoodputNumbers, error) {
 			c.Goodput = append(c.Goodput, g)
 			c.Throughput = append(c.Throughput, t)
 			c.Attainment = append(c.Attainment, a)
+			cost := math.NaN()
+			if v, ok := p.Metrics["cost_per_m_output_tokens"]; ok {
+				cost = v
+			}
+			c.Cost = append(c.Cost, cost)
+			c.Saturated = append(c.Saturated, saturated(p))
 		}
 		c.maxGoodputRate(target)
 		nums.Curves = append(nums.Curves, c)
@@ -162,7 +191,13 @@ func Goodput(res *Results, o GoodputOptions) (*Figure, *GoodputNumbers, error) {
 	}
 	fracTop, fracBot := legendRoom(len(nums.Curves)+3), legendRoom(len(nums.Curves)+1)
 	var maxRate float64
+	var sats plotter.XYs
 	for ci, c := range nums.Curves {
+		for i, v := range c.Saturated {
+			if v {
+				sats = append(sats, plotter.XY{X: c.Rate[i], Y: c.Goodput[i]})
+			}
+		}
 		col := seriesColor(ci)
 		label := c.Label
 		if label != "" {
@@ -209,10 +244,19 @@ func Goodput(res *Results, o GoodputOptions) (*Figure, *GoodputNumbers, error) {
 		if c.Censored {
 			text = fmt.Sprintf("%smax goodput rate ≥ %s req/s (never below target)", label, num(c.MaxRate))
 		}
+		if c.Best >= 0 && finite(c.Cost[c.Best]) {
+			text += fmt.Sprintf("; $%s/M output tokens at %s req/s", num(c.Cost[c.Best]), num(c.Rate[c.Best]))
+		}
 		top.Add(vline{X: c.MaxRate, LineStyle: style, Top: 1 - fracTop})
 		v := vline{X: c.MaxRate, LineStyle: style, Top: 1 - fracBot}
 		bot.Add(v)
 		bot.Legend.Add(text, v)
+	}
+	if sc, err := saturatedMarks(sats, false, false); err != nil {
+		return nil, nil, err
+	} else if sc != nil {
+		top.Add(sc)
+		top.Legend.Add(saturatedLegend, sc)
 	}
 	styleKey("goodput (solid)", nil)
 	styleKey("throughput (dashed)", dashes[1])
@@ -237,7 +281,7 @@ func Goodput(res *Results, o GoodputOptions) (*Figure, *GoodputNumbers, error) {
 	fig := &Figure{
 		Title: fmt.Sprintf("Goodput vs %s (%s): one colour per %s; %s", shortName(l.X), res.File, curveWhat(l), seedNote(res)),
 		Caption: fmt.Sprintf("Goodput: requests meeting every SLO per second. Max goodput rate (DistServe): the rate at which SLO attainment first falls below %s %%, "+
-			"interpolated linearly between the two swept rates around the crossing.", num(100*target)),
+			"interpolated linearly between the two swept rates around the crossing; its cost per token is at the highest swept rate still within the target.", num(100*target)),
 		Panels: [][]*plot.Plot{{top}, {bot}},
 	}
 	return fig, nums, nil

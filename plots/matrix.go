@@ -41,13 +41,16 @@ type MatrixPoint struct {
 	Seeds      int
 	TTFT       float64 // ms, the chosen statistic
 	TPOT, E2E  float64 // ms, the chosen statistic (NaN when the file lacks the column)
-	Throughput float64 // output tokens/s
+	Throughput float64 // output tokens/s sustained over the arrival window (throughputColumn)
 	Cost       float64 // $ per million output tokens
 	// Misses names the objectives the configuration misses on the chosen
 	// statistic ("p95 TPOT 49.5 ms > 30 ms"; "" when it meets every one).
 	// A NaN statistic of a set objective misses it.
 	Misses   []string
 	Quadrant string // Perception only
+	// Saturated: the configuration's queue kept growing (in most seeds)
+	// while requests arrived.
+	Saturated bool
 }
 
 // MeetsSLO reports whether the configuration meets every set objective.
@@ -123,7 +126,8 @@ func matrixPoints(res *Results, o MatrixOptions) (pts []MatrixPoint, l Layout, s
 		return nil, l, "", 0, fmt.Errorf("plots: target throughput %v: want a finite number >= 0", o.TargetThroughput)
 	}
 	ttftCol := "ttft_" + stat + "_ms"
-	cols := []string{ttftCol, "output_tok_per_s", "cost_per_m_output_tokens"}
+	thrCol := throughputColumn(res)
+	cols := []string{ttftCol, thrCol, "cost_per_m_output_tokens"}
 	if o.SLO.TPOTms > 0 {
 		cols = append(cols, "tpot_"+stat+"_ms")
 	}
@@ -160,7 +164,7 @@ func matrixPoints(res *Results, o MatrixOptions) (pts []MatrixPoint, l Layout, s
 		p := MatrixPoint{
 			Config: strings.Join(parts, ", "), Group: groupLabel(c.Axis, l.Group), Seeds: c.Seeds,
 			TTFT: c.Metrics[ttftCol], TPOT: metric(c, "tpot_"+stat+"_ms"), E2E: metric(c, "e2e_"+stat+"_ms"),
-			Throughput: c.Metrics["output_tok_per_s"], Cost: c.Metrics["cost_per_m_output_tokens"],
+			Throughput: c.Metrics[thrCol], Cost: c.Metrics["cost_per_m_output_tokens"], Saturated: saturated(c),
 		}
 		for _, obj := range []struct {
 			name    string
@@ -248,6 +252,9 @@ func Perception(res *Results, o MatrixOptions) (*plot.Plot, *PerceptionNumbers, 
 	if l.X != "" {
 		what = "; points labelled with " + l.X
 	}
+	if f := offeredLoad(res).note(); f != "" {
+		what += "; " + f
+	}
 	p := newPlot(fmt.Sprintf("Perception–capacity matrix (%s, %s): %s TTFT × output throughput%s", res.File, seedNote(res), stat, what),
 		stat+" time to first token (ms)", "output throughput (tokens/s)")
 	logX := useLog(&p.X, append(ttfts, nums.TTFTLine), 100)
@@ -313,6 +320,9 @@ func Perception(res *Results, o MatrixOptions) (*plot.Plot, *PerceptionNumbers, 
 	if miss != nil {
 		p.Add(miss)
 		p.Legend.Add(fmt.Sprintf("misses the %s %s SLO (feels slow)", stat, what), miss)
+	}
+	if err := addSaturated(p, pts, func(pt MatrixPoint) plotter.XY { return plotter.XY{X: pt.TTFT, Y: pt.Throughput} }, logX, false); err != nil {
+		return nil, nil, err
 	}
 	for _, q := range []struct {
 		left, top bool
@@ -415,3 +425,19 @@ func missMarks(pts []MatrixPoint, xy func(MatrixPoint) plotter.XY, logX, logY bo
 // Skipped is the number of configurations left out for a NaN or infinite
 // TTFT or throughput.
 func (n *PerceptionNumbers) Skipped() int { return n.Dropped }
+
+// addSaturated squares the saturated configurations (saturatedMarks).
+func addSaturated(p *plot.Plot, pts []MatrixPoint, xy func(MatrixPoint) plotter.XY, logX, logY bool) error {
+	var xys plotter.XYs
+	for _, pt := range pts {
+		if pt.Saturated {
+			xys = append(xys, xy(pt))
+		}
+	}
+	sc, err := saturatedMarks(xys, logX, logY)
+	if sc != nil {
+		p.Add(sc)
+		p.Legend.Add(saturatedLegend, sc)
+	}
+	return err
+}

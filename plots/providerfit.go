@@ -117,8 +117,13 @@ func ProviderFit(res *Results, o MatrixOptions) (*plot.Plot, *ProviderFitNumbers
 	if l.X != "" {
 		what = ", labels " + shortName(l.X) + ": $ per M"
 	}
-	p := newPlot(fmt.Sprintf("Provider fit (%s, %s): %s TTFT vs output throughput; colour = $ per million output tokens%s", res.File, seedNote(res), stat, what),
-		"output throughput (tokens/s)", stat+" time to first token (ms)")
+	title := fmt.Sprintf("Provider fit (%s, %s): %s TTFT vs output throughput; colour = $ per million output tokens%s", res.File, seedNote(res), stat, what)
+	if f := offeredLoad(res).note(); f != "" {
+		// Said in the figure: at one load, every configuration that keeps
+		// up completes the same tokens, so its cost ranks prices per hour.
+		title += fmt.Sprintf("\nHeld fixed: %s, so where a %s keeps up its cost per token ranks its price per hour, not its capacity", f, curveWhat(l))
+	}
+	p := newPlot(title, "output throughput (tokens/s)", stat+" time to first token (ms)")
 	if o.SLO.TTFTms > 0 {
 		ttfts = append(ttfts, o.SLO.TTFTms)
 	}
@@ -188,6 +193,9 @@ func ProviderFit(res *Results, o MatrixOptions) (*plot.Plot, *ProviderFitNumbers
 	if miss != nil {
 		p.Add(miss)
 		p.Legend.Add(fmt.Sprintf("misses the %s %s SLO", stat, what), miss)
+	}
+	if err := addSaturated(p, pts, func(pt MatrixPoint) plotter.XY { return plotter.XY{X: pt.Throughput, Y: pt.TTFT} }, false, logY); err != nil {
+		return nil, nil, err
 	}
 	if c := nums.Cheapest; c >= 0 && (!logY || pts[c].TTFT > 0) {
 		sc, err := plotter.NewScatter(plotter.XYs{{X: pts[c].Throughput, Y: pts[c].TTFT}})

@@ -100,6 +100,40 @@ func ReadResults(r io.Reader, name string) (*Results, error) {
 	return res, nil
 }
 
+// SLOColumns are the results columns holding the objectives each point was
+// judged against (experiments.Columns), in ms, 0 = not set.
+var SLOColumns = [3]string{"slo_ttft_ms", "slo_tpot_ms", "slo_e2e_ms"}
+
+// SLO returns the objectives the sweep's points were judged against, from
+// the slo_*_ms columns: an objective every row gives the same value is
+// set; one the rows disagree on (an axis sweeps it) is left unset and named
+// in differ. A file without the columns (written before they were added)
+// gives no SLO. An objective that is not a finite number ≥ 0 is an error
+// naming the row's line.
+func (r *Results) SLO() (s SLO, differ []string, err error) {
+	dst := [3]*float64{&s.TTFTms, &s.TPOTms, &s.E2Ems}
+	for i, col := range SLOColumns {
+		if !slices.Contains(r.Metrics, col) || len(r.Rows) == 0 {
+			continue
+		}
+		v := r.Rows[0].Metrics[col]
+		same := true
+		for _, row := range r.Rows {
+			x := row.Metrics[col]
+			if !(x >= 0) || math.IsInf(x, 0) {
+				return SLO{}, nil, fmt.Errorf("plots: %s line %d: %s %v: want a finite number >= 0", r.File, row.Line, col, x)
+			}
+			same = same && x == v
+		}
+		if same {
+			*dst[i] = v
+		} else {
+			differ = append(differ, col)
+		}
+	}
+	return s, differ, nil
+}
+
 func newCSVReader(r io.Reader) *csv.Reader {
 	cr := csv.NewReader(r)
 	cr.FieldsPerRecord = -1 // checked here, with a clearer message

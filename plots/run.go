@@ -75,6 +75,26 @@ type Summary struct {
 	Duration   float64 // s
 	TTFT, TPOT Stats   // ms
 	Instances  int     // len(metrics.busy_by_instance_s)
+	// Saturation is metrics.saturation: nil in a file written before the
+	// simulator judged it.
+	Saturation *Saturation
+}
+
+// Saturation is summary.json's verdict on whether the run's queue kept
+// growing while requests arrived (sim/metrics.Saturation), with the offered
+// load and the service capacity measured in the arrival window's second
+// half, and the span (s after the first arrival) the queue grew.
+type Saturation struct {
+	Judged          bool    `json:"judged"`
+	Saturated       bool    `json:"saturated"`
+	WindowS         float64 `json:"arrival_window_s"`
+	OfferedRate     float64 `json:"offered_req_per_s"`
+	OfferedOutput   float64 `json:"offered_output_tok_per_s"`
+	CapacityRate    float64 `json:"capacity_req_per_s"`
+	CapacityOutput  float64 `json:"capacity_output_tok_per_s"`
+	OutstandingPeak int     `json:"outstanding_peak"`
+	GrowthStart     float64 `json:"growth_start_s"`
+	GrowthEnd       float64 `json:"growth_end_s"`
 }
 
 // Stats are the percentiles summary.json gives for a latency (ms).
@@ -380,7 +400,8 @@ type summaryFile struct {
 			TPOTns *int64 `json:"tpot_ns"`
 			E2Ens  *int64 `json:"e2e_ns"`
 		} `json:"slo"`
-		Busy []float64 `json:"busy_by_instance_s"`
+		Busy       []float64   `json:"busy_by_instance_s"`
+		Saturation *Saturation `json:"saturation"`
 	} `json:"metrics"`
 }
 
@@ -424,7 +445,7 @@ func ReadSummary(r io.Reader, name string) (*Summary, error) {
 		Name: f.Scenario.Name, Model: f.Instance.Model, GPU: f.Instance.GPU, TP: f.Instance.TP, Policy: f.Instance.Policy,
 		SLO:        SLO{TTFTms: m.SLO.TTFT, TPOTms: m.SLO.TPOT, E2Ems: m.SLO.E2E},
 		Attainment: m.Attainment, Completed: m.Completed, Rejected: m.Rejected, Duration: m.Duration,
-		TTFT: m.TTFT, TPOT: m.TPOT, Instances: len(m.Busy),
+		TTFT: m.TTFT, TPOT: m.TPOT, Instances: len(m.Busy), Saturation: m.Saturation,
 	}
 	if err := s.SLO.validate(); err != nil {
 		return nil, fmt.Errorf("plots: %s: metrics.slo: %v", name, err)

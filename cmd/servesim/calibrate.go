@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -131,6 +132,9 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	describe := *out != "" && !*quiet // a summary beside a written profile
+	if err := checkCalibrateOutput(*out, *trace, append([]string{*base, *transfer, *xla, *modelsFile, *gpusFile}, *measured...)); err != nil {
+		return err
+	}
 
 	if err := resolveData(trace); err != nil {
 		return err
@@ -146,6 +150,11 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 	case *report:
 		if *trace == "" {
 			return fmt.Errorf("calibrate: --report needs --trace DIR (a copy of Vidur's data/profiling)")
+		}
+		if st, err := os.Stat(*trace); err != nil {
+			return fmt.Errorf("calibrate: --report --trace %s: %w", *trace, errors.Unwrap(err))
+		} else if !st.IsDir() {
+			return fmt.Errorf("calibrate: --report --trace %s: not a directory (want a copy of Vidur's data/profiling, or LLMServingSim profile bundles)", *trace)
 		}
 		var acc *calibrate.Accuracy
 		if *format == "bundle" || *format == "" && calibrate.IsBundleDir(*trace) {
@@ -274,6 +283,32 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 		for _, w := range p.FitWarnings() {
 			fmt.Fprintln(stdout, "  "+w)
 		}
+	}
+	return nil
+}
+
+// checkCalibrateOutput refuses an -o that would overwrite an input: the
+// trace (a file, or any file inside a trace directory, such as a bundle's
+// meta.yaml) or another input file. trace may be a data set name
+// (resolveData), resolved here too.
+func checkCalibrateOutput(out, trace string, inputs []string) error {
+	if out == "" {
+		return nil
+	}
+	if trace != "" {
+		if err := resolveData(&trace); err != nil {
+			return err
+		}
+		if st, err := os.Stat(trace); err == nil && st.IsDir() {
+			if experiments.Inside(out, trace) {
+				return fmt.Errorf("calibrate: -o %s is inside the trace directory %s, an input: write the profile elsewhere", out, trace)
+			}
+		} else {
+			inputs = append(inputs, trace)
+		}
+	}
+	if err := experiments.CheckOutputs([]string{out}, inputs); err != nil {
+		return fmt.Errorf("calibrate: -o: %w", err)
 	}
 	return nil
 }

@@ -70,6 +70,7 @@ func TestCalibrateCommand(t *testing.T) {
 // the built-in H100 profile but for the fields that name the trace
 // directory and its upstream commit.
 func TestCalibrateVidurMatchesBuiltin(t *testing.T) {
+	t.Parallel() // the package's longest test (a full fit), beside TestNumericFlagEdges
 	data := "../../../shared/data/vidur-profiling"
 	if _, err := os.Stat(filepath.Join(data, "SOURCE.md")); err != nil {
 		t.Skip("../shared/data/vidur-profiling not found")

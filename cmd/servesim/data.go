@@ -136,12 +136,8 @@ func found(d datasets.Dataset, dir string) string {
 	if st, err := os.Stat(filepath.Join(dir, d.Name)); err == nil && st.IsDir() {
 		return "cache"
 	}
-	if d.Shared != "" {
-		for _, s := range datasets.SharedDirs {
-			if _, err := os.Stat(filepath.Join(s, filepath.FromSlash(d.Shared))); err == nil {
-				return "shared"
-			}
-		}
+	if sharedCopy(d) != "" {
+		return "shared"
 	}
 	return "-"
 }
@@ -177,6 +173,7 @@ func dataFetch(names []string, dir string, stdout io.Writer) error {
 	ctx, stop := interruptible()
 	defer stop()
 	f := &datasets.Fetcher{Dir: dir, Log: stdout}
+	var failed []string // a data set that fails does not stop the others
 	for _, d := range sets {
 		b, complete := d.Size()
 		size := fmt.Sprintf("%.1f MB", float64(b)/1e6)
@@ -189,8 +186,17 @@ func dataFetch(names []string, dir string, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "%s: %s\nSource: %s\nLicence: %s\nFetching %d files (%s) into %s.\n",
 			d.Name, d.Title, d.Source, d.License, len(d.Files), size, filepath.Join(dir, d.Name))
 		res, err := f.Fetch(ctx, d)
-		if err != nil {
+		if ctx.Err() != nil {
 			return err
+		}
+		if err != nil {
+			fmt.Fprintf(stdout, "%s: %d of %d files fetched.\n", d.Name, len(res), len(d.Files))
+			if where := sharedCopy(d); where != "" {
+				fmt.Fprintf(stdout, "%s: a copy is already in %s (`servesim data list` finds it there, and commands read it from there without a fetch).\n", d.Name, where)
+			}
+			fmt.Fprintln(stdout)
+			failed = append(failed, d.Name)
+			continue
 		}
 		unverified := 0
 		for _, r := range res {
@@ -204,5 +210,22 @@ func dataFetch(names []string, dir string, stdout io.Writer) error {
 			fmt.Fprintf(stdout, "%s: done; all %d files verified.\n\n", d.Name, len(res))
 		}
 	}
+	if len(failed) > 0 {
+		return fmt.Errorf("data fetch: %d of %d data sets not fetched whole (%s): each failed file is listed above", len(failed), len(sets), strings.Join(failed, ", "))
+	}
 	return nil
+}
+
+// sharedCopy is the folder under ../shared/data holding a copy of d, or "".
+func sharedCopy(d datasets.Dataset) string {
+	if d.Shared == "" {
+		return ""
+	}
+	for _, s := range datasets.SharedDirs {
+		p := filepath.Join(s, filepath.FromSlash(d.Shared))
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return ""
 }

@@ -18,16 +18,24 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/internal/bounded"
 	"github.com/servesim/servesim/sim/workload/trace"
 )
+
+// maxDatasetBytes bounds a --dataset-path file, read whole: 2 GiB, about
+// three times the largest data set vllm bench serve reads (ShareGPT V3's
+// raw JSON, under 700 MB; BurstGPT's CSV is 52 MB, datasets/manifest.toml).
+const maxDatasetBytes = 2 << 30
 
 // datasetFlags are `vllm bench serve`'s dataset flags.
 type datasetFlags struct {
 	name, path                 string
 	inputLen, outputLen        int
+	generalInputLen            int // vllm bench's --input-len
 	rangeRatio                 float64
 	sharegptOutputLen          int
 	explicitRandom, anyDataset bool
+	implied                    bool // vllm bench serve's default dataset, random (vllmDefaults)
 }
 
 // vLLM's RandomDataset defaults (vllm/benchmarks/datasets/random.py).
@@ -42,6 +50,7 @@ func addDatasetFlags(fs *pflag.FlagSet, d *datasetFlags) {
 	fs.StringVar(&d.path, "dataset-path", "", "the dataset file: ShareGPT JSON as distributed, a BurstGPT CSV, or a trace")
 	fs.IntVar(&d.inputLen, "random-input-len", vllmRandomInputLen, "random dataset: mean prompt tokens")
 	fs.IntVar(&d.outputLen, "random-output-len", vllmRandomOutputLen, "random dataset: mean output tokens")
+	fs.IntVar(&d.generalInputLen, "input-len", 0, "vLLM bench's general input length: the random dataset's --random-input-len (a bare --output-len N is the output's)")
 	fs.Float64Var(&d.rangeRatio, "random-range-ratio", 0, "random dataset: lengths uniform on [⌊L·(1−r)⌋, ⌈L·(1+r)⌉], r in [0, 1)")
 	fs.IntVar(&d.sharegptOutputLen, "sharegpt-output-len", 0, "sharegpt dataset: every output this many tokens instead of the reply's")
 }
@@ -54,12 +63,12 @@ func addDatasetFlags(fs *pflag.FlagSet, d *datasetFlags) {
 // dir is the output directory ("" : a temporary one, removed by cleanup).
 func applyDataset(fs *pflag.FlagSet, d *datasetFlags, base *experiments.Scenario, dir string) (cleanup func(), err error) {
 	cleanup = func() {}
-	random := fs.Changed("random-input-len") || fs.Changed("random-output-len") || fs.Changed("random-range-ratio")
+	random := fs.Changed("random-input-len") || fs.Changed("random-output-len") || fs.Changed("random-range-ratio") || fs.Changed("input-len")
 	if !fs.Changed("dataset-name") {
 		if fs.Changed("dataset-path") {
 			return cleanup, errors.New("run: --dataset-path needs --dataset-name (sharegpt, burstgpt or servesim)")
 		}
-		if !random {
+		if !random && !d.implied {
 			return cleanup, nil
 		}
 		d.name = "random" // vllm bench serve's default dataset
@@ -69,6 +78,9 @@ func applyDataset(fs *pflag.FlagSet, d *datasetFlags, base *experiments.Scenario
 	}
 	if random && d.name != "random" {
 		return cleanup, fmt.Errorf("run: --random-input-len, --random-output-len and --random-range-ratio apply to --dataset-name random, not %q", d.name)
+	}
+	if err := d.generalLengths(fs); err != nil {
+		return cleanup, err
 	}
 	switch d.name {
 	case "random":
@@ -98,7 +110,7 @@ func applyDataset(fs *pflag.FlagSet, d *datasetFlags, base *experiments.Scenario
 	if n <= 0 {
 		n = vllmNumPrompts
 	}
-	data, err := os.ReadFile(d.path)
+	data, err := bounded.ReadFile(d.path, maxDatasetBytes)
 	if err != nil {
 		return cleanup, fmt.Errorf("run: --dataset-path: %w", err)
 	}
@@ -140,6 +152,45 @@ func applyDataset(fs *pflag.FlagSet, d *datasetFlags, base *experiments.Scenario
 	}
 	base.Workload.Trace = opt
 	return cleanup, nil
+}
+
+// generalLengths applies vllm bench's general lengths, which its main
+// maps to the datasets' own before sampling (serve.py: --input-len to
+// random_input_len; --output-len to random_output_len and
+// sharegpt_output_len): --input-len, and servesim's --prompt-len and
+// --output-len when they are a bare whole number N (servesim reads that
+// as constant:N). A length distribution beside a dataset that draws its
+// own lengths is a contradiction, an error naming both.
+func (d *datasetFlags) generalLengths(fs *pflag.FlagSet) error {
+	if fs.Changed("input-len") {
+		d.inputLen = d.generalInputLen
+	}
+	for _, g := range []struct {
+		flag, random string
+		dst          *int
+		dataset      string // the other dataset that takes it
+	}{
+		{"prompt-len", "random-input-len", &d.inputLen, ""},
+		{"output-len", "random-output-len", &d.outputLen, "sharegpt"},
+	} {
+		if !fs.Changed(g.flag) {
+			continue
+		}
+		v := fs.Lookup(g.flag).Value.String()
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		whole := err == nil && n >= 1
+		switch {
+		case d.name == "random" && whole && !fs.Changed(g.random) && !(g.flag == "prompt-len" && fs.Changed("input-len")):
+			*g.dst = n
+		case d.name == "sharegpt" && g.dataset == "sharegpt" && whole && !fs.Changed("sharegpt-output-len"):
+			d.sharegptOutputLen = n
+		case d.name == "random":
+			return fmt.Errorf("run: --%s %s and --dataset-name random both set the lengths: give --%s (and --random-range-ratio), or a bare --%s N", g.flag, v, g.random, g.flag)
+		default:
+			return fmt.Errorf("run: --%s %s and --dataset-name %s: the dataset gives the lengths, so --%s would be dropped", g.flag, v, d.name, g.flag)
+		}
+	}
+	return nil
 }
 
 // randomLengths returns vLLM's RandomDataset lengths as servesim

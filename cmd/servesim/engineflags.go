@@ -29,7 +29,7 @@ func engineFlags(fs *pflag.FlagSet, s *experiments.Scenario) {
 	fs.BoolVar(&e.NoLaunches, "no-kernel-launches", false, "vllm-v1: price no kernel launches and no CUDA-graph padding")
 	fs.Float64Var(&e.LaunchUs, "kernel-launch-us", 0, "vllm-v1: CPU µs per kernel or graph launch (default 5)")
 	fs.BoolVar(&e.NoVLLMDefaults, "no-vllm-defaults", false, "vllm-v1: the simulator's max_num_seqs/max_num_batched_tokens defaults, not vLLM's for the GPU")
-	fs.Float64Var(&e.NonTorchGiB, "non-torch-memory-gib", 0, "vllm-v1: non-torch memory per GPU in GiB (default 0.32, +1.79 at TP > 1)")
+	fs.Float64Var(&e.NonTorchGiB, "non-torch-memory-gib", 0, "vllm-v1: non-torch memory per GPU in GiB (default 0.32 at any TP)")
 	fs.Float64Var(&s.Batch.KVCacheMemoryBytes, "kv-cache-memory-bytes", 0, "KV-cache bytes per GPU, replacing the memory plan's (vLLM --kv-cache-memory-bytes)")
 	fs.IntVar(&s.Batch.NumGPUBlocksOverride, "num-gpu-blocks-override", 0, "KV blocks per GPU, replacing the memory plan's (vLLM --num-gpu-blocks-override)")
 }

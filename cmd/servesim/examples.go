@@ -16,13 +16,15 @@ const examplesUsage = `Usage: servesim examples [-o DIR] [-q]
 Runs the example experiments of experiments/examples (embedded in the
 binary) and draws their plots into DIR (default examples-out):
   - batch-latency: Llama-3.1-8B on H100, H200 and B200 as max_num_seqs grows
-    (batch-latency, perception and provider-fit plots);
+    at one offered load (batch-latency, perception and provider-fit plots);
+  - gpu-capacity: the same GPUs over the request rate, compared at the load
+    each sustains within the SLOs (goodput, perception, provider-fit);
   - goodput-rate: goodput against rate, colocated vs disaggregated on 4 H100s;
   - plan: the cheapest H100/H200/B200 deployment of Llama-3.1-70B (FP8) for
     20 req/s within TTFT 1 s and TPOT 50 ms;
   - one run of the default scenario: its goodput dashboard and TTFT/TPOT CDFs
     against the same load with prefill-first batching.
-Takes under 10 s on two cores (a progress bar with an ETA over the four
+Takes under 10 s on two cores (a progress bar with an ETA over the five
 steps on a terminal). Prints the files it wrote; -q prints nothing but
 errors.
 `
@@ -41,7 +43,7 @@ func examplesCmd(args []string, stdout, stderr io.Writer) error {
 	// temporaries (RunSweepDir, RunContext), and nothing later is written.
 	ctx, stop := interruptible()
 	defer stop()
-	bar := newProgress(stderr, *quiet, 4, "examples")
+	bar := newProgress(stderr, *quiet, 5, "examples")
 	defer bar.Done()
 	stage := func(i int, what string) {
 		if i > 1 {
@@ -50,7 +52,7 @@ func examplesCmd(args []string, stdout, stderr io.Writer) error {
 		bar.Describe("examples: " + what)
 	}
 	var files []string
-	for i, name := range []string{"batch-latency", "goodput-rate"} {
+	for i, name := range []string{"batch-latency", "gpu-capacity", "goodput-rate"} {
 		stage(i+1, name)
 		sw, err := experiments.ExampleSweep(name)
 		if err != nil {
@@ -79,7 +81,7 @@ func examplesCmd(args []string, stdout, stderr io.Writer) error {
 		files = append(files, fs...)
 	}
 
-	stage(3, "plan")
+	stage(4, "plan")
 	base, err := experiments.ExampleScenario("plan")
 	if err != nil {
 		return err
@@ -101,7 +103,7 @@ func examplesCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	files = append(files, filepath.Join(*out, "plan.md"), chart)
 
-	stage(4, "dashboard and CDFs")
+	stage(5, "dashboard and CDFs")
 	var runs []*plots.Run
 	for _, policy := range []string{"chunked", "prefill-first"} {
 		s := experiments.Default()

@@ -87,6 +87,10 @@ func TestNumericFlagEdges(t *testing.T) {
 	if testing.Short() {
 		t.Skip("many runs")
 	}
+	// In parallel with TestCalibrateVidurMatchesBuiltin alone (parallel
+	// tests start after every sequential one), which does not read
+	// interruptible, replaced here.
+	t.Parallel()
 	// Bound each command: a legal but huge workload (2⁶³ requests) is
 	// cancelled after a short time, which counts as running.
 	old := interruptible

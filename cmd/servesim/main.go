@@ -18,9 +18,13 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/servesim/servesim/experiments"
 )
 
 type command struct {
@@ -51,6 +55,11 @@ func init() {
 }
 
 func main() {
+	// A write to a closed stdout (`servesim run | head -1`) returns EPIPE
+	// instead of killing the process at once with SIGPIPE, which could
+	// strike between two result files; the command then stops as with any
+	// write error, and exits 141 quietly (exitBrokenPipe).
+	signal.Ignore(syscall.SIGPIPE)
 	os.Exit(exitCode(dispatch(os.Args[1:], os.Stdout, os.Stderr), os.Stderr))
 }
 
@@ -60,6 +69,7 @@ const (
 	exitBadInput    = 1   // a bad scenario, flag value, file or data
 	exitUsage       = 2   // an unknown command or flag, a missing argument
 	exitInterrupted = 130 // SIGINT or SIGTERM (128 + SIGINT, as shells report it)
+	exitBrokenPipe  = 141 // stdout closed by its reader (128 + SIGPIPE, as shells report `yes | head -1`)
 )
 
 // usageError is a command line servesim cannot parse: an unknown command
@@ -83,14 +93,23 @@ var missingArgument = []string{
 	"trace stats: name at least one trace", // trace stats
 	"trace: unknown subcommand",            // trace
 	"completion: want one shell",           // completion
+	"plot: name a kind",                    // plot
+	": name an input",                      // plot KIND
+	"trace: name a subcommand",             // trace
+	"data: name a subcommand",              // data
+	"data fetch: name a data set",          // data fetch
 }
 
 // exitCode prints err (if any) and returns the process's exit status:
 // exitOK, exitUsage for a usageError or a pflag parse error,
-// exitInterrupted for a run interrupted by a signal, else exitBadInput.
+// exitInterrupted for a run interrupted by a signal, exitBrokenPipe (and
+// nothing printed) for a write to a closed stdout, else exitBadInput.
 func exitCode(err error, stderr io.Writer) int {
 	if err == nil || errors.Is(err, pflag.ErrHelp) {
 		return exitOK
+	}
+	if errors.Is(err, syscall.EPIPE) {
+		return exitBrokenPipe // its reader is gone: nothing to tell it
 	}
 	fmt.Fprintln(stderr, "servesim:", err)
 	if errors.Is(err, context.Canceled) {
@@ -114,21 +133,58 @@ func exitCode(err error, stderr io.Writer) int {
 }
 
 // interruptible returns a context cancelled by the first SIGINT or SIGTERM,
-// for a command whose library call observes it (experiments.RunContext,
-// DirOptions.Context) and removes its temporary files; stop restores the
+// for a command whose library calls observe it (experiments.RunContext,
+// DirOptions.Context) and remove their temporary files; stop restores the
 // default handling. After the first signal the default handling is back at
 // once, so a second one kills the process even if the work does not stop.
 // Commands that do not call this keep Go's default: a signal ends them.
 //
+// A phase that does not observe the context (a read blocked on a pipe that
+// never ends, a digest of a large trace, a data set parsed whole) must not
+// hold the signal up: if the command has not returned interruptGrace after
+// the signal, the process removes every temporary it has open
+// (experiments.AbandonTemporaries, which waits for a commit in progress, so
+// no result set is cut in half), says "interrupted" and exits 130 itself.
+//
 // It is a variable so that tests can bound a command's run time.
 var interruptible = func() (ctx context.Context, stop func()) {
-	ctx, stop = signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
 	go func() {
-		<-ctx.Done()
-		stop()
+		select {
+		case <-done:
+			return
+		case <-sig:
+		}
+		signal.Stop(sig) // a second signal: the default handling, death
+		cancel()
+		select {
+		case <-done:
+			return
+		case <-time.After(interruptGrace):
+		}
+		experiments.AbandonTemporaries()
+		fmt.Fprintln(os.Stderr, "servesim: interrupted")
+		os.Exit(exitInterrupted)
 	}()
-	return ctx, stop
+	var once sync.Once
+	return ctx, func() {
+		once.Do(func() {
+			signal.Stop(sig)
+			close(done)
+			cancel()
+		})
+	}
 }
+
+// interruptGrace is how long a command has to stop by itself after a
+// signal before the process exits under it: half of the second within
+// which servesim promises to stop (README: the exit statuses), leaving the other
+// half for removing temporaries and exiting on a loaded machine. A run
+// that observes its context stops in milliseconds (serve.StopCheckEvents).
+const interruptGrace = 500 * time.Millisecond
 
 func dispatch(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {

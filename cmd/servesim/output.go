@@ -30,10 +30,13 @@ func positiveInts(cmd, flag, list string) ([]int, error) {
 
 // resultPath is a command's CSV path: path, or dir/NAME.csv with NAME from
 // the scenario or its file, which must be one safe file name (a name such as
-// "../../x" would write outside dir). Commands call it before their search,
-// so that a bad name fails at once.
+// "../../x" would write outside dir), and not the scenario file itself.
+// Commands call it before their search, so that a bad name fails at once.
 func resultPath(path, dir string, base experiments.Scenario, config string) (string, error) {
 	if path != "" {
+		if err := experiments.CheckOutputs([]string{path}, []string{config}); err != nil { // plan -o s.toml --config s.toml
+			return "", err
+		}
 		return path, nil
 	}
 	name := base.Name

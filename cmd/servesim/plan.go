@@ -43,9 +43,9 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *config == "" || *rate <= 0 {
+	if *config == "" || !fs.Changed("rate") { // missing: a usage error (exit 2); --rate 0 is bad input, below
 		fs.Usage()
-		return fmt.Errorf("plan: --config and --rate R > 0 are required")
+		return usageError{fmt.Errorf("plan: --config and --rate R > 0 are required")}
 	}
 	if err := checkPositive("plan", "rate", *rate); err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/servesim/servesim/experiments"
 	"github.com/servesim/servesim/plots"
 )
 
@@ -40,8 +41,9 @@ RESULTS.csv is a sweep's results.csv (servesim sweep); RUNDIR is a run's
 output directory (servesim run -o RUNDIR: requests.csv, steps.csv,
 summary.json). A sweep's points are averaged over its replicate seeds. The x
 axis and the axis that tells curves apart are detected from the file's
-axes; name them with --x and --group. SLOs of runs come from summary.json;
---slo-* override them. -o defaults to KIND.png beside the first input.
+axes; name them with --x and --group. SLOs of runs come from summary.json,
+those of a sweep from its results.csv (the slo_*_ms columns); --slo-*
+override them, objective by objective. -o defaults to KIND.png beside the first input.
 --numbers prints the numbers behind the plot. Points with a NaN or infinite
 value are left out and counted on stderr; with none left, plot fails. -q
 prints nothing but errors (and --numbers' numbers, when asked for): no
@@ -80,8 +82,8 @@ func plotCmd(args []string, stdout, stderr io.Writer) error {
 	out := fs.StringP("out", "o", "", "output image: .png, .svg or .pdf (default KIND.png beside the first input)")
 	x := fs.String("x", "", "sweep axis along x (default: detected, e.g. batch.max_num_seqs or workload.rate)")
 	group := fs.String("group", "", "sweep axis whose values are separate curves (default: every other axis that varies)")
-	sloTTFT := fs.Float64("slo-ttft", 0, "TTFT SLO in ms (0 = none, or the run's own)")
-	sloTPOT := fs.Float64("slo-tpot", 0, "TPOT SLO in ms (0 = none, or the run's own)")
+	sloTTFT := fs.Float64("slo-ttft", 0, "TTFT SLO in ms (0 = the run's or sweep's own, else none)")
+	sloTPOT := fs.Float64("slo-tpot", 0, "TPOT SLO in ms (0 = the run's or sweep's own, else none)")
 	sloE2E := fs.Float64("slo-e2e", 0, "E2E latency SLO in ms (dashboard; 0 = the run's own)")
 	target := fs.Float64("target", 0.9, "goodput: SLO attainment the max-goodput rate must reach")
 	targetThr := fs.Float64("target-throughput", 0, "perception, provider-fit: target output throughput in tokens/s (0 = the median, or none)")
@@ -131,6 +133,20 @@ func plotCmd(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		own, differ, err := res.SLO()
+		if err != nil {
+			return err
+		}
+		if len(differ) > 0 {
+			fmt.Fprintf(unlessQuiet(stderr, *quiet), "servesim: plot %s: the rows of %s differ in %s: not used (give --slo-*)\n", kind, inputs[0], strings.Join(differ, ", "))
+		}
+		// A flag given (≠ 0) replaces the sweep's objective, a negative one
+		// too, so that the plot reports it as invalid.
+		for _, f := range []struct{ flag, own *float64 }{{&slo.TTFTms, &own.TTFTms}, {&slo.TPOTms, &own.TPOTms}, {&slo.E2Ems, &own.E2Ems}} {
+			if *f.flag == 0 {
+				*f.flag = *f.own
+			}
+		}
 		mo := plots.MatrixOptions{X: *x, Group: *group, SLO: slo, TargetThroughput: *targetThr, Stat: *stat}
 		switch kind {
 		case "batch-latency":
@@ -173,6 +189,11 @@ func plotCmd(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+	}
+	// -o into a folder that does not exist yet creates it, as run -o and
+	// plan -o do (else the error would name Save's temporary file).
+	if err := experiments.MkdirAll(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("plot %s: -o %s: %w", kind, path, err)
 	}
 	if err := plots.Save(d, path, *width, *height); err != nil {
 		return err

@@ -95,3 +95,91 @@ func TestPlotCmdErrors(t *testing.T) {
 		}
 	}
 }
+
+// A sweep's own SLOs travel in its results.csv (slo_*_ms) and `plot` judges
+// against them when no --slo-* is given: the numbers (sweet spots included)
+// are those of the same file plotted with --slo-ttft 2000 --slo-tpot 50, and
+// a flag still overrides its objective.
+func TestPlotUsesSweepSLO(t *testing.T) {
+	src, err := os.ReadFile("../../plots/testdata/batch-latency.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	lines := strings.Split(strings.TrimRight(string(src), "\n"), "\n")
+	with := func(ttft, tpot string) string {
+		var b strings.Builder
+		for i, l := range lines {
+			if i == 0 {
+				b.WriteString(l + ",slo_ttft_ms,slo_tpot_ms,slo_e2e_ms\n")
+			} else {
+				b.WriteString(l + "," + ttft + "," + tpot + ",0\n")
+			}
+		}
+		return b.String()
+	}
+	own := filepath.Join(dir, "own.csv")
+	if err := os.WriteFile(own, []byte(with("2000", "50")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plot := func(args ...string) string {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		a := append([]string{"plot", "batch-latency"}, append(args, "-o", filepath.Join(dir, "x.png"), "--numbers", "-q")...)
+		if err := dispatch(a, &stdout, &stderr); err != nil {
+			t.Fatalf("%v\n%s", err, stderr.String())
+		}
+		s := stdout.String()
+		return s[strings.Index(s, ":"):] // past the file name
+	}
+	flags := plot("../../plots/testdata/batch-latency.csv", "--slo-ttft", "2000", "--slo-tpot", "50")
+	if got := plot(own); got != flags {
+		t.Errorf("own SLOs:\n%s\nwant (as with --slo-ttft 2000 --slo-tpot 50):\n%s", got, flags)
+	}
+	if !strings.Contains(flags, "TTFT ≤ 2000 ms, TPOT ≤ 50 ms") {
+		t.Errorf("numbers do not name the SLO:\n%s", flags)
+	}
+	if got, want := plot(own, "--slo-ttft", "500"), plot("../../plots/testdata/batch-latency.csv", "--slo-ttft", "500", "--slo-tpot", "50"); got != want {
+		t.Errorf("--slo-ttft 500 over the file's:\n%s\nwant:\n%s", got, want)
+	}
+	if got := plot("../../plots/testdata/batch-latency.csv"); !strings.Contains(got, "no SLO") {
+		t.Errorf("a file without slo columns:\n%s", got)
+	}
+}
+
+// A sweep writes its [slo] into results.csv, and `plot` reads it back.
+func TestSweepResultsCarrySLO(t *testing.T) {
+	dir := t.TempDir()
+	toml := filepath.Join(dir, "s.toml")
+	if err := os.WriteFile(toml, []byte(`name = "slo"
+seeds = [1]
+[base]
+model = "llama-3.1-8b"
+gpu = "h100"
+[base.workload]
+requests = 40
+rate = 4
+prompt = "lognormal:6.5,0.8"
+output = "lognormal:5,0.6"
+[base.slo]
+ttft_ms = 750
+tpot_ms = 40
+[[axis]]
+field = "batch.max_num_seqs"
+values = [8, 64]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	var stdout, stderr bytes.Buffer
+	if err := dispatch([]string{"sweep", toml, "-o", out, "-q"}, &stdout, &stderr); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	stdout.Reset()
+	if err := dispatch([]string{"plot", "batch-latency", filepath.Join(out, "results.csv"), "-o", filepath.Join(dir, "b.png"), "--numbers", "-q"}, &stdout, &stderr); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "TTFT ≤ 750 ms, TPOT ≤ 40 ms") {
+		t.Errorf("plot of the sweep's results does not use its SLO:\n%s", stdout.String())
+	}
+}

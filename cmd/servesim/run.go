@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -30,6 +32,14 @@ Examples:
   servesim run --stages 8:600,20:600 --drain --rescale --requests 0
   servesim run --engine vllm-v1 --no-async-scheduling
   servesim run --engine vllm-v1 --ablation
+  servesim run -tp 2 --request-rate 4 --num-prompts 100 --host 0.0.0.0 --trust-remote-code
+
+vLLM's flags carry over: each flag of vllm serve and vllm bench serve is
+honoured (the same servesim field: -tp is --tp), accepted with no effect
+in a simulation (--host, --port, --tokenizer, ...; the header lists them),
+or refused with a message naming it and servesim's equivalent (-pp,
+--speculative-config, ...). README.md, "From vllm serve and vllm bench
+serve", has the table; only the honoured ones are listed below.
 `
 
 func runCmd(args []string, stdout, stderr io.Writer) error {
@@ -43,8 +53,8 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	var s experiments.Scenario
 	w, b := &s.Workload, &s.Batch
 	fs.StringVar(&s.Name, "name", "", "scenario name")
-	fs.StringVar(&s.Model, "model", "", "model name or HuggingFace id (see `servesim models`)")
-	fs.StringVar(&s.GPU, "gpu", "", "GPU name (see `servesim gpus`)")
+	fs.StringVar(&s.Model, "model", "", "model name or Hugging Face id (list them: servesim models)")
+	fs.StringVar(&s.GPU, "gpu", "", "GPU name, or nvidia-smi's name of it (list them: servesim gpus)")
 	fs.IntVar(&s.TP, "tp", 0, "tensor-parallel degree (default 1)")
 	fs.IntVar(&s.PP, "pp", 0, "pipeline-parallel degree: stages of tp GPUs each (default 1)")
 	fs.IntSliceVar(&s.PPLayers, "pp-layers", nil, "layers per pipeline stage, e.g. 41,39 (vLLM's VLLM_PP_LAYER_PARTITION; default vLLM's even split)")
@@ -65,8 +75,8 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	addShapeFlags(fs, &s)
 	fs.StringVar(&b.Policy, "policy", "", "batching: chunked (Sarathi/vLLM V1), prefill-first (vLLM V0), mixed (Orca), decode-first, static, dynamic")
 	chunked := fs.Bool("chunked-prefill", true, "chunked prefill on (policy chunked) or off (policy prefill-first)")
-	fs.IntVar(&b.MaxNumSeqs, "max-num-seqs", 0, "running requests at most (default 256)")
-	fs.IntVar(&b.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "tokens per iteration at most (default 8192 chunked; max(max_model_len, 2048) otherwise)")
+	fs.IntVar(&b.MaxNumSeqs, "max-num-seqs", 0, "running requests at most (default: vLLM's for the GPU under vllm-v1, 1024 on a GPU of ≥ 70 GiB other than the A100, else 256)")
+	fs.IntVar(&b.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "tokens per iteration at most (default: vLLM's for the GPU under vllm-v1, 8192 or 2048, max_model_len unchunked; ideal: 8192 chunked, max(max_model_len, 2048) otherwise)")
 	fs.IntVar(&b.MaxModelLen, "max-model-len", 0, "longest prompt+output (default: the model's context)")
 	fs.IntVar(&b.BlockSize, "block-size", 0, "KV block size in tokens (default 16)")
 	fs.Float64Var(&b.GPUMemUtil, "gpu-memory-utilization", 0, "fraction of GPU memory for weights, activations and KV (default 0.9)")
@@ -111,17 +121,30 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	addDatasetFlags(fs, &ds)
 	var save saveResultFlags
 	addSaveResultFlags(fs, &save)
+	// Every other flag of vllm serve and vllm bench serve (vllmtable.go).
+	vllmTable := addVLLMTable(fs)
 
-	if err := fs.Parse(vllmArgs(args)); err != nil {
+	if err := parseFlags(fs, vllmArgs(args)); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("run: unexpected argument %q (flags only; see --help)", fs.Arg(0))
 	}
+	ignored, err := vllmTable.check()
+	if err != nil {
+		return err
+	}
+	if ext := strings.ToLower(filepath.Ext(*config)); ext == ".yaml" || ext == ".yml" {
+		return fmt.Errorf("run: --config %s: vLLM's YAML file of serve options is not read (servesim: --config (a scenario TOML)); give its options as flags", *config)
+	}
 	if *printDefault {
 		_, err := io.WriteString(stdout, experiments.DefaultTOML())
 		return err
 	}
+	// Every phase from here on stops on SIGINT or SIGTERM: reading the
+	// inputs, building the plan, simulating, writing (see interruptible).
+	ctx, stop := interruptible()
+	defer stop()
 	base := experiments.Default()
 	what := "the embedded default scenario (servesim run --print-default shows it)"
 	if *config != "" {
@@ -131,6 +154,10 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		what = *config
 	}
+	if chunkedChanged(fs) && fs.Changed("policy") && *chunked != (b.Policy == "chunked") {
+		return fmt.Errorf("run: %s and --policy %s contradict each other (chunked prefill %s is policy %s): give one", chunkedFlag(fs), b.Policy, map[bool]string{true: "on", false: "off"}[*chunked],
+			map[bool]string{true: "chunked", false: "prefill-first, or another unchunked policy"}[*chunked])
+	}
 	if chunkedChanged(fs) && !fs.Changed("policy") {
 		if *chunked {
 			b.Policy = "chunked"
@@ -139,11 +166,28 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	override(fs, &base, &s)
-	goodput.apply(fs, &base)
+	goodputLine := goodput.apply(fs, &base)
+	defaultsChanged := vllmDefaults(fs, *config, &base, &ds)
 	// --model-config: import a Hugging Face config.json as the model; it
 	// replaces the base scenario's model unless --model is given too.
-	if fs.Changed("model-config") && !fs.Changed("model") {
+	// vLLM's --hf-config-path always does: there the config defines the
+	// architecture and --model names the weights.
+	modelFlag := fs.Changed("model") || fs.Changed("model-config") || fs.Changed("hf-config-path")
+	if modelFlag && !fs.Changed("weights") && !fs.Changed("dtype") && !fs.Changed("quantization") && base.Weights == "bf16" {
+		// The base's bf16 (the embedded default's) described its own
+		// model: a quantized checkpoint named here (Qwen/Qwen3-8B-FP8)
+		// runs at its own precision (experiments.Resolve infers it).
+		base.Weights = ""
+	}
+	if fs.Changed("hf-config-path") || (fs.Changed("model-config") && !fs.Changed("model")) {
 		base.Model = ""
+	}
+	if fs.Changed("burstiness") && !fs.Changed("arrival") && base.Workload.Burstiness != 1 &&
+		(base.Workload.Arrival == "" || base.Workload.Arrival == "poisson") {
+		// vllm bench serve draws gamma gaps of shape --burstiness (1:
+		// Poisson), so the flag alone implies gamma arrivals.
+		base.Workload.Arrival = "gamma"
+		base.SetByFlag("workload.arrival")
 	}
 	if (fs.Changed("policy") || chunkedChanged(fs)) && !base.Explicit("batch.max_num_batched_tokens") {
 		// A token budget nobody chose — the embedded default's 8192 is
@@ -195,23 +239,50 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, " with %d flag override(s)", n)
 		}
 		fmt.Fprintln(stdout, ".")
+		if len(ignored) > 0 {
+			fmt.Fprintf(stdout, "vLLM flags with no effect in a simulation: %s.\n", strings.Join(ignored, ", "))
+		}
+		if len(defaultsChanged) > 0 {
+			fmt.Fprintln(stdout, vllmDefaultsLine(defaultsChanged))
+		}
+		if goodputLine != "" {
+			fmt.Fprintln(stdout, goodputLine)
+		}
 		if err := plan.Describe(stdout); err != nil {
 			return err
 		}
 	}
-	ctx, stop := interruptible()
-	defer stop()
+	if err := save.check(*out, plan); err != nil {
+		return err
+	}
 	rep, err := experiments.RunContext(ctx, plan, *out)
 	if err != nil {
 		return err
 	}
+	// Every file is written before anything more is printed, so that a
+	// closed stdout (`| head -1`) cannot leave the run's files half done.
+	saved, err := save.write(rep, saveOpts)
+	if err != nil {
+		return err
+	}
+	if n := len(rep.SharedDir); n > 0 {
+		fmt.Fprintf(stderr, "servesim: warning: %d other run(s) wrote into %s while this one ran (%s): the files there are one run's set, whole, the last to finish — give each run its own -o to keep every result\n", n, *out, strings.Join(rep.SharedDir, ", "))
+	}
 	if err := rep.WriteText(stdout); err != nil {
 		return err
 	}
-	if *out != "" && !*quiet {
-		fmt.Fprintf(stdout, "Wrote %s/requests.csv, %s/steps.csv and %s/summary.json.\n", *out, *out, *out)
+	if *quiet {
+		return nil
 	}
-	return save.write(rep, saveOpts, stdout, *quiet)
+	if *out != "" {
+		if _, err := fmt.Fprintf(stdout, "Wrote %s/requests.csv, %s/steps.csv and %s/summary.json.\n", *out, *out, *out); err != nil {
+			return err
+		}
+	}
+	if saved != "" {
+		_, err = fmt.Fprintf(stdout, "Wrote %s (vllm bench serve --save-result's keys).\n", saved)
+	}
+	return err
 }
 
 // scenarioFlag is a scenario flag's field: its TOML key, and a function

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -48,33 +47,64 @@ func (f *saveResultFlags) options(fs *pflag.FlagSet) (experiments.VLLMResultOpti
 	return o, err
 }
 
-// write writes the vLLM result file and says where.
-func (f *saveResultFlags) write(rep *experiments.Report, o experiments.VLLMResultOptions, stdout io.Writer, quiet bool) error {
-	if !f.save {
-		return nil
-	}
-	o.Date = resultDate().Format("20060102-150405")
-	data, err := rep.VLLMResult(o)
-	if err != nil {
-		return err
-	}
+// path is the vLLM result file's path: --result-filename (default vLLM's
+// name for this run) in --result-dir.
+func (f *saveResultFlags) path(rep *experiments.Report, o experiments.VLLMResultOptions) string {
 	name := f.filename
 	if name == "" {
 		name = rep.VLLMResultFileName(o)
 	}
 	if f.dir != "" {
-		if err := experiments.MkdirAll(f.dir); err != nil {
-			return err
-		}
 		name = filepath.Join(f.dir, name)
 	}
-	if err := experiments.WriteFileAtomic(name, data); err != nil {
-		return err
+	return name
+}
+
+// check refuses, before the run, a --result-filename that is one of the
+// run's own files in out (requests.csv, steps.csv, summary.json) or one of
+// its inputs (--result-filename trace.csv beside --trace trace.csv). A
+// default name holds the date and cannot collide.
+func (f *saveResultFlags) check(out string, plan *experiments.Plan) error {
+	if !f.save || f.filename == "" {
+		return nil
 	}
-	if !quiet {
-		fmt.Fprintf(stdout, "Wrote %s (vllm bench serve --save-result's keys).\n", name)
+	p := f.filename
+	if f.dir != "" {
+		p = filepath.Join(f.dir, p)
+	}
+	outs := []string{p}
+	if out != "" {
+		for _, n := range experiments.RunFiles() {
+			outs = append(outs, filepath.Join(out, n))
+		}
+	}
+	if err := experiments.CheckOutputs(outs, plan.InputFiles()); err != nil {
+		return fmt.Errorf("run: --result-filename: %w", err)
 	}
 	return nil
+}
+
+// write writes the vLLM result file and returns its path ("" when
+// --save-result is off).
+func (f *saveResultFlags) write(rep *experiments.Report, o experiments.VLLMResultOptions) (string, error) {
+	if !f.save {
+		return "", nil
+	}
+	o.Date = resultDate().Format("20060102-150405")
+	data, err := rep.VLLMResult(o)
+	if err != nil {
+		return "", err
+	}
+	if f.dir != "" {
+		if err := experiments.MkdirAll(f.dir); err != nil {
+			return "", err
+		}
+	}
+	name := f.path(rep, o)
+	if err := experiments.WriteFileAtomic(name, data); err != nil {
+		return "", err
+	}
+	return name, nil
 }
 
 // resultDate is the date vLLM's result file records: the wall clock, or

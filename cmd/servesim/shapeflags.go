@@ -18,7 +18,7 @@ func addShapeFlags(fs *pflag.FlagSet, s *experiments.Scenario) {
 	fs.Var(&stagesValue{&w.Stages}, "stages", "rate schedule RATE:SECONDS,... (e.g. 8:600,20:600), replacing --rate, --requests and --duration")
 	fs.BoolVar(&w.Drain, "drain", false, "start each stage only when every request of the one before has finished")
 	fs.Float64Var(&w.GapS, "gap", 0, "seconds of idle time between stages")
-	fs.BoolVar(&w.Rescale, "rescale", false, "rescale gaps to fill each stage exactly: int(rate × duration) requests (inference-perf's constant load type)")
+	fs.BoolVar(&w.Rescale, "rescale", false, "rescale gaps so that arrivals fill each stage exactly, int(rate × duration) of them (inference-perf's constant load type); without stages, the last of -n requests arrives at n/rate (vLLM bench's normalisation)")
 	fs.Var(&concurrencyValue{&w.MaxConcurrency}, "max-concurrency", "requests in flight at most, as vLLM bench: requests wait at the client for a slot (with --rate inf: closed loop)")
 	fs.Float64Var(&w.ThinkTimeS, "think-time", 0, "seconds a freed --max-concurrency slot waits before the next send")
 }

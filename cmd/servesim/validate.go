@@ -63,8 +63,8 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 	ablation := fs.Bool("ablation", false, "with --suite: run the suite with vllm-v1, each engine mechanism off in turn, all off and ideal; print a Markdown table of the held-out medians (writes no files)")
 	var s experiments.Scenario
 	b := &s.Batch
-	fs.StringVar(&s.Model, "model", "", "catalog model, replacing the run's (see `servesim models`)")
-	fs.StringVar(&s.GPU, "gpu", "", "catalog GPU, replacing the run's (see `servesim gpus`)")
+	fs.StringVar(&s.Model, "model", "", "catalog model, replacing the run's (list them: servesim models)")
+	fs.StringVar(&s.GPU, "gpu", "", "catalog GPU, replacing the run's (list them: servesim gpus)")
 	fs.IntVar(&s.TP, "tp", 0, "tensor-parallel degree, replacing the run's")
 	fs.StringVar(&s.Weights, "weights", "", "weight precision: bf16, fp8, fp4")
 	fs.StringVar(&s.KV, "kv", "", "KV-cache precision: bf16, fp8, fp4")
@@ -86,7 +86,7 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 	vllmEngineAliases(fs, &s)
 	quiet := fs.BoolP("quiet", "q", false, "print only the tables")
 	allowLarge := fs.Bool("allow-large", false, fmt.Sprintf("replay a run larger than %d× the largest real run in ../shared/data (%d requests or %d tokens)", experiments.MaxReplayScale, experiments.MaxReplayRequests, experiments.MaxReplayTokens))
-	if err := fs.Parse(vllmArgs(args)); err != nil {
+	if err := parseFlags(fs, vllmArgs(args)); err != nil {
 		return err
 	}
 	base := experiments.Scenario{ModelsFile: s.ModelsFile, GPUsFile: s.GPUsFile, Model: s.Model, GPU: s.GPU, ModelConfig: s.ModelConfig}

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/servesim/servesim/experiments"
 )
 
 // summaryOf runs `servesim run ARGS -o DIR -q` and returns summary.json's
@@ -35,8 +37,15 @@ func summaryOf(t *testing.T, args string) map[string]any {
 
 // TestVLLMAliases: each vLLM spelling is the same flag as servesim's: the
 // two command lines give identical summary.json files.
+//
+// Both run on the embedded default written to a --config file, so that
+// vLLM's defaults (TestVLLMDefaultsBySpelling) stay out of the comparison.
 func TestVLLMAliases(t *testing.T) {
-	const base = "--model llama-3.1-8b --prompt-len constant:200 --output-len constant:20 "
+	cfg := filepath.Join(t.TempDir(), "default.toml")
+	if err := os.WriteFile(cfg, []byte(experiments.DefaultTOML()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := "--config " + cfg + " --model llama-3.1-8b --prompt-len constant:200 --output-len constant:20 "
 	for _, c := range []struct{ servesim, vllm string }{
 		{"--tp 2 --rate 4 -n 30", "-tp 2 --request-rate 4 --num-prompts 30"},
 		{"--tp 2 -n 30", "-tp=2 -n 30"},
@@ -54,12 +63,26 @@ func TestVLLMAliases(t *testing.T) {
 		{"--weights bf16 -n 30", "--dtype bfloat16 -n 30"},
 		{"--weights fp8 -n 30", "--quantization fp8 -n 30"},
 		{"--slo-ttft 500 --slo-tpot 50 -n 30", "--goodput ttft:500 tpot:50 -n 30"},
-		{"--slo-e2e 2000 -n 30", "--goodput=e2el:2000 -n 30"},
+		{"--slo-e2e 2000 --slo-ttft 0 --slo-tpot 0 -n 30", "--goodput=e2el:2000 -n 30"}, // only the SLOs --goodput names
 		// random dataset: 1024·(1 ± 0.5) = [512, 1536] → uniform:511.5,1536.5; 128·(1 ± 0.5) = [64, 192].
 		{"--prompt-len uniform:511.5,1536.5 --output-len uniform:63.5,192.5 -n 30", "--dataset-name random --random-range-ratio 0.5 -n 30"},
 		{"--prompt-len constant:300 --output-len constant:40 -n 30", "--random-input-len 300 --random-output-len 40 -n 30"},
+		{"--prompt-len constant:300 --output-len constant:40 -n 30", "--input-len 300 --output-len 40 -n 30"},
+		{"--prompt-len constant:300 --output-len constant:40 -n 30", "--dataset-name random --prompt-len 300 --output-len 40 -n 30"},
+		// 300·(1 ± 0.1) = [270, 330]; 40·(1 ± 0.1) = [36, 44].
+		{"--prompt-len uniform:269.5,330.5 --output-len uniform:35.5,44.5 -n 30", "--dataset-name random --input-len 300 --output-len 40 --random-range-ratio 0.1 -n 30"},
+		{"--no-custom-all-reduce --tp 2 -n 30", "--disable-custom-all-reduce -tp 2 -n 30"},
+		{"--enforce-eager=false -n 30", "--no-enforce-eager -n 30"},
+		{"--no-async-scheduling=false -n 30", "--async-scheduling -n 30"},
+		{"--scheduler fcfs -n 30", "--scheduling-policy fcfs -n 30"},
 	} {
-		a, b := summaryOf(t, base+c.servesim), summaryOf(t, base+c.vllm)
+		b0 := base
+		if strings.Contains(c.vllm, "random") || strings.Contains(c.vllm, "input-len") {
+			// The random dataset draws the lengths: --prompt-len beside it
+			// is a contradiction (TestDatasetLengthFlags).
+			b0 = "--config " + cfg + " --model llama-3.1-8b "
+		}
+		a, b := summaryOf(t, b0+c.servesim), summaryOf(t, b0+c.vllm)
 		if !reflect.DeepEqual(a, b) {
 			t.Errorf("%q and %q differ:\n%v\n%v", c.servesim, c.vllm, a["scenario"], b["scenario"])
 		}
@@ -75,6 +98,7 @@ func TestVLLMArgs(t *testing.T) {
 		{"--goodput ttft:500 tpot:50 --rate 2", "--goodput=ttft:500,tpot:50 --rate 2"},
 		{"--goodput=ttft:500 e2el:9", "--goodput=ttft:500,e2el:9"},
 		{"--goodput --rate 2", "--goodput= --rate 2"},
+		{"--goodput ttft=500 --rate 2", "--goodput=ttft=500 --rate 2"}, // argparse takes every word to the next flag
 		{"-- -tp 4", "-- -tp 4"},
 	} {
 		if got := strings.Join(vllmArgs(strings.Fields(c.in)), " "); got != c.want {

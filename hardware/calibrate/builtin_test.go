@@ -21,6 +21,7 @@ var update = flag.Bool("update", false, "rewrite testdata/report.md from ../shar
 // platform that fuses multiply-adds (arm64) may take a different path to
 // the same optimum. On one platform the output is byte-for-byte stable.
 func TestBuiltinProfilesUpToDate(t *testing.T) {
+	t.Parallel() // with TestReportGolden: the package's two long fits, on separate cores
 	dir := vidurDir(t)
 	gen, err := GenerateBuiltin(dir, []string{"testdata/h200_randn.csv"})
 	if err != nil {
@@ -77,6 +78,7 @@ func diffNumeric(a, b string, rel float64) string {
 // `go test ./hardware/calibrate -run TestReportGolden -update` and read the
 // diff.
 func TestReportGolden(t *testing.T) {
+	t.Parallel() // with TestBuiltinProfilesUpToDate (it reads only; -update writes testdata/report.md alone)
 	dir := vidurDir(t)
 	acc, err := Evaluate(dir, ReportOptions{Measured: []string{"testdata/h200_randn.csv", "testdata/h200_zeros.csv"}})
 	if err != nil {

@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/servesim/servesim/internal/bounded"
 )
 
 // LoadProfile reads a profile from a TOML file, strictly: unknown keys,
@@ -19,7 +20,7 @@ import (
 //
 //	calibrate: h100.toml line 31: field "op[2].compute_eff": must be in (0, 1], got 1.4
 func LoadProfile(path string) (*Profile, error) {
-	data, err := os.ReadFile(path)
+	data, err := bounded.ReadFile(path, bounded.Profile)
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
 	}

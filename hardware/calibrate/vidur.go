@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/servesim/servesim/internal/bounded"
 	"github.com/servesim/servesim/models"
 )
 
@@ -78,8 +79,14 @@ type csvTable struct {
 
 // newCSVTable reads the header of a CSV file; comment, if not 0, starts
 // comment lines.
+// maxCSVLine bounds a line of a kernel-timing CSV: 1 MiB, where a row of
+// Vidur's mlp.csv or attention.csv, or of a native trace, is under 1 KB (a
+// file without line breaks, /dev/zero, fails at once instead of filling
+// memory).
+const maxCSVLine = 1 << 20
+
 func newCSVTable(r io.Reader, file string, comment rune) (*csvTable, error) {
-	cr := csv.NewReader(r)
+	cr := csv.NewReader(bounded.Lines(r, maxCSVLine))
 	cr.ReuseRecord = true
 	cr.Comment = comment
 	head, err := cr.Read()
@@ -143,6 +150,9 @@ func readRows[T any](t *csvTable, parse func(line int) (T, error)) ([]T, error) 
 }
 
 func csvErr(file string, err error) error {
+	if le := (*bounded.LineTooLongError)(nil); errors.As(err, &le) {
+		return &LineError{File: file, Line: le.Line, Msg: "longer than " + bounded.Size(int64(le.Max)) + ": not a CSV of kernel timings"}
+	}
 	var pe *csv.ParseError
 	if errors.As(err, &pe) {
 		return &LineError{File: file, Line: pe.Line, Msg: pe.Err.Error()}

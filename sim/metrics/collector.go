@@ -9,7 +9,8 @@ import (
 )
 
 // Collector aggregates records and steps into a Summary. Per request it
-// keeps three float64s (TTFT, TPOT, E2E in ms), never the Record; per
+// keeps three float64s (TTFT, TPOT, E2E in ms) and, for Saturation, its
+// arrival, finish and output length, never the Record; per
 // AddITL call at most one (gap, count) pair; per step a few running sums.
 // It is not safe for concurrent use: one run is single-threaded.
 type Collector struct {
@@ -22,7 +23,14 @@ type Collector struct {
 	// decode for disaggregated ones.
 	queue, prefill, xferWait, xfer, decode []float64
 	classes                                map[string]*Collector
-	busyBy                                 []sim.Time
+	// sat keeps each served request's arrival, finish and output tokens, in
+	// blocks of satBlock (never copied as they grow), and rejArr each
+	// rejected one's arrival, for Saturation (24 and 8 bytes a request); a
+	// class's collector keeps none (noSat).
+	sat    [][]served
+	rejArr []sim.Time
+	noSat  bool
+	busyBy []sim.Time
 
 	completed, rejected, good int
 	rejectedBy                map[string]int
@@ -91,6 +99,7 @@ func (c *Collector) Add(r *Record) {
 				c.classes = map[string]*Collector{}
 			}
 			cc = NewCollector(c.slo)
+			cc.noSat = true
 			c.classes[r.Class] = cc
 		}
 		rc := *r
@@ -100,9 +109,15 @@ func (c *Collector) Add(r *Record) {
 	if r.Rejected != "" {
 		c.rejected++
 		c.rejectedBy[r.Rejected]++
+		if !c.noSat {
+			c.rejArr = append(c.rejArr, r.Arrival)
+		}
 		return
 	}
 	c.completed++
+	if !c.noSat {
+		c.addServed(served{r.Arrival, r.Finish, int64(r.OutputTokens)})
+	}
 	if r.Scheduled >= r.Arrival && (r.Scheduled > 0 || r.Arrival == 0) {
 		c.queue = append(c.queue, (r.Scheduled - r.Arrival).Milliseconds())
 		c.prefill = append(c.prefill, (r.FirstToken - r.Scheduled).Milliseconds())
@@ -123,6 +138,17 @@ func (c *Collector) Add(r *Record) {
 	if c.slo.Override(r.SLO).Met(r) {
 		c.good++
 	}
+}
+
+// satBlock is the length of one block of Collector.sat: 96 KiB.
+const satBlock = 4096
+
+func (c *Collector) addServed(v served) {
+	if k := len(c.sat) - 1; k >= 0 && len(c.sat[k]) < satBlock {
+		c.sat[k] = append(c.sat[k], v)
+		return
+	}
+	c.sat = append(c.sat, append(make([]served, 0, satBlock), v))
 }
 
 // AddITL accounts for n inter-token gaps all equal to gap: a decode step
@@ -225,6 +251,9 @@ func (c *Collector) Summary() Summary {
 	}
 	s.ITL = weightedStats(v, n)
 
+	if !c.noSat {
+		s.Saturation = saturation(c.sat, c.rejArr)
+	}
 	if c.steps > 0 {
 		s.MeanBatch = float64(c.batch) / float64(c.steps)
 	}

@@ -28,6 +28,9 @@
 //   - E2E = last token − arrival.
 //   - Duration = first arrival to last completion; throughputs are per
 //     second of it.
+//   - Saturated: over the second half of the arrival window the queue of
+//     outstanding requests kept growing, completions falling short of
+//     arrivals by more than 5 % (and 2√arrivals); see Saturation.
 //   - Percentiles are exact, on sorted samples, by numpy's default linear
 //     interpolation; weighted ITL pairs give exactly what expanding them would.
 //   - A request meets the SLO when every set objective holds (≤); TPOT is
@@ -36,9 +39,10 @@
 //
 // # Memory and cost
 //
-// A Collector keeps three float64s per served request and one pair per
-// distinct consecutive ITL gap, never a Record, so a long run's memory grows
-// by tens of bytes per request. Add, AddITL, AddStep and the CSV writers'
+// A Collector keeps three float64s per served request, its arrival, finish
+// and output length (for Saturation, computed once in Summary), and one pair
+// per distinct consecutive ITL gap, never a Record, so a long run's memory
+// grows by tens of bytes per request. Add, AddITL, AddStep and the CSV writers'
 // Write do not allocate beyond amortized slice growth. Inconsistent records
 // or steps (first token before arrival, KV use above capacity) are broken
 // simulator contracts and panic.

@@ -60,6 +60,9 @@ type Summary struct {
 	MeanKVUse   float64 `json:"mean_kv_use"`
 	PeakKVUse   float64 `json:"peak_kv_use"`
 	Preemptions int     `json:"preemptions"`
+	// Saturation says whether the queue kept growing while requests
+	// arrived (see Saturation).
+	Saturation Saturation `json:"saturation"`
 
 	AchievedFLOPS     float64 `json:"achieved_flop_per_s_per_gpu"`
 	AchievedBandwidth float64 `json:"achieved_bytes_per_s_per_gpu"`
@@ -150,6 +153,11 @@ func (s *Summary) WriteText(w io.Writer, title string) error {
 	for _, k := range reasons {
 		intLine(&b, "Rejected ("+k+"):", int64(s.RejectedBy[k]))
 	}
+	strLine(&b, "Saturated:", s.Saturation.Line())
+	if s.Saturation.Saturated {
+		strLine(&b, "Offered load (req/s, output tok/s):", fmt.Sprintf("%.2f / %.2f", s.Saturation.OfferedRate, s.Saturation.OfferedOutputRate))
+		strLine(&b, "Service capacity (req/s, output tok/s):", fmt.Sprintf("%.2f / %.2f", s.Saturation.CapacityRate, s.Saturation.CapacityOutput))
+	}
 	intLine(&b, "Preemptions:", int64(s.Preemptions))
 	intLine(&b, "Model steps:", int64(s.Steps))
 	floatLine(&b, "Busy time (instance-s):", s.BusyTime)
@@ -186,6 +194,9 @@ func center(s string, c byte) string {
 
 // intLine is Python's "{:<40} {:<10}".format(label, v).
 func intLine(b *bytes.Buffer, label string, v int64) { fmt.Fprintf(b, "%-40s %-10d\n", label, v) }
+
+// strLine is Python's "{:<40} {:<10}".format(label, v) for a string v.
+func strLine(b *bytes.Buffer, label, v string) { fmt.Fprintf(b, "%-40s %-10s\n", label, v) }
 
 // floatLine is Python's "{:<40} {:<10.2f}".format(label, v).
 func floatLine(b *bytes.Buffer, label string, v float64) {

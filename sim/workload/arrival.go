@@ -58,6 +58,11 @@ func (a Arrival) Validate() error {
 			return fmt.Errorf("workload: arrival burstiness %v given with process %q: use process %q", a.Burstiness, ProcessPoisson, ProcessGamma)
 		}
 	case ProcessGamma:
+		if b := a.Burstiness; b != 0 && math.IsInf(1/(a.Rate*b), 0) {
+			// The gaps' scale 1/(rate·shape) overflows: every gap would be
+			// NaN (0 × ∞).
+			return fmt.Errorf("workload: arrival burstiness %v at rate %v: the gamma gaps' scale 1/(rate × burstiness) overflows float64; give a larger burstiness", b, a.Rate)
+		}
 	case ProcessConstant:
 		if a.Burstiness != 0 {
 			return fmt.Errorf("workload: arrival burstiness %v given with process %q: constant gaps have no burstiness", a.Burstiness, ProcessConstant)

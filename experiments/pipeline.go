@@ -98,11 +98,37 @@ func (s *Scenario) planStages(p *PoolPlan, m *models.Model, b *Batch, layers []i
 	return nil
 }
 
+// MaxGPUsPerNode bounds hardware.gpus_per_node: 576 GPUs, the largest
+// NVLink domain NVIDIA announces (Rubin Ultra NVL576); today's are 8 (HGX)
+// and 72 (GB200 NVL72).
+const MaxGPUsPerNode = 576
+
+// gpusPerNode is the NVLink domain the stages are placed in: the
+// scenario's hardware.gpus_per_node, else 72 for a GB200 (its catalog
+// entry's NVLink Switch joins a 72-GPU domain, hardware/gpus.toml link_bw
+// source) and 8 for every other GPU (an HGX or DGX node).
+func (s *Scenario) gpusPerNode(g *hardware.GPU) (int, error) {
+	n := s.Hardware.GPUsPerNode
+	if n < 0 || n > MaxGPUsPerNode || (n == 0 && s.Explicit("hardware.gpus_per_node")) {
+		return 0, s.fieldError("hardware.gpus_per_node", "", "%d must be in [1, %d]; omit it for the GPU's default (72 on gb200, else 8)", n, MaxGPUsPerNode)
+	}
+	switch {
+	case n > 0:
+		return n, nil
+	case g.Name == "gb200":
+		return 72, nil
+	}
+	return 8, nil
+}
+
 // newPipeline builds the pool's round pricing.
 func (s *Scenario) newPipeline(p *PoolPlan, m *models.Model, kern hardware.KernelModel, overhead float64, layers []int) error {
-	var err error
+	node, err := s.gpusPerNode(p.GPU)
+	if err != nil {
+		return err
+	}
 	p.Pipeline, err = hardware.NewPipelineStep(m, p.GPU, p.Parallel, kern, overhead, hardware.Pipeline{
-		Layers: layers, Chunked: s.PPChunked, MicroTokens: p.Limits.MaxNumBatchedTokens,
+		Layers: layers, GPUsPerNode: node, Chunked: s.PPChunked, MicroTokens: p.Limits.MaxNumBatchedTokens,
 	})
 	if err != nil {
 		return fmt.Errorf("%w (fields \"pp\", \"tp\": flags --pp, --tp)", err)

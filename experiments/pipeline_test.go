@@ -164,6 +164,28 @@ func TestPipelineFits(t *testing.T) {
 	if got := p.Pipeline.Sends()[0].Name; got != "h100_dgx inter-node" {
 		t.Errorf("PP 2 × TP 8 sends over %q, want the inter-node table", got)
 	}
+	// Inside one NVLink domain (a GB200 NVL72 by default, or a domain of
+	// 16 given) both stages share it: the intra-node table.
+	for _, c := range []struct{ head, body string }{
+		{"pp = 2\n", strings.Replace(body, `gpu = "h100"`, `gpu = "gb200"`, 1)},
+		{"pp = 2\n", body + "[hardware]\ngpus_per_node = 16\n"},
+	} {
+		s, err := Parse(strings.NewReader(c.head+c.body), "405b.toml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := s.Resolve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Pipeline.Sends()[0].Name; got != "h100_dgx intra-node" {
+			t.Errorf("%s: PP 2 × TP 8 sends over %q, want the intra-node table", c.body, got)
+		}
+	}
+	s, _ = Parse(strings.NewReader("pp = 2\n"+body+"[hardware]\ngpus_per_node = 0\n"), "405b.toml")
+	if _, err := s.Resolve(); err == nil || !strings.Contains(err.Error(), `field "hardware.gpus_per_node": 0 must be in [1, 576]`) {
+		t.Errorf("gpus_per_node = 0: %v", err)
+	}
 }
 
 // TestPipelineFieldErrors: bad pipeline fields are errors naming the field.

@@ -195,6 +195,10 @@ type Hardware struct {
 	// profile file written by servesim calibrate.
 	Profile        string  `toml:"profile" json:"profile"`
 	IterOverheadMs float64 `toml:"iteration_overhead_ms" json:"iteration_overhead_ms"` // per-iteration CPU/scheduling time (omitted: the profile's, or 0.5 ms for the roofline; an explicit 0: none)
+	// GPUsPerNode is the NVLink domain pipeline stages are placed in (a
+	// stage boundary between domains sends over the scale-out network):
+	// omitted, 72 on GB200 (NVL72) and 8 on the others (HGX / DGX nodes).
+	GPUsPerNode int `toml:"gpus_per_node" json:"gpus_per_node,omitempty"`
 }
 
 //go:embed default.toml

@@ -78,6 +78,15 @@ func (s *Scenario) checkPP(m *models.Model) ([]int, error) {
 // "Change the num_blocks of each rank to the smallest among all ranks"), so
 // a block holds the same tokens on every stage. p.Memory becomes the plan
 // of the stage that set the count, with that count.
+//
+// Under vllm-v1's memory profile each stage is planned as a whole model
+// of its layers would be: the first stage (which holds the vocabulary as
+// its embedding) also counts the sampler's profiling activation, which
+// only vLLM's last rank runs (max_num_seqs × vocab × 8 B, 0.25 GiB for
+// 256 sequences of a 128K vocabulary: an overestimate), and the non-torch
+// default is the TP group's (hardware.DefaultNonTorch(tp)): at TP 1 the
+// pipeline's own NCCL communicator is not counted (an assumption; no
+// measured PP log here).
 func (s *Scenario) planStages(p *PoolPlan, m *models.Model, b *Batch, layers []int) error {
 	p.Stages = make([]StagePlan, len(layers))
 	start, best := 0, -1

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/BurntSushi/toml"
 )
 
 // ppScenario is a small Llama-3.1-70B scenario on H100s with head lines
@@ -255,5 +257,37 @@ func TestPipelineOneInFlight(t *testing.T) {
 	t.Logf("E2E %.3f vs %.3f ms, %.0f steps a request, bubble %.4f", two.Summary.E2E.Mean, one.Summary.E2E.Mean, steps, two.PipelineStats.Bubble())
 	if b := two.PipelineStats.Bubble(); !(b > 0.49 && b < 0.52) {
 		t.Errorf("bubble %.4f with one micro-batch over 2 stages, want ≈ 0.5", b)
+	}
+}
+
+// TestPipelineSweepAndKeys: pp is a sweep axis like any field (each point
+// its own pipeline), and a scenario without it has the TOML form it had
+// before pipeline parallelism, so sweep point keys (a hash of that form)
+// do not move.
+func TestPipelineSweepAndKeys(t *testing.T) {
+	const text = "name = \"pp\"\n[base]\nmodel = \"llama-3.1-70b\"\ngpu = \"h100\"\ntp = 2\n[base.workload]\nrate = 4\nrequests = 60\nprompt = \"lognormal:6.5,0.8\"\noutput = \"lognormal:4,0.6\"\n[[axis]]\nfield = \"pp\"\nvalues = [1, 2]\n"
+	sw, err := LoadSweep(writeSweep(t, text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err := sw.Points()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := RunSweep(pts, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 2 || res[0].Report.GPUs() != 2 || res[1].Report.GPUs() != 4 || res[0].Report.Plan.Pipeline != nil || res[1].Report.PipelineStats.Rounds != res[1].Report.Result.Steps {
+		t.Errorf("sweep over pp: %d points", len(res))
+	}
+	var buf strings.Builder
+	if err := toml.NewEncoder(&buf).Encode(Default()); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(buf.String(), "\n") {
+		if k := strings.TrimSpace(l); strings.HasPrefix(k, "pp") || strings.HasPrefix(k, "gpus_per_node") {
+			t.Errorf("the default scenario's TOML form has %q", k)
+		}
 	}
 }

@@ -24,17 +24,10 @@ import (
 // where zero is not a legal value, and means zero where it is.
 // Durations are at most MaxDurationS.
 type Scenario struct {
-	Name  string `toml:"name" json:"name"`
-	Model string `toml:"model" json:"model"` // catalog name, e.g. "llama-3.1-8b"
-	GPU   string `toml:"gpu" json:"gpu"`     // catalog name, e.g. "h100"
-	TP    int    `toml:"tp" json:"tp"`       // tensor-parallel degree
-	// PP is the pipeline-parallel degree (vLLM --pipeline-parallel-size),
-	// 1 when omitted; PPLayers a layer partition (vLLM's
-	// VLLM_PP_LAYER_PARTITION), vLLM's even split when omitted; PPChunked
-	// SGLang's chunked pipelining of long prefills (see pipeline.go).
-	PP         int    `toml:"pp" json:"pp,omitempty"`
-	PPLayers   []int  `toml:"pp_layers" json:"pp_layers,omitempty"`
-	PPChunked  bool   `toml:"pp_chunked" json:"pp_chunked,omitempty"`
+	Name       string `toml:"name" json:"name"`
+	Model      string `toml:"model" json:"model"`             // catalog name, e.g. "llama-3.1-8b"
+	GPU        string `toml:"gpu" json:"gpu"`                 // catalog name, e.g. "h100"
+	TP         int    `toml:"tp" json:"tp"`                   // tensor-parallel degree
 	Weights    string `toml:"weights" json:"weights"`         // bf16 | fp8 | fp4
 	KV         string `toml:"kv" json:"kv"`                   // bf16 | fp8 | fp4
 	Seed       uint64 `toml:"seed" json:"seed"`               // one seed; each random stream derives its own source from it
@@ -46,6 +39,13 @@ type Scenario struct {
 	ModelConfig string `toml:"model_config" json:"model_config,omitempty"`
 
 	Replicas int `toml:"replicas" json:"replicas"` // identical instances behind the router
+	// PP is the pipeline-parallel degree (vLLM --pipeline-parallel-size),
+	// 1 when omitted; PPLayers a layer partition (vLLM's
+	// VLLM_PP_LAYER_PARTITION), vLLM's even split when omitted; PPChunked
+	// SGLang's chunked pipelining of long prefills (see pipeline.go).
+	PP        int   `toml:"pp,omitzero" json:"pp,omitempty"`
+	PPLayers  []int `toml:"pp_layers,omitempty" json:"pp_layers,omitempty"`
+	PPChunked bool  `toml:"pp_chunked,omitempty" json:"pp_chunked,omitempty"`
 
 	Workload  Workload  `toml:"workload" json:"workload"`
 	Batch     Batch     `toml:"batch" json:"batch"`
@@ -198,7 +198,7 @@ type Hardware struct {
 	// GPUsPerNode is the NVLink domain pipeline stages are placed in (a
 	// stage boundary between domains sends over the scale-out network):
 	// omitted, 72 on GB200 (NVL72) and 8 on the others (HGX / DGX nodes).
-	GPUsPerNode int `toml:"gpus_per_node" json:"gpus_per_node,omitempty"`
+	GPUsPerNode int `toml:"gpus_per_node,omitzero" json:"gpus_per_node,omitempty"`
 }
 
 //go:embed default.toml

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/servesim/servesim/experiments/realrun"
 )
 
 // ppScenario is a small Llama-3.1-70B scenario on H100s with head lines
@@ -288,6 +290,21 @@ func TestPipelineSweepAndKeys(t *testing.T) {
 	for _, l := range strings.Split(buf.String(), "\n") {
 		if k := strings.TrimSpace(l); strings.HasPrefix(k, "pp") || strings.HasPrefix(k, "gpus_per_node") {
 			t.Errorf("the default scenario's TOML form has %q", k)
+		}
+	}
+}
+
+// TestPipelineFromRun: a real run's pipeline_parallel_size reaches the
+// replay's scenario (one stage leaves pp unset, as today's replays).
+func TestPipelineFromRun(t *testing.T) {
+	for _, c := range []struct{ pp, want int }{{0, 0}, {1, 0}, {2, 2}} {
+		run := &realrun.Run{Name: "r", Engine: realrun.Engine{Model: "meta-llama/Llama-3.1-70B", GPU: "h100", TP: 2, PP: c.pp}}
+		s, err := RunScenario(run, Scenario{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.PP != c.want {
+			t.Errorf("run pp %d: scenario pp %d, want %d", c.pp, s.PP, c.want)
 		}
 	}
 }

@@ -23,6 +23,7 @@ type metaJSON struct {
 		Model               *string  `json:"model"`
 		TensorParallelSize  *int     `json:"tensor_parallel_size"`
 		DataParallelSize    *int     `json:"data_parallel_size"`
+		PipelineParallel    *int     `json:"pipeline_parallel_size"`
 		MaxNumSeqs          *int     `json:"max_num_seqs"`
 		MaxNumBatchedTokens *int     `json:"max_num_batched_tokens"`
 		MaxModelLen         *int     `json:"max_model_len"`
@@ -108,6 +109,7 @@ func ReadMeta(r io.Reader, name string) (Engine, error) {
 	ints := []intField{
 		{"engine_kwargs.tensor_parallel_size", k.TensorParallelSize, &e.TP},
 		{"engine_kwargs.data_parallel_size", k.DataParallelSize, &e.DP},
+		{"engine_kwargs.pipeline_parallel_size", k.PipelineParallel, &e.PP},
 		{"engine_kwargs.max_num_seqs", k.MaxNumSeqs, &e.MaxNumSeqs},
 		{"engine_kwargs.max_num_batched_tokens", k.MaxNumBatchedTokens, &e.MaxNumBatchedTokens},
 		{"engine_kwargs.max_model_len", k.MaxModelLen, &e.MaxModelLen},

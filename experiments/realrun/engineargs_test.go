@@ -66,6 +66,14 @@ func TestEngineArgsPP(t *testing.T) {
 	if err != nil || e.PP != 2 {
 		t.Errorf("meta.json: PP %d, %v; want 2", e.PP, err)
 	}
+	e, err = ReadMeta(strings.NewReader(`{"engine_kwargs": {"model": "m"}, "resolved_config": {"parallel_config": {"pipeline_parallel_size": 3}}}`), "meta.json")
+	if err != nil || e.PP != 3 {
+		t.Errorf("resolved_config only: PP %d, %v; want 3", e.PP, err)
+	}
+	_, err = ReadMeta(strings.NewReader(`{"engine_kwargs": {"model": "m", "pipeline_parallel_size": 2}, "resolved_config": {"parallel_config": {"pipeline_parallel_size": 4}}}`), "meta.json")
+	if err == nil || !strings.Contains(err.Error(), "4, but engine_kwargs.pipeline_parallel_size is 2") {
+		t.Errorf("engine_kwargs 2, resolved 4: %v", err)
+	}
 	var c Engine
 	if err := applyArg(&c, "pipeline_parallel_size", "4"); err != nil || c.PP != 4 {
 		t.Errorf("column: PP %d, %v; want 4", c.PP, err)

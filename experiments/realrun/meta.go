@@ -174,6 +174,23 @@ func ReadMeta(r io.Reader, name string) (Engine, error) {
 	if k.Quantization != nil {
 		e.Quantization = *k.Quantization
 	}
+	// resolved_config.parallel_config is what vLLM ran: its pipeline size
+	// stands where engine_kwargs gives none, and must agree where it does.
+	if pc, ok := raw.ResolvedConfig["parallel_config"]; ok {
+		var f struct {
+			PP *int `json:"pipeline_parallel_size"`
+		}
+		if json.Unmarshal(pc, &f) == nil && f.PP != nil {
+			switch {
+			case *f.PP < 1:
+				return Engine{}, fieldErr(name, 0, "resolved_config.parallel_config.pipeline_parallel_size", "%d: want ≥ 1", *f.PP)
+			case k.PipelineParallel == nil:
+				e.PP = *f.PP
+			case *k.PipelineParallel != *f.PP:
+				return Engine{}, fieldErr(name, 0, "resolved_config.parallel_config.pipeline_parallel_size", "%d, but engine_kwargs.pipeline_parallel_size is %d: how many stages ran?", *f.PP, *k.PipelineParallel)
+			}
+		}
+	}
 	if h := m.Hardware; h != nil {
 		if h.DeviceName != nil {
 			e.GPU = *h.DeviceName

@@ -31,3 +31,30 @@ func BenchmarkSimulate100k(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)*100_000/b.Elapsed().Seconds(), "req/s")
 }
+
+// BenchmarkSimulate100kPP2 is BenchmarkSimulate100k at pp = 2 (two H100s,
+// rounds priced by hardware.PipelineStep): the cost of pricing up to two
+// micro-batches a step from the whole model's operators.
+func BenchmarkSimulate100kPP2(b *testing.B) {
+	s := Default()
+	s.PP = 2
+	s.Workload.Rate = 17
+	s.Workload.Requests = 100_000
+	p, err := s.Resolve()
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rep, err := Run(p, dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if rep.Result.Finished != 100_000 {
+			b.Fatalf("finished %d", rep.Result.Finished)
+		}
+	}
+	b.ReportMetric(float64(b.N)*100_000/b.Elapsed().Seconds(), "req/s")
+}

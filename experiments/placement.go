@@ -91,6 +91,9 @@ func Place(base Scenario, o PlaceOptions) ([]Placement, error) {
 	if !o.Colocated && !o.Disagg {
 		o.Colocated, o.Disagg = true, true
 	}
+	if err := searchPP(base, "place"); err != nil {
+		return nil, err
+	}
 	if !base.SLO.isSet() {
 		return nil, fmt.Errorf("experiments: place: the scenario sets no SLO (slo.ttft_ms, slo.tpot_ms or slo.e2e_ms): goodput needs one")
 	}

@@ -96,6 +96,9 @@ func PlanCapacity(base Scenario, o PlanOptions) ([]Option, error) {
 	if o.Duration == 0 {
 		o.Duration = 60
 	}
+	if err := searchPP(base, "plan"); err != nil {
+		return nil, err
+	}
 	if !base.SLO.isSet() {
 		return nil, fmt.Errorf("experiments: plan: the scenario sets no SLO: the planner needs one")
 	}

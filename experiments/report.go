@@ -12,12 +12,13 @@ import (
 
 // SummaryFile is the layout of summary.json.
 type SummaryFile struct {
-	Servesim RunInfo         `json:"servesim"`
-	Scenario Scenario        `json:"scenario"`
-	Instance InstanceInfo    `json:"instance"`
-	Counts   Counts          `json:"counts"`
-	Trace    *TraceCounts    `json:"trace,omitempty"`
-	Metrics  metrics.Summary `json:"metrics"`
+	Servesim RunInfo          `json:"servesim"`
+	Scenario Scenario         `json:"scenario"`
+	Instance InstanceInfo     `json:"instance"`
+	Counts   Counts           `json:"counts"`
+	Trace    *TraceCounts     `json:"trace,omitempty"`
+	Metrics  metrics.Summary  `json:"metrics"`
+	Pipeline *PipelineSummary `json:"pipeline,omitempty"` // pp ≥ 2
 }
 
 // RunInfo records what produced the results: the servesim version, the
@@ -111,6 +112,7 @@ func (r *Report) summaryJSON() SummaryFile {
 		Instance: r.instanceInfo(),
 		Counts:   r.counts(),
 		Metrics:  r.Summary,
+		Pipeline: r.pipelineSummary(),
 	}
 }
 
@@ -143,7 +145,7 @@ func (p *Plan) Describe(w io.Writer) error {
 			"Policies: %d replica(s), router %s, scheduler %s, admission %s, preemption %s (victim %s), prefix caching %v.\n"+
 			"Kernel times: %s.\n"+
 			"Workload: %s.\n",
-		s.Name, p.Model.Name, p.Parallel.Weights, p.Parallel.KV, p.Parallel.TP, p.GPU.Name, p.Parallel.TP,
+		s.Name, p.Model.Name, p.Parallel.Weights, p.Parallel.KV, p.Parallel.TP*s.pp(), p.GPU.Name, p.Parallel.TP,
 		p.Batcher.Name(), p.Limits.MaxNumSeqs, p.Limits.MaxNumBatchedTokens,
 		p.Memory.Blocks, p.Memory.BlockSize, p.Memory.Blocks*p.Memory.BlockSize, p.Memory.KVBytesPerGPU/1e9, p.Memory.WeightBytesPerGPU/1e9,
 		p.Replicas, s.Router.Policy, s.Scheduler.Policy, s.Admission.Policy, s.Batch.Preemption, s.Batch.Victim, s.Batch.PrefixCaching,
@@ -156,6 +158,9 @@ func (p *Plan) Describe(w io.Writer) error {
 			d.Link, l.Bandwidth/1e9, l.Latency, d.Streaming)
 	}
 	if err == nil {
+		err = p.describePipeline(w)
+	}
+	if err == nil {
 		err = p.describeEngine(w)
 	}
 	return err
@@ -164,11 +169,15 @@ func (p *Plan) Describe(w io.Writer) error {
 // WriteText writes the run's summary, laid out like vLLM's bench serve,
 // then what the engine's policies did (when they did anything).
 func (r *Report) WriteText(w io.Writer) error {
-	title := fmt.Sprintf("%s on %d× %s", r.Plan.Model.Name, r.Plan.Parallel.TP, r.Plan.GPU.Name)
+	gpus := r.Plan.Parallel.TP * r.Plan.Scenario.pp() // per instance
+	title := fmt.Sprintf("%s on %d× %s", r.Plan.Model.Name, gpus, r.Plan.GPU.Name)
 	if r.Plan.Replicas > 1 {
-		title = fmt.Sprintf("%s on %d × %d× %s", r.Plan.Model.Name, r.Plan.Replicas, r.Plan.Parallel.TP, r.Plan.GPU.Name)
+		title = fmt.Sprintf("%s on %d × %d× %s", r.Plan.Model.Name, r.Plan.Replicas, gpus, r.Plan.GPU.Name)
 	}
 	if err := r.Summary.WriteText(w, title); err != nil {
+		return err
+	}
+	if err := r.writePipelineResults(w); err != nil {
 		return err
 	}
 	return r.writeEngineCounts(w)
@@ -269,7 +278,7 @@ func (r *Report) writeEngineCounts(w io.Writer) error {
 // GPUs returns the GPUs the run's deployment uses.
 func (r *Report) GPUs() int {
 	p := r.Plan
-	n := p.Replicas * p.Parallel.TP
+	n := p.Replicas * p.Parallel.TP * p.Scenario.pp()
 	if p.Decode != nil {
 		n += p.Scenario.Disagg.DecodeReplicas * p.Decode.Parallel.TP
 	}
@@ -280,7 +289,7 @@ func (r *Report) GPUs() int {
 // prices per GPU-hour.
 func (r *Report) CostPerHour() float64 {
 	p := r.Plan
-	c := p.GPU.PricePerHour * float64(p.Replicas*p.Parallel.TP)
+	c := p.GPU.PricePerHour * float64(p.Replicas*p.Parallel.TP*p.Scenario.pp())
 	if p.Decode != nil {
 		c += p.Decode.GPU.PricePerHour * float64(p.Scenario.Disagg.DecodeReplicas*p.Decode.Parallel.TP)
 	}

@@ -121,7 +121,17 @@ func (s *Scenario) resolvePool(gc *hardware.Catalog, m *models.Model, prefix, gp
 		b.MaxNumBatchedTokens = defTokens
 	}
 	p.Limits = policies.Limits{MaxNumSeqs: b.MaxNumSeqs, MaxNumBatchedTokens: b.MaxNumBatchedTokens}
-	if err := s.planMemory(p, m, b, prefix); err != nil {
+	var stages []int
+	if prefix == "" {
+		if stages, err = s.checkPP(m); err != nil {
+			return nil, err
+		}
+	}
+	if stages != nil {
+		if err := s.planStages(p, m, b, stages); err != nil {
+			return nil, err
+		}
+	} else if err := s.planMemory(p, m, b, prefix); err != nil {
 		return nil, err
 	}
 	kern, overhead, desc, id, err := s.kernelModel(p.GPU, *tp)
@@ -132,6 +142,12 @@ func (s *Scenario) resolvePool(gc *hardware.Catalog, m *models.Model, prefix, gp
 		return nil, err
 	}
 	p.Kernel, p.kernelID = desc, id
+	if stages != nil {
+		if err := s.newPipeline(p, m, kern, overhead, stages); err != nil {
+			return nil, err
+		}
+		return p, nil
+	}
 	if p.Step, err = hardware.NewStepModel(m, p.GPU, p.Parallel, kern, overhead); err != nil {
 		return nil, err
 	}
@@ -408,6 +424,11 @@ func (s *Scenario) resolveServe(p *Plan) error {
 		Replicas: s.Replicas, Router: router, Scheduler: sched, Admission: adm,
 		RouterStaleness: staleness, PredictError: sc.PredictError,
 		TTFTSLO: p.SLO.TTFT, Seed: s.Seed,
+	}
+	if p.Pipeline != nil {
+		// A round runs up to pp micro-batches, each with the token budget.
+		p.Serve.Instance.Step = p.Pipeline
+		p.Serve.Instance.Limits.MaxNumBatchedTokens *= len(p.Stages)
 	}
 	if p.Decode != nil {
 		if err := s.resolveDisagg(p); err != nil {

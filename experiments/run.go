@@ -61,7 +61,12 @@ type PoolPlan struct {
 	Limits      policies.Limits
 	MaxModelLen int
 	Kernel      string // which kernel-time model, for reports
-	kernelID    string // digest of the kernel-time model's definition
+	// Pipeline prices the rounds of a pipeline-parallel instance (pp ≥ 2;
+	// Step is then its whole-model step model), and Stages its stages'
+	// memory; nil at pp = 1.
+	Pipeline *hardware.PipelineStep
+	Stages   []StagePlan
+	kernelID string // digest of the kernel-time model's definition
 }
 
 func (s Scenario) path(p string) string {
@@ -79,6 +84,8 @@ type Report struct {
 	// Trace counts a replayed trace's rows: read, skipped as bad, filtered,
 	// failed (zero output tokens), replayed; and requests clipped.
 	Trace *TraceCounts
+	// PipelineStats sums the run's pipeline rounds (pp ≥ 2).
+	PipelineStats hardware.PipelineStats
 	// SharedDir lists the temporary set directories of other runs found
 	// writing into the same output directory while this one ran (see
 	// runset.go): the last run to finish leaves its files there, whole.
@@ -146,6 +153,10 @@ func RunContext(ctx context.Context, p *Plan, outDir string) (*Report, error) {
 		cfg.Sink = files
 	}
 	cfg.Done = ctx.Done()
+	if p.Pipeline != nil {
+		// serve prices one probe round per instance as it builds them.
+		p.Pipeline.Reset(p.Replicas)
+	}
 	res, err := serve.Run(cfg)
 	if errors.Is(err, serve.ErrStopped) {
 		return nil, fmt.Errorf("experiments: run interrupted: %w (%w)", err, ctx.Err())
@@ -154,6 +165,9 @@ func RunContext(ctx context.Context, p *Plan, outDir string) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{Plan: p, Result: res, Summary: coll.Summary()}
+	if p.Pipeline != nil {
+		rep.PipelineStats = p.Pipeline.Stats()
+	}
 	if l, ok := src.(*workload.Limited); ok {
 		src = l.Unwrap()
 	}

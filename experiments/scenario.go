@@ -39,6 +39,13 @@ type Scenario struct {
 	ModelConfig string `toml:"model_config" json:"model_config,omitempty"`
 
 	Replicas int `toml:"replicas" json:"replicas"` // identical instances behind the router
+	// PP is the pipeline-parallel degree (vLLM --pipeline-parallel-size),
+	// 1 when omitted; PPLayers a layer partition (vLLM's
+	// VLLM_PP_LAYER_PARTITION), vLLM's even split when omitted; PPChunked
+	// SGLang's chunked pipelining of long prefills (see pipeline.go).
+	PP        int   `toml:"pp,omitzero" json:"pp,omitempty"`
+	PPLayers  []int `toml:"pp_layers,omitempty" json:"pp_layers,omitempty"`
+	PPChunked bool  `toml:"pp_chunked,omitempty" json:"pp_chunked,omitempty"`
 
 	Workload  Workload  `toml:"workload" json:"workload"`
 	Batch     Batch     `toml:"batch" json:"batch"`
@@ -188,6 +195,10 @@ type Hardware struct {
 	// profile file written by servesim calibrate.
 	Profile        string  `toml:"profile" json:"profile"`
 	IterOverheadMs float64 `toml:"iteration_overhead_ms" json:"iteration_overhead_ms"` // per-iteration CPU/scheduling time (omitted: the profile's, or 0.5 ms for the roofline; an explicit 0: none)
+	// GPUsPerNode is the NVLink domain pipeline stages are placed in (a
+	// stage boundary between domains sends over the scale-out network):
+	// omitted, 72 on GB200 (NVL72) and 8 on the others (HGX / DGX nodes).
+	GPUsPerNode int `toml:"gpus_per_node,omitzero" json:"gpus_per_node,omitempty"`
 }
 
 //go:embed default.toml

@@ -57,6 +57,9 @@ func RunScenario(run *realrun.Run, base Scenario) (Scenario, error) {
 		s.GPU = g.Name
 	}
 	s.TP = max(e.TP, 1)
+	if e.PP > 1 {
+		s.PP = e.PP // left unset at one stage, as a scenario without pp
+	}
 	s.Replicas = max(e.DP, 1)
 	var err error
 	if s.Weights, err = vllmDType(e.DType, "bf16"); err != nil {

@@ -101,8 +101,12 @@ func WriteValidationText(w io.Writer, vs []*Validation) error {
 		}
 		if v.Plan != nil {
 			p := v.Plan
-			fmt.Fprintf(&b, "  scenario: %s on %s, TP %d, %s weights, %s KV; max_num_seqs %d, max_num_batched_tokens %d, max_model_len %d, %d KV blocks\n",
-				p.Model.Name, p.GPU.Name, p.Parallel.TP, p.Parallel.Weights, p.Parallel.KV, p.Limits.MaxNumSeqs, p.Limits.MaxNumBatchedTokens, p.MaxModelLen, p.Memory.Blocks)
+			par := fmt.Sprintf("TP %d", p.Parallel.TP)
+			if n := len(p.Stages); n > 1 {
+				par += fmt.Sprintf(" × PP %d (layers %v)", n, p.Pipeline.Stages())
+			}
+			fmt.Fprintf(&b, "  scenario: %s on %s, %s, %s weights, %s KV; max_num_seqs %d, max_num_batched_tokens %d, max_model_len %d, %d KV blocks\n",
+				p.Model.Name, p.GPU.Name, par, p.Parallel.Weights, p.Parallel.KV, p.Limits.MaxNumSeqs, p.Limits.MaxNumBatchedTokens, p.MaxModelLen, p.Memory.Blocks)
 			fmt.Fprintf(&b, "  kernel times: %s\n", p.Kernel)
 			if p.Replay == nil {
 				fmt.Fprintf(&b, "  workload: %s; %s\n", p.describeShape(), p.describeLengths())

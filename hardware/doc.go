@@ -70,6 +70,18 @@
 // activation peak ([ProfileActivation]: the forward pass or the dummy
 // sampler run, whichever is larger), non-torch memory and CUDA graphs.
 //
+// # Pipeline parallelism
+//
+// [PipelineStep] prices a step of an instance whose layers are split over
+// pp stages (models.StageLayers, vLLM's rule) as a round of up to pp
+// micro-batches in flight: each stage's share of the whole model's
+// operators (the embedding on the first, the LM head on the last), the
+// activations' send to the next stage from Vidur's measured NCCL send/recv
+// tables ([SendRecvTable], inside an NVLink domain or across), the
+// makespan from an idle pipeline and the steady cycle back to back, and
+// the bubble share ([PipelineStats]). Each stage's memory is planned on
+// models.Model.StageModel.
+//
 // # What is ignored
 //
 // The roofline has no notion of wave quantization, L2 reuse, GEMM shape

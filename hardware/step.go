@@ -30,6 +30,7 @@ type StepModel struct {
 type tokenPart struct {
 	ok                bool
 	sec, flops, bytes float64
+	embed             float64 // the embedding's share of sec (a pipeline's first stage runs it)
 }
 
 // maxCachedTokens bounds the token-count cache (≈ 2 MiB at the bound).
@@ -42,6 +43,13 @@ const maxCachedTokens = 1 << 16
 // budget at the user's utilization is PlanMemory's business), and, when k
 // is a Roofline, that its GPU and TP match and its efficiencies are valid.
 func NewStepModel(m *models.Model, g *GPU, p models.Parallel, k KernelModel, iterOverhead float64) (*StepModel, error) {
+	return newStepModel(m, g, p, k, iterOverhead, true)
+}
+
+// newStepModel is NewStepModel; fit says whether to check that the whole
+// model's weights fit one GPU (a pipeline stage holds only some layers:
+// NewPipelineStep checks each stage instead).
+func newStepModel(m *models.Model, g *GPU, p models.Parallel, k KernelModel, iterOverhead float64, fit bool) (*StepModel, error) {
 	if m == nil || g == nil || k == nil {
 		return nil, fmt.Errorf("hardware: NewStepModel: nil model, GPU or kernel model")
 	}
@@ -72,8 +80,10 @@ func NewStepModel(m *models.Model, g *GPU, p models.Parallel, k KernelModel, ite
 			return nil, err
 		}
 	}
-	if _, err := PlanMemory(m, g, p, 1, DefaultBlockSize, 0); err != nil {
-		return nil, err
+	if fit {
+		if _, err := PlanMemory(m, g, p, 1, DefaultBlockSize, 0); err != nil {
+			return nil, err
+		}
 	}
 	s := &StepModel{m: m, g: g, p: p, k: k, iterOverhead: iterOverhead}
 	s.ops = make([]models.Op, 0, models.NumOpKinds)
@@ -147,7 +157,11 @@ func (s *StepModel) tokenPart(n int) tokenPart {
 		}
 		c := float64(op.Count)
 		if op.Count != 0 {
-			tp.sec += c * s.k.OpTime(op)
+			t := c * s.k.OpTime(op)
+			tp.sec += t
+			if op.Kind == models.OpEmbed {
+				tp.embed = t
+			}
 		}
 		tp.flops += c * op.FLOPs
 		tp.bytes += c * op.Bytes

@@ -169,7 +169,10 @@
 //   - Activations are BF16; FP8 activation quantization of W8A8 kernels is
 //     not modelled (Compute still names the weight precision, whose
 //     tensor-core peak package hardware applies where the GPU has it).
-//   - Pipeline and expert parallelism are not modelled.
+//   - Expert parallelism is not modelled. Pipeline parallelism splits the
+//     layers with vLLM's rule (StageLayers); a stage's model (StageModel)
+//     serves its memory plan, its time is priced from the whole model's
+//     operators in package hardware (PipelineStep).
 //   - Llama 4's chunked local attention (8192-token chunks in 3 of 4
 //     layers) and NoPE layers are costed as full attention with RoPE
 //     everywhere (an upper bound past 8192 tokens); its weightless L2 q/k

@@ -56,6 +56,9 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&s.Model, "model", "", "model name or Hugging Face id (list them: servesim models)")
 	fs.StringVar(&s.GPU, "gpu", "", "GPU name, or nvidia-smi's name of it (list them: servesim gpus)")
 	fs.IntVar(&s.TP, "tp", 0, "tensor-parallel degree (default 1)")
+	fs.IntVar(&s.PP, "pp", 0, "pipeline-parallel degree: stages of tp GPUs each (default 1)")
+	fs.IntSliceVar(&s.PPLayers, "pp-layers", nil, "layers per pipeline stage, e.g. 41,39 (vLLM's VLLM_PP_LAYER_PARTITION; default vLLM's even split)")
+	fs.BoolVar(&s.PPChunked, "pp-chunked", false, "SGLang's chunked pipelining: a long prefill's chunks fill successive micro-batches")
 	fs.StringVar(&s.Weights, "weights", "", "weight precision: bf16, fp8, fp4 (default bf16)")
 	fs.StringVar(&s.KV, "kv", "", "KV-cache precision: bf16, fp8, fp4 (default bf16)")
 	fs.Uint64Var(&s.Seed, "seed", 0, "random seed")
@@ -295,6 +298,9 @@ var scenarioFlags = map[string]scenarioFlag{
 	"model":                  {"model", func(d, s *experiments.Scenario) { d.Model = s.Model }},
 	"gpu":                    {"gpu", func(d, s *experiments.Scenario) { d.GPU = s.GPU }},
 	"tp":                     {"tp", func(d, s *experiments.Scenario) { d.TP = s.TP }},
+	"pp":                     {"pp", func(d, s *experiments.Scenario) { d.PP = s.PP }},
+	"pp-layers":              {"pp_layers", func(d, s *experiments.Scenario) { d.PPLayers = s.PPLayers }},
+	"pp-chunked":             {"pp_chunked", func(d, s *experiments.Scenario) { d.PPChunked = s.PPChunked }},
 	"weights":                {"weights", func(d, s *experiments.Scenario) { d.Weights = s.Weights }},
 	"kv":                     {"kv", func(d, s *experiments.Scenario) { d.KV = s.KV }},
 	"seed":                   {"seed", func(d, s *experiments.Scenario) { d.Seed = s.Seed }},

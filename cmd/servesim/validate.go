@@ -36,8 +36,9 @@ in the stage in which they arrived.
 
 A run's engine arguments go through servesim's table
 (experiments/realrun/engineargs.go): one that changes the deployment and is
-not modelled (data, pipeline, expert or context parallelism, speculative
-decoding, KV transfer or offload, ...) is an error naming it. A run over 100×
+not modelled (data, expert or context parallelism, speculative decoding,
+KV transfer or offload, ...) is an error naming it; pipeline_parallel_size
+is read (the replay runs the run's stages). A run over 100×
 the largest real run in ../shared/data is refused unless --allow-large.
 
 --suite runs experiments/validation/*.toml: every visible run, found under

@@ -50,6 +50,9 @@ func TestVLLMAliases(t *testing.T) {
 		{"--tp 2 --rate 4 -n 30", "-tp 2 --request-rate 4 --num-prompts 30"},
 		{"--tp 2 -n 30", "-tp=2 -n 30"},
 		{"--tp 2 -n 30", "--tensor-parallel-size 2 -n 30"},
+		{"--pp 2 -n 30", "-pp 2 -n 30"},
+		{"--pp 2 -n 30", "-pp=2 -n 30"},
+		{"--pp 2 --tp 2 -n 30", "--pipeline-parallel-size 2 -tp 2 -n 30"},
 		{"--rate inf -n 30", "--request-rate inf --num-prompts 30"},
 		{"--prefix-caching -n 30", "--enable-prefix-caching -n 30"},
 		{"--prefix-caching=false -n 30", "--no-enable-prefix-caching -n 30"},
@@ -90,6 +93,8 @@ func TestVLLMArgs(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"-tp 4 --rate 2", "--tensor-parallel-size 4 --rate 2"},
 		{"-tp=4", "--tensor-parallel-size=4"},
+		{"-pp 2 -tp 4", "--pipeline-parallel-size 2 --tensor-parallel-size 4"},
+		{"-pp=2", "--pipeline-parallel-size=2"},
 		{"--goodput ttft:500 tpot:50 --rate 2", "--goodput=ttft:500,tpot:50 --rate 2"},
 		{"--goodput=ttft:500 e2el:9", "--goodput=ttft:500,e2el:9"},
 		{"--goodput --rate 2", "--goodput= --rate 2"},
@@ -199,5 +204,33 @@ func TestDatasetRun(t *testing.T) {
 				t.Error(err)
 			}
 		}
+	}
+}
+
+// TestRunPipelineParallel: `servesim run --pipeline-parallel-size 2` runs
+// and prints the stages' memory, stage times and the bubble share; an
+// explicit 0 is an error naming the field.
+func TestRunPipelineParallel(t *testing.T) {
+	dir := t.TempDir()
+	var out bytes.Buffer
+	args := []string{"run", "-o", dir, "--model", "llama-3.1-70b", "--gpu", "h100", "-tp", "2", "--pipeline-parallel-size", "2", "--requests", "100"}
+	if err := dispatch(vllmArgs(args), &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Pipeline: pp 2 × tp 2 = 4 GPUs per instance",
+		"stage 0: layers 0–39 (40), 35.28 GB weights/GPU, KV 81920 B/token/GPU", // 80 layers split 40/40; 2·40·8 KV heads/2·128·2 B
+		"stage 1: layers 40–79 (40)",
+		"llama-3.1-70b on 4× h100",
+		"bubble share",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	err := dispatch([]string{"run", "-o", dir, "--pp", "0", "--requests", "10"}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), `field "pp" (flag --pp): 0 must be in [1, 64]`) {
+		t.Errorf("--pp 0: %v", err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 //
 //	vLLM (vllm serve / vllm bench serve)   servesim
 //	-tp, --tensor-parallel-size N          --tp N
+//	-pp, --pipeline-parallel-size N        --pp N
 //	--request-rate R (inf)                 --rate R
 //	--num-prompts N                        --requests, -n N
 //	--enable-prefix-caching                --prefix-caching
@@ -47,6 +48,7 @@ import (
 // validate share them).
 func vllmEngineAliases(fs *pflag.FlagSet, s *experiments.Scenario) {
 	fs.IntVar(&s.TP, "tensor-parallel-size", 0, "vLLM's name of --tp (also -tp N)")
+	fs.IntVar(&s.PP, "pipeline-parallel-size", 0, "vLLM's name of --pp (also -pp N)")
 	switchVar(fs, boolTo{&s.Batch.PrefixCaching, true}, "enable-prefix-caching", "vLLM's name of --prefix-caching")
 	switchVar(fs, boolTo{&s.Batch.PrefixCaching, false}, "no-enable-prefix-caching", "vLLM's name of --prefix-caching=false")
 	fs.Var(vllmDType{&s.KV, "kv-cache-dtype", kvCacheDTypes}, "kv-cache-dtype", "vLLM's KV-cache dtype: auto (bf16), bfloat16, fp8, fp8_e4m3, fp8_e5m2, fp4 (sets --kv)")
@@ -125,6 +127,7 @@ func vllmRunAliases(fs *pflag.FlagSet, s *experiments.Scenario, chunked *bool, g
 func init() {
 	for name, f := range map[string]scenarioFlag{
 		"tensor-parallel-size":         scenarioFlags["tp"],
+		"pipeline-parallel-size":       scenarioFlags["pp"],
 		"request-rate":                 scenarioFlags["rate"],
 		"num-prompts":                  scenarioFlags["requests"],
 		"enable-prefix-caching":        scenarioFlags["prefix-caching"],
@@ -148,7 +151,7 @@ func init() {
 
 // vllmAliasOf maps each numeric alias to servesim's flag, which the
 // scenario's errors name (they name fields, and a field has one flag).
-var vllmAliasOf = map[string]string{"tensor-parallel-size": "tp", "request-rate": "rate", "num-prompts": "requests"}
+var vllmAliasOf = map[string]string{"tensor-parallel-size": "tp", "pipeline-parallel-size": "pp", "request-rate": "rate", "num-prompts": "requests"}
 
 // chunkedChanged reports whether a chunked-prefill switch was given.
 func chunkedChanged(fs *pflag.FlagSet) bool {

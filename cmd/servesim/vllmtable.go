@@ -130,7 +130,7 @@ var vllmFlags = []vllmFlag{
 	{name: "guided-decoding-disable-additional-properties", src: "serve", class: noEffect, note: "structured outputs are not modelled"},
 	// ParallelConfig.
 	{name: "distributed-executor-backend", src: "serve", class: noEffect, note: "one process per GPU either way"},
-	{name: "pipeline-parallel-size", short: "pp", src: "serve", class: refused, equiv: "--tp", note: "pipeline parallelism is not modelled yet", dflt: []string{"1"}},
+	{name: "pipeline-parallel-size", short: "pp", src: "serve", class: honoured, equiv: "--pp", note: "layers split over the stages as vLLM's get_pp_indices, up to pp micro-batches in flight"},
 	{name: "tensor-parallel-size", short: "tp", src: "serve", class: honoured, equiv: "--tp"},
 	{name: "decode-context-parallel-size", short: "dcp", src: "serve", class: refused, note: "decode context parallelism is not modelled", dflt: []string{"1"}},
 	{name: "data-parallel-size", short: "dp", src: "serve", class: refused, equiv: "--replicas", note: noDP + " (independent replicas behind servesim's router are)", dflt: []string{"1"}},

@@ -65,6 +65,7 @@ func init() {
 	add(NoEffect, nil, "the name the API serves the model under", "served_model_name")
 	add(Modelled, nil, "the GPU, looked up by name or alias", "hardware")
 	add(Modelled, nil, "tensor parallelism: weights, heads and KV split by TP, two all-reduces per layer", "tensor_parallel_size", "tp")
+	add(Modelled, nil, "pipeline parallelism: layers over pp stages as vLLM splits them, up to pp micro-batches in flight (servesim's --pp)", "pipeline_parallel_size")
 	add(Modelled, nil, "the scheduler's limits", "max_num_seqs", "max_num_batched_tokens", "max_model_len")
 	add(Modelled, nil, "weight precision (bf16, fp16, fp8)", "dtype", "precision")
 	add(Modelled, nil, "weight quantization: fp8 and the FP4 formats are modelled, others are refused", "quantization")
@@ -83,7 +84,6 @@ func init() {
 	none := func(v string) bool { return isNull(v) || v == "{}" || strings.EqualFold(v, "none") }
 	zero := func(v string) bool { return isNull(v) || num(v) == 0 }
 	add(Refused, one, "data parallelism: DP ranks behind one API server with vLLM's own load balancing, and for MoE models every step in lockstep across the ranks (dummy batches); servesim's replicas with its router are not that", "data_parallel_size", "data_parallel_size_local")
-	add(Refused, one, "pipeline parallelism is not modelled (models/doc.go)", "pipeline_parallel_size")
 	add(Refused, one, "context parallelism is not modelled", "decode_context_parallel_size", "prefill_context_parallel_size")
 	add(Refused, off, "expert parallelism (MoE dispatch/combine all-to-all over the EP group) is not modelled (models/doc.go)", "enable_expert_parallel", "enable_eplb", "enable_elastic_ep")
 	add(Refused, off, "dual-batch overlap is not modelled", "enable_dbo")
@@ -183,6 +183,8 @@ func applyArg(e *Engine, name, v string) error {
 		e.GPU = v
 	case "tensor_parallel_size", "tp":
 		return whole(&e.TP, 1)
+	case "pipeline_parallel_size":
+		return whole(&e.PP, 1)
 	case "max_num_seqs":
 		return whole(&e.MaxNumSeqs, 1)
 	case "max_num_batched_tokens":

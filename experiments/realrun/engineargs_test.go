@@ -31,7 +31,7 @@ func TestEngineArgsRefused(t *testing.T) {
 		{"meta ep on", metaWith(`"enable_expert_parallel": true`), meta, "engine_kwargs.enable_expert_parallel = true: expert parallelism"},
 		{"meta ep off", metaWith(`"enable_expert_parallel": false`), meta, ""},
 		{"meta both named", metaWith(`"data_parallel_size": 2, "enable_expert_parallel": true`), meta, "data_parallel_size = 2: data parallelism: DP ranks behind one API server with vLLM's own load balancing, and for MoE models every step in lockstep across the ranks (dummy batches); servesim's replicas with its router are not that; engine_kwargs.enable_expert_parallel = true"},
-		{"meta pp", metaWith(`"pipeline_parallel_size": 2`), meta, "pipeline_parallel_size = 2"},
+		{"meta pp", metaWith(`"pipeline_parallel_size": 2`), meta, ""}, // modelled (TestEngineArgsPP)
 		{"meta spec", metaWith(`"speculative_config": {"method": "ngram", "num_speculative_tokens": 4}`), meta, `speculative_config = {"method": "ngram", "num_speculative_tokens": 4}: speculative decoding`},
 		{"meta spec null", metaWith(`"speculative_config": null`), meta, ""},
 		{"meta kv transfer", metaWith(`"kv_transfer_config": {"kv_connector": "NixlConnector"}`), meta, "kv_transfer_config"},
@@ -56,6 +56,30 @@ func TestEngineArgsRefused(t *testing.T) {
 		case c.want != "" && (err == nil || !strings.HasPrefix(err.Error(), "realrun: ") || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%s: err = %v, want %q", c.name, err, c.want)
 		}
+	}
+}
+
+// TestEngineArgsPP: pipeline_parallel_size reaches the Engine from
+// meta.json's engine_kwargs and from a table column; below 1 is an error.
+func TestEngineArgsPP(t *testing.T) {
+	e, err := ReadMeta(strings.NewReader(`{"engine_kwargs": {"model": "m", "pipeline_parallel_size": 2}}`), "meta.json")
+	if err != nil || e.PP != 2 {
+		t.Errorf("meta.json: PP %d, %v; want 2", e.PP, err)
+	}
+	e, err = ReadMeta(strings.NewReader(`{"engine_kwargs": {"model": "m"}, "resolved_config": {"parallel_config": {"pipeline_parallel_size": 3}}}`), "meta.json")
+	if err != nil || e.PP != 3 {
+		t.Errorf("resolved_config only: PP %d, %v; want 3", e.PP, err)
+	}
+	_, err = ReadMeta(strings.NewReader(`{"engine_kwargs": {"model": "m", "pipeline_parallel_size": 2}, "resolved_config": {"parallel_config": {"pipeline_parallel_size": 4}}}`), "meta.json")
+	if err == nil || !strings.Contains(err.Error(), "4, but engine_kwargs.pipeline_parallel_size is 2") {
+		t.Errorf("engine_kwargs 2, resolved 4: %v", err)
+	}
+	var c Engine
+	if err := applyArg(&c, "pipeline_parallel_size", "4"); err != nil || c.PP != 4 {
+		t.Errorf("column: PP %d, %v; want 4", c.PP, err)
+	}
+	if err := applyArg(&c, "pipeline_parallel_size", "0"); err == nil || !strings.Contains(err.Error(), "want a whole number ≥ 1") {
+		t.Errorf("column 0: %v", err)
 	}
 }
 

@@ -23,6 +23,7 @@ type metaJSON struct {
 		Model               *string  `json:"model"`
 		TensorParallelSize  *int     `json:"tensor_parallel_size"`
 		DataParallelSize    *int     `json:"data_parallel_size"`
+		PipelineParallel    *int     `json:"pipeline_parallel_size"`
 		MaxNumSeqs          *int     `json:"max_num_seqs"`
 		MaxNumBatchedTokens *int     `json:"max_num_batched_tokens"`
 		MaxModelLen         *int     `json:"max_model_len"`
@@ -108,6 +109,7 @@ func ReadMeta(r io.Reader, name string) (Engine, error) {
 	ints := []intField{
 		{"engine_kwargs.tensor_parallel_size", k.TensorParallelSize, &e.TP},
 		{"engine_kwargs.data_parallel_size", k.DataParallelSize, &e.DP},
+		{"engine_kwargs.pipeline_parallel_size", k.PipelineParallel, &e.PP},
 		{"engine_kwargs.max_num_seqs", k.MaxNumSeqs, &e.MaxNumSeqs},
 		{"engine_kwargs.max_num_batched_tokens", k.MaxNumBatchedTokens, &e.MaxNumBatchedTokens},
 		{"engine_kwargs.max_model_len", k.MaxModelLen, &e.MaxModelLen},
@@ -171,6 +173,23 @@ func ReadMeta(r io.Reader, name string) (Engine, error) {
 	}
 	if k.Quantization != nil {
 		e.Quantization = *k.Quantization
+	}
+	// resolved_config.parallel_config is what vLLM ran: its pipeline size
+	// stands where engine_kwargs gives none, and must agree where it does.
+	if pc, ok := raw.ResolvedConfig["parallel_config"]; ok {
+		var f struct {
+			PP *int `json:"pipeline_parallel_size"`
+		}
+		if json.Unmarshal(pc, &f) == nil && f.PP != nil {
+			switch {
+			case *f.PP < 1:
+				return Engine{}, fieldErr(name, 0, "resolved_config.parallel_config.pipeline_parallel_size", "%d: want ≥ 1", *f.PP)
+			case k.PipelineParallel == nil:
+				e.PP = *f.PP
+			case *k.PipelineParallel != *f.PP:
+				return Engine{}, fieldErr(name, 0, "resolved_config.parallel_config.pipeline_parallel_size", "%d, but engine_kwargs.pipeline_parallel_size is %d: how many stages ran?", *f.PP, *k.PipelineParallel)
+			}
+		}
 	}
 	if h := m.Hardware; h != nil {
 		if h.DeviceName != nil {

@@ -40,6 +40,7 @@ type Engine struct {
 	GPU                 string  // device name or hardware label, e.g. "NVIDIA GeForce RTX 4090"
 	GPUMemBytes         float64 // device memory the driver reported
 	TP, DP              int
+	PP                  int // pipeline_parallel_size (0: not recorded, one stage)
 	MaxNumSeqs          int
 	MaxNumBatchedTokens int
 	MaxModelLen         int

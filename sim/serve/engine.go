@@ -208,12 +208,19 @@ func (e VLLMV1) Kernels(k StepTimer) StepTimer {
 	if perRequest == 0 && !overlap && e.Graphs == nil {
 		return k
 	}
-	s := v1Step{k: k, perRequest: perRequest, graphs: e.Graphs}
+	s := v1Step{k: k, kb: k, perRequest: perRequest, graphs: e.Graphs}
 	if f, ok := k.(iterOverheader); ok {
 		s.fixed = f.IterOverhead()
 	}
-	if overlap {
+	pk, pipelined := k.(PipelinedTimer)
+	if pipelined {
+		s.kb = backTimer{pk}
+	}
+	switch {
+	case overlap:
 		return &v1Overlap{s}
+	case pipelined:
+		return &v1Back{s}
 	}
 	return &s
 }

@@ -113,20 +113,21 @@ func (g *CUDAGraphs) dispatch(b models.Batch) (models.Batch, int) {
 // With no launches it is k's time plus the per-request CPU.
 type v1Step struct {
 	k          StepTimer
-	fixed      float64 // k's own fixed CPU overhead per iteration (iterOverheader), 0 if unknown
+	kb         StepTimer // k's price of a step that follows another at once: k, or k's StepPipelined (pipeline parallelism)
+	fixed      float64   // k's own fixed CPU overhead per iteration (iterOverheader), 0 if unknown
 	perRequest float64
 	graphs     *CUDAGraphs // nil: no launch model
 }
 
 // parts returns the step's kernel seconds (without k's fixed overhead),
 // its CPU seconds other than launches, its launch seconds, and its work.
-func (s *v1Step) parts(b models.Batch) (gpu, cpu, launch, flops, bytes float64) {
+func (s *v1Step) parts(b models.Batch, k StepTimer) (gpu, cpu, launch, flops, bytes float64) {
 	gb, launches := b, 0
 	if s.graphs != nil {
 		gb, launches = s.graphs.dispatch(b)
 		launch = float64(launches) * s.graphs.Launch
 	}
-	sec, flops, bytes := s.k.Step(gb)
+	sec, flops, bytes := k.Step(gb)
 	cpu = s.perRequest * float64(b.Prefills+b.Decodes)
 	if sec > 0 {
 		gpu, cpu = sec-s.fixed, cpu+s.fixed
@@ -135,13 +136,32 @@ func (s *v1Step) parts(b models.Batch) (gpu, cpu, launch, flops, bytes float64) 
 }
 
 func (s *v1Step) Step(b models.Batch) (seconds, flops, bytes float64) {
+	return s.price(b, s.k)
+}
+
+// price is Step with kernel timer k.
+func (s *v1Step) price(b models.Batch, k StepTimer) (seconds, flops, bytes float64) {
 	if s.graphs == nil {
-		sec, flops, bytes := s.k.Step(b)
+		sec, flops, bytes := k.Step(b)
 		return sec + s.perRequest*float64(b.Prefills+b.Decodes), flops, bytes
 	}
-	gpu, cpu, launch, flops, bytes := s.parts(b)
+	gpu, cpu, launch, flops, bytes := s.parts(b, k)
 	return cpu + max(gpu, launch), flops, bytes
 }
+
+// v1Back is v1Step over a kernel timer that prices back-to-back steps
+// apart (a pipeline-parallel instance: a round that follows another finds
+// its stages busy, not idle), in series as v1Step.
+type v1Back struct{ v1Step }
+
+func (s *v1Back) StepPipelined(b models.Batch) (seconds, flops, bytes float64) {
+	return s.price(b, s.kb)
+}
+
+// backTimer prices every step as its PipelinedTimer's back-to-back step.
+type backTimer struct{ p PipelinedTimer }
+
+func (t backTimer) Step(b models.Batch) (seconds, flops, bytes float64) { return t.p.StepPipelined(b) }
 
 // v1Overlap is v1Step under async scheduling with CPU/GPU overlap: a step
 // that follows another at once costs max(GPU, CPU), its CPU work (all of
@@ -149,11 +169,12 @@ func (s *v1Step) Step(b models.Batch) (seconds, flops, bytes float64) {
 type v1Overlap struct{ v1Step }
 
 func (s *v1Overlap) StepPipelined(b models.Batch) (seconds, flops, bytes float64) {
-	gpu, cpu, launch, flops, bytes := s.parts(b)
+	gpu, cpu, launch, flops, bytes := s.parts(b, s.kb)
 	return max(gpu, cpu+launch), flops, bytes
 }
 
 var (
 	_ StepTimer      = (*v1Step)(nil)
 	_ PipelinedTimer = (*v1Overlap)(nil)
+	_ PipelinedTimer = (*v1Back)(nil)
 )

@@ -103,3 +103,47 @@ func TestCUDAGraphsValidate(t *testing.T) {
 		}
 	}
 }
+
+// pipeTimer is fixedTimer whose back-to-back step costs half the kernels
+// (as a pipeline-parallel round that finds its stages already busy).
+type pipeTimer struct{ fixedTimer }
+
+func (pipeTimer) StepPipelined(b models.Batch) (float64, float64, float64) {
+	if b.Tokens() == 0 {
+		return 0, 0, 0
+	}
+	return 1000e-6 + 5e-6*float64(b.Tokens()), 0, 0
+}
+
+// TestEngineForwardsPipelined: vllm-v1's step wrappers price a step that
+// follows another on the kernel timer's StepPipelined when it has one. 10
+// decodes, 2 µs of CPU per request: in series a first step costs 1000 +
+// 100 + 20 = 1120 µs and a back-to-back one 1000 + 50 + 20 = 1070 µs.
+// Overlapped, 400 decodes: a back-to-back step costs max(GPU 2000, CPU
+// 1000 + 800) = 2000 µs (4000 µs of GPU without the forwarding), a first
+// one 1000 + 800 + 4000 = 5800 µs.
+func TestEngineForwardsPipelined(t *testing.T) {
+	b := models.Batch{Decodes: 10, DecodeCtx: 1000}
+	series := VLLMV1{StepCPU: true, PerRequestCPU: 2e-6}.Kernels(pipeTimer{})
+	p, ok := series.(PipelinedTimer)
+	if !ok {
+		t.Fatalf("series wrapper %T over a PipelinedTimer is not one", series)
+	}
+	first, _, _ := p.Step(b)
+	back, _, _ := p.StepPipelined(b)
+	if !near(first, 1120e-6) || !near(back, 1070e-6) {
+		t.Errorf("series: first %g s, back-to-back %g s; want 1120 µs, 1070 µs", first, back)
+	}
+	if _, ok := (VLLMV1{StepCPU: true, PerRequestCPU: 2e-6}.Kernels(fixedTimer{})).(PipelinedTimer); ok {
+		t.Error("series wrapper over a plain timer prices back-to-back steps apart")
+	}
+	over := VLLMV1{StepCPU: true, PerRequestCPU: 2e-6, AsyncScheduling: true, CPUOverlap: true}.Kernels(pipeTimer{}).(PipelinedTimer)
+	big := models.Batch{Decodes: 400, DecodeCtx: 40000}
+	first, _, _ = over.Step(big)
+	back, _, _ = over.StepPipelined(big)
+	if !near(first, 5800e-6) || !near(back, 2000e-6) {
+		t.Errorf("overlap: first %g s, back-to-back %g s; want 5800 µs, 2000 µs", first, back)
+	}
+}
+
+func near(a, b float64) bool { return a-b < 1e-12 && b-a < 1e-12 }

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/servesim/servesim/experiments/realrun"
 )
 
 // epScenario is a small scenario of model on H100s with head lines
@@ -160,6 +162,37 @@ func TestExpertFieldErrors(t *testing.T) {
 		_, err := epScenario(t, c.model, c.head, "").Resolve()
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "experiments: ") {
 			t.Errorf("%q: %v, want %q", c.head, err, c.want)
+		}
+	}
+}
+
+// TestExpertFromRun: a real run's data_parallel_size, enable_expert_parallel
+// and enable_eplb reach the replayed scenario (DP ranks, not replicas), and
+// the scenario resolves as that layout.
+func TestExpertFromRun(t *testing.T) {
+	for _, c := range []struct {
+		dp         int
+		ep, eplb   bool
+		wantDP     int
+		wantLayout int // EP group
+	}{{0, false, false, 0, 0}, {1, false, false, 0, 0}, {2, false, false, 2, 0}, {2, true, true, 2, 2}, {4, true, false, 4, 4}} {
+		run := &realrun.Run{Name: "r", Engine: realrun.Engine{Model: "Qwen/Qwen3-30B-A3B", GPU: "h100", TP: 1, DP: c.dp, ExpertParallel: c.ep, EPLB: c.eplb}}
+		s, err := RunScenario(run, Scenario{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.DP != c.wantDP || s.ExpertParallel != c.ep || s.EPLB != c.eplb || s.Replicas != 1 {
+			t.Errorf("run dp %d ep %v: scenario dp %d ep %v eplb %v replicas %d", c.dp, c.ep, s.DP, s.ExpertParallel, s.EPLB, s.Replicas)
+		}
+		if c.ep {
+			s.Workload.Rate, s.Workload.Requests, s.Workload.Prompt, s.Workload.Output = 1, 10, "constant:100", "constant:10" // the replay's trace stands in for these
+			p, err := s.Resolve()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Parallel.EP.Size != c.wantLayout || p.Replicas != c.dp {
+				t.Errorf("run dp %d ep: EP %d, %d instances", c.dp, p.Parallel.EP.Size, p.Replicas)
+			}
 		}
 	}
 }

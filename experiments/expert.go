@@ -17,11 +17,12 @@ import (
 //
 // Each DP rank is an instance of its own (its scheduler, waiting queue and
 // KV cache, as vLLM's DP engine cores), behind vLLM's DP load balancer
-// (router "dp-coordinator", the default when dp > 1). A rank's MoE layers
-// are priced as the EP group's collective under the symmetric assumption
-// (every rank carries as many tokens as this one): the ranks' lock-step
-// (a step ends when the slowest rank's does; idle ranks run a dummy batch)
-// is not modelled.
+// (router "dp-coordinator", the default when dp > 1). With expert
+// parallelism the ranks step in lock-step (serve.DPLockstep): a step
+// starts on every rank at once and ends with the slowest rank's, idle
+// ranks run a dummy batch, and each rank's MoE layers and all-to-all are
+// priced at the group's mean tokens per rank (hardware.ExpertStep
+// SetGroupLoad). Without expert parallelism the ranks are independent.
 
 // Expert load skew defaults (max/mean routed rows per EP rank), from vLLM PR
 // 50647 (Kimi K3 EPLB, 16 EP ranks, GSM8K, 97 rank-load samples): median
@@ -48,6 +49,9 @@ type ExpertSummary struct {
 	TokensPerRank  float64 `json:"tokens_per_rank_step"`
 	AllToAllShare  float64 `json:"all2all_share"`
 	AllToAllMsStep float64 `json:"all2all_ms_per_step"`
+	Waves          int64   `json:"lockstep_waves"`  // steps every rank took together
+	DummySteps     int64   `json:"dummy_steps"`     // idle ranks' dummy batches
+	RankSpread     float64 `json:"busy_rank_share"` // the ranks' real steps over ranks × waves
 }
 
 // dp returns the scenario's data-parallel ranks, 1 when omitted.
@@ -150,7 +154,11 @@ func (p *Plan) describeExperts(w io.Writer) error {
 		default:
 			b.WriteString(", vLLM PR 50647's median without EPLB")
 		}
-		b.WriteString("); ranks priced as if all carry this rank's tokens (no lock-step).\n")
+		b.WriteString(")")
+		if s.dp() > 1 {
+			b.WriteString("; the DP ranks step in lock-step (a step ends with the slowest rank's, idle ranks run a dummy batch; MoE layers and all-to-all at the group's mean tokens per rank)")
+		}
+		b.WriteString(".\n")
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -177,6 +185,10 @@ func (r *Report) expertSummary() *ExpertSummary {
 		LocalExperts: p.Model.LocalExperts(p.Parallel)}
 	if e := p.Expert; e != nil {
 		es.EP, es.Backend, es.Redundant, es.Skew = p.Parallel.EP.Size, e.Backend(), p.Parallel.EP.Redundant, p.Parallel.EP.Skew
+		es.Waves, es.DummySteps = r.Result.DPWaves, r.Result.DPDummySteps
+		if es.Waves > 0 {
+			es.RankSpread = float64(r.Result.Steps) / float64(es.Waves*int64(s.dp()))
+		}
 		st := r.ExpertStats
 		if st.Steps > 0 {
 			es.TokensPerRank = float64(st.Tokens) / float64(st.Steps)
@@ -193,7 +205,14 @@ func (r *Report) writeExpertResults(w io.Writer) error {
 	if es == nil || es.EP == 0 || r.ExpertStats.Steps == 0 {
 		return nil
 	}
-	_, err := fmt.Fprintf(w, "Expert parallel: %.1f tokens per rank step; all-to-all %.3f ms a step, %.1f %% of step time; busiest rank at %.3f × the mean routed rows.\n",
-		es.TokensPerRank, es.AllToAllMsStep, 100*es.AllToAllShare, es.Skew)
+	if _, err := fmt.Fprintf(w, "Expert parallel: %.1f tokens per rank step; all-to-all %.3f ms a step, %.1f %% of step time; busiest rank at %.3f × the mean routed rows.\n",
+		es.TokensPerRank, es.AllToAllMsStep, 100*es.AllToAllShare, es.Skew); err != nil {
+		return err
+	}
+	if es.Waves == 0 {
+		return nil
+	}
+	_, err := fmt.Fprintf(w, "DP lock-step: %d waves of %d ranks; %.1f %% of rank steps had work, %d dummy batches.\n",
+		es.Waves, es.DP, 100*es.RankSpread, es.DummySteps)
 	return err
 }

@@ -28,8 +28,8 @@ func epScenario(t *testing.T, model, head, tail string) Scenario {
 // TestExpertRunInvariants runs Qwen3-30B-A3B at DP 2 with expert
 // parallelism (EP 2) and checks: no request lost across the ranks (arrived
 // = finished + rejected, each in requests.csv), every step's KV use within
-// its rank's capacity, both ranks ran, 2 GPUs in the cost, one EP step
-// priced per engine step (the probes left out), and summary.json's
+// its rank's capacity, both ranks ran, 2 GPUs in the cost, the ranks in
+// lock-step (every wave one step or dummy batch a rank), and summary.json's
 // per-rank figures: 64 of 128 experts per GPU, weights 32.07 GB instead of
 // 61.06 (64 experts × 48 layers × 9.44 MB fewer).
 func TestExpertRunInvariants(t *testing.T) {
@@ -65,8 +65,10 @@ func TestExpertRunInvariants(t *testing.T) {
 		if r.GPUs() != 2 || r.CostPerHour() != 2*p.GPU.PricePerHour {
 			t.Errorf("%q: %d GPUs, %g $/h", head, r.GPUs(), r.CostPerHour())
 		}
-		if r.ExpertStats.Steps != r.Result.Steps {
-			t.Errorf("%q: %d EP steps priced for %d engine steps", head, r.ExpertStats.Steps, r.Result.Steps)
+		// Lock-step: each wave is one step of each rank, the idle one's a
+		// dummy batch priced by the same EP step (the probes left out).
+		if res := r.Result; res.DPWaves == 0 || 2*res.DPWaves != res.Steps+res.DPDummySteps || r.ExpertStats.Steps != res.Steps+res.DPDummySteps {
+			t.Errorf("%q: %d waves, %d steps, %d dummies, %d EP steps priced", head, res.DPWaves, res.Steps, res.DPDummySteps, r.ExpertStats.Steps)
 		}
 		var sum struct {
 			Experts *ExpertSummary `json:"expert_parallel"`
@@ -80,7 +82,8 @@ func TestExpertRunInvariants(t *testing.T) {
 		}
 		es := sum.Experts
 		if es == nil || es.DP != 2 || es.EP != 2 || es.GPUs != 2 || es.LocalExperts != 64 || es.KVBlocks != p.Memory.Blocks ||
-			!(es.AllToAllShare > 0 && es.AllToAllShare < 1) || !(es.TokensPerRank > 0) || int(es.WeightGB*100+0.5) != 3207 {
+			!(es.AllToAllShare > 0 && es.AllToAllShare < 1) || !(es.TokensPerRank > 0) || int(es.WeightGB*100+0.5) != 3207 ||
+			es.Waves != r.Result.DPWaves || !(es.RankSpread > 0.5 && es.RankSpread <= 1) {
 			t.Errorf("%q: summary.json expert_parallel %+v", head, es)
 		}
 		wantSkew := DefaultExpertSkew

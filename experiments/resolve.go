@@ -448,6 +448,10 @@ func (s *Scenario) resolveServe(p *Plan) error {
 	}
 	if p.Expert != nil {
 		p.Serve.Instance.Step = p.Expert
+		if s.dp() > 1 {
+			// vLLM's DP engine cores step in lock-step for an MoE model.
+			p.Serve.DPLockstep = serve.DPLockstep{Ranks: s.dp(), Load: p.Expert.SetGroupLoad}
+		}
 	}
 	if p.Decode != nil {
 		if err := s.resolveDisagg(p); err != nil {

@@ -84,6 +84,9 @@ type ExpertStep struct {
 	lat                            float64
 	stats                          ExpertStats
 	skip                           int
+	load                           float64   // the DP group's tokens per rank (SetGroupLoad); 0: the rank's own
+	moe                            []float64 // MoE operators' seconds by token count, cached
+	ops                            []models.Op
 }
 
 // ExpertStats sums the steps an ExpertStep priced.
@@ -210,13 +213,59 @@ func (e *ExpertStep) Bytes(tokens int) (dispatch, combine float64) {
 	return t * (d.intra + d.inter), t * (c.intra + c.inter)
 }
 
+// SetGroupLoad sets the DP group's mean tokens per rank for the steps
+// priced next (0: each step's own tokens). Under DP lock-step every rank's
+// MoE layers serve the whole group's routed rows and its all-to-all moves
+// the group's traffic, so a rank's step is priced with its own attention,
+// dense and token-wise operators and the MoE operators (router, expert
+// up, activation, down) and all-to-all at the group's load: the step
+// model's time, less its MoE operators at the rank's tokens, plus them at
+// the group's. The FLOPs and bytes stay the rank's own. (A model with
+// leading dense layers has their MLP blended into the MoE operators,
+// models.Model.Ops; they move with the group's load too: 3 of DeepSeek-V3's
+// 61 layers.)
+func (e *ExpertStep) SetGroupLoad(tokensPerRank float64) { e.load = tokensPerRank }
+
+// moeSec returns the MoE operators' seconds for n tokens per rank.
+func (e *ExpertStep) moeSec(n int) float64 {
+	if n < len(e.moe) && e.moe[n] > 0 {
+		return e.moe[n]
+	}
+	e.ops = e.s.m.Ops(models.Batch{Decodes: n}, e.s.p, e.ops[:0])
+	sec := 0.0
+	for i := range e.ops {
+		op := &e.ops[i]
+		switch op.Kind {
+		case models.OpMoERouter, models.OpMLPUp, models.OpAct, models.OpMLPDown:
+			if op.Count != 0 {
+				sec += float64(op.Count) * e.s.k.OpTime(op)
+			}
+		}
+	}
+	if n < maxCachedTokens {
+		if n >= len(e.moe) {
+			grown := make([]float64, max(n+1, 2*len(e.moe)))
+			copy(grown, e.moe)
+			e.moe = grown
+		}
+		e.moe[n] = sec
+	}
+	return sec
+}
+
 // Step prices one step: the operators plus every MoE layer's all-to-all.
 func (e *ExpertStep) Step(b models.Batch) (sec, flops, bytes float64) {
 	sec, flops, bytes = e.s.Step(b)
 	if sec == 0 {
 		return 0, 0, 0
 	}
-	d, c := e.AllToAll(b.Tokens())
+	a2aTokens := b.Tokens()
+	if e.load > 0 {
+		g := max(1, int(math.Round(e.load)))
+		sec += e.moeSec(g) - e.moeSec(b.Tokens())
+		a2aTokens = g
+	}
+	d, c := e.AllToAll(a2aTokens)
 	a := e.layers * (d + c)
 	sec += a
 	if e.skip > 0 {

@@ -120,3 +120,30 @@ func TestExpertStepErrors(t *testing.T) {
 		t.Error("unknown backend: no error")
 	}
 }
+
+// TestExpertGroupLoad: under DP lock-step a rank's step prices its MoE
+// operators and all-to-all at the group's mean tokens per rank: the step
+// moves by the MoE operators' difference and the all-to-all at the group's
+// tokens; a load equal to the rank's own tokens changes nothing, and 0
+// restores the rank's own pricing.
+func TestExpertGroupLoad(t *testing.T) {
+	p := models.Parallel{TP: 1, Weights: models.FP8, KV: models.FP8, EP: models.ExpertParallel{Size: 16, DP: 16}}
+	e := testExpertStep(t, "h100", p, DeepEPLowLatency, 8)
+	b := models.Batch{Decodes: 10, DecodeCtx: 10 * 500}
+	own, _, _ := e.Step(b)
+	e.SetGroupLoad(10)
+	same, _, _ := e.Step(b)
+	e.SetGroupLoad(30)
+	grp, _, _ := e.Step(b)
+	e.SetGroupLoad(0)
+	back, _, _ := e.Step(b)
+	if same != own || back != own {
+		t.Errorf("load = own tokens: %v, load 0: %v; want %v", same, back, own)
+	}
+	inner, _, _ := e.s.Step(b)
+	d, c := e.AllToAll(30)
+	want := inner - e.moeSec(10) + e.moeSec(30) + 58*(d+c)
+	if math.Abs(grp-want) > 1e-12 || !(grp > own) {
+		t.Errorf("group load 30: %.6g s, want %.6g (own %.6g)", grp, want, own)
+	}
+}

@@ -199,3 +199,19 @@ func TestExpertFromRun(t *testing.T) {
 		}
 	}
 }
+
+// TestExpertSearchRefused: place and plan do not search DP or EP layouts
+// and refuse a base scenario that sets one (they would count replicas × TP
+// GPUs and vary replicas beside the ranks).
+func TestExpertSearchRefused(t *testing.T) {
+	for _, head := range []string{"dp = 2\n", "dp = 2\nexpert_parallel = true\n"} {
+		s := epScenario(t, "qwen3-30b-a3b", head, "")
+		s.SLO.TTFTms = 500
+		if _, err := Place(s, PlaceOptions{GPUs: 8}); err == nil || !strings.Contains(err.Error(), "place: the scenario sets dp = 2") {
+			t.Errorf("%q place: %v", head, err)
+		}
+		if _, err := PlanCapacity(s, PlanOptions{Rate: 1}); err == nil || !strings.Contains(err.Error(), "plan: the scenario sets dp = 2") {
+			t.Errorf("%q plan: %v", head, err)
+		}
+	}
+}

@@ -87,7 +87,12 @@ func (g *dpGroup) startWave(w *World, now sim.Time) {
 	}
 	longest := 0.0
 	for _, in := range g.working {
-		sec, flops, bytes := in.cfg.Step.Step(in.batch)
+		var sec, flops, bytes float64
+		if in.pipe != nil && in.back {
+			sec, flops, bytes = in.pipe.StepPipelined(in.batch) // the engine's back-to-back step (vllm-v1: CPU overlapped)
+		} else {
+			sec, flops, bytes = in.cfg.Step.Step(in.batch)
+		}
 		in.flops, in.bytes = flops, bytes
 		in.stepSeq++
 		if !(sec >= 0) {

@@ -3,6 +3,7 @@ package serve
 import (
 	"testing"
 
+	"github.com/servesim/servesim/models"
 	"github.com/servesim/servesim/policies"
 	"github.com/servesim/servesim/sim"
 	"github.com/servesim/servesim/sim/metrics"
@@ -97,6 +98,30 @@ func TestDPLockstepInvariants(t *testing.T) {
 		}
 		if res.DPDummySteps != 4*res.DPWaves-res.Steps {
 			t.Errorf("seed %d: %d dummies, want 4 × %d waves − %d steps", seed, res.DPDummySteps, res.DPWaves, res.Steps)
+		}
+	}
+}
+
+// halfBack prices a step that follows another at once at half the base
+// (a PipelinedTimer, as vllm-v1's overlapped CPU).
+type halfBack struct{ linearTimer }
+
+func (h halfBack) StepPipelined(b models.Batch) (float64, float64, float64) {
+	return float64(h.base/2+h.perToken*int64(b.Tokens())) * 1e-6, 0, 0
+}
+
+// TestDPLockstepBackToBack: a rank's step that follows its previous one at
+// once is priced as the engine's back-to-back step under lock-step too.
+// Two ranks prefill 100 tokens each from idle (1000 + 1000 µs), then
+// decode back to back (500 + 10 µs): the last tokens at 2510 µs.
+func TestDPLockstepBackToBack(t *testing.T) {
+	cfg := baseConfig(policies.Chunked{}, 1000, 1000)
+	cfg.Step = halfBack{linearTimer{base: 1000, perToken: 10}}
+	reqs := []workload.Request{{ID: 0, PromptTokens: 100, OutputTokens: 2}, {ID: 1, PromptTokens: 100, OutputTokens: 2}}
+	_, rec := runDP(t, 2, DPLockstep{Ranks: 2}, cfg, reqs)
+	for _, r := range rec.recs {
+		if r.Finish != 2510*sim.Microsecond {
+			t.Errorf("request %d finished at %v, want 2510 µs", r.ID, r.Finish)
 		}
 	}
 }

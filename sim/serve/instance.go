@@ -128,6 +128,7 @@ type Instance struct {
 	wakeEv    *sim.Event
 	view      policies.View
 	grp       *dpGroup // the DP lock-step group (Config.DPLockstep); nil: steps on its own
+	back      bool     // the step in flight follows the previous one at once (for the group's pricing)
 }
 
 func newInstance(id int, cfg InstanceConfig, w *World) *Instance {
@@ -401,6 +402,7 @@ func (in *Instance) startStep(now sim.Time) {
 	}
 	in.batch = b
 	if in.grp != nil {
+		in.back = back
 		in.grp.working = append(in.grp.working, in) // priced and ended by the group
 		return
 	}

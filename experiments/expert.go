@@ -136,8 +136,12 @@ func (p *Plan) describeExperts(w io.Writer) error {
 	}
 	tp := p.Parallel.TP
 	var b strings.Builder
-	fmt.Fprintf(&b, "Data parallel: dp %d ranks × tp %d = %d GPUs per replica; each rank its own scheduler, queue and %d KV blocks per GPU (%d tokens), %.2f GB weights/GPU; routed by %s.\n",
-		s.dp(), tp, s.dp()*tp, p.Memory.Blocks, p.Memory.Blocks*p.Memory.BlockSize, p.Memory.WeightBytesPerGPU/1e9, s.Router.Policy)
+	rank := fmt.Sprintf("tp %d", tp)
+	if s.pp() > 1 {
+		rank = fmt.Sprintf("pp %d × tp %d", s.pp(), tp)
+	}
+	fmt.Fprintf(&b, "Data parallel: dp %d ranks × %s = %d GPUs per replica; each rank its own scheduler, queue and %d KV blocks per GPU (%d tokens), %.2f GB weights/GPU; routed by %s.\n",
+		s.dp(), rank, s.dp()*tp*s.pp(), p.Memory.Blocks, p.Memory.Blocks*p.Memory.BlockSize, p.Memory.WeightBytesPerGPU/1e9, s.Router.Policy)
 	if e := p.Expert; e != nil {
 		ep := p.Parallel.EP
 		m := p.Model
@@ -180,7 +184,7 @@ func (r *Report) expertSummary() *ExpertSummary {
 	if s.dp() == 1 && p.Expert == nil {
 		return nil
 	}
-	tp := p.Parallel.TP
+	tp := p.Parallel.TP * s.pp()
 	es := &ExpertSummary{DP: s.dp(), GPUsPerRank: tp, GPUs: p.Replicas * tp, WeightGB: p.Memory.WeightBytesPerGPU / 1e9, KVBlocks: p.Memory.Blocks,
 		LocalExperts: p.Model.LocalExperts(p.Parallel)}
 	if e := p.Expert; e != nil {

@@ -215,3 +215,28 @@ func TestExpertSearchRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestDPWithPipeline: DP ranks of pipeline stages count dp × pp × tp GPUs
+// in the header, summary.json and the cost (Llama-3.1-70B, DP 2 of PP 2 ×
+// TP 2: 8 GPUs).
+func TestDPWithPipeline(t *testing.T) {
+	s := ppScenario(t, "pp = 2\ndp = 2\n")
+	p, err := s.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := p.Describe(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "Data parallel: dp 2 ranks × pp 2 × tp 2 = 8 GPUs per replica") {
+		t.Errorf("header:\n%s", b.String())
+	}
+	r, err := Run(p, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if es := r.expertSummary(); r.GPUs() != 8 || es == nil || es.GPUs != 8 || es.GPUsPerRank != 4 {
+		t.Errorf("%d GPUs, summary %+v; want 8, 4 a rank", r.GPUs(), es)
+	}
+}

@@ -153,6 +153,9 @@ func ValidateStages(runs []*realrun.Run, s Scenario) ([]*Validation, error) {
 			v.Notes = append(v.Notes, kvNote,
 				fmt.Sprintf("prompts: system %d + question %d tokens, %d groups × %d prompts, the profile's (the table records no measured prompt length)", sys, q, row.Groups, row.PromptsPerGroup),
 				"TPOT mean: measured, the table's itl_mean, (E2E mean − TTFT mean)/(mean output length − 1) (SOURCE.md); simulated, (E2E − TTFT)/(output_len − 1) on the means; medians and throughputs not recorded")
+			if out, ok := impliedOutputLen(row); ok && math.Abs(out-float64(row.OutputLen)) > 0.01*float64(row.OutputLen) {
+				v.Notes = append(v.Notes, fmt.Sprintf("measured means imply %.1f output tokens a request, (E2E − TTFT)/itl_mean + 1, against the profile's %d that the replay generates: E2E is not like for like, TPOT is", out, row.OutputLen))
+			}
 		} else {
 			v.Notes = append(v.Notes, kvNote,
 				fmt.Sprintf("prompts: system %d + question %d tokens, the table's %d + %d scaled to the measured mean prompt length (the load generator counts ~5 %% more tokens: tokenization; SOURCE.md)", sys, q, row.SystemPromptLen, row.QuestionLen),
@@ -193,6 +196,16 @@ func ValidateStages(runs []*realrun.Run, s Scenario) ([]*Validation, error) {
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// impliedOutputLen is the mean output length the sim2real table's means
+// imply: itl_mean = (E2E mean − TTFT mean)/(mean output length − 1)
+// (SOURCE.md), solved for the length; ok false when itl_mean is not above 0.
+func impliedOutputLen(r *realrun.StageRow) (float64, bool) {
+	if !(r.TPOTMean > 0) {
+		return 0, false
+	}
+	return (r.E2E.Mean-r.TTFT.Mean)/r.TPOTMean + 1, true
 }
 
 // stageCompare lists a row's measured metrics beside the simulated

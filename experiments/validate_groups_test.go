@@ -17,7 +17,7 @@ import (
 // on, overlap a summary row whose stages are listed.
 func fakeRow(name, model, gpu string, tp int, wl string, ttft, e2e float64, fitted, overlap bool) *Validation {
 	v := &Validation{Run: &realrun.Run{Name: name}, Workload: wl, Overlap: overlap,
-		Plan: &Plan{Model: &models.Model{Name: model}, PoolPlan: PoolPlan{GPU: &hardware.GPU{Name: gpu}, Parallel: models.Parallel{TP: tp}}},
+		Plan:    &Plan{Model: &models.Model{Name: model}, PoolPlan: PoolPlan{GPU: &hardware.GPU{Name: gpu}, Parallel: models.Parallel{TP: tp}}},
 		Metrics: []MetricRow{{"ttft_mean", "ms", 100, 100 * (1 + ttft)}, {"e2e_mean", "ms", 100, 100 * (1 + e2e)}}}
 	if fitted {
 		v.Fitted = []string{"x = 1 (fitted here)"}

@@ -123,6 +123,16 @@ func TestSuiteGroupsPrinted(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
+	// validation.json carries the same groups and the median of the models.
+	js, err := ValidationJSON(fakeSuite())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"section": "by model left out"`, `"key": "b"`, `"fitted_on": [`, `"median_abs_error_of_models_left_out": {`, `"ttft_mean": 0.13`} {
+		if !strings.Contains(string(js), want) {
+			t.Errorf("validation.json lacks %s", want)
+		}
+	}
 	// The floor row has E2E 6 % (0.06).
 	for _, line := range strings.Split(out, "\n") {
 		if strings.HasPrefix(line, "repeat spread, floor") && !strings.Contains(line, "6%") {

@@ -331,6 +331,21 @@ type validationJSON struct {
 	MedianAbsError map[string]float64  `json:"median_abs_error,omitempty"`
 	// MedianAbsErrorHeldOut is over the runs on which nothing was fitted.
 	MedianAbsErrorHeldOut map[string]float64 `json:"median_abs_error_held_out,omitempty"`
+	// Groups are the suite's grouped medians (SuiteGroups), with more
+	// than three simulated runs, as the text prints them.
+	Groups []suiteGroupJSON `json:"groups,omitempty"`
+	// MedianOfModels is the median over the models of their left-out
+	// medians (MedianOfModels).
+	MedianOfModels map[string]float64 `json:"median_abs_error_of_models_left_out,omitempty"`
+}
+
+type suiteGroupJSON struct {
+	Section        string             `json:"section"`
+	Key            string             `json:"key"`
+	Scored         int                `json:"scored"`
+	Rows           int                `json:"rows"`
+	FittedOn       []string           `json:"fitted_on,omitempty"`
+	MedianAbsError map[string]float64 `json:"median_abs_error"`
 }
 
 type validationRunJSON struct {
@@ -388,6 +403,20 @@ func ValidationJSON(vs []*Validation) ([]byte, error) {
 	if len(vs) > 1 {
 		_, out.MedianAbsError = MedianAbsErrors(vs)
 		_, out.MedianAbsErrorHeldOut = MedianAbsErrors(HeldOut(vs))
+	}
+	simd := 0
+	for _, v := range vs {
+		if v.Plan != nil {
+			simd++
+		}
+	}
+	if simd > 3 {
+		gs := SuiteGroups(vs)
+		for _, g := range gs {
+			_, med := MedianAbsErrors(g.Scored)
+			out.Groups = append(out.Groups, suiteGroupJSON{g.Section, g.Key, len(g.Scored), g.Rows, g.FittedOn, med})
+		}
+		out.MedianOfModels, _ = MedianOfModels(gs)
 	}
 	js, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {

@@ -58,6 +58,7 @@ Examples:
   servesim validate ../shared/data/llmservingsim/vllm-runs/RTX4090/Llama-3.1-8B
   servesim validate --profile roofline ../shared/data/llmservingsim/vllm-runs/RTXPRO6000/Llama-3.1-8B
   servesim validate --gpu h100 --tp 1 bench-result.json
+  servesim validate --ignore-kv-offload ../shared/data/vllm-sim2real-runs   # 12 runs, 9 with a CPU KV tier: GPU KV only
   servesim validate --suite -o validation-out
   servesim validate --suite --engine vllm-v1 --no-custom-all-reduce -o validation-out
   servesim validate --suite --ablation        # each vllm-v1 mechanism off in turn: held-out medians

@@ -115,7 +115,7 @@ func (s *Scenario) planMemory(p *PoolPlan, m *models.Model, b *Batch, prefix str
 			return memoryFields(err, f, true)
 		}
 		p.Memory, p.VLLMMemory = vp.MemoryPlan, &vp
-		return nil
+		return s.checkKVFits(p, b, f)
 	}
 	var err error
 	if p.Memory, err = hardware.PlanMemory(m, p.GPU, p.Parallel, b.GPUMemUtil, b.BlockSize, hardware.DefaultActivationReserve); err != nil {
@@ -133,7 +133,32 @@ func (s *Scenario) planMemory(p *PoolPlan, m *models.Model, b *Batch, prefix str
 	if b.NumGPUBlocksOverride > 0 {
 		p.Memory.Blocks = b.NumGPUBlocksOverride
 	}
-	return nil
+	return s.checkKVFits(p, b, f)
+}
+
+// checkKVFits refuses a KV cache, set by --kv-cache-memory-bytes or
+// --num-gpu-blocks-override, larger than the GPU's device memory less the
+// weights it holds: vLLM takes either value as given and then fails
+// allocating the cache tensors (a CUDA out-of-memory error at start-up),
+// so a simulation of it would be of a server that cannot start.
+func (s *Scenario) checkKVFits(p *PoolPlan, b *Batch, f func(string) string) error {
+	if b.KVCacheMemoryBytes == 0 && b.NumGPUBlocksOverride == 0 {
+		return nil
+	}
+	free := p.GPU.DeviceMemory() - p.Memory.WeightBytesPerGPU
+	kv := float64(p.Memory.Blocks) * float64(p.Memory.BlockSize) * p.Memory.KVBytesPerTokenPerGPU
+	if b.KVCacheMemoryBytes > 0 {
+		kv = max(kv, b.KVCacheMemoryBytes)
+	}
+	if kv <= free {
+		return nil
+	}
+	field, flag := "batch.kv_cache_memory_bytes", "kv-cache-memory-bytes"
+	if b.NumGPUBlocksOverride > 0 {
+		field, flag = "batch.num_gpu_blocks_override", "num-gpu-blocks-override"
+	}
+	return s.fieldError(f(field), flag, "a KV cache of %.2f GiB per GPU (%d blocks of %d tokens) does not fit beside the %.2f GiB of weights in the %s's %.2f GiB of device memory (%.2f GiB free): vLLM would fail allocating it",
+		kv/(1<<30), p.Memory.Blocks, p.Memory.BlockSize, p.Memory.WeightBytesPerGPU/(1<<30), p.GPU.Name, p.GPU.DeviceMemory()/(1<<30), free/(1<<30))
 }
 
 // cudaGraphs returns vLLM's CUDA-graph dispatch for the plan's pool

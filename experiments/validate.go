@@ -131,6 +131,8 @@ type Validation struct {
 	// Fitted lists the parameters fitted on this run (the suite file's
 	// fitted field); empty = held out.
 	Fitted []string
+	// Workload is the suite file's workload name ("" outside the suite).
+	Workload string
 	// Overlap marks a summary row whose stage rows are compared too: it
 	// holds the same requests again, so the median errors leave it out.
 	Overlap  bool
@@ -199,30 +201,11 @@ func Validate(run *realrun.Run, s Scenario) (*Validation, error) {
 	if p.VLLMMemory != nil {
 		v.Notes = append(v.Notes, "vLLM memory plan: "+p.VLLMMemory.String())
 	}
-	if e := run.Engine; e.KVBlocks > 0 {
-		// The logged KV cache must fit the GPU it was logged on: blocks ×
-		// block size × the model's KV bytes per token per GPU at most the
-		// device's whole memory (the run's own figure, else the catalog's).
-		bs := e.BlockSize
-		if bs == 0 {
-			bs = p.Memory.BlockSize
-		}
-		mem, from := e.GPUMemBytes, "the run's hardware.device_total_memory_bytes"
-		if mem == 0 {
-			mem, from = p.GPU.DeviceMemory(), "the catalog's "+p.GPU.Name
-		}
-		if need := float64(e.KVBlocks) * float64(bs) * p.Memory.KVBytesPerTokenPerGPU; need > mem {
-			return nil, fmt.Errorf("experiments: run %s (%s): the logged KV cache, %d blocks × %d tokens × %.0f bytes per token per GPU (%s, TP %d) = %.4g GB, is more than the GPU's whole memory, %.4g GB (%s)",
-				run.Name, run.Path, e.KVBlocks, bs, p.Memory.KVBytesPerTokenPerGPU, p.Model.Name, p.Parallel.TP, need/1e9, mem/1e9, from)
-		}
+	note, err := applyLoggedKV(run, p)
+	if err != nil {
+		return nil, err
 	}
-	if run.Engine.KVBlocks > 0 && (run.Engine.BlockSize == 0 || run.Engine.BlockSize == p.Memory.BlockSize) {
-		v.Notes = append(v.Notes, fmt.Sprintf("KV cache: the run's %d blocks (servesim's own plan: %d)", run.Engine.KVBlocks, p.Memory.Blocks))
-		p.Memory.Blocks = run.Engine.KVBlocks
-		p.Serve.Instance.Blocks = run.Engine.KVBlocks
-	} else {
-		v.Notes = append(v.Notes, fmt.Sprintf("KV cache: servesim's plan, %d blocks (the run does not record its own)", p.Memory.Blocks))
-	}
+	v.Notes = append(v.Notes, note)
 	if p.Scenario.Batch.PrefixCaching {
 		v.Notes = append(v.Notes, "prefix caching is on but the replay has no token ids, so no prefix is shared; a recompute-preempted request reuses its own cached blocks")
 	}
@@ -247,6 +230,37 @@ func Validate(run *realrun.Run, s Scenario) (*Validation, error) {
 	}
 	v.Metrics = compareSummaries(v.Real, v.Sim)
 	return v, nil
+}
+
+// applyLoggedKV gives the plan the run's logged KV blocks when the run
+// records them (in the plan's block size, or with no block size given),
+// and returns the header note, planned beside logged. The logged cache
+// must fit the GPU it was logged on: blocks × block size × the model's KV
+// bytes per token per GPU at most the device's whole memory (the run's
+// own figure, else the catalog's); more is an error naming both.
+func applyLoggedKV(run *realrun.Run, p *Plan) (string, error) {
+	e := run.Engine
+	if e.KVBlocks > 0 {
+		bs := e.BlockSize
+		if bs == 0 {
+			bs = p.Memory.BlockSize
+		}
+		mem, from := e.GPUMemBytes, "the run's hardware.device_total_memory_bytes"
+		if mem == 0 {
+			mem, from = p.GPU.DeviceMemory(), "the catalog's "+p.GPU.Name
+		}
+		if need := float64(e.KVBlocks) * float64(bs) * p.Memory.KVBytesPerTokenPerGPU; need > mem {
+			return "", fmt.Errorf("experiments: run %s (%s): the logged KV cache, %d blocks × %d tokens × %.0f bytes per token per GPU (%s, TP %d) = %.4g GB, is more than the GPU's whole memory, %.4g GB (%s)",
+				run.Name, run.Path, e.KVBlocks, bs, p.Memory.KVBytesPerTokenPerGPU, p.Model.Name, p.Parallel.TP, need/1e9, mem/1e9, from)
+		}
+	}
+	if e.KVBlocks > 0 && (e.BlockSize == 0 || e.BlockSize == p.Memory.BlockSize) {
+		note := fmt.Sprintf("KV cache: the run's %d blocks (servesim's own plan: %d)", e.KVBlocks, p.Memory.Blocks)
+		p.Memory.Blocks = e.KVBlocks
+		p.Serve.Instance.Blocks = e.KVBlocks
+		return note, nil
+	}
+	return fmt.Sprintf("KV cache: servesim's plan, %d blocks (the run does not record its own)", p.Memory.Blocks), nil
 }
 
 // runWithSink runs the plan like Run (without output files), handing every

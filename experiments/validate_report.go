@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -82,6 +81,14 @@ func scored(vs []*Validation) int {
 // metric with the median absolute errors under it, over all runs and over
 // the held-out ones (every value is in validation.csv).
 func WriteValidationText(w io.Writer, vs []*Validation) error {
+	return WriteSuiteText(w, vs, nil)
+}
+
+// WriteSuiteText is WriteValidationText with, under the error table of
+// more than three runs, the grouped medians (SuiteGroups: by model left
+// out, by GPU, TP and workload) and, when floor is not nil, the
+// repeat-measurement spread of the real system.
+func WriteSuiteText(w io.Writer, vs []*Validation, floor *RepeatSpread) error {
 	var b bytes.Buffer
 	for i, v := range vs {
 		if v.Plan != nil && i > 0 && vs[i-1].Plan == v.Plan {
@@ -136,7 +143,7 @@ func WriteValidationText(w io.Writer, vs []*Validation) error {
 	}
 	switch {
 	case len(simd) > 3:
-		writeSuiteTables(&b, simd)
+		writeSuiteTables(&b, simd, floor)
 	case len(simd) > 0:
 		writeWideTable(&b, simd)
 	}
@@ -199,9 +206,13 @@ func metricOf(v *Validation, name string) MetricRow {
 	return MetricRow{Metric: name, Real: math.NaN(), Sim: math.NaN()}
 }
 
-// writeSuiteTables writes the means table and the error table.
-func writeSuiteTables(b *bytes.Buffer, vs []*Validation) {
-	const nameW = 36
+// writeSuiteTables writes the means table and the error table, its
+// names in a column of 36 characters or as wide as the longest name.
+func writeSuiteTables(b *bytes.Buffer, vs []*Validation, floor *RepeatSpread) {
+	nameW := 36
+	for _, v := range vs {
+		nameW = max(nameW, len([]rune(ShortRunName(v.Run.Name)))+3)
+	}
 	fmt.Fprintf(b, "\nMeans, measured|simulated:\n%-*s %19s %17s %21s %15s\n", nameW, "run", "TTFT ms     ", "TPOT ms    ", "E2E ms      ", "req/s   ")
 	for _, v := range vs {
 		fmt.Fprintf(b, "%-*s", nameW, trunc(ShortRunName(v.Run.Name), nameW))
@@ -232,19 +243,10 @@ func writeSuiteTables(b *bytes.Buffer, vs []*Validation) {
 		b.WriteByte('\n')
 	}
 	held := HeldOut(vs)
-	groups := []struct {
+	for _, g := range []struct {
 		label string
 		vs    []*Validation
-	}{{fmt.Sprintf("median |err|, all (%d)", scored(vs)), vs}, {fmt.Sprintf("median |err|, held out (%d)", scored(held)), held}}
-	if gs := groupsByGPUTP(held); len(gs) > 1 {
-		for _, g := range gs {
-			groups = append(groups, struct {
-				label string
-				vs    []*Validation
-			}{fmt.Sprintf("  held out, %s (%d)", g.key, scored(g.vs)), g.vs})
-		}
-	}
-	for _, g := range groups {
+	}{{fmt.Sprintf("median |err|, all (%d)", scored(vs)), vs}, {fmt.Sprintf("median |err|, held out (%d)", scored(held)), held}} {
 		_, med := MedianAbsErrors(g.vs)
 		fmt.Fprintf(b, "%-*s", nameW, g.label)
 		for _, c := range suiteColumns {
@@ -256,49 +258,16 @@ func writeSuiteTables(b *bytes.Buffer, vs []*Validation) {
 		}
 		b.WriteByte('\n')
 	}
-	b.WriteString("— = not measured (inference-perf rows: only TPOT's mean, from the means; ITL not compared).\n")
+	writeGroups(b, nameW, vs, floor)
+	b.WriteString("— = not measured (inference-perf rows: only TPOT's mean, from the means; ITL not compared; sim2real rows: no medians or throughput, TPOT's mean is their itl_mean).\n")
 	if overlap {
 		b.WriteString("* = a summary row whose stages are listed: left out of the medians (its requests are in the stages).\n")
 	}
 	b.WriteString("held out = nothing fitted on the run (experiments/validation/*.toml, field fitted).\n")
-}
-
-// groupsByGPUTP splits vs by the simulated pool's GPU and TP degree
-// ("h100 TP 2"), sorted by GPU name and then TP; runs without a plan
-// are left out.
-func groupsByGPUTP(vs []*Validation) []struct {
-	key string
-	vs  []*Validation
-} {
-	var out []struct {
-		key string
-		vs  []*Validation
+	b.WriteString("by model left out = a model's rows, none scored where a parameter was fitted on a run of that model; median of the models: each model's median once.\n")
+	if floor != nil {
+		b.WriteString("repeat spread = the real system's own: median |earlier − later|/later over the configurations measured twice (vllm-sim2real-runs/repeat_measurements.csv against runs_long.csv, summary scope; TPOT = itl_mean).\n")
 	}
-	at := map[string]int{}
-	for _, v := range vs {
-		if v.Plan == nil || v.Plan.GPU == nil {
-			continue
-		}
-		k := fmt.Sprintf("%s TP %d", v.Plan.GPU.Name, v.Plan.Parallel.TP)
-		i, ok := at[k]
-		if !ok {
-			i = len(out)
-			at[k] = i
-			out = append(out, struct {
-				key string
-				vs  []*Validation
-			}{key: k})
-		}
-		out[i].vs = append(out[i].vs, v)
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		gi, gj := out[i].vs[0].Plan, out[j].vs[0].Plan
-		if gi.GPU.Name != gj.GPU.Name {
-			return gi.GPU.Name < gj.GPU.Name
-		}
-		return gi.Parallel.TP < gj.Parallel.TP
-	})
-	return out
 }
 
 // pctShort is a signed percentage in at most 7 characters.
@@ -372,6 +341,21 @@ type validationJSON struct {
 	MedianAbsError map[string]float64  `json:"median_abs_error,omitempty"`
 	// MedianAbsErrorHeldOut is over the runs on which nothing was fitted.
 	MedianAbsErrorHeldOut map[string]float64 `json:"median_abs_error_held_out,omitempty"`
+	// Groups are the suite's grouped medians (SuiteGroups), with more
+	// than three simulated runs, as the text prints them.
+	Groups []suiteGroupJSON `json:"groups,omitempty"`
+	// MedianOfModels is the median over the models of their left-out
+	// medians (MedianOfModels).
+	MedianOfModels map[string]float64 `json:"median_abs_error_of_models_left_out,omitempty"`
+}
+
+type suiteGroupJSON struct {
+	Section        string             `json:"section"`
+	Key            string             `json:"key"`
+	Scored         int                `json:"scored"`
+	Rows           int                `json:"rows"`
+	FittedOn       []string           `json:"fitted_on,omitempty"`
+	MedianAbsError map[string]float64 `json:"median_abs_error"`
 }
 
 type validationRunJSON struct {
@@ -429,6 +413,20 @@ func ValidationJSON(vs []*Validation) ([]byte, error) {
 	if len(vs) > 1 {
 		_, out.MedianAbsError = MedianAbsErrors(vs)
 		_, out.MedianAbsErrorHeldOut = MedianAbsErrors(HeldOut(vs))
+	}
+	simd := 0
+	for _, v := range vs {
+		if v.Plan != nil {
+			simd++
+		}
+	}
+	if simd > 3 {
+		gs := SuiteGroups(vs)
+		for _, g := range gs {
+			_, med := MedianAbsErrors(g.Scored)
+			out.Groups = append(out.Groups, suiteGroupJSON{g.Section, g.Key, len(g.Scored), g.Rows, g.FittedOn, med})
+		}
+		out.MedianOfModels, _ = MedianOfModels(gs)
 	}
 	js, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {

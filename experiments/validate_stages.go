@@ -3,6 +3,7 @@ package experiments
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/servesim/servesim/experiments/realrun"
@@ -27,7 +28,8 @@ const (
 // load type (each stage's exponential gaps rescaled to fill it,
 // int(rate × duration) requests per stage) with a drain between stages,
 // and its shared_prefix data, 10 groups × 10 prompts of a system prompt
-// and a question, output_len tokens each, seed 1.
+// and a question (the sim2real tables: their own num_groups ×
+// prompts_per_group), output_len tokens each, seed 1.
 //
 // Prompt lengths: the row's system_prompt_len and question_len are
 // tokenizer-free targets; the load generator counted prompts about 5 %
@@ -51,9 +53,13 @@ func StageScenario(run *realrun.Run, base Scenario) (Scenario, error) {
 		return s, fmt.Errorf("experiments: %s: column \"stages\": no stages", run.Path)
 	}
 	sys, q := scaledPrompt(r)
+	groups, prompts := inferencePerfGroups, inferencePerfPrompts
+	if r.Groups > 0 && r.PromptsPerGroup > 0 { // the sim2real tables record the profile that ran
+		groups, prompts = r.Groups, r.PromptsPerGroup
+	}
 	s.Seed = 1
 	s.Workload = Workload{Rescale: true, Drain: len(r.Stages) > 1, SharedPrefixData: &workload.SharedPrefixData{
-		Groups: inferencePerfGroups, PromptsPerGroup: inferencePerfPrompts, SystemPromptLen: sys, QuestionLen: q, OutputLen: r.OutputLen}}
+		Groups: groups, PromptsPerGroup: prompts, SystemPromptLen: sys, QuestionLen: q, OutputLen: r.OutputLen}}
 	for _, st := range r.Stages {
 		s.Workload.Stages = append(s.Workload.Stages, Stage{Rate: st.Rate, DurationS: st.Seconds})
 	}
@@ -119,6 +125,12 @@ func ValidateStages(runs []*realrun.Run, s Scenario) ([]*Validation, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w (run %s)", err, first.Name)
 	}
+	kvNote := fmt.Sprintf("KV cache: servesim's plan, %d blocks (the table does not record vLLM's)", p.Memory.Blocks)
+	if first.Engine.KVBlocks > 0 { // the sim2real tables' gpu_kv_blocks_logged
+		if kvNote, err = applyLoggedKV(first, p); err != nil {
+			return nil, err
+		}
+	}
 	sink := &validateSink{}
 	all, err := runWithSink(p, sink)
 	if err != nil {
@@ -137,10 +149,18 @@ func ValidateStages(runs []*realrun.Run, s Scenario) ([]*Validation, error) {
 	for _, run := range runs {
 		row := run.Stage
 		v := &Validation{Run: run, Plan: p, Notes: append([]string(nil), run.Notes...)}
-		v.Notes = append(v.Notes,
-			fmt.Sprintf("KV cache: servesim's plan, %d blocks (the table does not record vLLM's)", p.Memory.Blocks),
-			fmt.Sprintf("prompts: system %d + question %d tokens, the table's %d + %d scaled to the measured mean prompt length (the load generator counts ~5 %% more tokens: tokenization; SOURCE.md)", sys, q, row.SystemPromptLen, row.QuestionLen),
-			"TPOT = (E2E − TTFT)/(output_len − 1) on the means, measured and simulated alike; ITL not compared (the load generator's ITL counts streamed chunks, about two per token)")
+		if row.Groups > 0 { // the sim2real tables
+			v.Notes = append(v.Notes, kvNote,
+				fmt.Sprintf("prompts: system %d + question %d tokens, %d groups × %d prompts, the profile's (the table records no measured prompt length)", sys, q, row.Groups, row.PromptsPerGroup),
+				"TPOT mean: measured, the table's itl_mean, (E2E mean − TTFT mean)/(mean output length − 1) (SOURCE.md); simulated, (E2E − TTFT)/(output_len − 1) on the means; medians and throughputs not recorded")
+			if out, ok := impliedOutputLen(row); ok && math.Abs(out-float64(row.OutputLen)) > 0.01*float64(row.OutputLen) {
+				v.Notes = append(v.Notes, fmt.Sprintf("measured means imply %.1f output tokens a request, (E2E − TTFT)/itl_mean + 1, against the profile's %d that the replay generates: E2E is not like for like, TPOT is", out, row.OutputLen))
+			}
+		} else {
+			v.Notes = append(v.Notes, kvNote,
+				fmt.Sprintf("prompts: system %d + question %d tokens, the table's %d + %d scaled to the measured mean prompt length (the load generator counts ~5 %% more tokens: tokenization; SOURCE.md)", sys, q, row.SystemPromptLen, row.QuestionLen),
+				"TPOT = (E2E − TTFT)/(output_len − 1) on the means, measured and simulated alike; ITL not compared (the load generator's ITL counts streamed chunks, about two per token)")
+		}
 		if p.VLLMMemory != nil {
 			v.Notes = append(v.Notes, "vLLM memory plan: "+p.VLLMMemory.String())
 		}
@@ -166,12 +186,26 @@ func ValidateStages(runs []*realrun.Run, s Scenario) ([]*Validation, error) {
 			v.Sim = c.Summary()
 		}
 		if v.Sim.Rejected > 0 {
-			v.Notes = append(v.Notes, fmt.Sprintf("simulated: %d requests rejected in this scope (measured failures: %d)", v.Sim.Rejected, row.Failures))
+			failures := strconv.Itoa(row.Failures)
+			if row.Failures < 0 {
+				failures = "not recorded"
+			}
+			v.Notes = append(v.Notes, fmt.Sprintf("simulated: %d requests rejected in this scope (measured failures: %s)", v.Sim.Rejected, failures))
 		}
 		v.Metrics = stageCompare(row, v.Sim)
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// impliedOutputLen is the mean output length the sim2real table's means
+// imply: itl_mean = (E2E mean − TTFT mean)/(mean output length − 1)
+// (SOURCE.md), solved for the length; ok false when itl_mean is not above 0.
+func impliedOutputLen(r *realrun.StageRow) (float64, bool) {
+	if !(r.TPOTMean > 0) {
+		return 0, false
+	}
+	return (r.E2E.Mean-r.TTFT.Mean)/r.TPOTMean + 1, true
 }
 
 // stageCompare lists a row's measured metrics beside the simulated

@@ -29,7 +29,14 @@ type SuiteEntry struct {
 	Run        string   `toml:"run"`        // path relative to the data directory (../shared/data)
 	Experiment string   `toml:"experiment"` // inference-perf tables: the experiment's rows only
 	Fitted     []string `toml:"fitted"`     // parameters fitted on this run (none so far)
-	Overrides  struct {
+	// Workload names the run's workload for the suite's by-workload
+	// medians (codegen, general, roleplay, sharegpt; the sim2real
+	// profiles general-lite, codegen, roleplay, reasoning-lite).
+	Workload string `toml:"workload"`
+	// IgnoreKVOffload replays a run with a CPU KV offload tier GPU-only
+	// (realrun.OpenOptions; each run's notes say so).
+	IgnoreKVOffload bool `toml:"ignore_kv_offload"`
+	Overrides       struct {
 		Model          string  `toml:"model"`
 		GPU            string  `toml:"gpu"`
 		Profile        string  `toml:"profile"`
@@ -61,6 +68,9 @@ func Suite() ([]SuiteEntry, error) {
 		if e.Run == "" {
 			return nil, fmt.Errorf("experiments: %s: field \"run\" missing", n)
 		}
+		if e.Workload == "" {
+			return nil, fmt.Errorf("experiments: %s: field \"workload\" missing (the suite's by-workload medians)", n)
+		}
 		e.File = n
 		out = append(out, e)
 	}
@@ -88,7 +98,10 @@ func FindDataDir(dir string) (string, error) {
 // Open reads the entry's runs from dataDir, and the overrides as a base
 // scenario for RunScenario plus the fields to apply after it.
 func (e SuiteEntry) Open(dataDir string) ([]*realrun.Run, error) {
-	runs, err := realrun.Open(filepath.Join(dataDir, filepath.FromSlash(e.Run)))
+	// A table of several experiments is read whole; the entry's own
+	// experiment is refused below when it has a CPU KV offload tier and
+	// the entry does not accept replaying it GPU-only.
+	runs, err := realrun.OpenWith(filepath.Join(dataDir, filepath.FromSlash(e.Run)), realrun.OpenOptions{IgnoreKVOffload: e.IgnoreKVOffload || e.Experiment != ""})
 	if err != nil {
 		return nil, fmt.Errorf("%w (suite file %s)", err, e.File)
 	}
@@ -96,11 +109,17 @@ func (e SuiteEntry) Open(dataDir string) ([]*realrun.Run, error) {
 		var kept []*realrun.Run
 		for _, r := range runs {
 			if r.Stage != nil && r.Stage.Experiment == e.Experiment {
+				if r.Stage.Workload != "" && r.Stage.Workload != e.Workload {
+					return nil, fmt.Errorf("experiments: %s: field \"workload\": %q, but %s records %q for %s", e.File, e.Workload, e.Run, r.Stage.Workload, e.Experiment)
+				}
 				kept = append(kept, r)
 			}
 		}
 		if len(kept) == 0 {
 			return nil, fmt.Errorf("experiments: %s: experiment %q not in %s", e.File, e.Experiment, e.Run)
+		}
+		if n := kept[0].Engine.CPUKVBlocks; n > 0 && !e.IgnoreKVOffload {
+			return nil, fmt.Errorf("experiments: %s: experiment %q configured a CPU KV-cache offload tier of %d blocks, which servesim does not model: set ignore_kv_offload = true to replay it with the GPU's KV cache only", e.File, e.Experiment, n)
 		}
 		runs = kept
 	}
@@ -209,7 +228,7 @@ func (e SuiteEntry) Validate(dataDir string, base Scenario, adjust func(*Scenari
 		return nil, err
 	}
 	for _, v := range got {
-		v.Fitted = e.Fitted
+		v.Fitted, v.Workload = e.Fitted, e.Workload
 	}
 	return got, nil
 }

@@ -38,19 +38,28 @@ A run's engine arguments go through servesim's table
 (experiments/realrun/engineargs.go): one that changes the deployment and is
 not modelled (data, expert or context parallelism, speculative decoding,
 KV transfer or offload, ...) is an error naming it; pipeline_parallel_size
-is read (the replay runs the run's stages). A run over 100×
+is read (the replay runs the run's stages). A CPU KV offload tier (the
+sim2real tables' cpu_kv_blocks_logged) is replayed GPU-only with
+--ignore-kv-offload, a note saying so. A run over 100×
 the largest real run in ../shared/data is refused unless --allow-large.
 
 --suite runs experiments/validation/*.toml: every visible run, found under
 ../shared/data (or --data DIR): a table of means, a table of signed errors per
-run and metric, and the median absolute error per metric over all runs and
-over the held-out ones (nothing fitted on them); validation-suite.png draws
-simulated against measured.
+run and metric, and the median absolute error per metric over all runs, over
+the held-out ones (nothing fitted on them), by model left out (no row of a
+model on whose runs a parameter was fitted), by GPU, by TP and by workload,
+and the real system's repeat-measurement spread as the floor;
+validation-suite.png draws simulated against measured.
+
+A directory with experiments.csv and runs_long.csv (the sim2real tables,
+../shared/data/vllm-sim2real-runs) is read as inference-perf runs too, with
+each experiment's logged GPU KV blocks as the replay's KV cache.
 
 Examples:
   servesim validate ../shared/data/llmservingsim/vllm-runs/RTX4090/Llama-3.1-8B
   servesim validate --profile roofline ../shared/data/llmservingsim/vllm-runs/RTXPRO6000/Llama-3.1-8B
   servesim validate --gpu h100 --tp 1 bench-result.json
+  servesim validate --ignore-kv-offload ../shared/data/vllm-sim2real-runs   # 12 runs, 9 with a CPU KV tier: GPU KV only
   servesim validate --suite -o validation-out
   servesim validate --suite --engine vllm-v1 --no-custom-all-reduce -o validation-out
   servesim validate --suite --ablation        # each vllm-v1 mechanism off in turn: held-out medians
@@ -86,6 +95,7 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 	engineFlags(fs, &s)
 	vllmEngineAliases(fs, &s)
 	quiet := fs.BoolP("quiet", "q", false, "print only the tables")
+	ignoreOffload := fs.Bool("ignore-kv-offload", false, "replay a run that configured a CPU KV-cache offload tier (the sim2real tables' cpu_kv_blocks_logged) with the GPU's KV cache only: servesim has no KV tiers, and without this flag such a run is refused")
 	allowLarge := fs.Bool("allow-large", false, fmt.Sprintf("replay a run larger than %d× the largest real run in ../shared/data (%d requests or %d tokens)", experiments.MaxReplayScale, experiments.MaxReplayRequests, experiments.MaxReplayTokens))
 	if err := parseFlags(fs, vllmArgs(args)); err != nil {
 		return err
@@ -97,6 +107,7 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 	defer stopSignals()
 	base := experiments.Scenario{ModelsFile: s.ModelsFile, GPUsFile: s.GPUsFile, Model: s.Model, GPU: s.GPU, ModelConfig: s.ModelConfig}
 	var vs []*experiments.Validation
+	var floor *experiments.RepeatSpread
 	if *ablation && fs.Changed("out") {
 		return errors.New("validate: --ablation prints a table and writes no files: drop -o/--out")
 	}
@@ -104,6 +115,9 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 	case *suite:
 		if fs.NArg() > 0 {
 			return fmt.Errorf("validate: --suite takes no RUN arguments (got %q)", fs.Arg(0))
+		}
+		if fs.Changed("ignore-kv-offload") {
+			return errors.New("validate: --ignore-kv-offload applies to RUN arguments: the suite's files say which runs are replayed GPU-only (ignore_kv_offload)")
 		}
 		dir, err := experiments.FindDataDir(*data)
 		if err != nil {
@@ -141,6 +155,9 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 			}
 			vs = append(vs, got...)
 		}
+		if floor, err = experiments.LoadRepeatSpread(filepath.Join(dir, "vllm-sim2real-runs")); err != nil {
+			return err
+		}
 	case *ablation:
 		return errors.New("validate: --ablation needs --suite")
 	case fs.NArg() == 0:
@@ -155,7 +172,7 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 			if err := resolveData(&a); err != nil {
 				return err
 			}
-			got, err := realrun.Open(a)
+			got, err := realrun.OpenWith(a, realrun.OpenOptions{IgnoreKVOffload: *ignoreOffload})
 			if err != nil {
 				return err
 			}
@@ -175,7 +192,7 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := experiments.WriteValidationText(stdout, vs); err != nil {
+	if err := experiments.WriteSuiteText(stdout, vs, floor); err != nil {
 		return err
 	}
 	if *out == "" {

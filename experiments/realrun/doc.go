@@ -10,7 +10,12 @@
 //     arguments; ReadTimeseries: timeseries.csv, one row per second);
 //   - `vllm bench serve --save-result --save-detailed` JSON (ReadBench);
 //   - aggregate stage results of an inference-perf run with its workload
-//     description (ReadStageRows: runs.csv).
+//     description (ReadStageRows: runs.csv);
+//   - the sim2real long format, the same kind of runs in two tables
+//     (ReadSim2Real: experiments.csv with the engine arguments, workload
+//     profile and logged KV blocks, runs_long.csv with one measured value
+//     per experiment, scope and metric; ReadRepeats: the earlier
+//     measurement of the same configurations, repeat_measurements.csv).
 //
 // Open recognises a run by its path and returns Runs: the engine
 // arguments, the requests with their arrival schedule (seconds since the

@@ -91,3 +91,36 @@ func FuzzReadStageRows(f *testing.F) {
 		}
 	})
 }
+
+func FuzzReadSim2Real(f *testing.F) {
+	f.Add(readFixture(f, "experiments.csv"), readFixture(f, "runs_long.csv"))
+	f.Fuzz(func(t *testing.T, exps, long string) {
+		rows, err := ReadSim2Real(strings.NewReader(exps), "e.csv", strings.NewReader(long), "l.csv")
+		checkErr(t, err)
+		for _, r := range rows {
+			if r.TP < 1 || r.OutputLen < 1 || len(r.Stages) == 0 || r.Groups < 1 || r.PromptsPerGroup < 1 || r.Groups*r.PromptsPerGroup > maxSim2RealPrompts ||
+				r.SystemPromptLen+r.QuestionLen+r.OutputLen > r.MaxModelLen || r.CPUKVBlocks < 0 || r.GPUKVBlocks < 0 ||
+				!(r.TTFT.Mean <= r.E2E.Mean) || !(r.TPOTMean >= 0) || math.IsInf(r.E2E.P99, 0) {
+				t.Fatalf("row %+v", r)
+			}
+			if _, _, err := sim2RealPrecision(r.Precision); err != nil {
+				t.Fatalf("row with precision %q", r.Precision)
+			}
+		}
+	})
+}
+
+func FuzzReadRepeats(f *testing.F) {
+	f.Add(readFixture(f, "repeat_measurements.csv"))
+	f.Fuzz(func(t *testing.T, s string) {
+		rep, err := ReadRepeats(strings.NewReader(s), "r.csv")
+		checkErr(t, err)
+		for exp, m := range rep {
+			for k, v := range m {
+				if !(v >= 0) || math.IsInf(v, 0) || !contains(sim2RealMetrics, k) {
+					t.Fatalf("%s %s = %g", exp, k, v)
+				}
+			}
+		}
+	})
+}

@@ -13,11 +13,34 @@ import (
 //     bench/examples/<hw>/<model>/ folders do (whose config.json names the
 //     hardware when meta.json does not);
 //   - a .json file: a vllm bench serve result;
-//   - a .csv file: an inference-perf results table, one Run per row.
-func Open(path string) ([]*Run, error) {
+//   - a .csv file: an inference-perf results table, one Run per row;
+//   - the sim2real long format: a directory holding experiments.csv and
+//     runs_long.csv, or either file (ReadSim2Real), one Run per
+//     experiment and scope.
+//
+// A sim2real experiment with a CPU KV offload tier (cpu_kv_blocks_logged
+// above 0) is refused, as every reader refuses engine arguments servesim
+// does not model; OpenWith with IgnoreKVOffload replays it GPU-only, with
+// a note saying so.
+func Open(path string) ([]*Run, error) { return OpenWith(path, OpenOptions{}) }
+
+// OpenOptions are the caveats a caller accepts explicitly.
+type OpenOptions struct {
+	// IgnoreKVOffload replays a run that configured a CPU KV-cache offload
+	// tier with the GPU's KV cache only (servesim has no KV tiers), with
+	// a note naming the tier's size (validate --ignore-kv-offload; the
+	// suite files' ignore_kv_offload).
+	IgnoreKVOffload bool
+}
+
+// OpenWith is Open with options.
+func OpenWith(path string, opt OpenOptions) ([]*Run, error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("realrun: %w", err)
+	}
+	if dir, ok := sim2RealDir(path, st.IsDir()); ok {
+		return openSim2Real(dir, opt)
 	}
 	if st.IsDir() {
 		r, err := openRequestsDir(path)
@@ -72,6 +95,69 @@ func Open(path string) ([]*Run, error) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// sim2RealDir reports whether path is a sim2real table: a directory with
+// experiments.csv and runs_long.csv, or one of the two files beside the
+// other.
+func sim2RealDir(path string, isDir bool) (string, bool) {
+	dir := path
+	if !isDir {
+		if b := filepath.Base(path); b != Sim2RealExperiments && b != Sim2RealLong {
+			return "", false
+		}
+		dir = filepath.Dir(path)
+	}
+	for _, f := range []string{Sim2RealExperiments, Sim2RealLong} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.IsDir() {
+			return "", false
+		}
+	}
+	return dir, true
+}
+
+// openSim2Real reads a sim2real directory (ReadSim2Real) into Runs,
+// refusing experiments with a CPU KV offload tier unless
+// opt.IgnoreKVOffload.
+func openSim2Real(dir string, opt OpenOptions) ([]*Run, error) {
+	ep, lp := filepath.Join(dir, Sim2RealExperiments), filepath.Join(dir, Sim2RealLong)
+	ef, err := os.Open(ep)
+	if err != nil {
+		return nil, fmt.Errorf("realrun: %w", err)
+	}
+	defer ef.Close()
+	lf, err := os.Open(lp)
+	if err != nil {
+		return nil, fmt.Errorf("realrun: %w", err)
+	}
+	defer lf.Close()
+	rows, err := ReadSim2Real(ef, ep, lf, lp)
+	if err != nil {
+		return nil, err
+	}
+	var runs []*Run
+	var offload []string
+	lastOff := 0
+	for i := range rows {
+		row := &rows[i]
+		r := sim2RealRun(row, lp)
+		if n := row.CPUKVBlocks; n > 0 {
+			if !opt.IgnoreKVOffload {
+				if row.Line != lastOff { // once per experiment (its scopes are consecutive)
+					offload = append(offload, fmt.Sprintf("line %d: %s, %d blocks", row.Line, row.Experiment, n))
+					lastOff = row.Line
+				}
+				continue
+			}
+			r.Notes = append(r.Notes, fmt.Sprintf("CPU offload tier of %d blocks configured, not modelled: replayed with the GPU's KV cache only (servesim has no KV tiers; --ignore-kv-offload)", n))
+		}
+		runs = append(runs, r)
+	}
+	if len(offload) > 0 {
+		return nil, fmt.Errorf("realrun: %s: column \"cpu_kv_blocks_logged\": %d experiments configured a CPU KV-cache offload tier, which servesim does not model (validate stops rather than replay them without it; --ignore-kv-offload replays them with the GPU's KV cache only): %s",
+			ep, len(offload), strings.Join(offload, "; "))
+	}
+	return runs, nil
+}
 
 func openRequestsDir(dir string) (*Run, error) {
 	root := dir

@@ -49,9 +49,13 @@ type Engine struct {
 	DType, KVDType       string
 	PrefixCaching        *bool
 	KVBlocks, BlockSize  int
-	GPUMemUtil           float64
-	VLLMVersion          string
-	Quantization         string // vLLM's --quantization ("" = none)
+	// CPUKVBlocks > 0 is a CPU KV-cache offload tier the run configured
+	// (the sim2real tables' cpu_kv_blocks_logged), which servesim does not
+	// model: Open refuses such a run unless OpenOptions.IgnoreKVOffload.
+	CPUKVBlocks  int
+	GPUMemUtil   float64
+	VLLMVersion  string
+	Quantization string // vLLM's --quantization ("" = none)
 	// ChunkedPrefill and AsyncScheduling are nil when not recorded
 	// (vLLM's default: on).
 	ChunkedPrefill, AsyncScheduling *bool

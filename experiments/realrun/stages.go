@@ -23,7 +23,7 @@ type StageRow struct {
 	Stages                                  []Stage
 	StageRate                               float64 // 0 for the summary scope
 	SystemPromptLen, QuestionLen, OutputLen int
-	Successes, Failures                     int
+	Successes, Failures                     int // −1: not recorded (the sim2real tables)
 	TTFT, E2E                               Quant
 	// TPOTMean is (E2E mean − TTFT mean)/(output_len − 1): every request
 	// generates output_len tokens (ignore_eos), so it equals the mean of
@@ -35,6 +35,14 @@ type StageRow struct {
 	// Notes are what the reader did with the row (an identical duplicate
 	// dropped), for the report.
 	Notes []string
+	// The sim2real tables' fields (ReadSim2Real; zero for runs.csv):
+	// the GPU, the weight precision, the workload profile's name, its
+	// shared_prefix groups × prompts per group (runs.csv: 0, the load
+	// generator's defaults ran; experiments.StageScenario), and the KV
+	// blocks the server logged on the GPU and in a CPU offload tier.
+	Hardware, Precision, Workload string
+	Groups, PromptsPerGroup       int
+	GPUKVBlocks, CPUKVBlocks      int
 	// Args are the row's other columns that name a modelled engine
 	// argument (EngineArgs), name → cell, for Open to apply.
 	Args map[string]string

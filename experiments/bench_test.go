@@ -58,3 +58,33 @@ func BenchmarkSimulate100kPP2(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)*100_000/b.Elapsed().Seconds(), "req/s")
 }
+
+// BenchmarkSimulate100kWideEP64 is a 64-rank wide-EP simulation of 100k
+// requests: DeepSeek-V3 at FP8 on GB200, DP 64 ranks with expert
+// parallelism over all 64 GPUs (4 experts a GPU, one NVL72 domain), DeepEP
+// low-latency, at 5 req/s a rank. Each rank is an instance, so the cost is
+// 64 instances' steps, each priced with its all-to-all.
+func BenchmarkSimulate100kWideEP64(b *testing.B) {
+	s := Default()
+	s.Model, s.GPU, s.Weights, s.KV = "deepseek-v3", "gb200", "fp8", "fp8"
+	s.DP, s.ExpertParallel, s.All2All = 64, true, "deepep_low_latency"
+	s.Workload.Rate = 64 * 5
+	s.Workload.Requests = 100_000
+	p, err := s.Resolve()
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rep, err := Run(p, dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if rep.Result.Finished != 100_000 {
+			b.Fatalf("finished %d", rep.Result.Finished)
+		}
+	}
+	b.ReportMetric(float64(b.N)*100_000/b.Elapsed().Seconds(), "req/s")
+}

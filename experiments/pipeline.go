@@ -225,5 +225,8 @@ func searchPP(base Scenario, what string) error {
 	if base.PP > 1 || len(base.PPLayers) > 0 || base.PPChunked {
 		return fmt.Errorf("experiments: %s: the scenario sets pp = %d: the search varies TP and replicas only and does not propose pipeline layouts; drop pp, or run the layout with servesim run", what, base.PP)
 	}
+	if base.DP > 1 || base.ExpertParallel {
+		return fmt.Errorf("experiments: %s: the scenario sets dp = %d, expert_parallel = %v: the search varies TP and replicas only and does not propose DP or EP layouts; drop them, or run the layout with servesim run", what, base.DP, base.ExpertParallel)
+	}
 	return nil
 }

@@ -18,7 +18,8 @@ type SummaryFile struct {
 	Counts   Counts           `json:"counts"`
 	Trace    *TraceCounts     `json:"trace,omitempty"`
 	Metrics  metrics.Summary  `json:"metrics"`
-	Pipeline *PipelineSummary `json:"pipeline,omitempty"` // pp ≥ 2
+	Pipeline *PipelineSummary `json:"pipeline,omitempty"`        // pp ≥ 2
+	Experts  *ExpertSummary   `json:"expert_parallel,omitempty"` // dp ≥ 2 or expert parallelism
 }
 
 // RunInfo records what produced the results: the servesim version, the
@@ -113,6 +114,7 @@ func (r *Report) summaryJSON() SummaryFile {
 		Counts:   r.counts(),
 		Metrics:  r.Summary,
 		Pipeline: r.pipelineSummary(),
+		Experts:  r.expertSummary(),
 	}
 }
 
@@ -161,6 +163,9 @@ func (p *Plan) Describe(w io.Writer) error {
 		err = p.describePipeline(w)
 	}
 	if err == nil {
+		err = p.describeExperts(w)
+	}
+	if err == nil {
 		err = p.describeEngine(w)
 	}
 	return err
@@ -178,6 +183,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		return err
 	}
 	if err := r.writePipelineResults(w); err != nil {
+		return err
+	}
+	if err := r.writeExpertResults(w); err != nil {
 		return err
 	}
 	return r.writeEngineCounts(w)

@@ -52,6 +52,11 @@ func (s *Scenario) resolvePool(gc *hardware.Catalog, m *models.Model, prefix, gp
 	if err := m.CheckParallel(p.Parallel); err != nil {
 		return nil, fmt.Errorf("%w (field %q, flag --%s)", err, f("tp"), fl("tp"))
 	}
+	if prefix == "" {
+		if p.Parallel.EP, err = s.checkEP(m, *tp); err != nil {
+			return nil, err
+		}
+	}
 	if err := orDefault(s, &b.BlockSize, 16, f("batch.block_size"), fl("block-size"), "≥ 1", "16"); err != nil {
 		return nil, err
 	}
@@ -150,6 +155,11 @@ func (s *Scenario) resolvePool(gc *hardware.Catalog, m *models.Model, prefix, gp
 	}
 	if p.Step, err = hardware.NewStepModel(m, p.GPU, p.Parallel, kern, overhead); err != nil {
 		return nil, err
+	}
+	if p.Parallel.EP.On() {
+		if err := s.newExpertStep(p); err != nil {
+			return nil, err
+		}
 	}
 	return p, nil
 }
@@ -353,7 +363,10 @@ func (s *Scenario) resolveServe(p *Plan) error {
 	if s.Replicas > MaxReplicas {
 		return s.fieldError("replicas", "replicas", "%d is out of range (at most %d instances)", s.Replicas, MaxReplicas)
 	}
-	p.Replicas = s.Replicas
+	if s.Replicas*s.dp() > MaxReplicas {
+		return s.fieldError("dp", "dp", "%d ranks × %d replicas is out of range (at most %d instances)", s.dp(), s.Replicas, MaxReplicas)
+	}
+	p.Replicas = s.Replicas * s.dp() // each DP rank is an instance
 	b := &s.Batch
 	if b.Preemption == "" {
 		b.Preemption = serve.PreemptRecompute
@@ -401,6 +414,9 @@ func (s *Scenario) resolveServe(p *Plan) error {
 	rt := &s.Router
 	if rt.Policy == "" {
 		rt.Policy = "round-robin"
+		if s.dp() > 1 {
+			rt.Policy = "dp-coordinator" // vLLM's DP load balancer
+		}
 	}
 	router, err := s.newRouter(serve.StreamRouting)
 	if err != nil {
@@ -421,7 +437,7 @@ func (s *Scenario) resolveServe(p *Plan) error {
 			Preempt: b.Preemption, Victim: b.Victim, HostBW: p.GPU.HostBW, SwapSpace: b.SwapSpaceGB * 1e9,
 			KVBytesPerToken: p.Memory.KVBytesPerTokenPerGPU, PrefixCache: b.PrefixCaching,
 		},
-		Replicas: s.Replicas, Router: router, Scheduler: sched, Admission: adm,
+		Replicas: p.Replicas, Router: router, Scheduler: sched, Admission: adm,
 		RouterStaleness: staleness, PredictError: sc.PredictError,
 		TTFTSLO: p.SLO.TTFT, Seed: s.Seed,
 	}
@@ -429,6 +445,13 @@ func (s *Scenario) resolveServe(p *Plan) error {
 		// A round runs up to pp micro-batches, each with the token budget.
 		p.Serve.Instance.Step = p.Pipeline
 		p.Serve.Instance.Limits.MaxNumBatchedTokens *= len(p.Stages)
+	}
+	if p.Expert != nil {
+		p.Serve.Instance.Step = p.Expert
+		if s.dp() > 1 {
+			// vLLM's DP engine cores step in lock-step for an MoE model.
+			p.Serve.DPLockstep = serve.DPLockstep{Ranks: s.dp(), Load: p.Expert.SetGroupLoad}
+		}
 	}
 	if p.Decode != nil {
 		if err := s.resolveDisagg(p); err != nil {

@@ -66,6 +66,9 @@ type PoolPlan struct {
 	// memory; nil at pp = 1.
 	Pipeline *hardware.PipelineStep
 	Stages   []StagePlan
+	// Expert prices the steps of an expert-parallel instance (Step with
+	// the all-to-all); nil without expert parallelism.
+	Expert   *hardware.ExpertStep
 	kernelID string // digest of the kernel-time model's definition
 }
 
@@ -86,6 +89,8 @@ type Report struct {
 	Trace *TraceCounts
 	// PipelineStats sums the run's pipeline rounds (pp ≥ 2).
 	PipelineStats hardware.PipelineStats
+	// ExpertStats sums the run's expert-parallel steps over all ranks.
+	ExpertStats hardware.ExpertStats
 	// SharedDir lists the temporary set directories of other runs found
 	// writing into the same output directory while this one ran (see
 	// runset.go): the last run to finish leaves its files there, whole.
@@ -157,6 +162,9 @@ func RunContext(ctx context.Context, p *Plan, outDir string) (*Report, error) {
 		// serve prices one probe round per instance as it builds them.
 		p.Pipeline.Reset(p.Replicas)
 	}
+	if p.Expert != nil {
+		p.Expert.Reset(p.Replicas) // the same probes, one a rank
+	}
 	res, err := serve.Run(cfg)
 	if errors.Is(err, serve.ErrStopped) {
 		return nil, fmt.Errorf("experiments: run interrupted: %w (%w)", err, ctx.Err())
@@ -167,6 +175,9 @@ func RunContext(ctx context.Context, p *Plan, outDir string) (*Report, error) {
 	rep := &Report{Plan: p, Result: res, Summary: coll.Summary()}
 	if p.Pipeline != nil {
 		rep.PipelineStats = p.Pipeline.Stats()
+	}
+	if p.Expert != nil {
+		rep.ExpertStats = p.Expert.Stats()
 	}
 	if l, ok := src.(*workload.Limited); ok {
 		src = l.Unwrap()

@@ -46,6 +46,18 @@ type Scenario struct {
 	PP        int   `toml:"pp,omitzero" json:"pp,omitempty"`
 	PPLayers  []int `toml:"pp_layers,omitempty" json:"pp_layers,omitempty"`
 	PPChunked bool  `toml:"pp_chunked,omitempty" json:"pp_chunked,omitempty"`
+	// DP is the data-parallel ranks of each replica (vLLM
+	// --data-parallel-size), 1 when omitted; ExpertParallel shards an MoE
+	// model's routed experts over the DP × TP GPUs (vLLM
+	// --enable-expert-parallel); EPLB, RedundantExperts, ExpertSkew and
+	// All2All are its load balancer, redundant experts, the busiest rank's
+	// load over the mean, and the all-to-all backend (see expert.go).
+	DP               int     `toml:"dp,omitzero" json:"dp,omitempty"`
+	ExpertParallel   bool    `toml:"expert_parallel,omitempty" json:"expert_parallel,omitempty"`
+	EPLB             bool    `toml:"eplb,omitempty" json:"eplb,omitempty"`
+	RedundantExperts int     `toml:"eplb_redundant_experts,omitzero" json:"eplb_redundant_experts,omitempty"`
+	ExpertSkew       float64 `toml:"expert_skew,omitzero" json:"expert_skew,omitempty"`
+	All2All          string  `toml:"all2all_backend,omitempty" json:"all2all_backend,omitempty"`
 
 	Workload  Workload  `toml:"workload" json:"workload"`
 	Batch     Batch     `toml:"batch" json:"batch"`

@@ -60,7 +60,11 @@ func RunScenario(run *realrun.Run, base Scenario) (Scenario, error) {
 	if e.PP > 1 {
 		s.PP = e.PP // left unset at one stage, as a scenario without pp
 	}
-	s.Replicas = max(e.DP, 1)
+	s.Replicas = 1
+	if e.DP > 1 {
+		s.DP = e.DP // each DP rank an instance; left unset at one rank
+	}
+	s.ExpertParallel, s.EPLB = e.ExpertParallel, e.EPLB
 	var err error
 	if s.Weights, err = vllmDType(e.DType, "bf16"); err != nil {
 		return s, fmt.Errorf("experiments: run %s: dtype: %w", run.Name, err)

@@ -112,6 +112,12 @@ func WriteSuiteText(w io.Writer, vs []*Validation, floor *RepeatSpread) error {
 			if n := len(p.Stages); n > 1 {
 				par += fmt.Sprintf(" × PP %d (layers %v)", n, p.Pipeline.Stages())
 			}
+			if dp := p.Scenario.dp(); dp > 1 {
+				par += fmt.Sprintf(", DP %d ranks", dp)
+			}
+			if ep := p.Parallel.EP; ep.On() {
+				par += fmt.Sprintf(", EP %d (%d experts a GPU, skew %.3f)", ep.Size, p.Model.LocalExperts(p.Parallel), ep.Skew)
+			}
 			fmt.Fprintf(&b, "  scenario: %s on %s, %s, %s weights, %s KV; max_num_seqs %d, max_num_batched_tokens %d, max_model_len %d, %d KV blocks\n",
 				p.Model.Name, p.GPU.Name, par, p.Parallel.Weights, p.Parallel.KV, p.Limits.MaxNumSeqs, p.Limits.MaxNumBatchedTokens, p.MaxModelLen, p.Memory.Blocks)
 			fmt.Fprintf(&b, "  kernel times: %s\n", p.Kernel)

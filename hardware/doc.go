@@ -82,6 +82,18 @@
 // the bubble share ([PipelineStats]). Each stage's memory is planned on
 // models.Model.StageModel.
 //
+// # Expert parallelism
+//
+// A [StepModel] built with an expert-parallel layout (models.Parallel.EP)
+// prices the routed experts whole on each GPU at the busiest GPU's rows;
+// [ExpertStep] wraps it and adds each MoE layer's dispatch and combine
+// all-to-all for vLLM's backends ([AllGatherReduceScatter],
+// [DeepEPHighThroughput], [DeepEPLowLatency]): bytes per GPU from the
+// routing's expected remote GPUs (or nodes), over NVLink inside the
+// domain and the scale-out NIC ([ScaleOutBW]) across. Under DP lock-step
+// its SetGroupLoad prices the MoE operators and the all-to-all at the
+// group's mean tokens per rank ([ExpertStats] sums the steps).
+//
 // # What is ignored
 //
 // The roofline has no notion of wave quantization, L2 reuse, GEMM shape

@@ -127,6 +127,16 @@
 //     FLOPs and bytes, so sums over a forward pass are exact while a kernel
 //     model's per-call overhead and saturation see one mean shape; the
 //     router counts the MoE layers only.
+//   - expert parallelism (Parallel.EP, expert.go): the routed experts are
+//     whole on the GPUs of an EP group, ⌈(E + redundant)/EP⌉ each; a GPU's
+//     routed rows are T·TopK·DP/EP·skew (the busiest GPU, its DP group's
+//     ranks taken to carry T tokens each; under lock-step T is the group's
+//     mean), over the expected distinct local experts those rows touch;
+//     the shared experts stay on the TP rule on the rank's own T tokens, and
+//     their FLOPs and bytes are added to the routed operators' (one
+//     operator per class, the routed experts' shape). The all-to-all is
+//     the hardware's (hardware.ExpertStep). Expert load is one skew for
+//     every layer (no per-layer distribution).
 //   - MLA (DeepSeek-V3, see mla.go): qkv is the fused q_a+kv_a projection
 //     plus q_b; attention FLOPs and bytes follow vLLM: prefill non-absorbed
 //     (kv_b up-projects the latents of context and new tokens, then

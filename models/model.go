@@ -300,7 +300,7 @@ func (m *Model) CheckParallel(p Parallel) error {
 	if m.ExpertFFN%p.TP != 0 {
 		return fmt.Errorf("models: model %q: tp %d does not divide expert_ffn %d", m.Name, p.TP, m.ExpertFFN)
 	}
-	return nil
+	return m.checkEP(p.EP)
 }
 
 // tpOf returns p.TP, panicking when it is below 1: Ops and the per-GPU sizes
@@ -528,7 +528,17 @@ func (m *Model) WeightBytesPerGPU(p Parallel) float64 {
 	}
 	l := float64(m.Layers)
 	mat, small = l*mat, l*small
-	if m.IsMoE() {
+	if m.IsMoE() && p.EP.On() {
+		// Expert parallelism: each GPU holds its share of the routed
+		// experts whole (vLLM's expert_map, determine_expert_map); shared
+		// experts and the router follow the TP rule.
+		e := float64(m.Experts)
+		sh := float64(m.SharedExperts)
+		loc := float64(m.LocalExperts(p))
+		ml := float64(m.moeLayers())
+		mat += ml * (loc*m.mlpMatrix(m.ExpertFFN) + sh*m.mlpMatrix(m.ExpertFFN)/t + h*e)
+		small += ml * (loc*m.mlpBias(m.ExpertFFN) + sh*mlpSmall(m.ExpertFFN) + m.routerBias())
+	} else if m.IsMoE() {
 		e := float64(m.Experts)
 		es := float64(m.Experts + m.SharedExperts)
 		ml := float64(m.moeLayers())

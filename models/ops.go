@@ -113,7 +113,7 @@ func (m *Model) Ops(b Batch, p Parallel, dst []Op) []Op {
 			CommBytes: tok * h * actBytes, Compute: BF16})
 	}
 
-	dst = m.appendMLP(L, nTok, tok, t, wb, wc, dst)
+	dst = m.appendMLP(L, nTok, tok, t, wb, wc, p.EP, dst)
 
 	// Residual adds: read two T×Hidden tensors, write one.
 	dst = append(dst, Op{Kind: OpAdd, Count: 2 * L, Tokens: nTok,
@@ -152,7 +152,7 @@ func (m *Model) attnNormElems(tok, qd, kvd float64) (elems, weights float64) {
 // mean of its dense and MoE layers (sums over the forward pass exact; a
 // kernel model sees the mean shape), with the MoE layers' Tokens, N, K and
 // Experts; the router counts the MoE layers only.
-func (m *Model) appendMLP(L, nTok int, tok, t, wb float64, wc DType, dst []Op) []Op {
+func (m *Model) appendMLP(L, nTok int, tok, t, wb float64, wc DType, ep ExpertParallel, dst []Op) []Op {
 	h := float64(m.Hidden)
 	if !m.IsMoE() {
 		f := float64(m.FFN) / t
@@ -162,7 +162,12 @@ func (m *Model) appendMLP(L, nTok int, tok, t, wb float64, wc DType, dst []Op) [
 		return append(dst, gemm(OpMLPDown, L, nTok, tok, f, h, f*h, wb, wc))
 	}
 	ml := m.moeLayers()
-	ops := m.moeOps(L, ml, nTok, expectedExperts(float64(m.Experts), float64(m.TopK), tok), t, wb, wc)
+	var ops [4]Op
+	if ep.On() {
+		ops = m.moeOpsEP(L, ml, nTok, t, wb, wc, ep)
+	} else {
+		ops = m.moeOps(L, ml, nTok, expectedExperts(float64(m.Experts), float64(m.TopK), tok), t, wb, wc)
+	}
 	dst = append(dst, ops[0])
 	if dl := m.DenseLayers; dl > 0 {
 		df := float64(m.FFN) / t

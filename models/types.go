@@ -32,12 +32,15 @@ type Batch struct {
 // Tokens returns the tokens processed by the iteration: Σ p_i + decodes.
 func (b Batch) Tokens() int { return b.PrefillTokens + b.Decodes }
 
-// Parallel is how one instance runs a model: tensor-parallel degree and the
-// precisions of weights and KV cache.
+// Parallel is how one instance runs a model: tensor-parallel degree, the
+// precisions of weights and KV cache and, for an MoE model, an
+// expert-parallel layout (the zero value: experts split by TP on every GPU,
+// as before).
 type Parallel struct {
 	TP      int
 	Weights DType
 	KV      DType
+	EP      ExpertParallel
 }
 
 // OpKind names an operator class. Kernel-time models (package hardware) key

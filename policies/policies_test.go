@@ -118,3 +118,29 @@ func TestAdmission(t *testing.T) {
 		t.Errorf("token bucket admits %v, want %v", got, want)
 	}
 }
+
+// TestDPCoordinator checks vLLM's DP score, waiting × 4 + running, lowest
+// first, the first rank on ties.
+func TestDPCoordinator(t *testing.T) {
+	cases := []struct {
+		states []InstanceState
+		want   int
+	}{
+		// scores: 2×4 + 1 = 9; 0×4 + 6 = 6; 1×4 + 1 = 5 → rank 2.
+		{[]InstanceState{{Outstanding: 3, Waiting: 2}, {Outstanding: 6}, {Outstanding: 2, Waiting: 1}}, 2},
+		// scores 4 and 5: a waiting request weighs 4 running ones, so rank 0 (1 waiting) beats rank 1 (5 running) though it has fewer outstanding.
+		{[]InstanceState{{Outstanding: 1, Waiting: 1}, {Outstanding: 5}}, 0},
+		// scores 8 and 5: rank 1 with more outstanding (5 running) beats rank 0 (2 waiting); least-outstanding picks 0.
+		{[]InstanceState{{Outstanding: 2, Waiting: 2}, {Outstanding: 5}}, 1},
+		// a tie (4 and 4): the first.
+		{[]InstanceState{{Outstanding: 4}, {Outstanding: 1, Waiting: 1}}, 0},
+	}
+	for i, c := range cases {
+		if got := (DPCoordinator{}).Route(fakeCluster{states: c.states}, QueueItem{}); got != c.want {
+			t.Errorf("case %d: rank %d, want %d", i, got, c.want)
+		}
+	}
+	if r, err := RouterByName("dp-coordinator", nil); err != nil || r.Name() != "dp-coordinator" {
+		t.Errorf("RouterByName: %v, %v", r, err)
+	}
+}

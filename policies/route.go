@@ -53,7 +53,29 @@ var (
 	_ Router = LeastKV{}
 	_ Router = PowerOfTwo{}
 	_ Router = PrefixAffinity{}
+	_ Router = DPCoordinator{}
 )
+
+// DPCoordinator is vLLM's data-parallel load balancer: the engine with the
+// lowest score waiting × 4 + running, the first on ties
+// (vllm/v1/engine/core_client.py DPLBAsyncMPClient.get_core_engine_for_request,
+// from the request counts the DP coordinator publishes).
+type DPCoordinator struct{}
+
+// Route returns the rank with the lowest waiting × 4 + running.
+func (DPCoordinator) Route(v RouteView, _ QueueItem) int {
+	score := func(st InstanceState) int { return 4*st.Waiting + (st.Outstanding - st.Waiting) }
+	best, bs := 0, score(v.State(0))
+	for i := 1; i < v.Instances(); i++ {
+		if sc := score(v.State(i)); sc < bs {
+			best, bs = i, sc
+		}
+	}
+	return best
+}
+
+// Name returns "dp-coordinator".
+func (DPCoordinator) Name() string { return "dp-coordinator" }
 
 // Route returns the next instance in turn.
 func (r *RoundRobin) Route(v RouteView, _ QueueItem) int {
@@ -143,6 +165,8 @@ func RouterByName(name string, rng *rand.Rand) (Router, error) {
 		return PowerOfTwo{Rand: rng}, nil
 	case "prefix-affinity":
 		return PrefixAffinity{}, nil
+	case "dp-coordinator":
+		return DPCoordinator{}, nil
 	}
-	return nil, fmt.Errorf("policies: unknown router %q (known: round-robin, least-outstanding, least-kv, power-of-two, prefix-affinity)", name)
+	return nil, fmt.Errorf("policies: unknown router %q (known: round-robin, least-outstanding, least-kv, power-of-two, prefix-affinity, dp-coordinator)", name)
 }

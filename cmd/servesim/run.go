@@ -59,6 +59,12 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&s.PP, "pp", 0, "pipeline-parallel degree: stages of tp GPUs each (default 1)")
 	fs.IntSliceVar(&s.PPLayers, "pp-layers", nil, "layers per pipeline stage, e.g. 41,39 (vLLM's VLLM_PP_LAYER_PARTITION; default vLLM's even split)")
 	fs.BoolVar(&s.PPChunked, "pp-chunked", false, "SGLang's chunked pipelining: a long prefill's chunks fill successive micro-batches")
+	fs.IntVar(&s.DP, "dp", 0, "data-parallel ranks per replica, each an instance of tp GPUs (default 1)")
+	fs.BoolVar(&s.ExpertParallel, "expert-parallel", false, "shard an MoE model's routed experts over the dp × tp GPUs (vLLM --enable-expert-parallel)")
+	fs.BoolVar(&s.EPLB, "eplb", false, "expert-parallel load balancing: the expert load skew falls to EPLB's (vLLM --enable-eplb)")
+	fs.IntVar(&s.RedundantExperts, "eplb-redundant-experts", 0, "EPLB's redundant experts (vLLM num_redundant_experts)")
+	fs.Float64Var(&s.ExpertSkew, "expert-skew", 0, "the busiest EP rank's routed tokens over the mean (default 1.069, 1.008 with --eplb)")
+	fs.StringVar(&s.All2All, "all2all-backend", "", "expert-parallel all-to-all: allgather_reducescatter (default), deepep_high_throughput, deepep_low_latency")
 	fs.StringVar(&s.Weights, "weights", "", "weight precision: bf16, fp8, fp4 (default bf16)")
 	fs.StringVar(&s.KV, "kv", "", "KV-cache precision: bf16, fp8, fp4 (default bf16)")
 	fs.Uint64Var(&s.Seed, "seed", 0, "random seed")
@@ -301,6 +307,12 @@ var scenarioFlags = map[string]scenarioFlag{
 	"pp":                     {"pp", func(d, s *experiments.Scenario) { d.PP = s.PP }},
 	"pp-layers":              {"pp_layers", func(d, s *experiments.Scenario) { d.PPLayers = s.PPLayers }},
 	"pp-chunked":             {"pp_chunked", func(d, s *experiments.Scenario) { d.PPChunked = s.PPChunked }},
+	"dp":                     {"dp", func(d, s *experiments.Scenario) { d.DP = s.DP }},
+	"expert-parallel":        {"expert_parallel", func(d, s *experiments.Scenario) { d.ExpertParallel = s.ExpertParallel }},
+	"eplb":                   {"eplb", func(d, s *experiments.Scenario) { d.EPLB = s.EPLB }},
+	"eplb-redundant-experts": {"eplb_redundant_experts", func(d, s *experiments.Scenario) { d.RedundantExperts = s.RedundantExperts }},
+	"expert-skew":            {"expert_skew", func(d, s *experiments.Scenario) { d.ExpertSkew = s.ExpertSkew }},
+	"all2all-backend":        {"all2all_backend", func(d, s *experiments.Scenario) { d.All2All = s.All2All }},
 	"weights":                {"weights", func(d, s *experiments.Scenario) { d.Weights = s.Weights }},
 	"kv":                     {"kv", func(d, s *experiments.Scenario) { d.KV = s.KV }},
 	"seed":                   {"seed", func(d, s *experiments.Scenario) { d.Seed = s.Seed }},

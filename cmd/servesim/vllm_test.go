@@ -234,3 +234,41 @@ func TestRunPipelineParallel(t *testing.T) {
 		t.Errorf("--pp 0: %v", err)
 	}
 }
+
+// TestRunExpertParallel: servesim run with vLLM's -dp 2 -ep on
+// Qwen3-30B-A3B prints the DP ranks' and the EP group's figures (64 of 128
+// experts a GPU, 32.07 GB weights a GPU against 61.06 without EP), the
+// run's all-to-all share, and a DeepSeek-V3 wide-EP layout on one GB200
+// NVL72 domain (72 ranks, ⌈256/72⌉ = 4 experts a GPU) runs; --dp 0 is an
+// error naming the flag.
+func TestRunExpertParallel(t *testing.T) {
+	cases := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--model", "qwen3-30b-a3b", "--gpu", "h100", "--data-parallel-size", "2", "--enable-expert-parallel", "--requests", "100"},
+			[]string{"Data parallel: dp 2 ranks × tp 1 = 2 GPUs per replica", "32.07 GB weights/GPU; routed by dp-coordinator",
+				"Expert parallel: ep 2 GPUs hold 128 routed experts, 64 per GPU whole; all-to-all allgather_reducescatter over NVLink (one 8-GPU domain); expert load skew 1.069",
+				"qwen3-30b-a3b on 2 × 1× h100", "tokens per rank step; all-to-all"}},
+		{[]string{"--model", "deepseek-v3", "--gpu", "gb200", "--weights", "fp8", "--kv", "fp8", "-dp", "72", "-ep", "--enable-eplb", "--all2all-backend", "deepep_low_latency", "--requests", "300", "--rate", "50"},
+			[]string{"Data parallel: dp 72 ranks × tp 1 = 72 GPUs per replica", "ep 72 GPUs hold 256 routed experts, 4 per GPU whole; all-to-all deepep_low_latency over NVLink (one 72-GPU domain); expert load skew 1.008",
+				"deepseek-v3 on 72 × 1× gb200"}},
+	}
+	for _, c := range cases {
+		var out bytes.Buffer
+		args := append([]string{"run", "-o", t.TempDir()}, c.args...)
+		if err := dispatch(vllmArgs(args), &out, &out); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range c.want {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("%v: output lacks %q:\n%s", c.args, want, out.String())
+			}
+		}
+	}
+	var out bytes.Buffer
+	err := dispatch([]string{"run", "-o", t.TempDir(), "--dp", "0", "--requests", "10"}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), `field "dp" (flag --dp): 0 must be in [1, 576]`) {
+		t.Errorf("--dp 0: %v", err)
+	}
+}

@@ -49,6 +49,12 @@ import (
 func vllmEngineAliases(fs *pflag.FlagSet, s *experiments.Scenario) {
 	fs.IntVar(&s.TP, "tensor-parallel-size", 0, "vLLM's name of --tp (also -tp N)")
 	fs.IntVar(&s.PP, "pipeline-parallel-size", 0, "vLLM's name of --pp (also -pp N)")
+	fs.IntVar(&s.DP, "data-parallel-size", 0, "vLLM's name of --dp (also -dp N)")
+	switchVar(fs, boolTo{&s.ExpertParallel, true}, "enable-expert-parallel", "vLLM's name of --expert-parallel (also -ep)")
+	switchVar(fs, boolTo{&s.ExpertParallel, false}, "no-enable-expert-parallel", "vLLM's name of --expert-parallel=false")
+	switchVar(fs, boolTo{&s.EPLB, true}, "enable-eplb", "vLLM's name of --eplb")
+	switchVar(fs, boolTo{&s.EPLB, false}, "no-enable-eplb", "vLLM's name of --eplb=false")
+	fs.IntVar(&s.RedundantExperts, "num-redundant-experts", 0, "vLLM's name of --eplb-redundant-experts")
 	switchVar(fs, boolTo{&s.Batch.PrefixCaching, true}, "enable-prefix-caching", "vLLM's name of --prefix-caching")
 	switchVar(fs, boolTo{&s.Batch.PrefixCaching, false}, "no-enable-prefix-caching", "vLLM's name of --prefix-caching=false")
 	fs.Var(vllmDType{&s.KV, "kv-cache-dtype", kvCacheDTypes}, "kv-cache-dtype", "vLLM's KV-cache dtype: auto (bf16), bfloat16, fp8, fp8_e4m3, fp8_e5m2, fp4 (sets --kv)")
@@ -128,6 +134,12 @@ func init() {
 	for name, f := range map[string]scenarioFlag{
 		"tensor-parallel-size":         scenarioFlags["tp"],
 		"pipeline-parallel-size":       scenarioFlags["pp"],
+		"data-parallel-size":           scenarioFlags["dp"],
+		"enable-expert-parallel":       scenarioFlags["expert-parallel"],
+		"no-enable-expert-parallel":    scenarioFlags["expert-parallel"],
+		"enable-eplb":                  scenarioFlags["eplb"],
+		"no-enable-eplb":               scenarioFlags["eplb"],
+		"num-redundant-experts":        scenarioFlags["eplb-redundant-experts"],
 		"request-rate":                 scenarioFlags["rate"],
 		"num-prompts":                  scenarioFlags["requests"],
 		"enable-prefix-caching":        scenarioFlags["prefix-caching"],
@@ -151,7 +163,7 @@ func init() {
 
 // vllmAliasOf maps each numeric alias to servesim's flag, which the
 // scenario's errors name (they name fields, and a field has one flag).
-var vllmAliasOf = map[string]string{"tensor-parallel-size": "tp", "pipeline-parallel-size": "pp", "request-rate": "rate", "num-prompts": "requests"}
+var vllmAliasOf = map[string]string{"tensor-parallel-size": "tp", "pipeline-parallel-size": "pp", "data-parallel-size": "dp", "num-redundant-experts": "eplb-redundant-experts", "request-rate": "rate", "num-prompts": "requests"}
 
 // chunkedChanged reports whether a chunked-prefill switch was given.
 func chunkedChanged(fs *pflag.FlagSet) bool {

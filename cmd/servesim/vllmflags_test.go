@@ -188,8 +188,8 @@ func TestVLLMFlagWalk(t *testing.T) {
 // TestVLLMFlagsRefusedTogether: every refused flag of a command line is
 // named in one error, not one run at a time.
 func TestVLLMFlagsRefusedTogether(t *testing.T) {
-	_, err := runOut("-dcp", "2", "--enable-lora", "-dp", "2", "--ramp-up-strategy", "linear")
-	for _, want := range []string{"--decode-context-parallel-size 2", "--enable-lora", "--data-parallel-size 2", "(servesim: --replicas)", "--ramp-up-strategy linear", "(servesim: --stages)"} {
+	_, err := runOut("-dcp", "2", "--enable-lora", "-dpn", "1", "--ramp-up-strategy", "linear")
+	for _, want := range []string{"--decode-context-parallel-size 2", "--enable-lora", "--data-parallel-rank 1", "(servesim: --dp)", "--ramp-up-strategy linear", "(servesim: --stages)"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v lacks %q", err, want)
 		}

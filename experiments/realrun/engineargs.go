@@ -66,6 +66,8 @@ func init() {
 	add(Modelled, nil, "the GPU, looked up by name or alias", "hardware")
 	add(Modelled, nil, "tensor parallelism: weights, heads and KV split by TP, two all-reduces per layer", "tensor_parallel_size", "tp")
 	add(Modelled, nil, "pipeline parallelism: layers over pp stages as vLLM splits them, up to pp micro-batches in flight (servesim's --pp)", "pipeline_parallel_size")
+	add(Modelled, nil, "data parallelism: each DP rank an instance with its own scheduler and KV cache behind vLLM's DP load balancer (servesim's --dp)", "data_parallel_size")
+	add(Modelled, nil, "expert parallelism: routed experts over the DP × TP GPUs with the dispatch/combine all-to-all, and EPLB's lower expert load skew (servesim's --expert-parallel, --eplb)", "enable_expert_parallel", "enable_eplb")
 	add(Modelled, nil, "the scheduler's limits", "max_num_seqs", "max_num_batched_tokens", "max_model_len")
 	add(Modelled, nil, "weight precision (bf16, fp16, fp8)", "dtype", "precision")
 	add(Modelled, nil, "weight quantization: fp8 and the FP4 formats are modelled, others are refused", "quantization")
@@ -83,9 +85,9 @@ func init() {
 	off := func(v string) bool { return isNull(v) || isFalse(v) }
 	none := func(v string) bool { return isNull(v) || v == "{}" || strings.EqualFold(v, "none") }
 	zero := func(v string) bool { return isNull(v) || num(v) == 0 }
-	add(Refused, one, "data parallelism: DP ranks behind one API server with vLLM's own load balancing, and for MoE models every step in lockstep across the ranks (dummy batches); servesim's replicas with its router are not that", "data_parallel_size", "data_parallel_size_local")
+	add(Refused, one, "one node's share of a multi-node DP launch is not replayed alone", "data_parallel_size_local")
 	add(Refused, one, "context parallelism is not modelled", "decode_context_parallel_size", "prefill_context_parallel_size")
-	add(Refused, off, "expert parallelism (MoE dispatch/combine all-to-all over the EP group) is not modelled (models/doc.go)", "enable_expert_parallel", "enable_eplb", "enable_elastic_ep")
+	add(Refused, off, "elastic expert parallelism (the EP group resized while serving) is not modelled", "enable_elastic_ep")
 	add(Refused, off, "dual-batch overlap is not modelled", "enable_dbo")
 	add(Refused, none, "speculative decoding is not modelled", "speculative_config", "speculative_model", "num_speculative_tokens")
 	add(Refused, none, "KV-cache transfer (disaggregated prefill through a KV connector) is not modelled in a replay", "kv_transfer_config")
@@ -185,6 +187,18 @@ func applyArg(e *Engine, name, v string) error {
 		return whole(&e.TP, 1)
 	case "pipeline_parallel_size":
 		return whole(&e.PP, 1)
+	case "data_parallel_size":
+		return whole(&e.DP, 1)
+	case "enable_expert_parallel", "enable_eplb":
+		b, err := boolean()
+		if err != nil {
+			return err
+		}
+		if name == "enable_eplb" {
+			e.EPLB = b
+		} else {
+			e.ExpertParallel = b
+		}
 	case "max_num_seqs":
 		return whole(&e.MaxNumSeqs, 1)
 	case "max_num_batched_tokens":

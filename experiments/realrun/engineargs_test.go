@@ -26,11 +26,12 @@ func TestEngineArgsRefused(t *testing.T) {
 		read     func(string) error
 		want     string // "" = accepted
 	}{
-		{"meta dp 2", metaWith(`"data_parallel_size": 2`), meta, "engine_kwargs.data_parallel_size = 2: data parallelism"},
-		{"meta dp 1", metaWith(`"data_parallel_size": 1`), meta, ""},
-		{"meta ep on", metaWith(`"enable_expert_parallel": true`), meta, "engine_kwargs.enable_expert_parallel = true: expert parallelism"},
+		{"meta dp 2", metaWith(`"data_parallel_size": 2`), meta, ""}, // modelled (TestEngineArgsDPEP)
+		{"meta dp local 2", metaWith(`"data_parallel_size_local": 2`), meta, "engine_kwargs.data_parallel_size_local = 2: one node's share"},
+		{"meta dp local 1", metaWith(`"data_parallel_size_local": 1`), meta, ""},
+		{"meta elastic ep", metaWith(`"enable_elastic_ep": true`), meta, "engine_kwargs.enable_elastic_ep = true: elastic expert parallelism"},
 		{"meta ep off", metaWith(`"enable_expert_parallel": false`), meta, ""},
-		{"meta both named", metaWith(`"data_parallel_size": 2, "enable_expert_parallel": true`), meta, "data_parallel_size = 2: data parallelism: DP ranks behind one API server with vLLM's own load balancing, and for MoE models every step in lockstep across the ranks (dummy batches); servesim's replicas with its router are not that; engine_kwargs.enable_expert_parallel = true"},
+		{"meta both named", metaWith(`"data_parallel_size_local": 2, "enable_elastic_ep": true`), meta, "data_parallel_size_local = 2: one node's share of a multi-node DP launch is not replayed alone; engine_kwargs.enable_elastic_ep = true"},
 		{"meta pp", metaWith(`"pipeline_parallel_size": 2`), meta, ""}, // modelled (TestEngineArgsPP)
 		{"meta spec", metaWith(`"speculative_config": {"method": "ngram", "num_speculative_tokens": 4}`), meta, `speculative_config = {"method": "ngram", "num_speculative_tokens": 4}: speculative decoding`},
 		{"meta spec null", metaWith(`"speculative_config": null`), meta, ""},
@@ -39,13 +40,13 @@ func TestEngineArgsRefused(t *testing.T) {
 		{"meta lora", metaWith(`"enable_lora": true`), meta, "enable_lora = true"},
 		{"meta priority", metaWith(`"scheduling_policy": "priority"`), meta, "scheduling_policy = priority"},
 		{"meta fcfs", metaWith(`"scheduling_policy": "fcfs"`), meta, ""},
-		{"resolved dp", `{"engine_kwargs": {"model": "m"}, "resolved_config": {"parallel_config": {"data_parallel_size": 4}, "speculative_config": null}}`, meta, "resolved_config.parallel_config.data_parallel_size = 4"},
+		{"resolved dp local", `{"engine_kwargs": {"model": "m"}, "resolved_config": {"parallel_config": {"data_parallel_size_local": 4}, "speculative_config": null}}`, meta, "resolved_config.parallel_config.data_parallel_size_local = 4"},
 		{"resolved spec", `{"engine_kwargs": {"model": "m"}, "resolved_config": {"speculative_config": {"method": "eagle"}}}`, meta, "resolved_config.speculative_config = "},
-		{"bench metadata dp", benchWith(`"data_parallel_size": "2"`), bench, "data_parallel_size = 2: data parallelism"},
-		{"bench metadata ep python bool", benchWith(`"enable_expert_parallel": "True"`), bench, "enable_expert_parallel = True"},
+		{"bench metadata dp local", benchWith(`"data_parallel_size_local": "2"`), bench, "data_parallel_size_local = 2: one node's share"},
+		{"bench metadata ep python bool", benchWith(`"enable_expert_parallel": "True"`), bench, ""},
 		{"bench metadata ep off", benchWith(`"enable_expert_parallel": "False"`), bench, ""},
 		{"bench metadata quantization", benchWith(`"quantization": "fp8"`), bench, ""},
-		{"stage column dp", strings.Replace(stageHead, "experiment,", "data_parallel_size,experiment,", 1) + "\r\n2," + stageRow + "\r\n", stages, `s.csv line 2: engine arguments servesim does not model (validate stops rather than replay the run without them): column "data_parallel_size" = 2`},
+		{"stage column dp local", strings.Replace(stageHead, "experiment,", "data_parallel_size_local,experiment,", 1) + "\r\n2," + stageRow + "\r\n", stages, `s.csv line 2: engine arguments servesim does not model (validate stops rather than replay the run without them): column "data_parallel_size_local" = 2`},
 		{"stage column cpu kv", strings.Replace(stageHead, "experiment,", "cpu_kv_blocks_logged,experiment,", 1) + "\r\n6553," + stageRow + "\r\n", stages, `column "cpu_kv_blocks_logged" = 6553: a CPU KV-cache offload tier`},
 		{"stage column cpu kv 0", strings.Replace(stageHead, "experiment,", "cpu_kv_blocks_logged,experiment,", 1) + "\r\n0," + stageRow + "\r\n", stages, ""},
 	} {
@@ -150,5 +151,35 @@ func TestEngineArgsSharedRuns(t *testing.T) {
 	}
 	if refused != 9 {
 		t.Errorf("%d sim2real experiments refused, want 9", refused)
+	}
+}
+
+// TestEngineArgsDPEP: data_parallel_size, enable_expert_parallel and
+// enable_eplb reach the Engine from meta.json engine_kwargs, from
+// resolved_config.parallel_config where engine_kwargs gives none (a
+// disagreement is an error naming both), and from bench --metadata (with
+// Python's booleans); a negative DP size is an error (0, as every count, is not recorded).
+func TestEngineArgsDPEP(t *testing.T) {
+	e, err := ReadMeta(strings.NewReader(`{"engine_kwargs": {"model": "m", "data_parallel_size": 2, "enable_expert_parallel": true, "enable_eplb": true}}`), "meta.json")
+	if err != nil || e.DP != 2 || !e.ExpertParallel || !e.EPLB {
+		t.Errorf("meta.json: %+v, %v; want DP 2, EP, EPLB", e, err)
+	}
+	e, err = ReadMeta(strings.NewReader(`{"engine_kwargs": {"model": "m"}, "resolved_config": {"parallel_config": {"data_parallel_size": 4, "enable_expert_parallel": true}}}`), "meta.json")
+	if err != nil || e.DP != 4 || !e.ExpertParallel {
+		t.Errorf("resolved_config only: DP %d EP %v, %v; want 4, true", e.DP, e.ExpertParallel, err)
+	}
+	_, err = ReadMeta(strings.NewReader(`{"engine_kwargs": {"model": "m", "data_parallel_size": 2}, "resolved_config": {"parallel_config": {"data_parallel_size": 4}}}`), "meta.json")
+	if err == nil || !strings.Contains(err.Error(), "4, but engine_kwargs.data_parallel_size is 2") {
+		t.Errorf("engine_kwargs 2, resolved 4: %v", err)
+	}
+	if _, err = ReadMeta(strings.NewReader(`{"engine_kwargs": {"model": "m", "data_parallel_size": -1}}`), "meta.json"); err == nil {
+		t.Error("data_parallel_size -1: no error")
+	}
+	var b Engine
+	if err := applyArg(&b, "enable_expert_parallel", "True"); err != nil || !b.ExpertParallel {
+		t.Errorf("bench metadata True: %v, %v", b.ExpertParallel, err)
+	}
+	if err := applyArg(&b, "data_parallel_size", "0"); err == nil {
+		t.Error("bench metadata data_parallel_size 0: no error")
 	}
 }

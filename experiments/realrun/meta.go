@@ -38,6 +38,8 @@ type metaJSON struct {
 		EnforceEager        *bool    `json:"enforce_eager"`
 		NoCustomAllReduce   *bool    `json:"disable_custom_all_reduce"`
 		AsyncScheduling     *bool    `json:"async_scheduling"`
+		ExpertParallel      *bool    `json:"enable_expert_parallel"`
+		EPLB                *bool    `json:"enable_eplb"`
 	} `json:"engine_kwargs"`
 	KVCache *struct {
 		NumGPUBlocks        *int     `json:"num_gpu_blocks"`
@@ -119,6 +121,8 @@ func ReadMeta(r io.Reader, name string) (Engine, error) {
 	e.PrefixCaching, e.ChunkedPrefill, e.AsyncScheduling = k.EnablePrefixCaching, k.EnableChunked, k.AsyncScheduling
 	e.EnforceEager = k.EnforceEager != nil && *k.EnforceEager
 	e.NoCustomAllReduce = k.NoCustomAllReduce != nil && *k.NoCustomAllReduce
+	e.ExpertParallel = k.ExpertParallel != nil && *k.ExpertParallel
+	e.EPLB = k.EPLB != nil && *k.EPLB
 	util := func(field string, v *float64) error {
 		if v != nil {
 			if !(*v > 0 && *v <= 1) {
@@ -178,9 +182,24 @@ func ReadMeta(r io.Reader, name string) (Engine, error) {
 	// stands where engine_kwargs gives none, and must agree where it does.
 	if pc, ok := raw.ResolvedConfig["parallel_config"]; ok {
 		var f struct {
-			PP *int `json:"pipeline_parallel_size"`
+			PP *int  `json:"pipeline_parallel_size"`
+			DP *int  `json:"data_parallel_size"`
+			EP *bool `json:"enable_expert_parallel"`
 		}
-		if json.Unmarshal(pc, &f) == nil && f.PP != nil {
+		if json.Unmarshal(pc, &f) == nil && f.DP != nil {
+			switch {
+			case *f.DP < 1:
+				return Engine{}, fieldErr(name, 0, "resolved_config.parallel_config.data_parallel_size", "%d: want ≥ 1", *f.DP)
+			case k.DataParallelSize == nil:
+				e.DP = *f.DP
+			case *k.DataParallelSize != *f.DP:
+				return Engine{}, fieldErr(name, 0, "resolved_config.parallel_config.data_parallel_size", "%d, but engine_kwargs.data_parallel_size is %d: how many DP ranks ran?", *f.DP, *k.DataParallelSize)
+			}
+		}
+		if f.EP != nil && k.ExpertParallel == nil {
+			e.ExpertParallel = *f.EP
+		}
+		if f.PP != nil {
 			switch {
 			case *f.PP < 1:
 				return Engine{}, fieldErr(name, 0, "resolved_config.parallel_config.pipeline_parallel_size", "%d: want ≥ 1", *f.PP)

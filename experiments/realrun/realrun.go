@@ -36,17 +36,19 @@ const (
 
 // Engine holds the engine arguments a run records; zero = not recorded.
 type Engine struct {
-	Model               string  // Hugging Face id, e.g. "meta-llama/Llama-3.1-8B"
-	GPU                 string  // device name or hardware label, e.g. "NVIDIA GeForce RTX 4090"
-	GPUMemBytes         float64 // device memory the driver reported
-	TP, DP              int
-	PP                  int // pipeline_parallel_size (0: not recorded, one stage)
-	MaxNumSeqs          int
-	MaxNumBatchedTokens int
-	MaxModelLen         int
-	DType, KVDType      string
-	PrefixCaching       *bool
-	KVBlocks, BlockSize int
+	Model       string  // Hugging Face id, e.g. "meta-llama/Llama-3.1-8B"
+	GPU         string  // device name or hardware label, e.g. "NVIDIA GeForce RTX 4090"
+	GPUMemBytes float64 // device memory the driver reported
+	TP, DP      int
+	PP          int // pipeline_parallel_size (0: not recorded, one stage)
+	// ExpertParallel and EPLB are enable_expert_parallel and enable_eplb.
+	ExpertParallel, EPLB bool
+	MaxNumSeqs           int
+	MaxNumBatchedTokens  int
+	MaxModelLen          int
+	DType, KVDType       string
+	PrefixCaching        *bool
+	KVBlocks, BlockSize  int
 	// CPUKVBlocks > 0 is a CPU KV-cache offload tier the run configured
 	// (the sim2real tables' cpu_kv_blocks_logged), which servesim does not
 	// model: Open refuses such a run unless OpenOptions.IgnoreKVOffload.

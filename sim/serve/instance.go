@@ -127,6 +127,8 @@ type Instance struct {
 	endEv     *sim.Event
 	wakeEv    *sim.Event
 	view      policies.View
+	grp       *dpGroup // the DP lock-step group (Config.DPLockstep); nil: steps on its own
+	back      bool     // the step in flight follows the previous one at once (for the group's pricing)
 }
 
 func newInstance(id int, cfg InstanceConfig, w *World) *Instance {
@@ -286,6 +288,10 @@ func (in *Instance) wake(now sim.Time) {
 // startStep asks the batcher for a decision, applies it and schedules the
 // iteration's end.
 func (in *Instance) startStep(now sim.Time) {
+	if in.grp != nil && !in.grp.starting {
+		in.grp.request(in.w, now) // the group starts every rank's step
+		return
+	}
 	if len(in.ready) > 0 {
 		for i, r := range in.ready {
 			in.incomingBlocks -= r.blocks
@@ -395,6 +401,11 @@ func (in *Instance) startStep(now sim.Time) {
 		return
 	}
 	in.batch = b
+	if in.grp != nil {
+		in.back = back
+		in.grp.working = append(in.grp.working, in) // priced and ended by the group
+		return
+	}
 	var sec, flops, bytes float64
 	if in.pipe != nil && back {
 		sec, flops, bytes = in.pipe.StepPipelined(b)

@@ -62,6 +62,9 @@ type Config struct {
 	// Engine is the serving stack between the router and the kernels
 	// (default Ideal: kernels only).
 	Engine Engine
+	// DPLockstep, when its Ranks > 1, makes groups of that many colocated
+	// instances (DP ranks) step in lock-step (dpgroup.go).
+	DPLockstep DPLockstep
 	// Done, when set, stops the run when it is closed (a context's Done):
 	// Run checks it every StopCheckEvents events and returns an error
 	// wrapping ErrStopped.
@@ -92,8 +95,11 @@ type Result struct {
 	Transfers                   int64
 	LinkBusySeconds             float64 // Σ over links of the time with a transfer in flight
 	Steps                       int64
-	Events                      uint64
-	End                         sim.Time // time of the last event
+	// DPWaves and DPDummySteps count the DP lock-step groups' waves (each
+	// one step on every rank) and the dummy batches idle ranks ran.
+	DPWaves, DPDummySteps int64
+	Events                uint64
+	End                   sim.Time // time of the last event
 }
 
 // World is the serving world of one run: the engine, the arrival stream,
@@ -108,6 +114,7 @@ type World struct {
 	front    *pool       // where requests arrive: the colocated or the prefill pool
 	decode   *pool       // the decode pool when disaggregated
 	links    []*link     // per prefill instance, when disaggregated
+	groups   []*dpGroup  // DP lock-step groups (Config.DPLockstep)
 	free     []*request
 	next     workload.Request
 	arriveEv *sim.Event
@@ -196,6 +203,7 @@ func Run(cfg Config) (Result, error) {
 		w.inst = append(w.inst, in)
 		w.front.insts = append(w.front.insts, in)
 	}
+	w.setupDPGroups()
 	if err := w.setupDisagg(); err != nil {
 		return Result{}, err
 	}
@@ -223,6 +231,10 @@ func Run(cfg Config) (Result, error) {
 	}
 	w.res.Events = w.eng.Fired()
 	w.res.End = w.eng.Now()
+	for _, g := range w.groups {
+		w.res.DPWaves += g.waves
+		w.res.DPDummySteps += g.dummies
+	}
 	if w.res.Arrived != w.res.Finished+w.res.Rejected {
 		return w.res, fmt.Errorf("serve: %d requests arrived but %d finished and %d were rejected: requests lost (a bug)",
 			w.res.Arrived, w.res.Finished, w.res.Rejected)

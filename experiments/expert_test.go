@@ -1,0 +1,280 @@
+package experiments
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/servesim/servesim/experiments/realrun"
+)
+
+// epScenario is a small scenario of model on H100s with head lines
+// (top-level keys) prepended and tail lines (sections) appended.
+func epScenario(t *testing.T, model, head, tail string) Scenario {
+	t.Helper()
+	body := "model = \"" + model + "\"\ngpu = \"h100\"\nseed = 5\n" +
+		"[workload]\nrate = 12\nrequests = 240\nprompt = \"lognormal:6.5,0.8\"\noutput = \"lognormal:4.5,0.8\"\n"
+	s, err := Parse(strings.NewReader(head+body+tail), "ep.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestExpertRunInvariants runs Qwen3-30B-A3B at DP 2 with expert
+// parallelism (EP 2) and checks: no request lost across the ranks (arrived
+// = finished + rejected, each in requests.csv), every step's KV use within
+// its rank's capacity, both ranks ran, 2 GPUs in the cost, the ranks in
+// lock-step (every wave one step or dummy batch a rank), and summary.json's
+// per-rank figures: 64 of 128 experts per GPU, weights 32.07 GB instead of
+// 61.06 (64 experts × 48 layers × 9.44 MB fewer).
+func TestExpertRunInvariants(t *testing.T) {
+	for _, head := range []string{"dp = 2\nexpert_parallel = true\n", "dp = 2\nexpert_parallel = true\neplb = true\nall2all_backend = \"deepep_low_latency\"\n"} {
+		p, err := epScenario(t, "qwen3-30b-a3b", head, "").Resolve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		r, err := Run(p, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := r.counts()
+		if c.Arrived != 240 || c.Finished+c.Rejected != c.Arrived || c.Finished == 0 {
+			t.Errorf("%q: arrived %d, finished %d, rejected %d", head, c.Arrived, c.Finished, c.Rejected)
+		}
+		if n := len(readRows(t, filepath.Join(dir, "requests.csv"))); int64(n) != c.Arrived {
+			t.Errorf("%q: requests.csv has %d rows for %d arrivals", head, n, c.Arrived)
+		}
+		ran := map[string]int{}
+		for _, row := range readRows(t, filepath.Join(dir, "steps.csv")) {
+			used, _ := strconv.Atoi(row["kv_blocks_used"])
+			total, _ := strconv.Atoi(row["kv_blocks_total"])
+			if used > total || total != p.Memory.Blocks {
+				t.Fatalf("%q: rank %s uses %d of %d KV blocks (plan %d)", head, row["instance"], used, total, p.Memory.Blocks)
+			}
+			ran[row["instance"]]++
+		}
+		if len(ran) != 2 {
+			t.Errorf("%q: steps by rank %v, want both ranks", head, ran)
+		}
+		if r.GPUs() != 2 || r.CostPerHour() != 2*p.GPU.PricePerHour {
+			t.Errorf("%q: %d GPUs, %g $/h", head, r.GPUs(), r.CostPerHour())
+		}
+		// Lock-step: each wave is one step of each rank, the idle one's a
+		// dummy batch priced by the same EP step (the probes left out).
+		if res := r.Result; res.DPWaves == 0 || 2*res.DPWaves != res.Steps+res.DPDummySteps || r.ExpertStats.Steps != res.Steps+res.DPDummySteps {
+			t.Errorf("%q: %d waves, %d steps, %d dummies, %d EP steps priced", head, res.DPWaves, res.Steps, res.DPDummySteps, r.ExpertStats.Steps)
+		}
+		var sum struct {
+			Experts *ExpertSummary `json:"expert_parallel"`
+		}
+		data, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(data, &sum); err != nil {
+			t.Fatal(err)
+		}
+		es := sum.Experts
+		if es == nil || es.DP != 2 || es.EP != 2 || es.GPUs != 2 || es.LocalExperts != 64 || es.KVBlocks != p.Memory.Blocks ||
+			!(es.AllToAllShare > 0 && es.AllToAllShare < 1) || !(es.TokensPerRank > 0) || int(es.WeightGB*100+0.5) != 3207 ||
+			es.Waves != r.Result.DPWaves || !(es.RankSpread > 0.5 && es.RankSpread <= 1) {
+			t.Errorf("%q: summary.json expert_parallel %+v", head, es)
+		}
+		wantSkew := DefaultExpertSkew
+		if strings.Contains(head, "eplb") {
+			wantSkew = DefaultExpertSkewEPLB
+		}
+		if es != nil && es.Skew != wantSkew {
+			t.Errorf("%q: skew %v, want %v", head, es.Skew, wantSkew)
+		}
+	}
+}
+
+// TestDPWithoutMoEIsReplicas: DP ranks of a dense model are independent
+// replicas: dp = 2 gives the same results as replicas = 2 behind the same
+// router (vLLM's DP load balancer), and dp = 1 the same as no dp.
+func TestDPWithoutMoEIsReplicas(t *testing.T) {
+	run := func(head, tail string) *Report {
+		p, err := epScenario(t, "llama-3.1-8b", head, tail).Resolve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := Run(p, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	dp := run("dp = 2\n", "")
+	rep := run("replicas = 2\n", "[router]\npolicy = \"dp-coordinator\"\n")
+	if !reflect.DeepEqual(dp.Summary, rep.Summary) || dp.counts() != rep.counts() || dp.GPUs() != rep.GPUs() {
+		t.Errorf("dp 2 and 2 replicas differ: TTFT %v / %v, TPOT %v / %v, GPUs %d / %d",
+			dp.Summary.TTFT.Mean, rep.Summary.TTFT.Mean, dp.Summary.TPOT.Mean, rep.Summary.TPOT.Mean, dp.GPUs(), rep.GPUs())
+	}
+	one, none := run("dp = 1\n", ""), run("", "")
+	if !reflect.DeepEqual(one.Summary, none.Summary) || one.counts() != none.counts() {
+		t.Error("dp = 1 differs from no dp")
+	}
+}
+
+// TestExpertParallelFits: DeepSeek-V3 at FP8 does not fit one H100's
+// memory at TP 1, but does as 16 DP ranks with EP 16 (16 experts a GPU),
+// across two 8-GPU nodes.
+func TestExpertParallelFits(t *testing.T) {
+	if _, err := epScenario(t, "deepseek-v3", "weights = \"fp8\"\nkv = \"fp8\"\ndp = 16\n", "").Resolve(); err == nil {
+		t.Error("DeepSeek-V3 fits one H100 without EP")
+	}
+	p, err := epScenario(t, "deepseek-v3", "weights = \"fp8\"\nkv = \"fp8\"\ndp = 16\nexpert_parallel = true\nall2all_backend = \"deepep_high_throughput\"\n", "").Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Model.LocalExperts(p.Parallel); got != 16 {
+		t.Errorf("%d experts per GPU, want 256 / 16 = 16", got)
+	}
+	var b strings.Builder
+	if err := p.Describe(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "Expert parallel: ep 16 GPUs hold 256 routed experts, 16 per GPU whole; all-to-all deepep_high_throughput over NVLink and the scale-out NIC (2 domains of 8 GPUs") {
+		t.Errorf("header:\n%s", b.String())
+	}
+}
+
+func TestExpertFieldErrors(t *testing.T) {
+	cases := []struct {
+		model, head, want string
+	}{
+		{"llama-3.1-8b", "dp = 2\nexpert_parallel = true\n", "is dense"},
+		{"qwen3-30b-a3b", "eplb = true\n", "needs expert_parallel"},
+		{"qwen3-30b-a3b", "expert_skew = 1.2\n", "needs expert_parallel"},
+		{"qwen3-30b-a3b", "dp = 0\n", "must be in [1, 576]"},
+		{"qwen3-30b-a3b", "dp = 2\nexpert_parallel = true\nexpert_skew = 0.5\n", "must be ≥ 1"},
+		{"qwen3-30b-a3b", "dp = 2\nexpert_parallel = true\nall2all_backend = \"nccl\"\n", "unknown backend"},
+		{"qwen3-30b-a3b", "expert_parallel = true\n", "dp × tp = 1 GPU"},
+		{"qwen3-30b-a3b", "dp = 2\nexpert_parallel = true\npp = 2\n", "without pipeline stages"},
+		{"qwen3-30b-a3b", "dp = 2\nexpert_parallel = true\neplb_redundant_experts = 8\n", "needs eplb"},
+		{"qwen3-30b-a3b", "dp = 256\nexpert_parallel = true\n", "more GPUs than its 128 experts"},
+	}
+	for _, c := range cases {
+		_, err := epScenario(t, c.model, c.head, "").Resolve()
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "experiments: ") {
+			t.Errorf("%q: %v, want %q", c.head, err, c.want)
+		}
+	}
+}
+
+// TestExpertFromRun: a real run's data_parallel_size, enable_expert_parallel
+// and enable_eplb reach the replayed scenario (DP ranks, not replicas), and
+// the scenario resolves as that layout.
+func TestExpertFromRun(t *testing.T) {
+	for _, c := range []struct {
+		dp         int
+		ep, eplb   bool
+		wantDP     int
+		wantLayout int // EP group
+	}{{0, false, false, 0, 0}, {1, false, false, 0, 0}, {2, false, false, 2, 0}, {2, true, true, 2, 2}, {4, true, false, 4, 4}} {
+		run := &realrun.Run{Name: "r", Engine: realrun.Engine{Model: "Qwen/Qwen3-30B-A3B", GPU: "h100", TP: 1, DP: c.dp, ExpertParallel: c.ep, EPLB: c.eplb}}
+		s, err := RunScenario(run, Scenario{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.DP != c.wantDP || s.ExpertParallel != c.ep || s.EPLB != c.eplb || s.Replicas != 1 {
+			t.Errorf("run dp %d ep %v: scenario dp %d ep %v eplb %v replicas %d", c.dp, c.ep, s.DP, s.ExpertParallel, s.EPLB, s.Replicas)
+		}
+		if c.ep {
+			s.Workload.Rate, s.Workload.Requests, s.Workload.Prompt, s.Workload.Output = 1, 10, "constant:100", "constant:10" // the replay's trace stands in for these
+			p, err := s.Resolve()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Parallel.EP.Size != c.wantLayout || p.Replicas != c.dp {
+				t.Errorf("run dp %d ep: EP %d, %d instances", c.dp, p.Parallel.EP.Size, p.Replicas)
+			}
+		}
+	}
+}
+
+// TestExpertSearchRefused: place and plan do not search DP or EP layouts
+// and refuse a base scenario that sets one (they would count replicas × TP
+// GPUs and vary replicas beside the ranks).
+func TestExpertSearchRefused(t *testing.T) {
+	for _, head := range []string{"dp = 2\n", "dp = 2\nexpert_parallel = true\n"} {
+		s := epScenario(t, "qwen3-30b-a3b", head, "")
+		s.SLO.TTFTms = 500
+		if _, err := Place(s, PlaceOptions{GPUs: 8}); err == nil || !strings.Contains(err.Error(), "place: the scenario sets dp = 2") {
+			t.Errorf("%q place: %v", head, err)
+		}
+		if _, err := PlanCapacity(s, PlanOptions{Rate: 1}); err == nil || !strings.Contains(err.Error(), "plan: the scenario sets dp = 2") {
+			t.Errorf("%q plan: %v", head, err)
+		}
+	}
+}
+
+// TestDPWithPipeline: DP ranks of pipeline stages count dp × pp × tp GPUs
+// in the header, summary.json and the cost (Llama-3.1-70B, DP 2 of PP 2 ×
+// TP 2: 8 GPUs).
+func TestDPWithPipeline(t *testing.T) {
+	s := ppScenario(t, "pp = 2\ndp = 2\n")
+	p, err := s.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := p.Describe(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "Data parallel: dp 2 ranks × pp 2 × tp 2 = 8 GPUs per replica") {
+		t.Errorf("header:\n%s", b.String())
+	}
+	r, err := Run(p, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if es := r.expertSummary(); r.GPUs() != 8 || es == nil || es.GPUs != 8 || es.GPUsPerRank != 4 {
+		t.Errorf("%d GPUs, summary %+v; want 8, 4 a rank", r.GPUs(), es)
+	}
+}
+
+// TestExpertSweepAndKeys: dp is a sweep axis (Qwen3-30B-A3B with expert
+// parallelism at DP 2 and 4: 2 and 4 GPUs, 64 and 32 experts a GPU), and
+// the default scenario's TOML form has none of the new keys (sweep point
+// keys of scenarios without them are unchanged).
+func TestExpertSweepAndKeys(t *testing.T) {
+	const text = "name = \"dp\"\n[base]\nmodel = \"qwen3-30b-a3b\"\ngpu = \"h100\"\nexpert_parallel = true\n[base.workload]\nrate = 4\nrequests = 60\nprompt = \"lognormal:6.5,0.8\"\noutput = \"lognormal:4,0.6\"\n[[axis]]\nfield = \"dp\"\nvalues = [2, 4]\n"
+	sw, err := LoadSweep(writeSweep(t, text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err := sw.Points()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := RunSweep(pts, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 2 || res[0].Report.GPUs() != 2 || res[1].Report.GPUs() != 4 ||
+		res[0].Report.Plan.Model.LocalExperts(res[0].Report.Plan.Parallel) != 64 || res[1].Report.Plan.Model.LocalExperts(res[1].Report.Plan.Parallel) != 32 {
+		t.Errorf("sweep over dp: %d points", len(res))
+	}
+	var buf strings.Builder
+	if err := toml.NewEncoder(&buf).Encode(Default()); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(buf.String(), "\n") {
+		k := strings.TrimSpace(l)
+		for _, key := range []string{"dp ", "expert_parallel", "eplb", "expert_skew", "all2all_backend"} {
+			if strings.HasPrefix(k, key) {
+				t.Errorf("the default scenario's TOML form has %q", k)
+			}
+		}
+	}
+}

@@ -1,0 +1,290 @@
+package hardware
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/servesim/servesim/models"
+)
+
+// All-to-all backends of vLLM's expert parallelism (--all2all-backend;
+// vllm/distributed/device_communicators/all2all.py).
+const (
+	// AllGatherReduceScatter is vLLM's AgRsAll2AllManager (and the older
+	// NaiveAll2AllManager, which does the same with an all-reduce): the
+	// dispatch all-gathers every DP rank's hidden states (and router
+	// logits) to every rank, whatever the routing, and the combine
+	// reduce-scatters the expert outputs back.
+	AllGatherReduceScatter = "allgather_reducescatter"
+	// DeepEPHighThroughput is DeepEP's normal kernels
+	// (DeepEPHTAll2AllManager): each token goes once to every remote GPU
+	// holding one of its experts inside the NVLink domain and once to
+	// every remote node (RDMA), forwarded inside that node over NVLink.
+	DeepEPHighThroughput = "deepep_high_throughput"
+	// DeepEPLowLatency is DeepEP's low-latency kernels
+	// (DeepEPLLAll2AllManager): each token goes straight to every remote
+	// GPU holding one of its experts (RDMA across nodes, no per-node
+	// deduplication), with FP8 dispatch.
+	DeepEPLowLatency = "deepep_low_latency"
+)
+
+// All2AllBackends lists the backends, for messages.
+var All2AllBackends = []string{AllGatherReduceScatter, DeepEPHighThroughput, DeepEPLowLatency}
+
+// ScaleOutBW is the scale-out (inter-node) bandwidth per GPU in bytes/s per
+// direction: one 400 Gb/s ConnectX-7 InfiniBand NIC per GPU, as on DGX
+// H100 (NVIDIA DGX H100 datasheet: 8 × single-port ConnectX-7, 400 Gb/s)
+// and GB200 NVL72's compute trays (ConnectX-7 400 Gb/s per GPU, NVIDIA
+// GB200 NVL72 reference architecture). DeepEP's README measures its
+// normal kernels at 43–58 GB/s RDMA and 153–158 GB/s NVLink on H800 with
+// the same NIC, so the nominal figures here are within ~15 % of what the
+// best kernels reach, on the optimistic side.
+const ScaleOutBW = 50e9
+
+// ExpertStep prices the steps of an expert-parallel instance: the step
+// model's operators (built with the EP layout, so the routed experts are
+// priced at the rows the busiest GPU computes, models.ExpertParallel) plus,
+// in each MoE layer, the dispatch and combine all-to-all of the backend.
+// A step's all-to-all is per GPU, for a DP rank of b.Tokens() tokens:
+//
+//	allgather_reducescatter: dispatch receives (DP−1) × T × (hidden + experts) × 2 B
+//	                         (hidden states and router logits, BF16), combine
+//	                         reduce-scatters (DP−1) × T × hidden × 2 B
+//	DeepEP (both):           each of the GPU's T/TP tokens goes to the remote
+//	                         GPUs holding its experts; the busiest receiver takes
+//	                         Skew × the mean: bytes = T/TP × remote × hidden × e × Skew
+//
+// with e = 1 B + a 4-B scale per 128 (FP8 dispatch) when the weights are FP8
+// or for DeepEP low-latency, else 2 B, and 2 B for every combine; remote
+// counts the expected distinct remote GPUs (or, high-throughput across
+// nodes, nodes) a token's TopK experts fall on, under uniform placement:
+// (n − 1)(1 − (1 − 1/G)^K) GPUs inside an NVLink domain of n of the G GPUs,
+// and across domains (G − n)(1 − (1 − 1/G)^K) GPUs (low-latency) or
+// (D − 1)(1 − (1 − 1/D)^K) domains (high-throughput, D domains). Each
+// direction takes
+//
+//	latency + max(intra bytes / link_bw, inter bytes / ScaleOutBW)
+//
+// (the NVLink and the NIC run at once), latency the GPU's measured
+// link_latency (NCCL's small-message all-reduce time; no DeepEP latency
+// profile here). With DP = 1 the all-gather backend moves nothing (the TP
+// all-reduce already sums the experts' outputs, as in vLLM).
+//
+// Two-batch overlap (SGLang TBO, vLLM DBO), which hides the all-to-all
+// behind compute, is not modelled: the all-to-all adds to the step. An
+// ExpertStep is not safe for concurrent use.
+type ExpertStep struct {
+	s       *StepModel
+	backend string
+	node    int
+	layers  float64 // MoE layers
+	// per token of the rank: seconds of bytes over each link, per layer,
+	// dispatch and combine
+	dIntra, dInter, cIntra, cInter float64
+	lat                            float64
+	stats                          ExpertStats
+	skip                           int
+	load                           float64   // the DP group's tokens per rank (SetGroupLoad); 0: the rank's own
+	moe                            []float64 // MoE operators' seconds by token count, cached
+	ops                            []models.Op
+}
+
+// ExpertStats sums the steps an ExpertStep priced.
+type ExpertStats struct {
+	Steps          int64
+	Tokens         int64   // Σ tokens of the rank's steps
+	Seconds        float64 // Σ step times
+	AllToAllSecond float64 // Σ dispatch + combine times
+}
+
+// Share returns the all-to-all's share of the step time; NaN when nothing ran.
+func (st ExpertStats) Share() float64 {
+	if st.Seconds <= 0 {
+		return math.NaN()
+	}
+	return st.AllToAllSecond / st.Seconds
+}
+
+// NewExpertStep returns the expert-parallel step pricing over s (whose
+// Parallel carries the EP layout) with the backend and gpusPerNode GPUs per
+// NVLink domain (≤ 0: 8). The EP group sits on the first GPUs of a
+// node-major numbering.
+func NewExpertStep(s *StepModel, backend string, gpusPerNode int) (*ExpertStep, error) {
+	if s == nil {
+		return nil, fmt.Errorf("hardware: NewExpertStep: nil step model")
+	}
+	p, m, g := s.p, s.m, s.g
+	if !p.EP.On() || !m.IsMoE() {
+		return nil, fmt.Errorf("hardware: NewExpertStep: the step model has no expert-parallel layout (ep %d, model %q)", p.EP.Size, m.Name)
+	}
+	if gpusPerNode <= 0 {
+		gpusPerNode = 8
+	}
+	switch backend {
+	case "":
+		backend = AllGatherReduceScatter
+	case AllGatherReduceScatter, DeepEPHighThroughput, DeepEPLowLatency:
+	default:
+		return nil, fmt.Errorf("hardware: unknown all-to-all backend %q (known: %v)", backend, All2AllBackends)
+	}
+	e := &ExpertStep{s: s, backend: backend, node: gpusPerNode, lat: g.LinkLatency}
+	ml := m.Layers - m.DenseLayers
+	e.layers = float64(ml)
+	d, c := e.bytesPerToken()
+	intra := d.intra / g.LinkBW
+	e.dIntra, e.dInter = intra, d.inter/ScaleOutBW
+	e.cIntra, e.cInter = c.intra/g.LinkBW, c.inter/ScaleOutBW
+	return e, nil
+}
+
+type linkBytes struct{ intra, inter float64 }
+
+// bytesPerToken returns the dispatch and combine bytes per GPU per MoE
+// layer per token of the DP rank, split by link (see ExpertStep).
+func (e *ExpertStep) bytesPerToken() (dispatch, combine linkBytes) {
+	p, m := e.s.p, e.s.m
+	h := float64(m.Hidden)
+	G := p.EP.Size
+	dp := float64(p.EP.DP)
+	n := min(G, e.node) // the GPUs of the group inside one NVLink domain
+	cross := G > e.node
+	if e.backend == AllGatherReduceScatter {
+		if p.EP.DP <= 1 {
+			return linkBytes{}, linkBytes{}
+		}
+		d := (dp - 1) * (h + float64(m.Experts)) * 2
+		c := (dp - 1) * h * 2
+		if cross {
+			return linkBytes{inter: d}, linkBytes{inter: c}
+		}
+		return linkBytes{intra: d}, linkBytes{intra: c}
+	}
+	elem := 2.0
+	if e.backend == DeepEPLowLatency || p.Weights == models.FP8 {
+		elem = 1 + 4.0/128 // FP8 with one FP32 scale per 128-element block
+	}
+	k := float64(m.TopK)
+	g := float64(G)
+	hit := 1 - math.Pow(1-1/g, k) // a given GPU holds one of the token's experts
+	perGPU := p.EP.Skew
+	if perGPU < 1 {
+		perGPU = 1
+	}
+	tok := perGPU / float64(p.TP) // the GPU's share of the rank's tokens, at the busiest receiver's load
+	intraN := float64(n-1) * hit
+	var interN float64
+	if cross {
+		if e.backend == DeepEPLowLatency {
+			interN = float64(G-n) * hit
+		} else {
+			dom := math.Ceil(g / float64(e.node))
+			interN = (dom - 1) * (1 - math.Pow(1-1/dom, k))
+		}
+	}
+	dispatch = linkBytes{intra: tok * intraN * h * elem, inter: tok * interN * h * elem}
+	combine = linkBytes{intra: tok * intraN * h * 2, inter: tok * interN * h * 2}
+	return dispatch, combine
+}
+
+// Backend returns the all-to-all backend.
+func (e *ExpertStep) Backend() string { return e.backend }
+
+// StepModel returns the step model the compute is priced by.
+func (e *ExpertStep) StepModel() *StepModel { return e.s }
+
+// AllToAll returns the dispatch and combine seconds of one MoE layer for a
+// DP rank of tokens tokens (0 for no tokens).
+func (e *ExpertStep) AllToAll(tokens int) (dispatch, combine float64) {
+	if tokens <= 0 {
+		return 0, 0
+	}
+	t := float64(tokens)
+	if e.dIntra == 0 && e.dInter == 0 {
+		return 0, 0
+	}
+	return e.lat + t*math.Max(e.dIntra, e.dInter), e.lat + t*math.Max(e.cIntra, e.cInter)
+}
+
+// Bytes returns the dispatch and combine bytes per GPU of one MoE layer for
+// a DP rank of tokens tokens, summed over the links: for tests and reports.
+func (e *ExpertStep) Bytes(tokens int) (dispatch, combine float64) {
+	d, c := e.bytesPerToken()
+	t := float64(tokens)
+	return t * (d.intra + d.inter), t * (c.intra + c.inter)
+}
+
+// SetGroupLoad sets the DP group's mean tokens per rank for the steps
+// priced next (0: each step's own tokens). Under DP lock-step every rank's
+// MoE layers serve the whole group's routed rows and its all-to-all moves
+// the group's traffic, so a rank's step is priced with its own attention,
+// dense and token-wise operators and the MoE operators (router, expert
+// up, activation, down) and all-to-all at the group's load: the step
+// model's time, less its MoE operators at the rank's tokens, plus them at
+// the group's. The FLOPs and bytes stay the rank's own. (A model with
+// leading dense layers has their MLP blended into the MoE operators,
+// models.Model.Ops; they move with the group's load too: 3 of DeepSeek-V3's
+// 61 layers.)
+func (e *ExpertStep) SetGroupLoad(tokensPerRank float64) { e.load = tokensPerRank }
+
+// moeSec returns the MoE operators' seconds for n tokens per rank.
+func (e *ExpertStep) moeSec(n int) float64 {
+	if n < len(e.moe) && e.moe[n] > 0 {
+		return e.moe[n]
+	}
+	e.ops = e.s.m.Ops(models.Batch{Decodes: n}, e.s.p, e.ops[:0])
+	sec := 0.0
+	for i := range e.ops {
+		op := &e.ops[i]
+		switch op.Kind {
+		case models.OpMoERouter, models.OpMLPUp, models.OpAct, models.OpMLPDown:
+			if op.Count != 0 {
+				sec += float64(op.Count) * e.s.k.OpTime(op)
+			}
+		}
+	}
+	if n < maxCachedTokens {
+		if n >= len(e.moe) {
+			grown := make([]float64, max(n+1, 2*len(e.moe)))
+			copy(grown, e.moe)
+			e.moe = grown
+		}
+		e.moe[n] = sec
+	}
+	return sec
+}
+
+// Step prices one step: the operators plus every MoE layer's all-to-all.
+func (e *ExpertStep) Step(b models.Batch) (sec, flops, bytes float64) {
+	sec, flops, bytes = e.s.Step(b)
+	if sec == 0 {
+		return 0, 0, 0
+	}
+	a2aTokens := b.Tokens()
+	if e.load > 0 {
+		g := max(1, int(math.Round(e.load)))
+		sec += e.moeSec(g) - e.moeSec(b.Tokens())
+		a2aTokens = g
+	}
+	d, c := e.AllToAll(a2aTokens)
+	a := e.layers * (d + c)
+	sec += a
+	if e.skip > 0 {
+		e.skip--
+		return sec, flops, bytes
+	}
+	e.stats.Steps++
+	e.stats.Tokens += int64(b.Tokens())
+	e.stats.Seconds += sec
+	e.stats.AllToAllSecond += a
+	return sec, flops, bytes
+}
+
+// Stats returns the sums over the steps priced since Reset.
+func (e *ExpertStep) Stats() ExpertStats { return e.stats }
+
+// Reset empties Stats and leaves the next skip steps out of it (the probe
+// step serve prices per instance as it builds it).
+func (e *ExpertStep) Reset(skip int) {
+	e.stats = ExpertStats{}
+	e.skip = skip
+}

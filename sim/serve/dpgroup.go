@@ -1,0 +1,134 @@
+package serve
+
+import (
+	"github.com/servesim/servesim/models"
+	"github.com/servesim/servesim/sim"
+)
+
+// prioWaveEnd orders a DP group's wave end after its ranks' step ends at
+// the same time, so that every rank has ended before the next wave starts.
+const prioWaveEnd = prioStepEnd + 1
+
+// DPLockstep ties the instances into data-parallel groups that step in
+// lock-step, as vLLM's DP engine cores do for an MoE model with expert
+// parallelism (vllm/v1/engine/core.py DPEngineCoreProc): every MoE layer is
+// a collective over all ranks, so a step starts on every rank of the group
+// at once and ends when the slowest rank's does; a rank with nothing to run
+// while another has work runs a dummy batch (execute_dummy_batch, one
+// token) to join the collectives.
+type DPLockstep struct {
+	// Ranks is the instances per group: instances i·Ranks … (i+1)·Ranks − 1
+	// form group i (≤ 1: no lock-step).
+	Ranks int
+	// Load, when set, is told the group's mean tokens per rank before the
+	// ranks' steps of a wave are priced, and 0 after: an expert-parallel
+	// step model prices its MoE layers at the group's load rather than the
+	// rank's own (hardware.ExpertStep.SetGroupLoad).
+	Load func(tokensPerRank float64)
+}
+
+// dpGroup is one lock-step group's state.
+type dpGroup struct {
+	ranks    []*Instance
+	load     func(float64)
+	inWave   bool // a wave's steps are in flight
+	starting bool // startWave is asking the ranks for their batches
+	pending  bool // a rank asked for a step during the wave
+	working  []*Instance
+	endEv    *sim.Event
+	waves    int64
+	dummies  int64
+}
+
+// setupDPGroups builds the groups of the colocated instances.
+func (w *World) setupDPGroups() {
+	d := w.cfg.DPLockstep
+	if d.Ranks <= 1 {
+		return
+	}
+	for i := 0; i+d.Ranks <= len(w.front.insts); i += d.Ranks {
+		g := &dpGroup{ranks: w.front.insts[i : i+d.Ranks], load: d.Load}
+		g.endEv = sim.NewEvent(prioWaveEnd, sim.HandlerFunc(func(now sim.Time) { g.waveEnd(w, now) }))
+		for _, in := range g.ranks {
+			in.grp = g
+		}
+		w.groups = append(w.groups, g)
+	}
+}
+
+// request is a rank's wish to step: at once when the group is idle, else
+// after the wave in flight.
+func (g *dpGroup) request(w *World, now sim.Time) {
+	if g.inWave {
+		g.pending = true
+		return
+	}
+	g.startWave(w, now)
+}
+
+// startWave has every rank choose its batch, prices the ranks' steps at
+// the group's load and ends them all when the slowest does.
+func (g *dpGroup) startWave(w *World, now sim.Time) {
+	g.starting = true
+	g.working = g.working[:0]
+	for _, in := range g.ranks {
+		in.startStep(now) // a rank with work appends itself to g.working
+	}
+	g.starting = false
+	if len(g.working) == 0 {
+		return
+	}
+	tokens := 0
+	for _, in := range g.working {
+		tokens += in.batch.Tokens()
+	}
+	if g.load != nil {
+		g.load(float64(tokens) / float64(len(g.ranks)))
+	}
+	longest := 0.0
+	for _, in := range g.working {
+		var sec, flops, bytes float64
+		if in.pipe != nil && in.back {
+			sec, flops, bytes = in.pipe.StepPipelined(in.batch) // the engine's back-to-back step (vllm-v1: CPU overlapped)
+		} else {
+			sec, flops, bytes = in.cfg.Step.Step(in.batch)
+		}
+		in.flops, in.bytes = flops, bytes
+		in.stepSeq++
+		if !(sec >= 0) {
+			w.fail(in.stepTimeError(now, sec))
+			return
+		}
+		longest = max(longest, sec+in.swapSec)
+	}
+	if idle := len(g.ranks) - len(g.working); idle > 0 {
+		// The idle ranks' dummy batches join the collectives.
+		sec, _, _ := g.ranks[0].cfg.Step.Step(models.Batch{Decodes: 1})
+		longest = max(longest, sec)
+		g.dummies += int64(idle)
+	}
+	if g.load != nil {
+		g.load(0)
+	}
+	end, ok := now.AddSeconds(longest)
+	if !ok {
+		w.fail(g.working[0].stepTimeError(now, longest))
+		return
+	}
+	for _, in := range g.working {
+		w.eng.ScheduleEvent(in.endEv, end)
+	}
+	g.inWave = true
+	g.waves++
+	w.eng.ScheduleEvent(g.endEv, end)
+}
+
+// waveEnd follows the ranks' step ends: the next wave starts if any rank
+// asked for one.
+func (g *dpGroup) waveEnd(w *World, now sim.Time) {
+	g.inWave = false
+	if g.pending {
+		g.pending = false
+		g.startWave(w, now)
+	}
+}

@@ -241,7 +241,7 @@ func TestPipelineBound(t *testing.T) {
 	if got := float64(2*n) / round; !(got > stepBound) {
 		t.Errorf("a pipelined round of 2 × %d prompt tokens: %.0f tok/s, not above one step's best %.0f tok/s: the case shows nothing", n, got, stepBound)
 	} else {
-		t.Logf("pipelined round %.0f prompt tok/s > one step's bound %.0f tok/s (×%.2f)", got, stepBound, got/stepBound)
+		t.Logf("pipelined round of 2 × %d prompt tokens: %.0f tok/s > one step's bound %.0f tok/s (×%.2f)", n, got, stepBound, got/stepBound)
 	}
 }
 

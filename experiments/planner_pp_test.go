@@ -256,3 +256,42 @@ func modelsBatch(prefills, tokens, decodes int) models.Batch {
 	}
 	return b
 }
+
+// Pruning and the memo change no pipeline plan: planned with and without
+// them (NoPrune), PP 1 and PP 2 layouts of Llama-3.1-8B on H100 rank alike
+// with the same figures. The memo's key names PP: without it the first
+// PP2×TP1 point would be served the report of 1×TP1 at the same rate (one
+// GPU, not two), and the pipelines' rows would differ.
+func TestPlanPipelinePruningKeepsRanking(t *testing.T) {
+	base := Default()
+	base.Workload.Requests = 200
+	o := PlanOptions{Rate: 16, GPUs: []string{"h100"}, TPs: []int{1, 2}, PPs: []int{1, 2}, Duration: 15, MaxGPUs: 8}
+	pruned, err := PlanCapacity(base, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.NoPrune = true
+	full, err := PlanCapacity(base, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pruned) != 4 || len(full) != 4 {
+		t.Fatalf("%d options pruned, %d full: want TP1, TP2, PP2×TP1, PP2×TP2", len(pruned), len(full))
+	}
+	pipelines := 0
+	for i := range full {
+		if a, b := optionRow(pruned[i]), optionRow(full[i]); a != b {
+			t.Errorf("option %d:\n pruned %s\n full   %s", i, a, b)
+		}
+		if full[i].PP == 2 && full[i].Err == "" {
+			pipelines++
+			if full[i].GPUs != full[i].Replicas*full[i].TP*2 {
+				t.Errorf("%s: %d GPUs", full[i].Name, full[i].GPUs)
+			}
+		}
+		t.Log(optionRow(full[i]))
+	}
+	if pipelines == 0 {
+		t.Error("no pipeline layout serves: the test compares none")
+	}
+}

@@ -14,22 +14,22 @@ import (
 const planUsage = `Usage: servesim plan --config FILE --rate R [--gpus h100,h200=3.5,b200] [flags]
 
 The capacity planner: for the scenario's model, workload and SLOs, finds for
-each candidate GPU type, layout (TP × PP) and batch limit the fewest instances —
-colocated, and with --disagg also prefill/decode-disaggregated (at PP 1 only:
-pipelines are modelled for colocated instances) — that serve R requests/s with the
-attainment target, and ranks them by cost per hour (prices per GPU-hour from
-the catalog, or given as NAME=PRICE). A deployment counts replicas × TP × PP
-GPUs; a layout whose weights do not fit is a row saying why. The default
---pps 1,2 also tries two pipeline stages (PP 2 × TP 8 is two 8-GPU nodes,
-what a model too large for one node needs); each degree adds one search per
-TP. Prints a ranked table and writes CSV.
+each candidate GPU type, layout (TP × PP) and batch limit the fewest
+instances — colocated, and with --disagg also prefill/decode-disaggregated
+(at PP 1 only: pipelines are modelled for colocated instances) — that serve
+R requests/s with the attainment target, and ranks them by cost per hour
+(prices per GPU-hour from the catalog, or given as NAME=PRICE). A deployment
+counts replicas × TP × PP GPUs; a layout whose weights do not fit is a row
+saying why. The default --pps 1,2 also tries two pipeline stages (PP 2 × TP
+8 is two 8-GPU nodes, what a model too large for one node needs); each
+degree adds one search per TP. Prints a ranked table and writes CSV.
 On a terminal a progress bar with an ETA counts the shapes planned; -q
 prints the table only (no bar, no "Wrote" lines).
 
 Examples:
   servesim plan --config experiments/examples/plan.toml --rate 20 --gpus h100,h200,b200
   servesim plan --config scenario.toml --rate 50 --gpus h100=2.49,h200=3.59 --tps 1,2 --disagg
-  servesim plan --config scenario.toml --rate 2 --gpus h100,h200,b200 --tps 8 --pps 1,2,4
+  servesim plan --config experiments/examples/plan-405b.toml --rate 2 --gpus h100,h200,b200 --tps 8 --duration 120
 `
 
 func planCmd(args []string, stdout, stderr io.Writer) error {

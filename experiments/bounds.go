@@ -32,6 +32,18 @@ const boundSlack = 2
 // second, so a request arriving t s into the run waits about t s, and with
 // a TTFT or E2E objective well under the run's length most requests miss.
 // A TPOT-only SLO is indifferent to queueing: ratePrunes is false then.
+//
+// A pipeline-parallel instance (pp > 1) gets the lone-request bounds only:
+// its step model (hardware.PipelineStep.StepModel) is the whole model on
+// one TP group, and a lone request's round is one micro-batch's trip
+// through every stage, the stages' kernel times summing to that step's
+// (TestPipelineStagesSumToStep) plus the sends, so TTFT and TPOT stay lower
+// bounds. Its Rate is +Inf and ratePrunes false: up to pp micro-batches
+// are in flight and a round's token budget is pp × max_num_batched_tokens,
+// so one step's tokens per second are no upper bound on a round's, and a
+// bound of pp × that would hold only if splitting a batch never shortened
+// its kernel time (true of the roofline, not shown for calibrated
+// efficiencies). Pipeline layouts are searched unpruned by rate.
 type capacityBound struct {
 	Rate       float64 // req/s, the whole deployment
 	TTFT, TPOT float64 // s
@@ -52,6 +64,9 @@ func poolBoundOf(pp *PoolPlan) poolBound {
 	b := poolBound{
 		lonePrefill: st.StepTime(models.Batch{Prefills: 1, PrefillTokens: 1, PrefillPairs: 1}),
 		loneDecode:  st.StepTime(models.Batch{Decodes: 1, DecodeCtx: 1}),
+	}
+	if pp.Pipeline != nil {
+		return b // no rate bound for a pipeline (see capacityBound)
 	}
 	// Decode: d requests each at context ≥ 1 produce d tokens a step.
 	seqs := pp.Limits.MaxNumSeqs
@@ -98,8 +113,8 @@ func boundOf(p *Plan) capacityBound {
 	synthetic := p.Trace == nil && p.Mix == nil && p.Replay == nil && p.MaxConcurrency == 0
 	// A run shorter than 4 × the objective leaves too little queue growth
 	// for the argument above: no pruning by rate.
-	b.ratePrunes = synthetic && sloTime*4 <= float64(p.Workload.Duration)/1e9
-	if !synthetic {
+	b.ratePrunes = synthetic && sloTime*4 <= float64(p.Workload.Duration)/1e9 && p.Pipeline == nil
+	if !synthetic || p.Pipeline != nil {
 		return b
 	}
 	if out := p.Workload.Output.Mean() - 1; out > 0 && dec.decodeTokPerS > 0 {
@@ -183,5 +198,5 @@ func (c *probeCache) get(key string, fn func() (*Report, error)) (*Report, error
 
 // probeKey names a deployment of base at rate for the cache.
 func probeKey(kind string, base Scenario, c *Placement, rate float64) string {
-	return fmt.Sprintf("%s|%s|%d|%d|%d|%v|%d|%d|%x", kind, base.GPU, base.Batch.MaxNumSeqs, c.Replicas, c.TP, c.Disagg, c.DecodeRep, c.DecodeTP, math.Float64bits(rate))
+	return fmt.Sprintf("%s|%s|%d|%d|%d|%d|%v|%d|%d|%x", kind, base.GPU, base.Batch.MaxNumSeqs, c.Replicas, c.TP, max(1, c.PP), c.Disagg, c.DecodeRep, c.DecodeTP, math.Float64bits(rate))
 }

@@ -218,12 +218,12 @@ func (r *Report) writePipelineResults(w io.Writer) error {
 	return err
 }
 
-// searchPP refuses a pipeline layout in the base scenario of a search
-// (place, plan): they vary TP, replicas and pools, and would count each
-// candidate's GPUs as replicas × TP.
+// searchPP refuses pipeline fields in the base scenario of a search
+// (place, plan): the search sets each candidate's pp itself (PPs, --pps),
+// and a layer partition or chunked pipelining fits one degree only.
 func searchPP(base Scenario, what string) error {
 	if base.PP > 1 || len(base.PPLayers) > 0 || base.PPChunked {
-		return fmt.Errorf("experiments: %s: the scenario sets pp = %d: the search varies TP and replicas only and does not propose pipeline layouts; drop pp, or run the layout with servesim run", what, base.PP)
+		return fmt.Errorf("experiments: %s: the scenario sets pp = %d (pp_layers %v, pp_chunked %v): the search proposes the pipeline degrees itself; drop the pipeline fields and give the degrees with --pps", what, base.PP, base.PPLayers, base.PPChunked)
 	}
 	if base.DP > 1 || base.ExpertParallel {
 		return fmt.Errorf("experiments: %s: the scenario sets dp = %d, expert_parallel = %v: the search varies TP and replicas only and does not propose DP or EP layouts; drop them, or run the layout with servesim run", what, base.DP, base.ExpertParallel)

@@ -11,8 +11,11 @@ import (
 
 // PlaceOptions configure a placement search.
 type PlaceOptions struct {
-	GPUs      int     // GPU budget
-	TPs       []int   // tensor-parallel degrees to try (default 1, 2, 4, 8)
+	GPUs int   // GPU budget
+	TPs  []int // tensor-parallel degrees to try (default 1, 2, 4, 8)
+	// PPs are the pipeline degrees to try with each TP for colocated
+	// candidates (default 1: no pipeline); disaggregated ones have none.
+	PPs       []int
 	Target    float64 // SLO attainment target (default 0.9, DistServe's)
 	Colocated bool    // search colocated deployments
 	Disagg    bool    // search disaggregated ones
@@ -50,6 +53,7 @@ type Placement struct {
 	Name         string // e.g. "colocated 2×TP4" or "disagg 1×TP2 + 3×TP2"
 	Disagg       bool
 	Replicas, TP int // colocated instances, or the prefill pool
+	PP           int // pipeline stages per colocated instance (0 or 1: none); GPUs = Replicas × TP × PP
 	DecodeRep    int // decode pool (disaggregated)
 	DecodeTP     int
 	GPUs         int
@@ -72,6 +76,10 @@ func Place(base Scenario, o PlaceOptions) ([]Placement, error) {
 	}
 	if len(o.TPs) == 0 {
 		o.TPs = []int{1, 2, 4, 8}
+	}
+	var err error
+	if o.PPs, err = checkPPs(o.PPs, "place"); err != nil {
+		return nil, err
 	}
 	if o.Target == 0 {
 		o.Target = 0.9
@@ -101,13 +109,16 @@ func Place(base Scenario, o PlaceOptions) ([]Placement, error) {
 		base.Workload.Rate = 1 // any valid rate: the search sets it
 	}
 	var cands []Placement
-	for _, tp := range o.TPs {
+	for _, l := range layouts(o.TPs, o.PPs) {
+		tp := l.TP
 		if o.Colocated {
-			for r := 1; r*tp <= o.GPUs; r++ {
-				cands = append(cands, Placement{Name: fmt.Sprintf("colocated %d×TP%d", r, tp), Replicas: r, TP: tp, GPUs: r * tp})
+			for r := 1; r*l.GPUs() <= o.GPUs; r++ {
+				cands = append(cands, Placement{Name: fmt.Sprintf("colocated %d×%s", r, l), Replicas: r, TP: tp, PP: l.PP, GPUs: r * l.GPUs()})
 			}
 		}
-		if o.Disagg {
+		// Pipeline parallelism is modelled for colocated instances only
+		// (Scenario.checkPP): disaggregated pools are searched at PP 1.
+		if o.Disagg && l.PP == 1 {
 			for _, dtp := range o.TPs {
 				for p := 1; p*tp+dtp <= o.GPUs; p++ {
 					for d := 1; p*tp+d*dtp <= o.GPUs; d++ {
@@ -119,7 +130,7 @@ func Place(base Scenario, o PlaceOptions) ([]Placement, error) {
 		}
 	}
 	if len(cands) == 0 {
-		return nil, fmt.Errorf("experiments: place: no deployment fits %d GPUs with TP %v: each needs more GPUs (a disaggregated one at least two instances)", o.GPUs, o.TPs)
+		return nil, fmt.Errorf("experiments: place: no deployment fits %d GPUs with TP %v%s: each needs more GPUs (a disaggregated one at least two instances)", o.GPUs, o.TPs, ppList(o.PPs))
 	}
 	if o.cache == nil {
 		o.cache = newProbeCache()
@@ -210,6 +221,10 @@ func scenarioFor(base Scenario, c *Placement, rate float64, o PlaceOptions) Scen
 		s.Workload.Requests = 0
 	}
 	s.TP, s.Replicas = c.TP, c.Replicas
+	s.PP = 0 // the base has none (searchPP); 0 leaves the TOML form as before pipelines
+	if c.PP > 1 {
+		s.PP = c.PP
+	}
 	s.Disagg.DecodeReplicas = 0
 	if c.Disagg {
 		s.Disagg.DecodeReplicas, s.Disagg.DecodeTP = c.DecodeRep, c.DecodeTP
@@ -324,9 +339,9 @@ func WritePlacements(w io.Writer, ps []Placement, target float64) error {
 // WritePlacementsCSV writes the ranked table as CSV.
 func WritePlacementsCSV(w io.Writer, ps []Placement) error {
 	var b strings.Builder
-	b.WriteString("deployment,disaggregated,replicas,tp,decode_replicas,decode_tp,gpus,max_goodput_rate,per_gpu,attainment,cost_per_m_output_tokens,error\n")
+	b.WriteString("deployment,disaggregated,replicas,tp,pp,decode_replicas,decode_tp,gpus,max_goodput_rate,per_gpu,attainment,cost_per_m_output_tokens,error\n")
 	for _, p := range ps {
-		fmt.Fprintf(&b, "%s,%v,%d,%d,%d,%d,%d,%.4f,%.4f,%.4f,%.4f,%s\n", p.Name, p.Disagg, p.Replicas, p.TP, p.DecodeRep, p.DecodeTP, p.GPUs,
+		fmt.Fprintf(&b, "%s,%v,%d,%d,%d,%d,%d,%d,%.4f,%.4f,%.4f,%.4f,%s\n", p.Name, p.Disagg, p.Replicas, p.TP, max(1, p.PP), p.DecodeRep, p.DecodeTP, p.GPUs,
 			p.Rate, p.PerGPU, p.Attainment, p.CostPerMTok, csvField(p.Err))
 	}
 	_, err := io.WriteString(w, b.String())

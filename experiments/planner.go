@@ -18,6 +18,9 @@ type PlanOptions struct {
 	GPUs   []string           // candidate GPU types (catalog names)
 	Prices map[string]float64 // $/GPU-hour overrides by GPU name (default: the catalog's)
 	TPs    []int              // default 1, 2, 4, 8
+	// PPs are the pipeline degrees to try with each TP (default 1: no
+	// pipeline). A PP > 1 layout is planned colocated only.
+	PPs []int
 	// MaxNumSeqs are batch limits to try (default: the scenario's).
 	MaxNumSeqs []int
 	Target     float64 // attainment target (default 0.9)
@@ -46,6 +49,7 @@ type Option struct {
 	Name             string // e.g. "colocated 3×TP2" or "disagg 1×TP2 + 2×TP2"
 	Disagg           bool
 	Replicas, TP     int
+	PP               int // pipeline stages per instance (1: none); GPUs = Replicas × TP × PP
 	MaxNumSeqs       int // the batch limit (0: the scenario's)
 	DecodeRep        int
 	DecodeTP         int
@@ -57,8 +61,10 @@ type Option struct {
 	Err              string // why none of this shape meets the target
 }
 
-// PlanCapacity finds, for each GPU type, TP and shape (colocated, or
-// disaggregated with equal TP in both pools), the fewest instances that
+// PlanCapacity finds, for each GPU type, layout (TP × PP) and shape
+// (colocated, or disaggregated with equal TP in both pools and no
+// pipeline: PP is modelled for colocated instances only, so a PP > 1
+// layout is planned colocated alone), the fewest instances that
 // serve the target rate with the attainment target, and ranks them by cost
 // per hour. Colocated: replicas are added one at a time from an estimate
 // (the rate over one instance's max goodput rate). Disaggregated: for each
@@ -87,6 +93,10 @@ func PlanCapacity(base Scenario, o PlanOptions) ([]Option, error) {
 	if len(o.TPs) == 0 {
 		o.TPs = []int{1, 2, 4, 8}
 	}
+	var err error
+	if o.PPs, err = checkPPs(o.PPs, "plan"); err != nil {
+		return nil, err
+	}
 	if o.Target == 0 {
 		o.Target = 0.9
 	}
@@ -104,7 +114,7 @@ func PlanCapacity(base Scenario, o PlanOptions) ([]Option, error) {
 	}
 	type job struct {
 		gpu    string
-		tp     int
+		l      Layout
 		seqs   int
 		disagg bool
 	}
@@ -114,11 +124,11 @@ func PlanCapacity(base Scenario, o PlanOptions) ([]Option, error) {
 	}
 	var jobs []job
 	for _, g := range o.GPUs {
-		for _, tp := range o.TPs {
+		for _, l := range layouts(o.TPs, o.PPs) {
 			for _, n := range seqs {
-				jobs = append(jobs, job{g, tp, n, false})
-				if o.Disagg {
-					jobs = append(jobs, job{g, tp, n, true})
+				jobs = append(jobs, job{g, l, n, false})
+				if o.Disagg && l.PP == 1 {
+					jobs = append(jobs, job{g, l, n, true})
 				}
 			}
 		}
@@ -139,7 +149,7 @@ func PlanCapacity(base Scenario, o PlanOptions) ([]Option, error) {
 		if j.seqs > 0 {
 			b.Batch.MaxNumSeqs, b.Disagg.DecodeBatch.MaxNumSeqs = j.seqs, j.seqs
 		}
-		out[i] = planShape(b, o, j.gpu, j.tp, j.disagg)
+		out[i] = planShape(b, o, j.gpu, j.l, j.disagg)
 		out[i].MaxNumSeqs = j.seqs
 	}, o.OnProgress)
 	if err := ctx.Err(); err != nil {
@@ -183,8 +193,11 @@ func evaluateRun(base Scenario, o PlanOptions, c *Placement) (*Report, error) {
 	return RunContext(orBackground(o.Context), p, "")
 }
 
-func planShape(base Scenario, o PlanOptions, gpu string, tp int, disagg bool) Option {
-	opt := Option{GPU: gpu, TP: tp, Disagg: disagg}
+// planShape plans one GPU type, layout and shape. Disaggregated shapes
+// come with l.PP = 1 only (PlanCapacity).
+func planShape(base Scenario, o PlanOptions, gpu string, l Layout, disagg bool) Option {
+	tp, pp, g1 := l.TP, l.PP, l.GPUs() // g1: GPUs of one instance
+	opt := Option{GPU: gpu, TP: tp, PP: pp, Disagg: disagg}
 	base.GPU, base.Disagg.DecodeGPU = gpu, gpu
 	meets := func(c *Placement) (*Report, bool, error) {
 		rep, err := evaluate(base, o, c)
@@ -199,7 +212,7 @@ func planShape(base Scenario, o PlanOptions, gpu string, tp int, disagg bool) Op
 	// instance's (disaggregated) analytic capacity bound.
 	var bound *capacityBound
 	if !o.NoPrune {
-		one := Placement{Replicas: 1, TP: tp, GPUs: tp, Disagg: disagg, DecodeRep: 1, DecodeTP: tp}
+		one := Placement{Replicas: 1, TP: tp, PP: pp, GPUs: g1, Disagg: disagg, DecodeRep: 1, DecodeTP: tp}
 		if p, err := scenarioFor(base, &one, o.Rate, PlaceOptions{MinDuration: o.Duration}).Resolve(); err == nil {
 			b := boundOf(p)
 			bound = &b
@@ -215,13 +228,13 @@ func planShape(base Scenario, o PlanOptions, gpu string, tp int, disagg bool) Op
 		rMin := 1
 		if bound != nil && bound.ratePrunes {
 			need := math.Ceil(o.Rate / (boundSlack * bound.Rate))
-			if need*float64(tp) > float64(o.MaxGPUs) {
-				opt.Err = fmt.Sprintf("one TP%d instance serves at most %.3g req/s (analytic bound): %g req/s needs more than %d GPUs", tp, bound.Rate, o.Rate, o.MaxGPUs)
+			if need*float64(g1) > float64(o.MaxGPUs) {
+				opt.Err = fmt.Sprintf("one %s instance serves at most %.3g req/s (analytic bound): %g req/s needs more than %d GPUs", l, bound.Rate, o.Rate, o.MaxGPUs)
 				return opt
 			}
 			rMin = max(1, int(need))
 		}
-		one := Placement{Replicas: 1, TP: tp, GPUs: tp}
+		one := Placement{Replicas: 1, TP: tp, PP: pp, GPUs: g1}
 		searchRate(base, &one, PlaceOptions{Target: o.Target, Precision: 0.05, MaxRate: o.Rate, MinDuration: o.Duration, Context: o.Context, cache: o.cache, bound: bound})
 		if one.Err != "" && !strings.HasPrefix(one.Err, "meets the target beyond") {
 			opt.Err = one.Err
@@ -230,16 +243,16 @@ func planShape(base Scenario, o PlanOptions, gpu string, tp int, disagg bool) Op
 		r := 1
 		if one.Rate > 0 {
 			est := math.Ceil(o.Rate / one.Rate * 0.9)
-			if est*float64(tp) > float64(o.MaxGPUs) {
+			if est*float64(g1) > float64(o.MaxGPUs) {
 				// Compared as floats: a huge target rate overflows an int.
-				opt.Err = fmt.Sprintf("one TP%d instance serves about %.3g req/s: %g req/s needs about %.3g instances, more than %d GPUs", tp, one.Rate, o.Rate, est, o.MaxGPUs)
+				opt.Err = fmt.Sprintf("one %s instance serves about %.3g req/s: %g req/s needs about %.3g instances, more than %d GPUs", l, one.Rate, o.Rate, est, o.MaxGPUs)
 				return opt
 			}
 			r = max(1, int(est))
 		}
 		r = max(r, rMin)
-		for ; r*tp <= o.MaxGPUs; r++ {
-			c := Placement{Replicas: r, TP: tp, GPUs: r * tp}
+		for ; r*g1 <= o.MaxGPUs; r++ {
+			c := Placement{Replicas: r, TP: tp, PP: pp, GPUs: r * g1}
 			rep, ok, err := meets(&c)
 			if err != nil {
 				opt.Err = firstLine(err.Error())
@@ -248,7 +261,7 @@ func planShape(base Scenario, o PlanOptions, gpu string, tp int, disagg bool) Op
 			if ok {
 				// Step down while a smaller deployment still meets it.
 				for r > rMin {
-					d := Placement{Replicas: r - 1, TP: tp, GPUs: (r - 1) * tp}
+					d := Placement{Replicas: r - 1, TP: tp, PP: pp, GPUs: (r - 1) * g1}
 					rep2, ok2, err := meets(&d)
 					if err != nil || !ok2 {
 						break
@@ -321,7 +334,7 @@ func planShape(base Scenario, o PlanOptions, gpu string, tp int, disagg bool) Op
 		return opt
 	}
 	opt.Replicas, opt.DecodeRep, opt.DecodeTP, opt.GPUs = bestC.Replicas, bestC.DecodeRep, bestC.DecodeTP, bestC.GPUs
-	opt.Name = fmt.Sprintf("colocated %d×TP%d", bestC.Replicas, tp)
+	opt.Name = fmt.Sprintf("colocated %d×%s", bestC.Replicas, l)
 	if disagg {
 		opt.Name = fmt.Sprintf("disagg %d×TP%d + %d×TP%d", bestC.Replicas, tp, bestC.DecodeRep, tp)
 	}
@@ -345,7 +358,7 @@ func WritePlan(w io.Writer, opts []Option, rate, target float64) error {
 			if o.Disagg {
 				shape = "disagg"
 			}
-			fmt.Fprintf(&b, "| - | %s | %s TP%d | — | — | — | — | — | %s |\n", o.GPU, shape, o.TP, o.Err)
+			fmt.Fprintf(&b, "| - | %s | %s %s | — | — | — | — | — | %s |\n", o.GPU, shape, Layout{TP: o.TP, PP: o.PP}, o.Err)
 			continue
 		}
 		fmt.Fprintf(&b, "| %d | %s | %s | %d | %.2f | %.3f | %.1f | %.1f | %.3f |\n", i+1, o.GPU, o.Name, o.GPUs, o.CostPerHour, o.Attainment, o.TTFTp90, o.TPOTp90, o.CostPerMOutTok)
@@ -358,9 +371,9 @@ func WritePlan(w io.Writer, opts []Option, rate, target float64) error {
 // WritePlanCSV writes the ranked options as CSV.
 func WritePlanCSV(w io.Writer, opts []Option) error {
 	var b strings.Builder
-	b.WriteString("gpu,deployment,disaggregated,replicas,tp,max_num_seqs,decode_replicas,decode_tp,gpus,cost_per_hour,attainment,ttft_p90_ms,tpot_p90_ms,cost_per_m_output_tokens,error\n")
+	b.WriteString("gpu,deployment,disaggregated,replicas,tp,pp,max_num_seqs,decode_replicas,decode_tp,gpus,cost_per_hour,attainment,ttft_p90_ms,tpot_p90_ms,cost_per_m_output_tokens,error\n")
 	for _, o := range opts {
-		fmt.Fprintf(&b, "%s,%s,%v,%d,%d,%d,%d,%d,%d,%.4f,%.4f,%.3f,%.3f,%.4f,%s\n", o.GPU, csvField(o.Name), o.Disagg, o.Replicas, o.TP, o.MaxNumSeqs, o.DecodeRep, o.DecodeTP,
+		fmt.Fprintf(&b, "%s,%s,%v,%d,%d,%d,%d,%d,%d,%d,%.4f,%.4f,%.3f,%.3f,%.4f,%s\n", o.GPU, csvField(o.Name), o.Disagg, o.Replicas, o.TP, max(1, o.PP), o.MaxNumSeqs, o.DecodeRep, o.DecodeTP,
 			o.GPUs, o.CostPerHour, o.Attainment, o.TTFTp90, o.TPOTp90, o.CostPerMOutTok, csvField(o.Err))
 	}
 	_, err := io.WriteString(w, b.String())
@@ -424,7 +437,7 @@ func noPlanServes(opts []Option, o PlanOptions) error {
 		}
 		if !seen[op.Err] && len(why) < 5 {
 			seen[op.Err] = true
-			why = append(why, fmt.Sprintf("%s %s TP%d: %s", op.GPU, shape, op.TP, op.Err))
+			why = append(why, fmt.Sprintf("%s %s %s: %s", op.GPU, shape, Layout{TP: op.TP, PP: op.PP}, op.Err))
 		}
 	}
 	return fmt.Errorf("experiments: plan: no deployment of up to %d GPUs serves %g req/s with %.0f %% of requests within the SLOs:\n  %s",

@@ -86,7 +86,7 @@ func examplesCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts, err := experiments.PlanCapacity(base, experiments.PlanOptions{Rate: 20, GPUs: []string{"h100", "h200", "b200"}, TPs: []int{2, 4, 8}, Context: ctx})
+	opts, err := experiments.PlanCapacity(base, experiments.PlanOptions{Rate: 20, GPUs: []string{"h100", "h200", "b200"}, TPs: []int{2, 4, 8}, PPs: []int{1}, Context: ctx})
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,11 @@ Searches deployments of the scenario's model, workload and SLOs within a
 budget of N GPUs of the scenario's GPU type — colocated (replicas × TP) and
 prefill/decode-disaggregated (P×TP + D×TP, with the scenario's [disagg] link)
 — for the highest goodput per GPU: for each, the highest arrival rate at
-which the attainment target holds (DistServe's max goodput rate). Prints a
+which the attainment target holds (DistServe's max goodput rate). With
+--pps 1,2 colocated instances are also tried with 2 pipeline stages
+(replicas × PP × TP GPUs; disaggregated pools stay at PP 1, the only
+only one modelled there); the default, 1, keeps the search to
+TP, as each degree adds a rate search per colocated split. Prints a
 ranked table and writes it as CSV. On a terminal a progress bar with an ETA
 counts the deployments searched; -q prints the table only (no bar, no
 "Wrote" line).
@@ -21,6 +25,7 @@ counts the deployments searched; -q prints the table only (no bar, no
 Examples:
   servesim place --config experiments/disagg-long.toml --gpus 4
   servesim place --config experiments/disagg-short.toml --gpus 4 --tps 1,2 --target 0.9
+  servesim place --config scenario.toml --gpus 32 --tps 8 --pps 1,2 --only colocated
 `
 
 func placeCmd(args []string, stdout, stderr io.Writer) error {
@@ -28,6 +33,7 @@ func placeCmd(args []string, stdout, stderr io.Writer) error {
 	config := fs.String("config", "", "scenario TOML file (model, workload, SLOs, GPU, [disagg] link)")
 	gpus := fs.Int("gpus", 0, "GPU budget")
 	tps := fs.String("tps", "1,2,4,8", "tensor-parallel degrees to try")
+	pps := fs.String("pps", "1", "pipeline-parallel degrees to try with each TP (colocated candidates)")
 	target := fs.Float64("target", 0.9, "SLO attainment target")
 	only := fs.String("only", "", "search only colocated or disagg deployments")
 	workers := fs.IntP("workers", "j", 0, "parallel candidates (default: all cores)")
@@ -55,6 +61,9 @@ func placeCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	o := experiments.PlaceOptions{GPUs: *gpus, Target: *target, Workers: *workers}
 	if o.TPs, err = positiveInts("place", "tps", *tps); err != nil {
+		return err
+	}
+	if o.PPs, err = positiveInts("place", "pps", *pps); err != nil {
 		return err
 	}
 	switch *only {

@@ -14,16 +14,22 @@ import (
 const planUsage = `Usage: servesim plan --config FILE --rate R [--gpus h100,h200=3.5,b200] [flags]
 
 The capacity planner: for the scenario's model, workload and SLOs, finds for
-each candidate GPU type, TP and batch limit the fewest instances — colocated, and with
---disagg also prefill/decode-disaggregated — that serve R requests/s with the
-attainment target, and ranks them by cost per hour (prices per GPU-hour from
-the catalog, or given as NAME=PRICE). Prints a ranked table and writes CSV.
+each candidate GPU type, layout (TP × PP) and batch limit the fewest
+instances — colocated, and with --disagg also prefill/decode-disaggregated
+(at PP 1 only: pipelines are modelled for colocated instances) — that serve
+R requests/s with the attainment target, and ranks them by cost per hour
+(prices per GPU-hour from the catalog, or given as NAME=PRICE). A deployment
+counts replicas × TP × PP GPUs; a layout whose weights do not fit is a row
+saying why. The default --pps 1,2 also tries two pipeline stages (PP 2 × TP
+8 is two 8-GPU nodes, what a model too large for one node needs); each
+degree adds one search per TP. Prints a ranked table and writes CSV.
 On a terminal a progress bar with an ETA counts the shapes planned; -q
 prints the table only (no bar, no "Wrote" lines).
 
 Examples:
   servesim plan --config experiments/examples/plan.toml --rate 20 --gpus h100,h200,b200
   servesim plan --config scenario.toml --rate 50 --gpus h100=2.49,h200=3.59 --tps 1,2 --disagg
+  servesim plan --config experiments/examples/plan-405b.toml --rate 2 --gpus h100,h200,b200 --tps 8 --duration 120
 `
 
 func planCmd(args []string, stdout, stderr io.Writer) error {
@@ -32,10 +38,12 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 	rate := fs.Float64("rate", 0, "target request rate (req/s)")
 	gpus := fs.String("gpus", "", "candidate GPUs, NAME or NAME=$/hour, comma-separated (default: the scenario's)")
 	tps := fs.String("tps", "1,2,4,8", "tensor-parallel degrees to try")
+	pps := fs.String("pps", "1,2", "pipeline-parallel degrees to try with each TP (colocated only)")
 	seqs := fs.String("max-num-seqs", "", "batch limits to try, comma-separated (default: the scenario's)")
 	target := fs.Float64("target", 0.9, "SLO attainment target")
 	disagg := fs.Bool("disagg", false, "also plan disaggregated deployments")
 	maxGPUs := fs.Int("max-gpus", 64, "largest deployment considered")
+	duration := fs.Float64("duration", 60, "seconds of arrivals per simulation (shorter is faster and noisier)")
 	workers := fs.IntP("workers", "j", 0, "parallel searches (default: all cores)")
 	out := fs.StringP("out", "o", "", "CSV file (default plans/NAME.csv; \"-\" writes none)")
 	chart := fs.String("plot", "", "also draw the ranking as a PNG chart to this file")
@@ -56,6 +64,12 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 	if err := checkTarget("plan", *target); err != nil {
 		return err
 	}
+	if err := checkPositive("plan", "duration", *duration); err != nil {
+		return err
+	}
+	if *duration > experiments.MaxDurationS {
+		return fmt.Errorf("plan: --duration %g: at most %g s", *duration, experiments.MaxDurationS)
+	}
 	if *maxGPUs < 1 {
 		return fmt.Errorf("plan: --max-gpus %d: want at least 1 GPU", *maxGPUs)
 	}
@@ -66,7 +80,7 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 	if _, err := resultPath(*out, "plans", base, *config); err != nil {
 		return err
 	}
-	o := experiments.PlanOptions{Rate: *rate, Target: *target, Disagg: *disagg, MaxGPUs: *maxGPUs, Workers: *workers, Prices: map[string]float64{}}
+	o := experiments.PlanOptions{Rate: *rate, Target: *target, Disagg: *disagg, MaxGPUs: *maxGPUs, Duration: *duration, Workers: *workers, Prices: map[string]float64{}}
 	for _, f := range strings.Split(*gpus, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
@@ -83,6 +97,9 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 		o.GPUs = append(o.GPUs, name)
 	}
 	if o.TPs, err = positiveInts("plan", "tps", *tps); err != nil {
+		return err
+	}
+	if o.PPs, err = positiveInts("plan", "pps", *pps); err != nil {
 		return err
 	}
 	if *seqs != "" {

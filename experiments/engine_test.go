@@ -110,21 +110,5 @@ func BenchmarkSimulate100kVLLMV1(b *testing.B) {
 	s.Workload.Rate = 17
 	s.Workload.Requests = 100_000
 	s.Engine = &Engine{Name: "vllm-v1"}
-	p, err := s.Resolve()
-	if err != nil {
-		b.Fatal(err)
-	}
-	dir := b.TempDir()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		rep, err := Run(p, dir)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if rep.Result.Finished != 100_000 {
-			b.Fatalf("finished %d", rep.Result.Finished)
-		}
-	}
-	b.ReportMetric(float64(b.N)*100_000/b.Elapsed().Seconds(), "req/s")
+	benchRun(b, s)
 }

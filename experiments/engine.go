@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"strings"
 
+	"github.com/servesim/servesim/hardware"
 	"github.com/servesim/servesim/hardware/calibrate"
 	"github.com/servesim/servesim/sim"
 	"github.com/servesim/servesim/sim/serve"
@@ -155,7 +157,12 @@ func (s *Scenario) resolveEngine(p *Plan) error {
 	if !e.NoLaunches {
 		v.Graphs = s.cudaGraphs(p, e)
 	}
-	v.RequestCost = sim.FromSeconds(s.unsetDefault("engine.front_end_request_ms", e.RequestMs, DefaultFrontEndRequestMs) / 1e3)
+	requestMs, from := s.frontEndRequest(p.GPU, e)
+	v.RequestCost = sim.FromSeconds(requestMs / 1e3)
+	p.FrontEnd = fmt.Sprintf("%.4g ms per request, %s", requestMs, from)
+	if e.NoFrontEnd {
+		p.FrontEnd = ""
+	}
 	v.TokenizeCost = s.unsetDefault("engine.tokenize_us_per_token", e.TokenizeUsPerToken, DefaultTokenizeUsPerToken) / 1e6
 	v.TokenCost = sim.FromSeconds(s.unsetDefault("engine.front_end_token_ms", e.TokenMs, DefaultFrontEndTokenMs) / 1e3)
 	if e.CPUPerRequestUs > 0 || s.Explicit("engine.step_cpu_per_request_us") {
@@ -171,6 +178,34 @@ func (s *Scenario) resolveEngine(p *Plan) error {
 	}
 	p.Serve.Engine = v
 	return nil
+}
+
+// frontEndRequest returns vllm-v1's front-end time per request in ms and
+// where it comes from, first that applies: the scenario's
+// engine.front_end_request_ms (file or --front-end-request-ms; an explicit
+// 0 means none), the serving GPU's catalog entry (hardware.GPU's
+// FrontEndRequestMs: a measurement on that host, with its source), or
+// DefaultFrontEndRequestMs, the H100 host's fit, assumed for a host with
+// no measurement.
+func (s *Scenario) frontEndRequest(g *hardware.GPU, e *Engine) (float64, string) {
+	const field = "engine.front_end_request_ms"
+	if o, ok := s.origin(field); ok || e.RequestMs != 0 {
+		switch {
+		case ok && o == byFlag:
+			return e.RequestMs, "set by --front-end-request-ms"
+		case s.file != "":
+			return e.RequestMs, fmt.Sprintf("set by %s in %s", field, filepath.Base(s.file)) // the base: a header reads alike on every machine
+		}
+		return e.RequestMs, "set by the scenario's " + field
+	}
+	if g != nil && g.FrontEndRequestMs > 0 {
+		return g.FrontEndRequestMs, fmt.Sprintf("from the %s catalog entry (%s)", g.Name, g.FrontEndSource())
+	}
+	name := "this GPU"
+	if g != nil {
+		name = g.Name
+	}
+	return DefaultFrontEndRequestMs, fmt.Sprintf("assumed: the %s catalog entry has no front_end_request_ms, so the H100 host's fit applies (set engine.front_end_request_ms or --front-end-request-ms for this host)", name)
 }
 
 // unsetDefault is v, or def when v is zero and the scenario did not set
@@ -217,6 +252,11 @@ func (p *Plan) describeEngine(w io.Writer) error {
 	}
 	if _, err := fmt.Fprintf(w, "Engine: %s.\n", e); err != nil {
 		return err
+	}
+	if p.FrontEnd != "" {
+		if _, err := fmt.Fprintf(w, "Front end: %s.\n", p.FrontEnd); err != nil {
+			return err
+		}
 	}
 	for _, pp := range []*PoolPlan{&p.PoolPlan, p.Decode} {
 		if pp != nil && pp.VLLMMemory != nil {

@@ -47,6 +47,11 @@ type Plan struct {
 	// and GPU definitions, each pool's kernel-time profile and a replayed
 	// trace's bytes (see inputs.go). Sweep point keys include it.
 	Inputs string
+	// FrontEnd says which front-end time per request vllm-v1 took and
+	// where it came from (the scenario, the GPU's catalog entry or the
+	// assumed default; frontEndRequest), for the run header; "" under other
+	// engines or with the front end off.
+	FrontEnd string
 }
 
 // PoolPlan is one pool's resolved instance: GPU, parallelism, batch policy,

@@ -136,6 +136,24 @@ func TestLoad(t *testing.T) {
 
 // TestLoadRedefines: a file may redefine a built-in GPU (here to set its
 // price); its old aliases go with it.
+// TestLoadFrontEnd: a user entry's front_end_request_ms with its source
+// loads, and FrontEndSource returns the source's text.
+func TestLoadFrontEnd(t *testing.T) {
+	src := strings.Replace(goodTOML, "mem_bw = 864e9", "mem_bw = 864e9\nfront_end_request_ms = 4.2\nsources = [\"front_end_request_ms: 4.2 ms, my host, 8 requests at 0.5 req/s\"]", 1)
+	c := Builtin()
+	if err := c.Load(strings.NewReader(src), "gpus.toml"); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := c.Get("l40s")
+	if g.FrontEndRequestMs != 4.2 || g.FrontEndSource() != "4.2 ms, my host, 8 requests at 0.5 req/s" {
+		t.Errorf("front end %g ms from %q", g.FrontEndRequestMs, g.FrontEndSource())
+	}
+	h, _ := c.Get("h100")
+	if h.FrontEndRequestMs != 5.504 || !strings.Contains(h.FrontEndSource(), "vllm-h100-runs") {
+		t.Errorf("built-in h100: front end %g ms from %q, want 5.504 from the vllm-h100-runs fit", h.FrontEndRequestMs, h.FrontEndSource())
+	}
+}
+
 func TestLoadRedefines(t *testing.T) {
 	c := Builtin()
 	src := `[[gpu]]
@@ -210,6 +228,15 @@ func TestLoadErrors(t *testing.T) {
 			[]string{"gpus.toml line 2:", `gpu "a"`, `field "bf16_flops"`, "(missing)"}},
 		{"gpu not a table array", "gpu = 5\n",
 			[]string{"gpus.toml line 1", "gpu"}},
+		// front_end_request_ms: a number within (0, 1000] ms with a source naming the run that measured it.
+		{"front end without a source", strings.Replace(goodTOML, "mem_bw = 864e9", "mem_bw = 864e9\nfront_end_request_ms = 4.2", 1),
+			[]string{"gpus.toml line 10:", `field "front_end_request_ms"`, "4.2 ms has no source"}},
+		{"front end negative", strings.Replace(goodTOML, "mem_bw = 864e9", "mem_bw = 864e9\nfront_end_request_ms = -1", 1),
+			[]string{"gpus.toml line 10:", `field "front_end_request_ms"`, "must be >= 0"}},
+		{"front end in seconds, not ms", strings.Replace(goodTOML, "mem_bw = 864e9", "mem_bw = 864e9\nfront_end_request_ms = 5504", 1),
+			[]string{"gpus.toml line 10:", `field "front_end_request_ms"`, "5504 ms is outside the physical range [0, 1000]"}},
+		{"front end a string", strings.Replace(goodTOML, "mem_bw = 864e9", "mem_bw = 864e9\nfront_end_request_ms = \"5 ms\"", 1),
+			[]string{"gpus.toml line 10:", `field "front_end_request_ms"`, "want a number"}},
 		{"alias collides with built-in", strings.Replace(goodTOML, `aliases = ["l40s-48gb"]`, `aliases = ["h100-sxm"]`, 1),
 			[]string{"gpus.toml line 3:", `alias "h100-sxm" already belongs to gpu "h100"`}},
 	}

@@ -66,6 +66,16 @@ type GPU struct {
 	// specialised GPU clouds, see gpus.toml); override them for real
 	// planning.
 	PricePerHour float64 `toml:"price_per_hour"`
+	// FrontEndRequestMs is the serving host's front-end time per request
+	// in ms (the HTTP/OpenAI layer, tokenization and the hop to the engine
+	// core: serve.VLLMV1's RequestCost) that the vllm-v1 engine takes when
+	// a scenario sets no engine.front_end_request_ms. It belongs to the
+	// host the GPU was measured in, not to the GPU: an entry carries it
+	// only where a run on that host measured it, and its Sources entry
+	// ("front_end_request_ms: ...") must say which run (Validate refuses
+	// one without). 0 = no measurement for this host: the engine's default
+	// (experiments.DefaultFrontEndRequestMs, the H100 fit) applies.
+	FrontEndRequestMs float64 `toml:"front_end_request_ms"`
 
 	// Sources says where each number came from, one entry per number, e.g.
 	// "bf16_flops: 989.4e12 [S8†,S15†] data/gpu-specs.md".
@@ -138,6 +148,10 @@ const (
 	MaxSMs       = 1 << 16
 	MaxTDP       = 1e5 // W
 	MaxPrice     = 1e4 // $/GPU-hour
+	// MaxFrontEndMs bounds front_end_request_ms: a second per request is no
+	// serving host's front end (the same bound as the scenario's
+	// engine.front_end_request_ms).
+	MaxFrontEndMs = 1e3
 )
 
 // Validate checks g: a well-formed name, BF16FLOPS, MemBytes, MemBW, LinkBW
@@ -188,6 +202,7 @@ func (g *GPU) validate() error {
 		{"host_bw", g.HostBW, true, MinRate, MaxBandwidth, "bytes/s"},
 		{"tdp", g.TDP, false, 0, MaxTDP, "W"},
 		{"price_per_hour", g.PricePerHour, false, 0, MaxPrice, "$/GPU-hour"},
+		{"front_end_request_ms", g.FrontEndRequestMs, false, 0, MaxFrontEndMs, "ms"},
 	}
 	if g.SMs < 0 {
 		return &fieldError{"sms", fmt.Sprintf("must be >= 0 (0: unknown), got %d", g.SMs)}
@@ -207,7 +222,23 @@ func (g *GPU) validate() error {
 			return &fieldError{n.key, fmt.Sprintf("%g %s is outside the physical range [%g, %g]", n.v, n.unit, n.lo, n.hi)}
 		}
 	}
+	if g.FrontEndRequestMs > 0 && g.FrontEndSource() == "" {
+		return &fieldError{"front_end_request_ms", fmt.Sprintf("%g ms has no source: add a sources entry \"front_end_request_ms: ...\" naming the run (host) that measured it", g.FrontEndRequestMs)}
+	}
 	return nil
+}
+
+// FrontEndSource returns the text of g's sources entry for
+// front_end_request_ms (after "front_end_request_ms: "), or "" when it has
+// none.
+func (g *GPU) FrontEndSource() string {
+	const key = "front_end_request_ms:"
+	for _, s := range g.Sources {
+		if rest, ok := strings.CutPrefix(s, key); ok {
+			return strings.TrimSpace(rest)
+		}
+	}
+	return ""
 }
 
 // checkName requires a catalog name to be already normalized: non-empty,

@@ -124,6 +124,12 @@ func TestBuiltinSources(t *testing.T) {
 				t.Errorf("%s: %d sources for device_bytes, want 1", g.Name, n)
 			}
 		}
+		if g.FrontEndRequestMs > 0 { // optional, cited by the run that measured it
+			want++
+			if src := g.FrontEndSource(); !strings.Contains(src, "data/") && !strings.Contains(src, "runs") {
+				t.Errorf("%s: front_end_request_ms source %q names no measured run", g.Name, src)
+			}
+		}
 		if len(g.Sources) != want {
 			t.Errorf("%s: %d sources, want %d", g.Name, len(g.Sources), want)
 		}

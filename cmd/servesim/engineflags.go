@@ -14,7 +14,7 @@ func engineFlags(fs *pflag.FlagSet, s *experiments.Scenario) {
 	fs.BoolVar(&e.NoAsyncScheduling, "no-async-scheduling", false, "vllm-v1: synchronous scheduling (vLLM --no-async-scheduling)")
 	fs.BoolVar(&e.NoFrontEnd, "no-front-end", false, "vllm-v1: no front-end costs")
 	fs.BoolVar(&e.NoStepCPU, "no-step-cpu", false, "vllm-v1: no per-request CPU time per step")
-	fs.Float64Var(&e.RequestMs, "front-end-request-ms", 0, "vllm-v1: front-end time per request in ms (default: fitted)")
+	fs.Float64Var(&e.RequestMs, "front-end-request-ms", 0, "vllm-v1: front-end time per request in ms (default: the GPU catalog entry's front_end_request_ms, else the H100 fit)")
 	fs.Float64Var(&e.TokenizeUsPerToken, "tokenize-us-per-token", 0, "vllm-v1: tokenization µs per prompt token")
 	fs.Float64Var(&e.TokenMs, "front-end-token-ms", 0, "vllm-v1: front-end time per output token in ms")
 	fs.Float64Var(&e.CPUPerRequestUs, "step-cpu-per-request-us", 0, "vllm-v1: step CPU µs per request in the batch (default: the profile's)")

@@ -30,7 +30,7 @@ Examples:
   servesim place --config experiments/disagg-long.toml --gpus 4
   servesim place --config experiments/disagg-short.toml --gpus 4 --tps 1,2 --target 0.9
   servesim place --config scenario.toml --gpus 32 --tps 8 --pps 1,2 --only colocated
-  servesim place --config experiments/examples/plan-moe.toml --gpus 4 --tps 1,2 --dps 1,2 --ep auto --only colocated
+  servesim place --config experiments/examples/plan-moe.toml --gpus 16 --tps 8 --dps 1,2 --ep auto --only colocated
 `
 
 func placeCmd(args []string, stdout, stderr io.Writer) error {

@@ -38,7 +38,7 @@ Examples:
   servesim plan --config experiments/examples/plan.toml --rate 20 --gpus h100,h200,b200
   servesim plan --config scenario.toml --rate 50 --gpus h100=2.49,h200=3.59 --tps 1,2 --disagg
   servesim plan --config experiments/examples/plan-405b.toml --rate 2 --gpus h100,h200,b200 --tps 8 --duration 120
-  servesim plan --config experiments/examples/plan-moe.toml --rate 8 --gpus h100 --tps 1,2 --dps 1,2 --pps 1 --duration 20
+  servesim plan --config experiments/examples/plan-moe.toml --rate 64 --gpus h100,h200,b200 --max-gpus 128 --duration 20
 `
 
 func planCmd(args []string, stdout, stderr io.Writer) error {

@@ -198,5 +198,5 @@ func (c *probeCache) get(key string, fn func() (*Report, error)) (*Report, error
 
 // probeKey names a deployment of base at rate for the cache.
 func probeKey(kind string, base Scenario, c *Placement, rate float64) string {
-	return fmt.Sprintf("%s|%s|%d|%d|%d|%d|%v|%d|%d|%x", kind, base.GPU, base.Batch.MaxNumSeqs, c.Replicas, c.TP, max(1, c.PP), c.Disagg, c.DecodeRep, c.DecodeTP, math.Float64bits(rate))
+	return fmt.Sprintf("%s|%s|%d|%d|%d|%d|%d|%v|%v|%d|%d|%x", kind, base.GPU, base.Batch.MaxNumSeqs, c.Replicas, c.TP, max(1, c.PP), max(1, c.DP), c.EP, c.Disagg, c.DecodeRep, c.DecodeTP, math.Float64bits(rate))
 }

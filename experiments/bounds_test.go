@@ -10,8 +10,8 @@ import (
 // measured numbers (compared exactly: pruning may skip simulations, never
 // change one).
 func optionRow(o Option) string {
-	return fmt.Sprintf("%s %s disagg=%v %d×TP%d×PP%d +%d×TP%d gpus=%d $%.4f att=%.6f ttft=%.6f tpot=%.6f err=%q",
-		o.GPU, o.Name, o.Disagg, o.Replicas, o.TP, o.PP, o.DecodeRep, o.DecodeTP, o.GPUs, o.CostPerHour, o.Attainment, o.TTFTp90, o.TPOTp90, o.Err)
+	return fmt.Sprintf("%s %s disagg=%v %d×DP%d×TP%d×PP%d ep=%v +%d×TP%d gpus=%d $%.4f att=%.6f ttft=%.6f tpot=%.6f $/M=%.6f err=%q",
+		o.GPU, o.Name, o.Disagg, o.Replicas, o.DP, o.TP, o.PP, o.EP, o.DecodeRep, o.DecodeTP, o.GPUs, o.CostPerHour, o.Attainment, o.TTFTp90, o.TPOTp90, o.CostPerMOutTok, o.Err)
 }
 
 // TestPlanPruningKeepsRanking plans a small problem twice, with the

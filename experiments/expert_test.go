@@ -202,9 +202,9 @@ func TestExpertFromRun(t *testing.T) {
 	}
 }
 
-// TestExpertSearchRefused: place and plan do not search DP or EP layouts
-// and refuse a base scenario that sets one (they would count replicas × TP
-// GPUs and vary replicas beside the ranks).
+// TestExpertSearchRefused: place and plan propose the DP degrees and
+// expert parallelism themselves (--dps, --ep) and refuse a base scenario
+// that sets either.
 func TestExpertSearchRefused(t *testing.T) {
 	for _, head := range []string{"dp = 2\n", "dp = 2\nexpert_parallel = true\n"} {
 		s := epScenario(t, "qwen3-30b-a3b", head, "")

@@ -226,7 +226,7 @@ func searchPP(base Scenario, what string) error {
 		return fmt.Errorf("experiments: %s: the scenario sets pp = %d (pp_layers %v, pp_chunked %v): the search proposes the pipeline degrees itself; drop the pipeline fields and give the degrees with --pps", what, base.PP, base.PPLayers, base.PPChunked)
 	}
 	if base.DP > 1 || base.ExpertParallel {
-		return fmt.Errorf("experiments: %s: the scenario sets dp = %d, expert_parallel = %v: the search varies TP and replicas only and does not propose DP or EP layouts; drop them, or run the layout with servesim run", what, base.DP, base.ExpertParallel)
+		return fmt.Errorf("experiments: %s: the scenario sets dp = %d, expert_parallel = %v: the search proposes the DP degrees and expert parallelism itself; drop them and give them with --dps and --ep", what, base.DP, base.ExpertParallel)
 	}
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/servesim/servesim/hardware"
 )
 
 // PlaceOptions configure a placement search.
@@ -15,7 +17,14 @@ type PlaceOptions struct {
 	TPs  []int // tensor-parallel degrees to try (default 1, 2, 4, 8)
 	// PPs are the pipeline degrees to try with each TP for colocated
 	// candidates (default 1: no pipeline); disaggregated ones have none.
-	PPs       []int
+	PPs []int
+	// DPs are the data-parallel degrees (default 1) and EP the expert
+	// parallelism (EPAuto, EPOn, EPOff; default EPOff: each DP or EP
+	// layout adds a rate search per colocated split) of colocated
+	// candidates; with EP and DPs unset an MoE model's DP degrees are
+	// PlanOptions'.
+	DPs       []int
+	EP        string
 	Target    float64 // SLO attainment target (default 0.9, DistServe's)
 	Colocated bool    // search colocated deployments
 	Disagg    bool    // search disaggregated ones
@@ -52,9 +61,11 @@ const MaxPlaceGPUs = 256
 type Placement struct {
 	Name         string // e.g. "colocated 2×TP4" or "disagg 1×TP2 + 3×TP2"
 	Disagg       bool
-	Replicas, TP int // colocated instances, or the prefill pool
-	PP           int // pipeline stages per colocated instance (0 or 1: none); GPUs = Replicas × TP × PP
-	DecodeRep    int // decode pool (disaggregated)
+	Replicas, TP int  // colocated instances, or the prefill pool
+	PP           int  // pipeline stages per colocated instance (0 or 1: none)
+	DP           int  // data-parallel ranks per colocated instance (0 or 1: none); GPUs = Replicas × DP × TP × PP
+	EP           bool // experts sharded over the DP × TP GPUs
+	DecodeRep    int  // decode pool (disaggregated)
 	DecodeTP     int
 	GPUs         int
 	Rate         float64 // max goodput rate: highest arrival rate with attainment ≥ target (req/s)
@@ -76,10 +87,6 @@ func Place(base Scenario, o PlaceOptions) ([]Placement, error) {
 	}
 	if len(o.TPs) == 0 {
 		o.TPs = []int{1, 2, 4, 8}
-	}
-	var err error
-	if o.PPs, err = checkPPs(o.PPs, "place"); err != nil {
-		return nil, err
 	}
 	if o.Target == 0 {
 		o.Target = 0.9
@@ -105,20 +112,48 @@ func Place(base Scenario, o PlaceOptions) ([]Placement, error) {
 	if !base.SLO.isSet() {
 		return nil, fmt.Errorf("experiments: place: the scenario sets no SLO (slo.ttft_ms, slo.tpot_ms or slo.e2e_ms): goodput needs one")
 	}
+	m, err := base.lookupModel()
+	if err != nil {
+		return nil, err
+	}
+	sp, err := checkLayoutSpace(o.TPs, o.PPs, o.DPs, o.EP, EPOff, m, "place")
+	if err != nil {
+		return nil, err
+	}
+	node := 8
+	if sp.nodeDP {
+		gc := hardware.Builtin()
+		if base.GPUsFile != "" {
+			if err := gc.LoadFile(base.path(base.GPUsFile)); err != nil {
+				return nil, err
+			}
+		}
+		g, err := gc.Get(base.GPU)
+		if err != nil {
+			return nil, fmt.Errorf("experiments: place: %w (field \"gpu\")", err)
+		}
+		if node, err = base.gpusPerNode(g); err != nil {
+			return nil, err
+		}
+	}
 	if base.Workload.Rate == 0 {
 		base.Workload.Rate = 1 // any valid rate: the search sets it
 	}
 	var cands []Placement
-	for _, l := range layouts(o.TPs, o.PPs) {
+	for _, l := range sp.layouts(m.IsMoE(), node) {
 		tp := l.TP
 		if o.Colocated {
-			for r := 1; r*l.GPUs() <= o.GPUs; r++ {
-				cands = append(cands, Placement{Name: fmt.Sprintf("colocated %d×%s", r, l), Replicas: r, TP: tp, PP: l.PP, GPUs: r * l.GPUs()})
+			if l.skip != "" {
+				cands = append(cands, Placement{Name: "colocated " + l.String(), TP: tp, PP: l.PP, DP: l.DP, EP: l.EP, GPUs: l.GPUs(), Err: l.skip})
+			}
+			for r := 1; l.skip == "" && r*l.GPUs() <= o.GPUs; r++ {
+				cands = append(cands, Placement{Name: fmt.Sprintf("colocated %d×%s", r, l.Layout), Replicas: r, TP: tp, PP: l.PP, DP: l.DP, EP: l.EP, GPUs: r * l.GPUs()})
 			}
 		}
-		// Pipeline parallelism is modelled for colocated instances only
-		// (Scenario.checkPP): disaggregated pools are searched at PP 1.
-		if o.Disagg && l.PP == 1 {
+		// Pipeline, data and expert parallelism are modelled for colocated
+		// instances only (Scenario.checkPP, checkEP): disaggregated pools
+		// are searched at PP 1, DP 1 without EP.
+		if o.Disagg && l.PP == 1 && l.DP == 1 && !l.EP {
 			for _, dtp := range o.TPs {
 				for p := 1; p*tp+dtp <= o.GPUs; p++ {
 					for d := 1; p*tp+d*dtp <= o.GPUs; d++ {
@@ -130,7 +165,7 @@ func Place(base Scenario, o PlaceOptions) ([]Placement, error) {
 		}
 	}
 	if len(cands) == 0 {
-		return nil, fmt.Errorf("experiments: place: no deployment fits %d GPUs with TP %v%s: each needs more GPUs (a disaggregated one at least two instances)", o.GPUs, o.TPs, ppList(o.PPs))
+		return nil, fmt.Errorf("experiments: place: no deployment fits %d GPUs with TP %v%s: each needs more GPUs (a disaggregated one at least two instances)", o.GPUs, o.TPs, ppList(sp.PPs))
 	}
 	if o.cache == nil {
 		o.cache = newProbeCache()
@@ -141,8 +176,11 @@ func Place(base Scenario, o PlaceOptions) ([]Placement, error) {
 		if ctx.Err() != nil {
 			return
 		}
+		if cands[i].Err != "" {
+			return // a layout skipped with its reason
+		}
 		co := o
-		if !o.NoPrune {
+		if !o.NoPrune && !unbounded(cands[i].layout()) {
 			// At the search's top rate each run is MinDuration long, the
 			// shortest any is: the bound's rate pruning checks against it.
 			p, err := scenarioFor(base, &cands[i], o.MaxRate, o).Resolve()
@@ -224,6 +262,10 @@ func scenarioFor(base Scenario, c *Placement, rate float64, o PlaceOptions) Scen
 	s.PP = 0 // the base has none (searchPP); 0 leaves the TOML form as before pipelines
 	if c.PP > 1 {
 		s.PP = c.PP
+	}
+	s.DP, s.ExpertParallel = 0, c.EP // the base has none (searchPP); 0 leaves the TOML form as before
+	if c.DP > 1 {
+		s.DP = c.DP
 	}
 	s.Disagg.DecodeReplicas = 0
 	if c.Disagg {
@@ -339,9 +381,9 @@ func WritePlacements(w io.Writer, ps []Placement, target float64) error {
 // WritePlacementsCSV writes the ranked table as CSV.
 func WritePlacementsCSV(w io.Writer, ps []Placement) error {
 	var b strings.Builder
-	b.WriteString("deployment,disaggregated,replicas,tp,pp,decode_replicas,decode_tp,gpus,max_goodput_rate,per_gpu,attainment,cost_per_m_output_tokens,error\n")
+	b.WriteString("deployment,disaggregated,replicas,tp,pp,dp,ep,decode_replicas,decode_tp,gpus,max_goodput_rate,per_gpu,attainment,cost_per_m_output_tokens,error\n")
 	for _, p := range ps {
-		fmt.Fprintf(&b, "%s,%v,%d,%d,%d,%d,%d,%d,%.4f,%.4f,%.4f,%.4f,%s\n", p.Name, p.Disagg, p.Replicas, p.TP, max(1, p.PP), p.DecodeRep, p.DecodeTP, p.GPUs,
+		fmt.Fprintf(&b, "%s,%v,%d,%d,%d,%d,%d,%d,%d,%d,%.4f,%.4f,%.4f,%.4f,%s\n", p.Name, p.Disagg, p.Replicas, p.TP, max(1, p.PP), max(1, p.DP), epSize(p.layout()), p.DecodeRep, p.DecodeTP, p.GPUs,
 			p.Rate, p.PerGPU, p.Attainment, p.CostPerMTok, csvField(p.Err))
 	}
 	_, err := io.WriteString(w, b.String())

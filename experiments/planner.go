@@ -21,6 +21,14 @@ type PlanOptions struct {
 	// PPs are the pipeline degrees to try with each TP (default 1: no
 	// pipeline). A PP > 1 layout is planned colocated only.
 	PPs []int
+	// DPs are the data-parallel degrees to try (default: 1 for a dense
+	// model or EP off; for an MoE model 1, 2, 4, 8 with dp × tp × pp
+	// within one NVLink domain), and EP whether the MoE layers' experts
+	// are sharded over each layout's DP × TP GPUs: EPAuto (the default)
+	// tries each layout of an MoE model with and without, EPOn with, EPOff
+	// without. DP and EP layouts are planned colocated only.
+	DPs []int
+	EP  string
 	// MaxNumSeqs are batch limits to try (default: the scenario's).
 	MaxNumSeqs []int
 	Target     float64 // attainment target (default 0.9)
@@ -40,6 +48,7 @@ type PlanOptions struct {
 	Context context.Context
 
 	cache *probeCache
+	nodes map[string]int // GPUs per NVLink domain by GPU (checkGPUs)
 }
 
 // Option is one planned deployment: the smallest of its shape that meets
@@ -49,8 +58,10 @@ type Option struct {
 	Name             string // e.g. "colocated 3×TP2" or "disagg 1×TP2 + 2×TP2"
 	Disagg           bool
 	Replicas, TP     int
-	PP               int // pipeline stages per instance (1: none); GPUs = Replicas × TP × PP
-	MaxNumSeqs       int // the batch limit (0: the scenario's)
+	PP               int  // pipeline stages per instance (1: none)
+	DP               int  // data-parallel ranks per instance (1: none); GPUs = Replicas × DP × TP × PP
+	EP               bool // experts sharded over the DP × TP GPUs (ep = DP × TP)
+	MaxNumSeqs       int  // the batch limit (0: the scenario's)
 	DecodeRep        int
 	DecodeTP         int
 	GPUs             int
@@ -61,10 +72,10 @@ type Option struct {
 	Err              string // why none of this shape meets the target
 }
 
-// PlanCapacity finds, for each GPU type, layout (TP × PP) and shape
-// (colocated, or disaggregated with equal TP in both pools and no
-// pipeline: PP is modelled for colocated instances only, so a PP > 1
-// layout is planned colocated alone), the fewest instances that
+// PlanCapacity finds, for each GPU type, layout (DP × TP × PP, EP on or
+// off) and shape (colocated, or disaggregated with equal TP in both pools
+// and no pipeline, DP or EP: they are modelled for colocated instances
+// only, so such a layout is planned colocated alone), the fewest instances that
 // serve the target rate with the attainment target, and ranks them by cost
 // per hour. Colocated: replicas are added one at a time from an estimate
 // (the rate over one instance's max goodput rate). Disaggregated: for each
@@ -93,10 +104,6 @@ func PlanCapacity(base Scenario, o PlanOptions) ([]Option, error) {
 	if len(o.TPs) == 0 {
 		o.TPs = []int{1, 2, 4, 8}
 	}
-	var err error
-	if o.PPs, err = checkPPs(o.PPs, "plan"); err != nil {
-		return nil, err
-	}
 	if o.Target == 0 {
 		o.Target = 0.9
 	}
@@ -109,12 +116,20 @@ func PlanCapacity(base Scenario, o PlanOptions) ([]Option, error) {
 	if err := searchPP(base, "plan"); err != nil {
 		return nil, err
 	}
+	m, err := base.lookupModel()
+	if err != nil {
+		return nil, err
+	}
+	sp, err := checkLayoutSpace(o.TPs, o.PPs, o.DPs, o.EP, EPAuto, m, "plan")
+	if err != nil {
+		return nil, err
+	}
 	if !base.SLO.isSet() {
 		return nil, fmt.Errorf("experiments: plan: the scenario sets no SLO: the planner needs one")
 	}
 	type job struct {
 		gpu    string
-		l      Layout
+		l      layoutChoice
 		seqs   int
 		disagg bool
 	}
@@ -124,10 +139,10 @@ func PlanCapacity(base Scenario, o PlanOptions) ([]Option, error) {
 	}
 	var jobs []job
 	for _, g := range o.GPUs {
-		for _, l := range layouts(o.TPs, o.PPs) {
+		for _, l := range sp.layouts(m.IsMoE(), o.nodes[g]) {
 			for _, n := range seqs {
 				jobs = append(jobs, job{g, l, n, false})
-				if o.Disagg && l.PP == 1 {
+				if o.Disagg && l.PP == 1 && l.DP == 1 && !l.EP {
 					jobs = append(jobs, job{g, l, n, true})
 				}
 			}
@@ -149,7 +164,11 @@ func PlanCapacity(base Scenario, o PlanOptions) ([]Option, error) {
 		if j.seqs > 0 {
 			b.Batch.MaxNumSeqs, b.Disagg.DecodeBatch.MaxNumSeqs = j.seqs, j.seqs
 		}
-		out[i] = planShape(b, o, j.gpu, j.l, j.disagg)
+		if j.l.skip != "" {
+			out[i] = Option{GPU: j.gpu, TP: j.l.TP, PP: j.l.PP, DP: j.l.DP, EP: j.l.EP, Err: j.l.skip}
+		} else {
+			out[i] = planShape(b, o, j.gpu, j.l.Layout, j.disagg)
+		}
 		out[i].MaxNumSeqs = j.seqs
 	}, o.OnProgress)
 	if err := ctx.Err(); err != nil {
@@ -194,10 +213,10 @@ func evaluateRun(base Scenario, o PlanOptions, c *Placement) (*Report, error) {
 }
 
 // planShape plans one GPU type, layout and shape. Disaggregated shapes
-// come with l.PP = 1 only (PlanCapacity).
+// come with l.PP = l.DP = 1 and EP off only (PlanCapacity).
 func planShape(base Scenario, o PlanOptions, gpu string, l Layout, disagg bool) Option {
-	tp, pp, g1 := l.TP, l.PP, l.GPUs() // g1: GPUs of one instance
-	opt := Option{GPU: gpu, TP: tp, PP: pp, Disagg: disagg}
+	tp, pp, dp, ep, g1 := l.TP, l.PP, l.DP, l.EP, l.GPUs() // g1: GPUs of one instance
+	opt := Option{GPU: gpu, TP: tp, PP: pp, DP: dp, EP: ep, Disagg: disagg}
 	base.GPU, base.Disagg.DecodeGPU = gpu, gpu
 	meets := func(c *Placement) (*Report, bool, error) {
 		rep, err := evaluate(base, o, c)
@@ -211,7 +230,7 @@ func planShape(base Scenario, o PlanOptions, gpu string, l Layout, disagg bool) 
 	// bound is one instance's (colocated) or one prefill plus one decode
 	// instance's (disaggregated) analytic capacity bound.
 	var bound *capacityBound
-	if !o.NoPrune {
+	if !o.NoPrune && !unbounded(l) {
 		one := Placement{Replicas: 1, TP: tp, PP: pp, GPUs: g1, Disagg: disagg, DecodeRep: 1, DecodeTP: tp}
 		if p, err := scenarioFor(base, &one, o.Rate, PlaceOptions{MinDuration: o.Duration}).Resolve(); err == nil {
 			b := boundOf(p)
@@ -234,7 +253,7 @@ func planShape(base Scenario, o PlanOptions, gpu string, l Layout, disagg bool) 
 			}
 			rMin = max(1, int(need))
 		}
-		one := Placement{Replicas: 1, TP: tp, PP: pp, GPUs: g1}
+		one := Placement{Replicas: 1, TP: tp, PP: pp, DP: dp, EP: ep, GPUs: g1}
 		searchRate(base, &one, PlaceOptions{Target: o.Target, Precision: 0.05, MaxRate: o.Rate, MinDuration: o.Duration, Context: o.Context, cache: o.cache, bound: bound})
 		if one.Err != "" && !strings.HasPrefix(one.Err, "meets the target beyond") {
 			opt.Err = one.Err
@@ -252,7 +271,7 @@ func planShape(base Scenario, o PlanOptions, gpu string, l Layout, disagg bool) 
 		}
 		r = max(r, rMin)
 		for ; r*g1 <= o.MaxGPUs; r++ {
-			c := Placement{Replicas: r, TP: tp, PP: pp, GPUs: r * g1}
+			c := Placement{Replicas: r, TP: tp, PP: pp, DP: dp, EP: ep, GPUs: r * g1}
 			rep, ok, err := meets(&c)
 			if err != nil {
 				opt.Err = firstLine(err.Error())
@@ -261,7 +280,7 @@ func planShape(base Scenario, o PlanOptions, gpu string, l Layout, disagg bool) 
 			if ok {
 				// Step down while a smaller deployment still meets it.
 				for r > rMin {
-					d := Placement{Replicas: r - 1, TP: tp, PP: pp, GPUs: (r - 1) * g1}
+					d := Placement{Replicas: r - 1, TP: tp, PP: pp, DP: dp, EP: ep, GPUs: (r - 1) * g1}
 					rep2, ok2, err := meets(&d)
 					if err != nil || !ok2 {
 						break
@@ -358,7 +377,7 @@ func WritePlan(w io.Writer, opts []Option, rate, target float64) error {
 			if o.Disagg {
 				shape = "disagg"
 			}
-			fmt.Fprintf(&b, "| - | %s | %s %s | — | — | — | — | — | %s |\n", o.GPU, shape, Layout{TP: o.TP, PP: o.PP}, o.Err)
+			fmt.Fprintf(&b, "| - | %s | %s %s | — | — | — | — | — | %s |\n", o.GPU, shape, o.layout(), o.Err)
 			continue
 		}
 		fmt.Fprintf(&b, "| %d | %s | %s | %d | %.2f | %.3f | %.1f | %.1f | %.3f |\n", i+1, o.GPU, o.Name, o.GPUs, o.CostPerHour, o.Attainment, o.TTFTp90, o.TPOTp90, o.CostPerMOutTok)
@@ -371,9 +390,9 @@ func WritePlan(w io.Writer, opts []Option, rate, target float64) error {
 // WritePlanCSV writes the ranked options as CSV.
 func WritePlanCSV(w io.Writer, opts []Option) error {
 	var b strings.Builder
-	b.WriteString("gpu,deployment,disaggregated,replicas,tp,pp,max_num_seqs,decode_replicas,decode_tp,gpus,cost_per_hour,attainment,ttft_p90_ms,tpot_p90_ms,cost_per_m_output_tokens,error\n")
+	b.WriteString("gpu,deployment,disaggregated,replicas,tp,pp,dp,ep,max_num_seqs,decode_replicas,decode_tp,gpus,cost_per_hour,attainment,ttft_p90_ms,tpot_p90_ms,cost_per_m_output_tokens,error\n")
 	for _, o := range opts {
-		fmt.Fprintf(&b, "%s,%s,%v,%d,%d,%d,%d,%d,%d,%d,%.4f,%.4f,%.3f,%.3f,%.4f,%s\n", o.GPU, csvField(o.Name), o.Disagg, o.Replicas, o.TP, max(1, o.PP), o.MaxNumSeqs, o.DecodeRep, o.DecodeTP,
+		fmt.Fprintf(&b, "%s,%s,%v,%d,%d,%d,%d,%d,%d,%d,%d,%d,%.4f,%.4f,%.3f,%.3f,%.4f,%s\n", o.GPU, csvField(o.Name), o.Disagg, o.Replicas, o.TP, max(1, o.PP), max(1, o.DP), epSize(o.layout()), o.MaxNumSeqs, o.DecodeRep, o.DecodeTP,
 			o.GPUs, o.CostPerHour, o.Attainment, o.TTFTp90, o.TPOTp90, o.CostPerMOutTok, csvField(o.Err))
 	}
 	_, err := io.WriteString(w, b.String())
@@ -392,6 +411,7 @@ func (o *PlanOptions) checkGPUs(base Scenario) error {
 		}
 	}
 	prices := map[string]float64{}
+	o.nodes = map[string]int{}
 	seen := map[string]string{}
 	for i, name := range o.GPUs {
 		g, err := gc.Get(name)
@@ -402,6 +422,9 @@ func (o *PlanOptions) checkGPUs(base Scenario) error {
 			return fmt.Errorf("experiments: plan: GPU %q is given twice (as %q and %q)", g.Name, prev, name)
 		}
 		seen[g.Name] = name
+		if o.nodes[name], err = base.gpusPerNode(g); err != nil {
+			return err
+		}
 		if p, ok := o.Prices[name]; ok {
 			if !(p >= 0) || math.IsInf(p, 0) {
 				return fmt.Errorf("experiments: plan: price %g $/hour of %s: must be a finite number ≥ 0", p, name)
@@ -437,7 +460,7 @@ func noPlanServes(opts []Option, o PlanOptions) error {
 		}
 		if !seen[op.Err] && len(why) < 5 {
 			seen[op.Err] = true
-			why = append(why, fmt.Sprintf("%s %s %s: %s", op.GPU, shape, Layout{TP: op.TP, PP: op.PP}, op.Err))
+			why = append(why, fmt.Sprintf("%s %s %s: %s", op.GPU, shape, op.layout(), op.Err))
 		}
 	}
 	return fmt.Errorf("experiments: plan: no deployment of up to %d GPUs serves %g req/s with %.0f %% of requests within the SLOs:\n  %s",

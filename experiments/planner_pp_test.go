@@ -128,10 +128,10 @@ func TestPlanProposesPipeline(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(csv.String(), "\n")
-	if !strings.HasPrefix(lines[0], "gpu,deployment,disaggregated,replicas,tp,pp,max_num_seqs,") {
-		t.Errorf("CSV header %q: want a pp column after tp", lines[0])
+	if !strings.HasPrefix(lines[0], "gpu,deployment,disaggregated,replicas,tp,pp,dp,ep,max_num_seqs,") {
+		t.Errorf("CSV header %q: want pp, dp and ep columns after tp", lines[0])
 	}
-	if want := "h100," + pp2.Name + ",false," + strconv.Itoa(pp2.Replicas) + ",8,2,0,0,0," + strconv.Itoa(pp2.GPUs) + ","; !strings.HasPrefix(lines[1], want) {
+	if want := "h100," + pp2.Name + ",false," + strconv.Itoa(pp2.Replicas) + ",8,2,1,1,0,0,0," + strconv.Itoa(pp2.GPUs) + ","; !strings.HasPrefix(lines[1], want) {
 		t.Errorf("CSV first row %q: want it to start %q", lines[1], want)
 	}
 	t.Logf("%s: %d GPUs, $%.2f/h, attainment %.3f, $%.3f/M", pp2.Name, pp2.GPUs, pp2.CostPerHour, pp2.Attainment, pp2.CostPerMOutTok)
@@ -180,8 +180,8 @@ func TestPlacePipelineLayouts(t *testing.T) {
 	if err := WritePlacementsCSV(&csv, ps); err != nil {
 		t.Fatal(err)
 	}
-	if want := "deployment,disaggregated,replicas,tp,pp,decode_replicas,decode_tp,gpus,max_goodput_rate,"; !strings.HasPrefix(csv.String(), want+"per_gpu,attainment,cost_per_m_output_tokens,error\ncolocated 1×PP2×TP8,false,1,8,2,0,0,16,") {
-		t.Errorf("CSV %q: want a pp column, the PP2×TP8 row first", firstLine(csv.String()))
+	if want := "deployment,disaggregated,replicas,tp,pp,dp,ep,decode_replicas,decode_tp,gpus,max_goodput_rate,"; !strings.HasPrefix(csv.String(), want+"per_gpu,attainment,cost_per_m_output_tokens,error\ncolocated 1×PP2×TP8,false,1,8,2,1,1,0,0,16,") {
+		t.Errorf("CSV %q: want pp, dp and ep columns, the PP2×TP8 row first", firstLine(csv.String()))
 	}
 	t.Logf("%s: %.3f req/s, %.4f per GPU, $%.3f/M", top.Name, top.Rate, top.PerGPU, top.CostPerMTok)
 	o.PPs = nil

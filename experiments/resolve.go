@@ -233,34 +233,46 @@ func (s *Scenario) precisionNote(p *calibrate.Profile, g *hardware.GPU) string {
 // would only exhaust memory before the first event.
 const MaxReplicas = 100_000
 
-// Resolve fills defaults, checks every field and looks up the model and GPU.
-func (s Scenario) Resolve() (*Plan, error) {
+// lookupModel returns the scenario's model: the catalog's (and
+// models_file's) entry named by model, or the HuggingFace config.json of
+// model_config.
+func (s *Scenario) lookupModel() (*models.Model, error) {
 	mc := models.Builtin()
 	if s.ModelsFile != "" {
 		if err := mc.LoadFile(s.path(s.ModelsFile)); err != nil {
 			return nil, err
 		}
 	}
-	gc := hardware.Builtin()
-	if s.GPUsFile != "" {
-		if err := gc.LoadFile(s.path(s.GPUsFile)); err != nil {
-			return nil, err
-		}
-	}
-	p := &Plan{}
-	var err error
 	switch {
 	case s.ModelConfig != "" && s.Model != "":
 		return nil, s.fieldError("model_config", "model-config", "set model_config (a HuggingFace config.json) or model (%q), not both", s.Model)
 	case s.ModelConfig != "":
-		if p.Model, err = models.ReadHFConfig(s.path(s.ModelConfig)); err != nil {
+		m, err := models.ReadHFConfig(s.path(s.ModelConfig))
+		if err != nil {
 			return nil, fmt.Errorf("%w (field \"model_config\", flag --model-config)", err)
 		}
+		return m, nil
 	case s.Model == "":
 		return nil, s.fieldError("model", "model", "missing (see `servesim models`, or import a HuggingFace config.json with model_config)")
-	default:
-		if p.Model, err = mc.Lookup(s.Model); err != nil {
-			return nil, fmt.Errorf("%w (field \"model\", flag --model)", err)
+	}
+	m, err := mc.Lookup(s.Model)
+	if err != nil {
+		return nil, fmt.Errorf("%w (field \"model\", flag --model)", err)
+	}
+	return m, nil
+}
+
+// Resolve fills defaults, checks every field and looks up the model and GPU.
+func (s Scenario) Resolve() (*Plan, error) {
+	p := &Plan{}
+	var err error
+	if p.Model, err = s.lookupModel(); err != nil {
+		return nil, err
+	}
+	gc := hardware.Builtin()
+	if s.GPUsFile != "" {
+		if err := gc.LoadFile(s.path(s.GPUsFile)); err != nil {
+			return nil, err
 		}
 	}
 	if s.GPU == "" {

@@ -17,7 +17,11 @@ which the attainment target holds (DistServe's max goodput rate). With
 --pps 1,2 colocated instances are also tried with 2 pipeline stages
 (replicas × PP × TP GPUs; disaggregated pools stay at PP 1, the only
 only one modelled there); the default, 1, keeps the search to
-TP, as each degree adds a rate search per colocated split. Prints a
+TP, as each degree adds a rate search per colocated split. Likewise
+--dps and --ep (default 1 and off, for speed: each DP or EP layout adds a
+rate search per colocated split) try colocated instances with DP ranks and,
+for an MoE model, expert parallelism (--ep on, or auto: with and without;
+"DP2×TP2 EP4"; not with pipeline stages). Prints a
 ranked table and writes it as CSV. On a terminal a progress bar with an ETA
 counts the deployments searched; -q prints the table only (no bar, no
 "Wrote" line).
@@ -26,6 +30,7 @@ Examples:
   servesim place --config experiments/disagg-long.toml --gpus 4
   servesim place --config experiments/disagg-short.toml --gpus 4 --tps 1,2 --target 0.9
   servesim place --config scenario.toml --gpus 32 --tps 8 --pps 1,2 --only colocated
+  servesim place --config experiments/examples/plan-moe.toml --gpus 16 --tps 8 --dps 1,2 --ep auto --only colocated
 `
 
 func placeCmd(args []string, stdout, stderr io.Writer) error {
@@ -34,6 +39,8 @@ func placeCmd(args []string, stdout, stderr io.Writer) error {
 	gpus := fs.Int("gpus", 0, "GPU budget")
 	tps := fs.String("tps", "1,2,4,8", "tensor-parallel degrees to try")
 	pps := fs.String("pps", "1", "pipeline-parallel degrees to try with each TP (colocated candidates)")
+	dps := fs.String("dps", "1", "data-parallel degrees to try (colocated candidates)")
+	ep := fs.String("ep", "off", "expert parallelism of colocated candidates: off, on or auto (an MoE model's layouts with and without)")
 	target := fs.Float64("target", 0.9, "SLO attainment target")
 	only := fs.String("only", "", "search only colocated or disagg deployments")
 	workers := fs.IntP("workers", "j", 0, "parallel candidates (default: all cores)")
@@ -59,11 +66,17 @@ func placeCmd(args []string, stdout, stderr io.Writer) error {
 	if _, err := resultPath(*out, "placements", base, *config); err != nil {
 		return err
 	}
-	o := experiments.PlaceOptions{GPUs: *gpus, Target: *target, Workers: *workers}
+	o := experiments.PlaceOptions{GPUs: *gpus, Target: *target, Workers: *workers, EP: *ep}
 	if o.TPs, err = positiveInts("place", "tps", *tps); err != nil {
 		return err
 	}
 	if o.PPs, err = positiveInts("place", "pps", *pps); err != nil {
+		return err
+	}
+	if o.DPs, err = positiveInts("place", "dps", *dps); err != nil {
+		return err
+	}
+	if err := checkEPFlag("place", *ep); err != nil {
 		return err
 	}
 	switch *only {
@@ -89,4 +102,13 @@ func placeCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return writeResultCSV(*out, "placements", base, *config, func(w io.Writer) error { return experiments.WritePlacementsCSV(w, ps) }, unlessQuiet(stdout, *quiet))
+}
+
+// checkEPFlag refuses an --ep other than auto, on or off, naming the flag.
+func checkEPFlag(cmd, ep string) error {
+	switch ep {
+	case experiments.EPAuto, experiments.EPOn, experiments.EPOff:
+		return nil
+	}
+	return fmt.Errorf("%s: --ep %q: want auto, on or off", cmd, ep)
 }

@@ -14,15 +14,23 @@ import (
 const planUsage = `Usage: servesim plan --config FILE --rate R [--gpus h100,h200=3.5,b200] [flags]
 
 The capacity planner: for the scenario's model, workload and SLOs, finds for
-each candidate GPU type, layout (TP × PP) and batch limit the fewest
-instances — colocated, and with --disagg also prefill/decode-disaggregated
-(at PP 1 only: pipelines are modelled for colocated instances) — that serve
+each candidate GPU type, layout (DP × TP × PP, EP on or off) and batch
+limit the fewest instances — colocated, and with --disagg also
+prefill/decode-disaggregated (at PP 1, DP 1 without EP only: pipelines,
+DP ranks and EP are modelled for colocated instances) — that serve
 R requests/s with the attainment target, and ranks them by cost per hour
 (prices per GPU-hour from the catalog, or given as NAME=PRICE). A deployment
-counts replicas × TP × PP GPUs; a layout whose weights do not fit is a row
-saying why. The default --pps 1,2 also tries two pipeline stages (PP 2 × TP
-8 is two 8-GPU nodes, what a model too large for one node needs); each
-degree adds one search per TP. Prints a ranked table and writes CSV.
+counts replicas × DP × TP × PP GPUs; a layout whose weights do not fit is a
+row saying why. The default --pps 1,2 also tries two pipeline stages (PP 2 ×
+TP 8 is two 8-GPU nodes, what a model too large for one node needs); each
+degree adds one search per TP. For an MoE model the default --ep auto tries
+each layout with and without expert parallelism (the routed experts sharded
+over the DP × TP GPUs, vLLM's --enable-expert-parallel: "DP4×TP2 EP8"; not
+with pipeline stages, which EP is not modelled with), and the default DP
+degrees are 1, 2, 4, 8 with DP × TP × PP within one NVLink domain (vLLM's
+single-node DP launch; 8 GPUs on HGX, 72 on GB200): --dps gives others,
+across nodes too. A dense model gets DP 1 and no EP unless --dps says so;
+--ep on for a dense model is an error. Prints a ranked table and writes CSV.
 On a terminal a progress bar with an ETA counts the shapes planned; -q
 prints the table only (no bar, no "Wrote" lines).
 
@@ -30,6 +38,7 @@ Examples:
   servesim plan --config experiments/examples/plan.toml --rate 20 --gpus h100,h200,b200
   servesim plan --config scenario.toml --rate 50 --gpus h100=2.49,h200=3.59 --tps 1,2 --disagg
   servesim plan --config experiments/examples/plan-405b.toml --rate 2 --gpus h100,h200,b200 --tps 8 --duration 120
+  servesim plan --config experiments/examples/plan-moe.toml --rate 64 --gpus h100,h200,b200 --max-gpus 128 --duration 20
 `
 
 func planCmd(args []string, stdout, stderr io.Writer) error {
@@ -39,6 +48,8 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 	gpus := fs.String("gpus", "", "candidate GPUs, NAME or NAME=$/hour, comma-separated (default: the scenario's)")
 	tps := fs.String("tps", "1,2,4,8", "tensor-parallel degrees to try")
 	pps := fs.String("pps", "1,2", "pipeline-parallel degrees to try with each TP (colocated only)")
+	dps := fs.String("dps", "", "data-parallel degrees to try (colocated only; default: 1, and for an MoE model with EP 1,2,4,8 within one NVLink domain)")
+	ep := fs.String("ep", "auto", "expert parallelism: auto (an MoE model's layouts with and without), on or off")
 	seqs := fs.String("max-num-seqs", "", "batch limits to try, comma-separated (default: the scenario's)")
 	target := fs.Float64("target", 0.9, "SLO attainment target")
 	disagg := fs.Bool("disagg", false, "also plan disaggregated deployments")
@@ -80,7 +91,7 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 	if _, err := resultPath(*out, "plans", base, *config); err != nil {
 		return err
 	}
-	o := experiments.PlanOptions{Rate: *rate, Target: *target, Disagg: *disagg, MaxGPUs: *maxGPUs, Duration: *duration, Workers: *workers, Prices: map[string]float64{}}
+	o := experiments.PlanOptions{Rate: *rate, Target: *target, Disagg: *disagg, MaxGPUs: *maxGPUs, Duration: *duration, Workers: *workers, Prices: map[string]float64{}, EP: *ep}
 	for _, f := range strings.Split(*gpus, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
@@ -100,6 +111,14 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if o.PPs, err = positiveInts("plan", "pps", *pps); err != nil {
+		return err
+	}
+	if *dps != "" {
+		if o.DPs, err = positiveInts("plan", "dps", *dps); err != nil {
+			return err
+		}
+	}
+	if err := checkEPFlag("plan", *ep); err != nil {
 		return err
 	}
 	if *seqs != "" {

@@ -29,25 +29,28 @@ type DPLockstep struct {
 
 // dpGroup is one lock-step group's state.
 type dpGroup struct {
-	ranks    []*Instance
-	load     func(float64)
-	inWave   bool // a wave's steps are in flight
-	starting bool // startWave is asking the ranks for their batches
-	pending  bool // a rank asked for a step during the wave
-	working  []*Instance
-	endEv    *sim.Event
-	waves    int64
-	dummies  int64
+	ranks     []*Instance
+	load      func(float64)
+	inWave    bool // a wave's steps are in flight
+	starting  bool // startWave is asking the ranks for their batches
+	pending   bool // a rank asked for a step during the wave
+	working   []*Instance
+	endEv     *sim.Event
+	waves     int64
+	dummies   int64
+	rankSteps int64 // the ranks' real steps in the waves
 }
 
-// setupDPGroups builds the groups of the colocated instances.
-func (w *World) setupDPGroups() {
-	d := w.cfg.DPLockstep
+// setupDPGroups builds the groups of the colocated (or prefill) instances.
+func (w *World) setupDPGroups() { w.dpGroups(w.cfg.DPLockstep, w.front.insts) }
+
+// dpGroups builds the lock-step groups d makes of a pool's instances.
+func (w *World) dpGroups(d DPLockstep, insts []*Instance) {
 	if d.Ranks <= 1 {
 		return
 	}
-	for i := 0; i+d.Ranks <= len(w.front.insts); i += d.Ranks {
-		g := &dpGroup{ranks: w.front.insts[i : i+d.Ranks], load: d.Load}
+	for i := 0; i+d.Ranks <= len(insts); i += d.Ranks {
+		g := &dpGroup{ranks: insts[i : i+d.Ranks], load: d.Load}
 		g.endEv = sim.NewEvent(prioWaveEnd, sim.HandlerFunc(func(now sim.Time) { g.waveEnd(w, now) }))
 		for _, in := range g.ranks {
 			in.grp = g
@@ -120,6 +123,7 @@ func (g *dpGroup) startWave(w *World, now sim.Time) {
 	}
 	g.inWave = true
 	g.waves++
+	g.rankSteps += int64(len(g.working))
 	w.eng.ScheduleEvent(g.endEv, end)
 }
 

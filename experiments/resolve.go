@@ -52,10 +52,12 @@ func (s *Scenario) resolvePool(gc *hardware.Catalog, m *models.Model, prefix, gp
 	if err := m.CheckParallel(p.Parallel); err != nil {
 		return nil, fmt.Errorf("%w (field %q, flag --%s)", err, f("tp"), fl("tp"))
 	}
-	if prefix == "" {
-		if p.Parallel.EP, err = s.checkEP(m, *tp); err != nil {
-			return nil, err
-		}
+	pe := s.prefillEP()
+	if prefix != "" {
+		pe = s.decodeEP()
+	}
+	if p.Parallel.EP, err = s.checkEP(m, *tp, pe); err != nil {
+		return nil, err
 	}
 	if err := orDefault(s, &b.BlockSize, 16, f("batch.block_size"), fl("block-size"), "≥ 1", "16"); err != nil {
 		return nil, err
@@ -157,7 +159,7 @@ func (s *Scenario) resolvePool(gc *hardware.Catalog, m *models.Model, prefix, gp
 		return nil, err
 	}
 	if p.Parallel.EP.On() {
-		if err := s.newExpertStep(p); err != nil {
+		if err := s.newExpertStep(p, pe); err != nil {
 			return nil, err
 		}
 	}
@@ -305,8 +307,22 @@ func (s Scenario) Resolve() (*Plan, error) {
 		if s.Disagg.DecodeReplicas > MaxReplicas {
 			return nil, s.fieldError("disagg.decode_replicas", "decode-replicas", "%d is out of range (at most %d instances)", s.Disagg.DecodeReplicas, MaxReplicas)
 		}
+		if s.Disagg.DecodeReplicas*s.decodeDP() > MaxReplicas {
+			return nil, s.fieldError("disagg.decode_dp", "decode-dp", "%d ranks × %d decode replicas is out of range (at most %d instances)", s.decodeDP(), s.Disagg.DecodeReplicas, MaxReplicas)
+		}
+		p.DecodeInstances = s.Disagg.DecodeReplicas * s.decodeDP() // each DP rank is an instance
 	} else if s.Disagg.DecodeReplicas < 0 {
 		return nil, s.fieldError("disagg.decode_replicas", "decode-replicas", "%d must be ≥ 0 (0 = colocated)", s.Disagg.DecodeReplicas)
+	} else {
+		d := s.Disagg
+		for _, f := range []struct {
+			set  bool
+			name string
+		}{{d.DecodeDP != 0, "decode_dp"}, {s.Explicit("disagg.decode_expert_parallel"), "decode_expert_parallel"}, {d.DecodeAll2All != "", "decode_all2all_backend"}, {s.Explicit("disagg.decode_two_batch_overlap"), "decode_two_batch_overlap"}} {
+			if f.set {
+				return nil, s.fieldError("disagg."+f.name, "", "describes the decode pool: it needs disagg.decode_replicas ≥ 1")
+			}
+		}
 	}
 
 	if s.Workload.Burstiness == 0 && s.Explicit("workload.burstiness") {
@@ -414,7 +430,7 @@ func (s *Scenario) resolveServe(p *Plan) error {
 	rt := &s.Router
 	if rt.Policy == "" {
 		rt.Policy = "round-robin"
-		if s.dp() > 1 {
+		if s.dp() > 1 || (p.Decode != nil && s.decodeDP() > 1) {
 			rt.Policy = "dp-coordinator" // vLLM's DP load balancer
 		}
 	}
@@ -510,18 +526,27 @@ func (s *Scenario) resolveDisagg(p *Plan) error {
 		return s.fieldError("disagg.max_pending", "max-pending", "%d must be ≥ 1; omit it for the default (the prefill pool's max_num_seqs)", d.MaxPending)
 	}
 	dp := p.Decode
+	decodeStep := serve.StepTimer(dp.Step)
+	var lock serve.DPLockstep
+	if dp.Expert != nil {
+		decodeStep = dp.Expert
+		if s.decodeDP() > 1 {
+			lock = serve.DPLockstep{Ranks: s.decodeDP(), Load: dp.Expert.SetGroupLoad}
+		}
+	}
 	router, err := s.newRouter(decodeRoutingStream)
 	if err != nil {
 		return err
 	}
 	p.Serve.Disagg = &serve.Disagg{
 		Decode: serve.InstanceConfig{
-			Step: dp.Step, Blocks: dp.Memory.Blocks, BlockSize: dp.Memory.BlockSize, Limits: dp.Limits,
+			Step: decodeStep, Blocks: dp.Memory.Blocks, BlockSize: dp.Memory.BlockSize, Limits: dp.Limits,
 			Batcher: dp.Batcher, MaxModelLen: dp.MaxModelLen,
 			Preempt: s.Batch.Preemption, Victim: s.Batch.Victim, HostBW: dp.GPU.HostBW, SwapSpace: s.Batch.SwapSpaceGB * 1e9,
 			KVBytesPerToken: dp.Memory.KVBytesPerTokenPerGPU,
 		},
-		DecodeReplicas: d.DecodeReplicas,
+		DecodeReplicas: p.DecodeInstances,
+		DecodeLockstep: lock,
 		DecodeRouter:   router,
 		// Each GPU of the prefill group sends its shard over its own link.
 		Link:            serve.Link{Bandwidth: perGPU * float64(p.Parallel.TP), Latency: latency},

@@ -100,6 +100,29 @@ func (s *Scenario) decodeEP() poolEP {
 // decodeDP returns the decode pool's DP ranks a replica, 1 when omitted.
 func (s *Scenario) decodeDP() int { return max(1, s.Disagg.DecodeDP) }
 
+// checkDecodeLayout sets p.DecodeInstances (decode replicas × decode_dp
+// ranks, each an instance) and refuses the decode pool's layout fields
+// without a decode pool.
+func (s *Scenario) checkDecodeLayout(p *Plan) error {
+	d := s.Disagg
+	if d.DecodeReplicas > 0 {
+		if d.DecodeReplicas*s.decodeDP() > MaxReplicas {
+			return s.fieldError("disagg.decode_dp", "decode-dp", "%d ranks × %d decode replicas is out of range (at most %d instances)", s.decodeDP(), d.DecodeReplicas, MaxReplicas)
+		}
+		p.DecodeInstances = d.DecodeReplicas * s.decodeDP()
+		return nil
+	}
+	for _, f := range []struct {
+		set  bool
+		name string
+	}{{d.DecodeDP != 0, "decode_dp"}, {s.Explicit("disagg.decode_expert_parallel"), "decode_expert_parallel"}, {d.DecodeAll2All != "", "decode_all2all_backend"}, {s.Explicit("disagg.decode_two_batch_overlap"), "decode_two_batch_overlap"}} {
+		if f.set {
+			return s.fieldError("disagg."+f.name, "", "describes the decode pool: it needs disagg.decode_replicas ≥ 1")
+		}
+	}
+	return nil
+}
+
 // checkEP validates the DP and EP fields of a pool and returns its EP
 // layout at TP tp (the zero layout without expert parallelism).
 func (s *Scenario) checkEP(m *models.Model, tp int, pe poolEP) (models.ExpertParallel, error) {

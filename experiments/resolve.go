@@ -307,22 +307,11 @@ func (s Scenario) Resolve() (*Plan, error) {
 		if s.Disagg.DecodeReplicas > MaxReplicas {
 			return nil, s.fieldError("disagg.decode_replicas", "decode-replicas", "%d is out of range (at most %d instances)", s.Disagg.DecodeReplicas, MaxReplicas)
 		}
-		if s.Disagg.DecodeReplicas*s.decodeDP() > MaxReplicas {
-			return nil, s.fieldError("disagg.decode_dp", "decode-dp", "%d ranks × %d decode replicas is out of range (at most %d instances)", s.decodeDP(), s.Disagg.DecodeReplicas, MaxReplicas)
-		}
-		p.DecodeInstances = s.Disagg.DecodeReplicas * s.decodeDP() // each DP rank is an instance
 	} else if s.Disagg.DecodeReplicas < 0 {
 		return nil, s.fieldError("disagg.decode_replicas", "decode-replicas", "%d must be ≥ 0 (0 = colocated)", s.Disagg.DecodeReplicas)
-	} else {
-		d := s.Disagg
-		for _, f := range []struct {
-			set  bool
-			name string
-		}{{d.DecodeDP != 0, "decode_dp"}, {s.Explicit("disagg.decode_expert_parallel"), "decode_expert_parallel"}, {d.DecodeAll2All != "", "decode_all2all_backend"}, {s.Explicit("disagg.decode_two_batch_overlap"), "decode_two_batch_overlap"}} {
-			if f.set {
-				return nil, s.fieldError("disagg."+f.name, "", "describes the decode pool: it needs disagg.decode_replicas ≥ 1")
-			}
-		}
+	}
+	if err := s.checkDecodeLayout(p); err != nil {
+		return nil, err
 	}
 
 	if s.Workload.Burstiness == 0 && s.Explicit("workload.burstiness") {

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/hardware"
 	"github.com/servesim/servesim/sim/workload/trace"
 )
 
@@ -66,6 +67,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&s.ExpertSkew, "expert-skew", 0, "the busiest EP rank's routed tokens over the mean (default 1.069, 1.008 with --eplb)")
 	fs.StringVar(&s.All2All, "all2all-backend", "", "expert-parallel all-to-all: allgather_reducescatter (default), deepep_high_throughput, deepep_low_latency")
 	fs.BoolVar(&s.TwoBatchOverlap, "two-batch-overlap", false, "split expert-parallel steps in two micro-batches whose all-to-all overlaps the other's compute (vLLM --enable-dbo; SGLang --enable-two-batch-overlap, whose rule is thresholds 1 and 1)")
+	switchVar(fs, boolTo{&s.TwoBatchOverlap, true}, "enable-two-batch-overlap", "SGLang's name of --two-batch-overlap, with SGLang's split rule (any batch of 2 tokens or more) unless the thresholds are given")
 	fs.IntVar(&s.TBODecodeThreshold, "tbo-decode-token-threshold", 0, "two-batch overlap splits a batch of decodes only above this many tokens (default vLLM's 32)")
 	fs.IntVar(&s.TBOPrefillThreshold, "tbo-prefill-token-threshold", 0, "two-batch overlap splits a batch with a prefill above this many tokens (default vLLM's 512)")
 	fs.StringVar(&s.Weights, "weights", "", "weight precision: bf16, fp8, fp4 (default bf16)")
@@ -307,20 +309,31 @@ type scenarioFlag struct {
 
 // scenarioFlags maps each scenario flag to its field.
 var scenarioFlags = map[string]scenarioFlag{
-	"name":                        {"name", func(d, s *experiments.Scenario) { d.Name = s.Name }},
-	"model":                       {"model", func(d, s *experiments.Scenario) { d.Model = s.Model }},
-	"gpu":                         {"gpu", func(d, s *experiments.Scenario) { d.GPU = s.GPU }},
-	"tp":                          {"tp", func(d, s *experiments.Scenario) { d.TP = s.TP }},
-	"pp":                          {"pp", func(d, s *experiments.Scenario) { d.PP = s.PP }},
-	"pp-layers":                   {"pp_layers", func(d, s *experiments.Scenario) { d.PPLayers = s.PPLayers }},
-	"pp-chunked":                  {"pp_chunked", func(d, s *experiments.Scenario) { d.PPChunked = s.PPChunked }},
-	"dp":                          {"dp", func(d, s *experiments.Scenario) { d.DP = s.DP }},
-	"expert-parallel":             {"expert_parallel", func(d, s *experiments.Scenario) { d.ExpertParallel = s.ExpertParallel }},
-	"eplb":                        {"eplb", func(d, s *experiments.Scenario) { d.EPLB = s.EPLB }},
-	"eplb-redundant-experts":      {"eplb_redundant_experts", func(d, s *experiments.Scenario) { d.RedundantExperts = s.RedundantExperts }},
-	"expert-skew":                 {"expert_skew", func(d, s *experiments.Scenario) { d.ExpertSkew = s.ExpertSkew }},
-	"all2all-backend":             {"all2all_backend", func(d, s *experiments.Scenario) { d.All2All = s.All2All }},
-	"two-batch-overlap":           {"two_batch_overlap", func(d, s *experiments.Scenario) { d.TwoBatchOverlap = s.TwoBatchOverlap }},
+	"name":                   {"name", func(d, s *experiments.Scenario) { d.Name = s.Name }},
+	"model":                  {"model", func(d, s *experiments.Scenario) { d.Model = s.Model }},
+	"gpu":                    {"gpu", func(d, s *experiments.Scenario) { d.GPU = s.GPU }},
+	"tp":                     {"tp", func(d, s *experiments.Scenario) { d.TP = s.TP }},
+	"pp":                     {"pp", func(d, s *experiments.Scenario) { d.PP = s.PP }},
+	"pp-layers":              {"pp_layers", func(d, s *experiments.Scenario) { d.PPLayers = s.PPLayers }},
+	"pp-chunked":             {"pp_chunked", func(d, s *experiments.Scenario) { d.PPChunked = s.PPChunked }},
+	"dp":                     {"dp", func(d, s *experiments.Scenario) { d.DP = s.DP }},
+	"expert-parallel":        {"expert_parallel", func(d, s *experiments.Scenario) { d.ExpertParallel = s.ExpertParallel }},
+	"eplb":                   {"eplb", func(d, s *experiments.Scenario) { d.EPLB = s.EPLB }},
+	"eplb-redundant-experts": {"eplb_redundant_experts", func(d, s *experiments.Scenario) { d.RedundantExperts = s.RedundantExperts }},
+	"expert-skew":            {"expert_skew", func(d, s *experiments.Scenario) { d.ExpertSkew = s.ExpertSkew }},
+	"all2all-backend":        {"all2all_backend", func(d, s *experiments.Scenario) { d.All2All = s.All2All }},
+	"two-batch-overlap":      {"two_batch_overlap", func(d, s *experiments.Scenario) { d.TwoBatchOverlap = s.TwoBatchOverlap }},
+	"enable-two-batch-overlap": {"two_batch_overlap", func(d, s *experiments.Scenario) {
+		// SGLang splits any batch it can (two_batch_overlap.py), not at
+		// vLLM's thresholds: 1 and 1 unless a threshold is given.
+		d.TwoBatchOverlap = true
+		if d.TBODecodeThreshold == 0 {
+			d.TBODecodeThreshold = hardware.SGLangTBO.DecodeThreshold
+		}
+		if d.TBOPrefillThreshold == 0 {
+			d.TBOPrefillThreshold = hardware.SGLangTBO.PrefillThreshold
+		}
+	}},
 	"tbo-decode-token-threshold":  {"tbo_decode_token_threshold", func(d, s *experiments.Scenario) { d.TBODecodeThreshold = s.TBODecodeThreshold }},
 	"tbo-prefill-token-threshold": {"tbo_prefill_token_threshold", func(d, s *experiments.Scenario) { d.TBOPrefillThreshold = s.TBOPrefillThreshold }},
 	"weights":                     {"weights", func(d, s *experiments.Scenario) { d.Weights = s.Weights }},

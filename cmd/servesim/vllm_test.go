@@ -260,6 +260,11 @@ func TestRunExpertParallel(t *testing.T) {
 			[]string{"two-batch overlap above 1 decode / 512 prefill tokens", "Decode pool: Data parallel: dp 4 ranks × tp 1 = 4 GPUs per replica",
 				"Decode pool: Expert parallel: ep 4 GPUs hold 128 routed experts, 32 per GPU whole; all-to-all deepep_low_latency", "(exposed: two-batch overlap split",
 				"Decode pool: DP lock-step:"}},
+		// SGLang's spelling takes SGLang's split rule, a given threshold wins.
+		{[]string{"--model", "qwen3-30b-a3b", "--gpu", "h100", "-dp", "2", "-ep", "--enable-two-batch-overlap", "--requests", "20"},
+			[]string{"two-batch overlap above 1 decode / 1 prefill tokens"}},
+		{[]string{"--model", "qwen3-30b-a3b", "--gpu", "h100", "-dp", "2", "-ep", "--enable-two-batch-overlap", "--tbo-decode-token-threshold", "8", "--requests", "20"},
+			[]string{"two-batch overlap above 8 decode / 1 prefill tokens"}},
 	}
 	for _, c := range cases {
 		var out bytes.Buffer

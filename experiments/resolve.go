@@ -456,6 +456,9 @@ func (s *Scenario) resolveServe(p *Plan) error {
 		if s.dp() > 1 {
 			// vLLM's DP engine cores step in lock-step for an MoE model.
 			p.Serve.DPLockstep = serve.DPLockstep{Ranks: s.dp(), Load: p.Expert.SetGroupLoad}
+			if p.Expert.TBO() != nil {
+				p.Serve.DPLockstep.Agree = p.Expert.SetGroupBatches
+			}
 		}
 	}
 	if p.Decode != nil {
@@ -521,6 +524,9 @@ func (s *Scenario) resolveDisagg(p *Plan) error {
 		decodeStep = dp.Expert
 		if s.decodeDP() > 1 {
 			lock = serve.DPLockstep{Ranks: s.decodeDP(), Load: dp.Expert.SetGroupLoad}
+			if dp.Expert.TBO() != nil {
+				lock.Agree = dp.Expert.SetGroupBatches
+			}
 		}
 	}
 	router, err := s.newRouter(decodeRoutingStream)

@@ -89,6 +89,7 @@ type ExpertStep struct {
 	moe                            []float64 // MoE operators' seconds by token count, cached
 	ops                            []models.Op
 	tbo                            *TBO // two-batch overlap; nil: off
+	groupSplit                     int8 // the DP group's split decision (SetGroupBatches): 0 none, 1 split, 2 whole
 }
 
 // ExpertStats sums the steps an ExpertStep priced.
@@ -270,7 +271,7 @@ func (e *ExpertStep) Step(b models.Batch) (sec, flops, bytes float64) {
 	}
 	d, c := e.AllToAll(a2aTokens)
 	a := e.layers * (d + c)
-	split := e.tbo != nil && e.tbo.Splits(b)
+	split := e.splits(b)
 	if split {
 		var compute float64
 		compute, a = e.overlapped(b)

@@ -62,6 +62,41 @@ func (t TBO) Splits(b models.Batch) bool {
 // SetTBO turns two-batch overlap on with the thresholds of t (nil: off).
 func (e *ExpertStep) SetTBO(t *TBO) { e.tbo = t }
 
+// SetGroupBatches makes the steps priced next split only if every rank of
+// a DP lock-step group splits: the working ranks' batches and idle ranks
+// running a one-token dummy batch (vLLM vllm/v1/worker/dp_utils.py
+// _synchronize_dp_ranks: "either all ranks run with microbatching or none
+// of them do"; SGLang's TboDPAttentionPreparer likewise gathers every
+// rank's can-run-TBO). nil: each step decides on its own batch.
+func (e *ExpertStep) SetGroupBatches(batches []models.Batch, idle int) {
+	e.groupSplit = 0
+	if batches == nil || e.tbo == nil {
+		return
+	}
+	all := idle == 0 || e.tbo.Splits(models.Batch{Decodes: 1})
+	for _, b := range batches {
+		all = all && e.tbo.Splits(b)
+	}
+	e.groupSplit = 2
+	if all {
+		e.groupSplit = 1
+	}
+}
+
+// splits reports whether the step of b is split, by the group's decision
+// when one is set.
+func (e *ExpertStep) splits(b models.Batch) bool {
+	switch {
+	case e.tbo == nil:
+		return false
+	case e.groupSplit == 1:
+		return true
+	case e.groupSplit == 2:
+		return false
+	}
+	return e.tbo.Splits(b)
+}
+
 // TBO returns the two-batch overlap rule, nil when off.
 func (e *ExpertStep) TBO() *TBO { return e.tbo }
 

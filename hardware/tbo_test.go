@@ -135,3 +135,33 @@ func plainA2A(e *ExpertStep, tokens int) float64 {
 	d, c := e.AllToAll(tokens)
 	return e.layers * (d + c)
 }
+
+// TestTBOGroupAgrees: under DP lock-step a step splits only if every rank's
+// batch would (vLLM's dp_utils: all ranks microbatch or none), an idle
+// rank's one-token dummy batch included.
+func TestTBOGroupAgrees(t *testing.T) {
+	p := models.Parallel{TP: 1, Weights: models.FP8, KV: models.BF16, EP: models.ExpertParallel{Size: 16, DP: 16, Skew: 1}}
+	e := testExpertStep(t, "h100", p, DeepEPLowLatency, 8)
+	e.SetTBO(&VLLMDBO)
+	b40 := models.Batch{Decodes: 40, DecodeCtx: 40 * 1000}
+	cases := []struct {
+		name    string
+		batches []models.Batch
+		idle    int
+		want    bool
+	}{
+		{"all above 32", []models.Batch{b40, {Decodes: 33, DecodeCtx: 33000}}, 0, true},
+		{"one at 20", []models.Batch{b40, {Decodes: 20, DecodeCtx: 20000}}, 0, false},
+		{"one idle rank", []models.Batch{b40}, 1, false},
+		{"no group", nil, 0, true}, // the rank's own 40 decodes
+	}
+	for _, c := range cases {
+		e.SetGroupBatches(c.batches, c.idle)
+		before := e.Stats().OverlapSteps
+		e.Step(b40)
+		if got := e.Stats().OverlapSteps > before; got != c.want {
+			t.Errorf("%s: split %v, want %v", c.name, got, c.want)
+		}
+		e.SetGroupBatches(nil, 0)
+	}
+}

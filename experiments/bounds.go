@@ -101,7 +101,7 @@ func boundOf(p *Plan) capacityBound {
 	prefillReps, decodeReps := float64(p.Replicas), float64(p.Replicas)
 	if p.Decode != nil {
 		dec = poolBoundOf(p.Decode)
-		decodeReps = float64(p.Scenario.Disagg.DecodeReplicas)
+		decodeReps = float64(p.DecodeInstances)
 	}
 	b.TTFT, b.TPOT = pre.lonePrefill, dec.loneDecode
 	sloTime := math.Inf(1)

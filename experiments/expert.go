@@ -52,6 +52,10 @@ type ExpertSummary struct {
 	Waves          int64   `json:"lockstep_waves"`  // steps every rank took together
 	DummySteps     int64   `json:"dummy_steps"`     // idle ranks' dummy batches
 	RankSpread     float64 `json:"busy_rank_share"` // the ranks' real steps over ranks × waves
+	// TwoBatchOverlap: the steps were priced with two-batch overlap, and
+	// OverlapSteps of them were split (AllToAll* then count the exposed part).
+	TwoBatchOverlap bool  `json:"two_batch_overlap,omitempty"`
+	OverlapSteps    int64 `json:"tbo_steps,omitempty"`
 }
 
 // dp returns the scenario's data-parallel ranks, 1 when omitted.
@@ -60,32 +64,102 @@ func (s *Scenario) dp() int { return max(1, s.DP) }
 // ep reports whether the scenario shards the experts.
 func (s *Scenario) ep() bool { return s.ExpertParallel }
 
-// checkEP validates the DP and EP fields and returns the EP layout of a
-// pool of TP tp (the zero layout without expert parallelism).
-func (s *Scenario) checkEP(m *models.Model, tp int) (models.ExpertParallel, error) {
-	var e models.ExpertParallel
-	if s.DP < 0 || s.DP > models.MaxEP || (s.DP == 0 && s.Explicit("dp")) {
-		return e, s.fieldError("dp", "dp", "%d must be in [1, %d]; omit it for the default (1)", s.DP, models.MaxEP)
+// poolEP is one pool's data- and expert-parallel fields: the colocated (or
+// prefill) pool's top-level dp, expert_parallel and all2all_backend, or the
+// decode pool's disagg.decode_* ones.
+type poolEP struct {
+	prefix   string // "" or "disagg.decode_": names the fields in errors
+	dp       int
+	ep       bool
+	all2all  string
+	tbo      bool
+	explicit bool // dp given explicitly
+}
+
+// prefillEP is the colocated or prefill pool's fields.
+func (s *Scenario) prefillEP() poolEP {
+	return poolEP{dp: s.DP, ep: s.ExpertParallel, all2all: s.All2All, tbo: s.TwoBatchOverlap, explicit: s.Explicit("dp")}
+}
+
+// decodeEP is the decode pool's fields with the prefill pool's defaults.
+func (s *Scenario) decodeEP() poolEP {
+	d := s.Disagg
+	e := poolEP{prefix: "disagg.decode_", dp: d.DecodeDP, ep: d.DecodeExpertParallel, all2all: d.DecodeAll2All, tbo: d.DecodeTwoBatchOverlap, explicit: s.Explicit("disagg.decode_dp")}
+	if !s.Explicit("disagg.decode_expert_parallel") {
+		e.ep = s.ExpertParallel
 	}
-	if !s.ep() {
+	if e.all2all == "" {
+		e.all2all = s.All2All
+	}
+	if !s.Explicit("disagg.decode_two_batch_overlap") {
+		e.tbo = s.TwoBatchOverlap
+	}
+	return e
+}
+
+// decodeDP returns the decode pool's DP ranks a replica, 1 when omitted.
+func (s *Scenario) decodeDP() int { return max(1, s.Disagg.DecodeDP) }
+
+// checkDecodeLayout sets p.DecodeInstances (decode replicas × decode_dp
+// ranks, each an instance) and refuses the decode pool's layout fields
+// without a decode pool.
+func (s *Scenario) checkDecodeLayout(p *Plan) error {
+	d := s.Disagg
+	if d.DecodeReplicas > 0 {
+		if d.DecodeReplicas*s.decodeDP() > MaxReplicas {
+			return s.fieldError("disagg.decode_dp", "decode-dp", "%d ranks × %d decode replicas is out of range (at most %d instances)", s.decodeDP(), d.DecodeReplicas, MaxReplicas)
+		}
+		p.DecodeInstances = d.DecodeReplicas * s.decodeDP()
+		return nil
+	}
+	for _, f := range []struct {
+		set  bool
+		name string
+	}{{d.DecodeDP != 0, "decode_dp"}, {s.Explicit("disagg.decode_expert_parallel"), "decode_expert_parallel"}, {d.DecodeAll2All != "", "decode_all2all_backend"}, {s.Explicit("disagg.decode_two_batch_overlap"), "decode_two_batch_overlap"}} {
+		if f.set {
+			return s.fieldError("disagg."+f.name, "", "describes the decode pool: it needs disagg.decode_replicas ≥ 1")
+		}
+	}
+	return nil
+}
+
+// checkEP validates the DP and EP fields of a pool and returns its EP
+// layout at TP tp (the zero layout without expert parallelism).
+func (s *Scenario) checkEP(m *models.Model, tp int, pe poolEP) (models.ExpertParallel, error) {
+	var e models.ExpertParallel
+	f := func(name string) string { return pe.prefix + name }
+	fl := func(name string) string {
+		if pe.prefix != "" {
+			return "decode-" + name
+		}
+		return name
+	}
+	if pe.dp < 0 || pe.dp > models.MaxEP || (pe.dp == 0 && pe.explicit) {
+		return e, s.fieldError(f("dp"), fl("dp"), "%d must be in [1, %d]; omit it for the default (1)", pe.dp, models.MaxEP)
+	}
+	dp := max(1, pe.dp)
+	if pe.prefix == "" && !s.ep() && !(s.Disagg.DecodeReplicas > 0 && s.decodeEP().ep) {
+		// The shared expert fields need expert parallelism in some pool.
 		for _, f := range []struct {
 			set  bool
 			name string
-		}{{s.EPLB, "eplb"}, {s.RedundantExperts != 0, "eplb_redundant_experts"}, {s.ExpertSkew != 0, "expert_skew"}, {s.All2All != "", "all2all_backend"}} {
+		}{{s.EPLB, "eplb"}, {s.RedundantExperts != 0, "eplb_redundant_experts"}, {s.ExpertSkew != 0, "expert_skew"}, {s.All2All != "", "all2all_backend"}, {s.TwoBatchOverlap, "two_batch_overlap"}} {
 			if f.set {
 				return e, s.fieldError(f.name, strings.ReplaceAll(f.name, "_", "-"), "needs expert_parallel (flag --enable-expert-parallel)")
 			}
 		}
+	}
+	if !pe.ep {
+		if pe.prefix != "" && s.Disagg.DecodeTwoBatchOverlap {
+			return e, s.fieldError(f("two_batch_overlap"), "", "needs the decode pool's expert parallelism (disagg.decode_expert_parallel)")
+		}
 		return e, nil
 	}
 	if !m.IsMoE() {
-		return e, s.fieldError("expert_parallel", "enable-expert-parallel", "model %s is dense: expert parallelism needs an MoE model", m.Name)
+		return e, s.fieldError(f("expert_parallel"), fl("enable-expert-parallel"), "model %s is dense: expert parallelism needs an MoE model", m.Name)
 	}
 	if s.pp() > 1 {
 		return e, s.fieldError("expert_parallel", "enable-expert-parallel", "with pp %d: expert parallelism is modelled without pipeline stages", s.PP)
-	}
-	if s.Disagg.DecodeReplicas > 0 {
-		return e, s.fieldError("expert_parallel", "enable-expert-parallel", "with a disaggregated decode pool: expert parallelism is modelled for colocated instances only")
 	}
 	if s.RedundantExperts < 0 || (s.RedundantExperts > 0 && !s.EPLB) {
 		return e, s.fieldError("eplb_redundant_experts", "eplb-redundant-experts", "%d: must be ≥ 0, and needs eplb (flag --enable-eplb)", s.RedundantExperts)
@@ -100,56 +174,126 @@ func (s *Scenario) checkEP(m *models.Model, tp int) (models.ExpertParallel, erro
 	if !(skew >= 1) || math.IsInf(skew, 0) {
 		return e, s.fieldError("expert_skew", "expert-skew", "%v must be ≥ 1 (the busiest EP rank's routed tokens over the mean; 1 is perfect balance)", skew)
 	}
-	switch s.All2All {
+	switch pe.all2all {
 	case "", hardware.AllGatherReduceScatter, hardware.DeepEPHighThroughput, hardware.DeepEPLowLatency:
 	default:
-		return e, s.fieldError("all2all_backend", "all2all-backend", "unknown backend %q (known: %s)", s.All2All, strings.Join(hardware.All2AllBackends, ", "))
+		name := "all2all_backend"
+		if pe.prefix != "" && s.Disagg.DecodeAll2All != "" {
+			name = f("all2all_backend")
+		}
+		return e, s.fieldError(name, strings.ReplaceAll(name, "_", "-"), "unknown backend %q (known: %s)", pe.all2all, strings.Join(hardware.All2AllBackends, ", "))
 	}
-	e = models.ExpertParallel{Size: s.dp() * tp, DP: s.dp(), Redundant: s.RedundantExperts, Skew: skew}
+	for _, th := range []struct {
+		v    int
+		name string
+	}{{s.TBODecodeThreshold, "tbo_decode_token_threshold"}, {s.TBOPrefillThreshold, "tbo_prefill_token_threshold"}} {
+		if th.v < 0 || (th.v == 0 && s.Explicit(th.name)) {
+			return e, s.fieldError(th.name, strings.ReplaceAll(th.name, "_", "-"), "%d must be ≥ 1 (a batch of more tokens is split); omit it for vLLM's default", th.v)
+		}
+	}
+	e = models.ExpertParallel{Size: dp * tp, DP: dp, Redundant: s.RedundantExperts, Skew: skew}
 	if !e.On() {
-		return e, s.fieldError("expert_parallel", "enable-expert-parallel", "the EP group is dp × tp = 1 GPU: expert parallelism needs at least 2 (raise dp or tp)")
+		return e, s.fieldError(f("expert_parallel"), fl("enable-expert-parallel"), "the EP group is dp × tp = 1 GPU: expert parallelism needs at least 2 (raise dp or tp)")
 	}
 	if err := m.CheckParallel(models.Parallel{TP: tp, Weights: models.BF16, KV: models.BF16, EP: e}); err != nil {
-		return e, s.fieldError("expert_parallel", "enable-expert-parallel", "%v", err)
+		return e, s.fieldError(f("expert_parallel"), fl("enable-expert-parallel"), "%v", err)
 	}
 	return e, nil
 }
 
-// newExpertStep wraps the pool's step model with the all-to-all pricing.
-func (s *Scenario) newExpertStep(p *PoolPlan) error {
+// tbo returns the two-batch overlap rule of a pool, nil when off.
+func (s *Scenario) tbo(pe poolEP) *hardware.TBO {
+	if !pe.tbo {
+		return nil
+	}
+	t := hardware.VLLMDBO
+	if s.TBODecodeThreshold > 0 {
+		t.DecodeThreshold = s.TBODecodeThreshold
+	}
+	if s.TBOPrefillThreshold > 0 {
+		t.PrefillThreshold = s.TBOPrefillThreshold
+	}
+	return &t
+}
+
+// newExpertStep wraps the pool's step model with the all-to-all pricing
+// and its two-batch overlap.
+func (s *Scenario) newExpertStep(p *PoolPlan, pe poolEP) error {
 	node, err := s.gpusPerNode(p.GPU)
 	if err != nil {
 		return err
 	}
-	p.Expert, err = hardware.NewExpertStep(p.Step, s.All2All, node)
+	p.Expert, err = hardware.NewExpertStep(p.Step, pe.all2all, node)
 	if err != nil {
 		return fmt.Errorf("%w (field \"all2all_backend\")", err)
+	}
+	p.Expert.SetTBO(s.tbo(pe))
+	return nil
+}
+
+// poolLayout is what the header and summary.json say of one pool's data-
+// and expert-parallel layout: the colocated (or prefill) pool, or the
+// decode pool when disaggregated.
+type poolLayout struct {
+	label     string // "" or "Decode pool: "
+	pool      *PoolPlan
+	dp        int
+	instances int
+	tbo       bool
+	stats     hardware.ExpertStats
+	waves     int64
+	dummies   int64
+	rankSteps int64
+}
+
+// layouts returns the pools' layouts: the first pool's, and the decode
+// pool's when disaggregated.
+func (r *Report) poolLayouts() []poolLayout {
+	p := r.Plan
+	s := p.Scenario
+	res := r.Result
+	out := []poolLayout{{pool: &p.PoolPlan, dp: s.dp(), instances: p.Replicas, tbo: s.TwoBatchOverlap, stats: r.ExpertStats,
+		waves: res.DPWaves, dummies: res.DPDummySteps, rankSteps: res.DPRankSteps}}
+	if p.Decode != nil {
+		out = append(out, poolLayout{label: "Decode pool: ", pool: p.Decode, dp: s.decodeDP(), instances: p.DecodeInstances, tbo: s.decodeEP().tbo,
+			stats: r.DecodeExpertStats, waves: res.DecodeDPWaves, dummies: res.DecodeDPDummySteps, rankSteps: res.DecodeDPRankSteps})
+	}
+	return out
+}
+
+// describeExperts writes the header's data- and expert-parallel lines, a
+// pair a pool.
+func (p *Plan) describeExperts(w io.Writer) error {
+	for _, l := range (&Report{Plan: p}).poolLayouts() {
+		if err := p.describePoolExperts(w, l); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// describeExperts writes the header's data- and expert-parallel lines.
-func (p *Plan) describeExperts(w io.Writer) error {
+func (p *Plan) describePoolExperts(w io.Writer, l poolLayout) error {
 	s := p.Scenario
-	if s.dp() == 1 && p.Expert == nil {
+	pool := l.pool
+	if l.dp == 1 && pool.Expert == nil {
 		return nil
 	}
-	tp := p.Parallel.TP
+	tp := pool.Parallel.TP
 	var b strings.Builder
 	rank := fmt.Sprintf("tp %d", tp)
 	if s.pp() > 1 {
 		rank = fmt.Sprintf("pp %d × tp %d", s.pp(), tp)
 	}
-	fmt.Fprintf(&b, "Data parallel: dp %d ranks × %s = %d GPUs per replica; each rank its own scheduler, queue and %d KV blocks per GPU (%d tokens), %.2f GB weights/GPU; routed by %s.\n",
-		s.dp(), rank, s.dp()*tp*s.pp(), p.Memory.Blocks, p.Memory.Blocks*p.Memory.BlockSize, p.Memory.WeightBytesPerGPU/1e9, s.Router.Policy)
-	if e := p.Expert; e != nil {
-		ep := p.Parallel.EP
+	fmt.Fprintf(&b, "%sData parallel: dp %d ranks × %s = %d GPUs per replica; each rank its own scheduler, queue and %d KV blocks per GPU (%d tokens), %.2f GB weights/GPU; routed by %s.\n",
+		l.label, l.dp, rank, l.dp*tp*s.pp(), pool.Memory.Blocks, pool.Memory.Blocks*pool.Memory.BlockSize, pool.Memory.WeightBytesPerGPU/1e9, s.Router.Policy)
+	if e := pool.Expert; e != nil {
+		ep := pool.Parallel.EP
 		m := p.Model
-		fmt.Fprintf(&b, "Expert parallel: ep %d GPUs hold %d routed experts", ep.Size, m.Experts)
+		fmt.Fprintf(&b, "%sExpert parallel: ep %d GPUs hold %d routed experts", l.label, ep.Size, m.Experts)
 		if ep.Redundant > 0 {
 			fmt.Fprintf(&b, " + %d redundant (EPLB)", ep.Redundant)
 		}
-		fmt.Fprintf(&b, ", %d per GPU whole; all-to-all %s over %s; expert load skew %.3f (busiest rank's rows / mean", m.LocalExperts(p.Parallel), e.Backend(), p.linkName(), ep.Skew)
+		fmt.Fprintf(&b, ", %d per GPU whole; all-to-all %s over %s; expert load skew %.3f (busiest rank's rows / mean", m.LocalExperts(pool.Parallel), e.Backend(), s.linkName(pool), ep.Skew)
 		switch {
 		case s.Explicit("expert_skew"):
 			b.WriteString(", given")
@@ -159,8 +303,11 @@ func (p *Plan) describeExperts(w io.Writer) error {
 			b.WriteString(", vLLM PR 50647's median without EPLB")
 		}
 		b.WriteString(")")
-		if s.dp() > 1 {
+		if l.dp > 1 {
 			b.WriteString("; the DP ranks step in lock-step (a step ends with the slowest rank's, idle ranks run a dummy batch; MoE layers and all-to-all at the group's mean tokens per rank)")
+		}
+		if t := e.TBO(); t != nil {
+			fmt.Fprintf(&b, "; two-batch overlap above %d decode / %d prefill tokens (each MoE layer max(compute, all-to-all) a micro-batch plus the edges)", t.DecodeThreshold, t.PrefillThreshold)
 		}
 		b.WriteString(".\n")
 	}
@@ -168,55 +315,79 @@ func (p *Plan) describeExperts(w io.Writer) error {
 	return err
 }
 
-// linkName says which links the EP group's all-to-all crosses.
-func (p *Plan) linkName() string {
-	node, _ := p.Scenario.gpusPerNode(p.GPU)
-	if p.Parallel.EP.Size <= node {
+// linkName says which links a pool's EP group's all-to-all crosses.
+func (s *Scenario) linkName(pool *PoolPlan) string {
+	node, _ := s.gpusPerNode(pool.GPU)
+	if pool.Parallel.EP.Size <= node {
 		return fmt.Sprintf("NVLink (one %d-GPU domain)", node)
 	}
-	return fmt.Sprintf("NVLink and the scale-out NIC (%d domains of %d GPUs, %.0f GB/s per GPU)", (p.Parallel.EP.Size+node-1)/node, node, hardware.ScaleOutBW/1e9)
+	return fmt.Sprintf("NVLink and the scale-out NIC (%d domains of %d GPUs, %.0f GB/s per GPU)", (pool.Parallel.EP.Size+node-1)/node, node, hardware.ScaleOutBW/1e9)
 }
 
-// expertSummary is summary.json's "expert_parallel"; nil at dp = 1 without EP.
-func (r *Report) expertSummary() *ExpertSummary {
+// expertSummary is summary.json's "expert_parallel" (the colocated or
+// prefill pool's); nil at dp = 1 without EP.
+func (r *Report) expertSummary() *ExpertSummary { return r.poolExpertSummary(r.poolLayouts()[0]) }
+
+// decodeExpertSummary is summary.json's "decode_expert_parallel"; nil
+// when not disaggregated or the decode pool has dp = 1 without EP.
+func (r *Report) decodeExpertSummary() *ExpertSummary {
+	if l := r.poolLayouts(); len(l) > 1 {
+		return r.poolExpertSummary(l[1])
+	}
+	return nil
+}
+
+func (r *Report) poolExpertSummary(l poolLayout) *ExpertSummary {
 	p := r.Plan
 	s := p.Scenario
-	if s.dp() == 1 && p.Expert == nil {
+	pool := l.pool
+	if l.dp == 1 && pool.Expert == nil {
 		return nil
 	}
-	tp := p.Parallel.TP * s.pp()
-	es := &ExpertSummary{DP: s.dp(), GPUsPerRank: tp, GPUs: p.Replicas * tp, WeightGB: p.Memory.WeightBytesPerGPU / 1e9, KVBlocks: p.Memory.Blocks,
-		LocalExperts: p.Model.LocalExperts(p.Parallel)}
-	if e := p.Expert; e != nil {
-		es.EP, es.Backend, es.Redundant, es.Skew = p.Parallel.EP.Size, e.Backend(), p.Parallel.EP.Redundant, p.Parallel.EP.Skew
-		es.Waves, es.DummySteps = r.Result.DPWaves, r.Result.DPDummySteps
+	tp := pool.Parallel.TP * s.pp()
+	es := &ExpertSummary{DP: l.dp, GPUsPerRank: tp, GPUs: l.instances * tp, WeightGB: pool.Memory.WeightBytesPerGPU / 1e9, KVBlocks: pool.Memory.Blocks,
+		LocalExperts: p.Model.LocalExperts(pool.Parallel)}
+	if e := pool.Expert; e != nil {
+		es.EP, es.Backend, es.Redundant, es.Skew = pool.Parallel.EP.Size, e.Backend(), pool.Parallel.EP.Redundant, pool.Parallel.EP.Skew
+		es.Waves, es.DummySteps = l.waves, l.dummies
 		if es.Waves > 0 {
-			es.RankSpread = float64(r.Result.Steps) / float64(es.Waves*int64(s.dp()))
+			es.RankSpread = float64(l.rankSteps) / float64(es.Waves*int64(l.dp))
 		}
-		st := r.ExpertStats
+		st := l.stats
 		if st.Steps > 0 {
 			es.TokensPerRank = float64(st.Tokens) / float64(st.Steps)
 			es.AllToAllShare = st.Share()
 			es.AllToAllMsStep = 1e3 * st.AllToAllSecond / float64(st.Steps)
 		}
+		if e.TBO() != nil {
+			es.TwoBatchOverlap, es.OverlapSteps = true, st.OverlapSteps
+		}
 	}
 	return es
 }
 
-// writeExpertResults writes the run's all-to-all share and tokens per rank.
+// writeExpertResults writes each pool's all-to-all share and tokens per rank.
 func (r *Report) writeExpertResults(w io.Writer) error {
-	es := r.expertSummary()
-	if es == nil || es.EP == 0 || r.ExpertStats.Steps == 0 {
-		return nil
+	for _, l := range r.poolLayouts() {
+		es := r.poolExpertSummary(l)
+		if es == nil || es.EP == 0 || l.stats.Steps == 0 {
+			continue
+		}
+		tbo := ""
+		if es.TwoBatchOverlap {
+			tbo = fmt.Sprintf(" (exposed: two-batch overlap split %d of %d steps)", es.OverlapSteps, l.stats.Steps)
+		}
+		if _, err := fmt.Fprintf(w, "%sExpert parallel: %.1f tokens per rank step; all-to-all %.3f ms a step, %.1f %% of step time%s; busiest rank at %.3f × the mean routed rows.\n",
+			l.label, es.TokensPerRank, es.AllToAllMsStep, 100*es.AllToAllShare, tbo, es.Skew); err != nil {
+			return err
+		}
+		if es.Waves == 0 {
+			continue
+		}
+		if _, err := fmt.Fprintf(w, "%sDP lock-step: %d waves of %d ranks; %.1f %% of rank steps had work, %d dummy batches.\n",
+			l.label, es.Waves, es.DP, 100*es.RankSpread, es.DummySteps); err != nil {
+			return err
+		}
 	}
-	if _, err := fmt.Fprintf(w, "Expert parallel: %.1f tokens per rank step; all-to-all %.3f ms a step, %.1f %% of step time; busiest rank at %.3f × the mean routed rows.\n",
-		es.TokensPerRank, es.AllToAllMsStep, 100*es.AllToAllShare, es.Skew); err != nil {
-		return err
-	}
-	if es.Waves == 0 {
-		return nil
-	}
-	_, err := fmt.Fprintf(w, "DP lock-step: %d waves of %d ranks; %.1f %% of rank steps had work, %d dummy batches.\n",
-		es.Waves, es.DP, 100*es.RankSpread, es.DummySteps)
-	return err
+	return nil
 }

@@ -216,6 +216,12 @@ func TestExpertSearchRefused(t *testing.T) {
 			t.Errorf("%q plan: %v", head, err)
 		}
 	}
+	// The decode pool's own layout is refused alike.
+	s := epScenario(t, "qwen3-30b-a3b", "", "[disagg]\ndecode_replicas = 1\ndecode_dp = 2\n")
+	s.SLO.TTFTms = 500
+	if _, err := PlanCapacity(s, PlanOptions{Rate: 1}); err == nil || !strings.Contains(err.Error(), "plan: the scenario sets disagg.decode_dp = 2") {
+		t.Errorf("decode_dp 2 plan: %v", err)
+	}
 }
 
 // TestDPWithPipeline: DP ranks of pipeline stages count dp × pp × tp GPUs

@@ -228,5 +228,8 @@ func searchPP(base Scenario, what string) error {
 	if base.DP > 1 || base.ExpertParallel {
 		return fmt.Errorf("experiments: %s: the scenario sets dp = %d, expert_parallel = %v: the search proposes the DP degrees and expert parallelism itself; drop them and give them with --dps and --ep", what, base.DP, base.ExpertParallel)
 	}
+	if d := base.Disagg; d.DecodeDP > 1 || d.DecodeExpertParallel || d.DecodeTwoBatchOverlap || base.TwoBatchOverlap {
+		return fmt.Errorf("experiments: %s: the scenario sets disagg.decode_dp = %d, decode_expert_parallel = %v (two-batch overlap %v, %v): the search varies TP and replicas only and does not propose DP or EP layouts; drop them, or run the layout with servesim run", what, d.DecodeDP, d.DecodeExpertParallel, base.TwoBatchOverlap, d.DecodeTwoBatchOverlap)
+	}
 	return nil
 }

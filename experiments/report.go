@@ -20,6 +20,9 @@ type SummaryFile struct {
 	Metrics  metrics.Summary  `json:"metrics"`
 	Pipeline *PipelineSummary `json:"pipeline,omitempty"`        // pp ≥ 2
 	Experts  *ExpertSummary   `json:"expert_parallel,omitempty"` // dp ≥ 2 or expert parallelism
+	// DecodeExperts is the decode pool's (disaggregated, decode_dp ≥ 2 or
+	// expert parallelism).
+	DecodeExperts *ExpertSummary `json:"decode_expert_parallel,omitempty"`
 }
 
 // RunInfo records what produced the results: the servesim version, the
@@ -108,13 +111,14 @@ func (r *Report) instanceInfo() InstanceInfo {
 
 func (r *Report) summaryJSON() SummaryFile {
 	return SummaryFile{
-		Servesim: r.runInfo(),
-		Scenario: r.Plan.Scenario,
-		Instance: r.instanceInfo(),
-		Counts:   r.counts(),
-		Metrics:  r.Summary,
-		Pipeline: r.pipelineSummary(),
-		Experts:  r.expertSummary(),
+		Servesim:      r.runInfo(),
+		Scenario:      r.Plan.Scenario,
+		Instance:      r.instanceInfo(),
+		Counts:        r.counts(),
+		Metrics:       r.Summary,
+		Pipeline:      r.pipelineSummary(),
+		Experts:       r.expertSummary(),
+		DecodeExperts: r.decodeExpertSummary(),
 	}
 }
 
@@ -156,7 +160,7 @@ func (p *Plan) Describe(w io.Writer) error {
 		d, dp := s.Disagg, p.Decode
 		l := p.Serve.Disagg.Link
 		_, err = fmt.Fprintf(w, "Disaggregated: %d prefill instance(s) (above) and %d decode instance(s) of %d× %s, TP %d, %s batching, max_num_seqs %d, %d KV blocks; KV link %s at %.0f GB/s per prefill instance, %v latency, streaming %v.\n",
-			p.Replicas, d.DecodeReplicas, dp.Parallel.TP, dp.GPU.Name, dp.Parallel.TP, dp.Batcher.Name(), dp.Limits.MaxNumSeqs, dp.Memory.Blocks,
+			p.Replicas, p.DecodeInstances, dp.Parallel.TP, dp.GPU.Name, dp.Parallel.TP, dp.Batcher.Name(), dp.Limits.MaxNumSeqs, dp.Memory.Blocks,
 			d.Link, l.Bandwidth/1e9, l.Latency, d.Streaming)
 	}
 	if err == nil {
@@ -237,7 +241,7 @@ func (r *Report) writeEngineCounts(w io.Writer) error {
 	}
 	if r.Plan.Decode != nil {
 		sum, res := r.Summary, r.Result
-		P, D := r.Plan.Replicas, r.Plan.Scenario.Disagg.DecodeReplicas
+		P, D := r.Plan.Replicas, r.Plan.DecodeInstances
 		var pb, db float64
 		for i, b := range sum.BusyByInstance {
 			if i < P {
@@ -288,7 +292,7 @@ func (r *Report) GPUs() int {
 	p := r.Plan
 	n := p.Replicas * p.Parallel.TP * p.Scenario.pp()
 	if p.Decode != nil {
-		n += p.Scenario.Disagg.DecodeReplicas * p.Decode.Parallel.TP
+		n += p.DecodeInstances * p.Decode.Parallel.TP
 	}
 	return n
 }
@@ -299,7 +303,7 @@ func (r *Report) CostPerHour() float64 {
 	p := r.Plan
 	c := p.GPU.PricePerHour * float64(p.Replicas*p.Parallel.TP*p.Scenario.pp())
 	if p.Decode != nil {
-		c += p.Decode.GPU.PricePerHour * float64(p.Scenario.Disagg.DecodeReplicas*p.Decode.Parallel.TP)
+		c += p.Decode.GPU.PricePerHour * float64(p.DecodeInstances*p.Decode.Parallel.TP)
 	}
 	return c
 }

@@ -52,10 +52,12 @@ func (s *Scenario) resolvePool(gc *hardware.Catalog, m *models.Model, prefix, gp
 	if err := m.CheckParallel(p.Parallel); err != nil {
 		return nil, fmt.Errorf("%w (field %q, flag --%s)", err, f("tp"), fl("tp"))
 	}
-	if prefix == "" {
-		if p.Parallel.EP, err = s.checkEP(m, *tp); err != nil {
-			return nil, err
-		}
+	pe := s.prefillEP()
+	if prefix != "" {
+		pe = s.decodeEP()
+	}
+	if p.Parallel.EP, err = s.checkEP(m, *tp, pe); err != nil {
+		return nil, err
 	}
 	if err := orDefault(s, &b.BlockSize, 16, f("batch.block_size"), fl("block-size"), "≥ 1", "16"); err != nil {
 		return nil, err
@@ -157,7 +159,7 @@ func (s *Scenario) resolvePool(gc *hardware.Catalog, m *models.Model, prefix, gp
 		return nil, err
 	}
 	if p.Parallel.EP.On() {
-		if err := s.newExpertStep(p); err != nil {
+		if err := s.newExpertStep(p, pe); err != nil {
 			return nil, err
 		}
 	}
@@ -320,6 +322,9 @@ func (s Scenario) Resolve() (*Plan, error) {
 	} else if s.Disagg.DecodeReplicas < 0 {
 		return nil, s.fieldError("disagg.decode_replicas", "decode-replicas", "%d must be ≥ 0 (0 = colocated)", s.Disagg.DecodeReplicas)
 	}
+	if err := s.checkDecodeLayout(p); err != nil {
+		return nil, err
+	}
 
 	if s.Workload.Burstiness == 0 && s.Explicit("workload.burstiness") {
 		// A gamma shape of 0 is no process; 0 means 1 (Poisson) only when omitted.
@@ -426,7 +431,7 @@ func (s *Scenario) resolveServe(p *Plan) error {
 	rt := &s.Router
 	if rt.Policy == "" {
 		rt.Policy = "round-robin"
-		if s.dp() > 1 {
+		if s.dp() > 1 || (p.Decode != nil && s.decodeDP() > 1) {
 			rt.Policy = "dp-coordinator" // vLLM's DP load balancer
 		}
 	}
@@ -463,6 +468,9 @@ func (s *Scenario) resolveServe(p *Plan) error {
 		if s.dp() > 1 {
 			// vLLM's DP engine cores step in lock-step for an MoE model.
 			p.Serve.DPLockstep = serve.DPLockstep{Ranks: s.dp(), Load: p.Expert.SetGroupLoad}
+			if p.Expert.TBO() != nil {
+				p.Serve.DPLockstep.Agree = p.Expert.SetGroupBatches
+			}
 		}
 	}
 	if p.Decode != nil {
@@ -522,18 +530,30 @@ func (s *Scenario) resolveDisagg(p *Plan) error {
 		return s.fieldError("disagg.max_pending", "max-pending", "%d must be ≥ 1; omit it for the default (the prefill pool's max_num_seqs)", d.MaxPending)
 	}
 	dp := p.Decode
+	decodeStep := serve.StepTimer(dp.Step)
+	var lock serve.DPLockstep
+	if dp.Expert != nil {
+		decodeStep = dp.Expert
+		if s.decodeDP() > 1 {
+			lock = serve.DPLockstep{Ranks: s.decodeDP(), Load: dp.Expert.SetGroupLoad}
+			if dp.Expert.TBO() != nil {
+				lock.Agree = dp.Expert.SetGroupBatches
+			}
+		}
+	}
 	router, err := s.newRouter(decodeRoutingStream)
 	if err != nil {
 		return err
 	}
 	p.Serve.Disagg = &serve.Disagg{
 		Decode: serve.InstanceConfig{
-			Step: dp.Step, Blocks: dp.Memory.Blocks, BlockSize: dp.Memory.BlockSize, Limits: dp.Limits,
+			Step: decodeStep, Blocks: dp.Memory.Blocks, BlockSize: dp.Memory.BlockSize, Limits: dp.Limits,
 			Batcher: dp.Batcher, MaxModelLen: dp.MaxModelLen,
 			Preempt: s.Batch.Preemption, Victim: s.Batch.Victim, HostBW: dp.GPU.HostBW, SwapSpace: s.Batch.SwapSpaceGB * 1e9,
 			KVBytesPerToken: dp.Memory.KVBytesPerTokenPerGPU,
 		},
-		DecodeReplicas: d.DecodeReplicas,
+		DecodeReplicas: p.DecodeInstances,
+		DecodeLockstep: lock,
 		DecodeRouter:   router,
 		// Each GPU of the prefill group sends its shard over its own link.
 		Link:            serve.Link{Bandwidth: perGPU * float64(p.Parallel.TP), Latency: latency},

@@ -42,7 +42,10 @@ type Plan struct {
 	Think          sim.Time
 	SLO            metrics.SLO
 	Replicas       int
-	Serve          serve.Config // policies and engine settings; Source and Collector are set per run
+	// DecodeInstances is the decode pool's instances when disaggregated:
+	// disagg.decode_replicas × decode_dp ranks.
+	DecodeInstances int
+	Serve           serve.Config // policies and engine settings; Source and Collector are set per run
 	// Inputs digests what the plan read besides the scenario: the model
 	// and GPU definitions, each pool's kernel-time profile and a replayed
 	// trace's bytes (see inputs.go). Sweep point keys include it.
@@ -96,6 +99,8 @@ type Report struct {
 	PipelineStats hardware.PipelineStats
 	// ExpertStats sums the run's expert-parallel steps over all ranks.
 	ExpertStats hardware.ExpertStats
+	// DecodeExpertStats sums the decode pool's (disaggregated).
+	DecodeExpertStats hardware.ExpertStats
 	// SharedDir lists the temporary set directories of other runs found
 	// writing into the same output directory while this one ran (see
 	// runset.go): the last run to finish leaves its files there, whole.
@@ -144,7 +149,7 @@ func RunContext(ctx context.Context, p *Plan, outDir string) (*Report, error) {
 		coll.SetPeak(i, p.GPU.PeakFLOPS(p.Parallel.Weights), p.GPU.MemBW)
 	}
 	if d := p.Decode; d != nil {
-		for i := range p.Scenario.Disagg.DecodeReplicas {
+		for i := range p.DecodeInstances {
 			coll.SetPeak(p.Replicas+i, d.GPU.PeakFLOPS(d.Parallel.Weights), d.GPU.MemBW)
 		}
 	}
@@ -170,6 +175,9 @@ func RunContext(ctx context.Context, p *Plan, outDir string) (*Report, error) {
 	if p.Expert != nil {
 		p.Expert.Reset(p.Replicas) // the same probes, one a rank
 	}
+	if p.Decode != nil && p.Decode.Expert != nil {
+		p.Decode.Expert.Reset(p.DecodeInstances)
+	}
 	res, err := serve.Run(cfg)
 	if errors.Is(err, serve.ErrStopped) {
 		return nil, fmt.Errorf("experiments: run interrupted: %w (%w)", err, ctx.Err())
@@ -183,6 +191,9 @@ func RunContext(ctx context.Context, p *Plan, outDir string) (*Report, error) {
 	}
 	if p.Expert != nil {
 		rep.ExpertStats = p.Expert.Stats()
+	}
+	if p.Decode != nil && p.Decode.Expert != nil {
+		rep.DecodeExpertStats = p.Decode.Expert.Stats()
 	}
 	if l, ok := src.(*workload.Limited); ok {
 		src = l.Unwrap()

@@ -58,6 +58,15 @@ type Scenario struct {
 	RedundantExperts int     `toml:"eplb_redundant_experts,omitzero" json:"eplb_redundant_experts,omitempty"`
 	ExpertSkew       float64 `toml:"expert_skew,omitzero" json:"expert_skew,omitempty"`
 	All2All          string  `toml:"all2all_backend,omitempty" json:"all2all_backend,omitempty"`
+	// TwoBatchOverlap splits an expert-parallel step in two micro-batches
+	// whose all-to-all overlaps the other's compute (SGLang
+	// --enable-two-batch-overlap, vLLM --enable-dbo), for batches above
+	// TBODecodeThreshold tokens (decodes only) or TBOPrefillThreshold
+	// (with a prefill); the defaults are vLLM's 32 and 512, SGLang's rule
+	// is 1 and 1 (hardware.TBO).
+	TwoBatchOverlap     bool `toml:"two_batch_overlap,omitempty" json:"two_batch_overlap,omitempty"`
+	TBODecodeThreshold  int  `toml:"tbo_decode_token_threshold,omitzero" json:"tbo_decode_token_threshold,omitempty"`
+	TBOPrefillThreshold int  `toml:"tbo_prefill_token_threshold,omitzero" json:"tbo_prefill_token_threshold,omitempty"`
 
 	Workload  Workload  `toml:"workload" json:"workload"`
 	Batch     Batch     `toml:"batch" json:"batch"`
@@ -198,6 +207,16 @@ type Disagg struct {
 	LinkLatencyUs  float64 `toml:"link_latency_us" json:"link_latency_us"` // overrides the preset (an explicit 0: an instant link)
 	Streaming      bool    `toml:"streaming" json:"streaming"`             // layer-wise KV streaming during prefill
 	MaxPending     int     `toml:"max_pending" json:"max_pending"`         // finished prefills held before backpressure (default max_num_seqs)
+	// The decode pool's own data- and expert-parallel layout: DecodeDP
+	// ranks a decode replica (default 1), each of decode_tp GPUs;
+	// DecodeExpertParallel, DecodeAll2All and DecodeTwoBatchOverlap default
+	// to the prefill pool's expert_parallel, all2all_backend and
+	// two_batch_overlap (eplb, expert_skew and the TBO thresholds are
+	// shared). Pipeline stages stay at 1 in either pool.
+	DecodeDP              int    `toml:"decode_dp,omitzero" json:"decode_dp,omitempty"`
+	DecodeExpertParallel  bool   `toml:"decode_expert_parallel,omitempty" json:"decode_expert_parallel,omitempty"`
+	DecodeAll2All         string `toml:"decode_all2all_backend,omitempty" json:"decode_all2all_backend,omitempty"`
+	DecodeTwoBatchOverlap bool   `toml:"decode_two_batch_overlap,omitempty" json:"decode_two_batch_overlap,omitempty"`
 }
 
 // Hardware holds kernel-time model settings.

@@ -65,6 +65,9 @@ func RunScenario(run *realrun.Run, base Scenario) (Scenario, error) {
 		s.DP = e.DP // each DP rank an instance; left unset at one rank
 	}
 	s.ExpertParallel, s.EPLB = e.ExpertParallel, e.EPLB
+	if e.DBO {
+		s.TwoBatchOverlap, s.TBODecodeThreshold, s.TBOPrefillThreshold = true, e.DBODecodeThreshold, e.DBOPrefillThreshold
+	}
 	var err error
 	if s.Weights, err = vllmDType(e.DType, "bf16"); err != nil {
 		return s, fmt.Errorf("experiments: run %s: dtype: %w", run.Name, err)

@@ -70,8 +70,9 @@ const ScaleOutBW = 50e9
 // profile here). With DP = 1 the all-gather backend moves nothing (the TP
 // all-reduce already sums the experts' outputs, as in vLLM).
 //
-// Two-batch overlap (SGLang TBO, vLLM DBO), which hides the all-to-all
-// behind compute, is not modelled: the all-to-all adds to the step. An
+// Without two-batch overlap (SetTBO) the all-to-all adds to the step; with
+// it, a step above the overlap's threshold is split in two micro-batches
+// whose all-to-all hides behind the other's compute (see TBO). An
 // ExpertStep is not safe for concurrent use.
 type ExpertStep struct {
 	s       *StepModel
@@ -87,6 +88,8 @@ type ExpertStep struct {
 	load                           float64   // the DP group's tokens per rank (SetGroupLoad); 0: the rank's own
 	moe                            []float64 // MoE operators' seconds by token count, cached
 	ops                            []models.Op
+	tbo                            *TBO // two-batch overlap; nil: off
+	groupSplit                     int8 // the DP group's split decision (SetGroupBatches): 0 none, 1 split, 2 whole
 }
 
 // ExpertStats sums the steps an ExpertStep priced.
@@ -94,7 +97,8 @@ type ExpertStats struct {
 	Steps          int64
 	Tokens         int64   // Σ tokens of the rank's steps
 	Seconds        float64 // Σ step times
-	AllToAllSecond float64 // Σ dispatch + combine times
+	AllToAllSecond float64 // Σ dispatch + combine times not hidden behind compute
+	OverlapSteps   int64   // steps split in two overlapped micro-batches (TBO)
 }
 
 // Share returns the all-to-all's share of the step time; NaN when nothing ran.
@@ -267,7 +271,14 @@ func (e *ExpertStep) Step(b models.Batch) (sec, flops, bytes float64) {
 	}
 	d, c := e.AllToAll(a2aTokens)
 	a := e.layers * (d + c)
-	sec += a
+	split := e.splits(b)
+	if split {
+		var compute float64
+		compute, a = e.overlapped(b)
+		sec = e.s.IterOverhead() + compute + a
+	} else {
+		sec += a
+	}
 	if e.skip > 0 {
 		e.skip--
 		return sec, flops, bytes
@@ -276,6 +287,9 @@ func (e *ExpertStep) Step(b models.Batch) (sec, flops, bytes float64) {
 	e.stats.Tokens += int64(b.Tokens())
 	e.stats.Seconds += sec
 	e.stats.AllToAllSecond += a
+	if split {
+		e.stats.OverlapSteps++
+	}
 	return sec, flops, bytes
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/hardware"
 	"github.com/servesim/servesim/sim/workload/trace"
 )
 
@@ -65,6 +66,10 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&s.RedundantExperts, "eplb-redundant-experts", 0, "EPLB's redundant experts (vLLM num_redundant_experts)")
 	fs.Float64Var(&s.ExpertSkew, "expert-skew", 0, "the busiest EP rank's routed tokens over the mean (default 1.069, 1.008 with --eplb)")
 	fs.StringVar(&s.All2All, "all2all-backend", "", "expert-parallel all-to-all: allgather_reducescatter (default), deepep_high_throughput, deepep_low_latency")
+	fs.BoolVar(&s.TwoBatchOverlap, "two-batch-overlap", false, "split expert-parallel steps in two micro-batches whose all-to-all overlaps the other's compute (vLLM --enable-dbo; SGLang --enable-two-batch-overlap, whose rule is thresholds 1 and 1)")
+	switchVar(fs, boolTo{&s.TwoBatchOverlap, true}, "enable-two-batch-overlap", "SGLang's name of --two-batch-overlap, with SGLang's split rule (any batch of 2 tokens or more) unless the thresholds are given")
+	fs.IntVar(&s.TBODecodeThreshold, "tbo-decode-token-threshold", 0, "two-batch overlap splits a batch of decodes only above this many tokens (default vLLM's 32)")
+	fs.IntVar(&s.TBOPrefillThreshold, "tbo-prefill-token-threshold", 0, "two-batch overlap splits a batch with a prefill above this many tokens (default vLLM's 512)")
 	fs.StringVar(&s.Weights, "weights", "", "weight precision: bf16, fp8, fp4 (default bf16)")
 	fs.StringVar(&s.KV, "kv", "", "KV-cache precision: bf16, fp8, fp4 (default bf16)")
 	fs.Uint64Var(&s.Seed, "seed", 0, "random seed")
@@ -113,6 +118,10 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&s.Disagg.DecodeReplicas, "decode-replicas", 0, "disaggregate: decode instances (the others flags describe the prefill pool)")
 	fs.StringVar(&s.Disagg.DecodeGPU, "decode-gpu", "", "decode pool GPU (default: the prefill GPU)")
 	fs.IntVar(&s.Disagg.DecodeTP, "decode-tp", 0, "decode pool TP (default: the prefill TP)")
+	fs.IntVar(&s.Disagg.DecodeDP, "decode-dp", 0, "decode pool data-parallel ranks per decode replica (default 1)")
+	fs.BoolVar(&s.Disagg.DecodeExpertParallel, "decode-expert-parallel", false, "decode pool expert parallelism over decode-dp × decode-tp GPUs (default: --expert-parallel)")
+	fs.StringVar(&s.Disagg.DecodeAll2All, "decode-all2all-backend", "", "decode pool all-to-all backend (default: --all2all-backend)")
+	fs.BoolVar(&s.Disagg.DecodeTwoBatchOverlap, "decode-two-batch-overlap", false, "decode pool two-batch overlap (default: --two-batch-overlap)")
 	fs.StringVar(&s.Disagg.Link, "link", "", "KV link: nvlink, ib (default), roce, pcie")
 	fs.BoolVar(&s.Disagg.Streaming, "streaming", false, "stream KV layer by layer during prefill")
 	// The engine model ([engine]).
@@ -313,52 +322,70 @@ var scenarioFlags = map[string]scenarioFlag{
 	"eplb-redundant-experts": {"eplb_redundant_experts", func(d, s *experiments.Scenario) { d.RedundantExperts = s.RedundantExperts }},
 	"expert-skew":            {"expert_skew", func(d, s *experiments.Scenario) { d.ExpertSkew = s.ExpertSkew }},
 	"all2all-backend":        {"all2all_backend", func(d, s *experiments.Scenario) { d.All2All = s.All2All }},
-	"weights":                {"weights", func(d, s *experiments.Scenario) { d.Weights = s.Weights }},
-	"kv":                     {"kv", func(d, s *experiments.Scenario) { d.KV = s.KV }},
-	"seed":                   {"seed", func(d, s *experiments.Scenario) { d.Seed = s.Seed }},
-	"models-file":            {"models_file", func(d, s *experiments.Scenario) { d.ModelsFile = s.ModelsFile }},
-	"model-config":           {"model_config", func(d, s *experiments.Scenario) { d.ModelConfig = s.ModelConfig }},
-	"gpus-file":              {"gpus_file", func(d, s *experiments.Scenario) { d.GPUsFile = s.GPUsFile }},
-	"arrival":                {"workload.arrival", func(d, s *experiments.Scenario) { d.Workload.Arrival = s.Workload.Arrival }},
-	"rate":                   {"workload.rate", func(d, s *experiments.Scenario) { d.Workload.Rate = s.Workload.Rate }},
-	"burstiness":             {"workload.burstiness", func(d, s *experiments.Scenario) { d.Workload.Burstiness = s.Workload.Burstiness }},
-	"requests":               {"workload.requests", func(d, s *experiments.Scenario) { d.Workload.Requests = s.Workload.Requests }},
-	"duration":               {"workload.duration_s", func(d, s *experiments.Scenario) { d.Workload.DurationS = s.Workload.DurationS }},
-	"prompt-len":             {"workload.prompt", func(d, s *experiments.Scenario) { d.Workload.Prompt = s.Workload.Prompt }},
-	"output-len":             {"workload.output", func(d, s *experiments.Scenario) { d.Workload.Output = s.Workload.Output }},
-	"policy":                 {"batch.policy", func(d, s *experiments.Scenario) { d.Batch.Policy = s.Batch.Policy }},
-	"chunked-prefill":        {"batch.policy", func(d, s *experiments.Scenario) { d.Batch.Policy = s.Batch.Policy }},
-	"max-num-seqs":           {"batch.max_num_seqs", func(d, s *experiments.Scenario) { d.Batch.MaxNumSeqs = s.Batch.MaxNumSeqs }},
-	"max-num-batched-tokens": {"batch.max_num_batched_tokens", func(d, s *experiments.Scenario) { d.Batch.MaxNumBatchedTokens = s.Batch.MaxNumBatchedTokens }},
-	"max-model-len":          {"batch.max_model_len", func(d, s *experiments.Scenario) { d.Batch.MaxModelLen = s.Batch.MaxModelLen }},
-	"block-size":             {"batch.block_size", func(d, s *experiments.Scenario) { d.Batch.BlockSize = s.Batch.BlockSize }},
-	"gpu-memory-utilization": {"batch.gpu_memory_utilization", func(d, s *experiments.Scenario) { d.Batch.GPUMemUtil = s.Batch.GPUMemUtil }},
-	"slo-ttft":               {"slo.ttft_ms", func(d, s *experiments.Scenario) { d.SLO.TTFTms = s.SLO.TTFTms }},
-	"slo-tpot":               {"slo.tpot_ms", func(d, s *experiments.Scenario) { d.SLO.TPOTms = s.SLO.TPOTms }},
-	"slo-e2e":                {"slo.e2e_ms", func(d, s *experiments.Scenario) { d.SLO.E2Ems = s.SLO.E2Ems }},
-	"iteration-overhead-ms":  {"hardware.iteration_overhead_ms", func(d, s *experiments.Scenario) { d.Hardware.IterOverheadMs = s.Hardware.IterOverheadMs }},
-	"profile":                {"hardware.profile", func(d, s *experiments.Scenario) { d.Hardware.Profile = s.Hardware.Profile }},
-	"replicas":               {"replicas", func(d, s *experiments.Scenario) { d.Replicas = s.Replicas }},
-	"router":                 {"router.policy", func(d, s *experiments.Scenario) { d.Router.Policy = s.Router.Policy }},
-	"router-staleness-ms":    {"router.staleness_ms", func(d, s *experiments.Scenario) { d.Router.StalenessMs = s.Router.StalenessMs }},
-	"scheduler":              {"scheduler.policy", func(d, s *experiments.Scenario) { d.Scheduler.Policy = s.Scheduler.Policy }},
-	"predict-error":          {"scheduler.predict_error", func(d, s *experiments.Scenario) { d.Scheduler.PredictError = s.Scheduler.PredictError }},
-	"admission":              {"admission.policy", func(d, s *experiments.Scenario) { d.Admission.Policy = s.Admission.Policy }},
-	"queue-cap":              {"admission.queue_cap", func(d, s *experiments.Scenario) { d.Admission.QueueCap = s.Admission.QueueCap }},
-	"prefix-caching":         {"batch.prefix_caching", func(d, s *experiments.Scenario) { d.Batch.PrefixCaching = s.Batch.PrefixCaching }},
-	"preemption":             {"batch.preemption", func(d, s *experiments.Scenario) { d.Batch.Preemption = s.Batch.Preemption }},
-	"victim":                 {"batch.victim", func(d, s *experiments.Scenario) { d.Batch.Victim = s.Batch.Victim }},
-	"max-wait-ms":            {"batch.max_wait_ms", func(d, s *experiments.Scenario) { d.Batch.MaxWaitMs = s.Batch.MaxWaitMs }},
-	"refill":                 {"batch.refill", func(d, s *experiments.Scenario) { d.Batch.Refill = s.Batch.Refill }},
-	"shared-prefix-tokens":   {"workload.shared_prefix_tokens", func(d, s *experiments.Scenario) { d.Workload.SharedPrefix = s.Workload.SharedPrefix }},
-	"prefix-groups":          {"workload.prefix_groups", func(d, s *experiments.Scenario) { d.Workload.PrefixGroups = s.Workload.PrefixGroups }},
-	"turns":                  {"workload.turns", func(d, s *experiments.Scenario) { d.Workload.Turns = s.Workload.Turns }},
-	"conversations":          {"workload.conversations", func(d, s *experiments.Scenario) { d.Workload.Conversations = s.Workload.Conversations }},
-	"decode-replicas":        {"disagg.decode_replicas", func(d, s *experiments.Scenario) { d.Disagg.DecodeReplicas = s.Disagg.DecodeReplicas }},
-	"decode-gpu":             {"disagg.decode_gpu", func(d, s *experiments.Scenario) { d.Disagg.DecodeGPU = s.Disagg.DecodeGPU }},
-	"decode-tp":              {"disagg.decode_tp", func(d, s *experiments.Scenario) { d.Disagg.DecodeTP = s.Disagg.DecodeTP }},
-	"link":                   {"disagg.link", func(d, s *experiments.Scenario) { d.Disagg.Link = s.Disagg.Link }},
-	"streaming":              {"disagg.streaming", func(d, s *experiments.Scenario) { d.Disagg.Streaming = s.Disagg.Streaming }},
+	"two-batch-overlap":      {"two_batch_overlap", func(d, s *experiments.Scenario) { d.TwoBatchOverlap = s.TwoBatchOverlap }},
+	"enable-two-batch-overlap": {"two_batch_overlap", func(d, s *experiments.Scenario) {
+		// SGLang splits any batch it can (two_batch_overlap.py), not at
+		// vLLM's thresholds: 1 and 1 unless a threshold is given.
+		d.TwoBatchOverlap = true
+		if d.TBODecodeThreshold == 0 {
+			d.TBODecodeThreshold = hardware.SGLangTBO.DecodeThreshold
+		}
+		if d.TBOPrefillThreshold == 0 {
+			d.TBOPrefillThreshold = hardware.SGLangTBO.PrefillThreshold
+		}
+	}},
+	"tbo-decode-token-threshold":  {"tbo_decode_token_threshold", func(d, s *experiments.Scenario) { d.TBODecodeThreshold = s.TBODecodeThreshold }},
+	"tbo-prefill-token-threshold": {"tbo_prefill_token_threshold", func(d, s *experiments.Scenario) { d.TBOPrefillThreshold = s.TBOPrefillThreshold }},
+	"weights":                     {"weights", func(d, s *experiments.Scenario) { d.Weights = s.Weights }},
+	"kv":                          {"kv", func(d, s *experiments.Scenario) { d.KV = s.KV }},
+	"seed":                        {"seed", func(d, s *experiments.Scenario) { d.Seed = s.Seed }},
+	"models-file":                 {"models_file", func(d, s *experiments.Scenario) { d.ModelsFile = s.ModelsFile }},
+	"model-config":                {"model_config", func(d, s *experiments.Scenario) { d.ModelConfig = s.ModelConfig }},
+	"gpus-file":                   {"gpus_file", func(d, s *experiments.Scenario) { d.GPUsFile = s.GPUsFile }},
+	"arrival":                     {"workload.arrival", func(d, s *experiments.Scenario) { d.Workload.Arrival = s.Workload.Arrival }},
+	"rate":                        {"workload.rate", func(d, s *experiments.Scenario) { d.Workload.Rate = s.Workload.Rate }},
+	"burstiness":                  {"workload.burstiness", func(d, s *experiments.Scenario) { d.Workload.Burstiness = s.Workload.Burstiness }},
+	"requests":                    {"workload.requests", func(d, s *experiments.Scenario) { d.Workload.Requests = s.Workload.Requests }},
+	"duration":                    {"workload.duration_s", func(d, s *experiments.Scenario) { d.Workload.DurationS = s.Workload.DurationS }},
+	"prompt-len":                  {"workload.prompt", func(d, s *experiments.Scenario) { d.Workload.Prompt = s.Workload.Prompt }},
+	"output-len":                  {"workload.output", func(d, s *experiments.Scenario) { d.Workload.Output = s.Workload.Output }},
+	"policy":                      {"batch.policy", func(d, s *experiments.Scenario) { d.Batch.Policy = s.Batch.Policy }},
+	"chunked-prefill":             {"batch.policy", func(d, s *experiments.Scenario) { d.Batch.Policy = s.Batch.Policy }},
+	"max-num-seqs":                {"batch.max_num_seqs", func(d, s *experiments.Scenario) { d.Batch.MaxNumSeqs = s.Batch.MaxNumSeqs }},
+	"max-num-batched-tokens":      {"batch.max_num_batched_tokens", func(d, s *experiments.Scenario) { d.Batch.MaxNumBatchedTokens = s.Batch.MaxNumBatchedTokens }},
+	"max-model-len":               {"batch.max_model_len", func(d, s *experiments.Scenario) { d.Batch.MaxModelLen = s.Batch.MaxModelLen }},
+	"block-size":                  {"batch.block_size", func(d, s *experiments.Scenario) { d.Batch.BlockSize = s.Batch.BlockSize }},
+	"gpu-memory-utilization":      {"batch.gpu_memory_utilization", func(d, s *experiments.Scenario) { d.Batch.GPUMemUtil = s.Batch.GPUMemUtil }},
+	"slo-ttft":                    {"slo.ttft_ms", func(d, s *experiments.Scenario) { d.SLO.TTFTms = s.SLO.TTFTms }},
+	"slo-tpot":                    {"slo.tpot_ms", func(d, s *experiments.Scenario) { d.SLO.TPOTms = s.SLO.TPOTms }},
+	"slo-e2e":                     {"slo.e2e_ms", func(d, s *experiments.Scenario) { d.SLO.E2Ems = s.SLO.E2Ems }},
+	"iteration-overhead-ms":       {"hardware.iteration_overhead_ms", func(d, s *experiments.Scenario) { d.Hardware.IterOverheadMs = s.Hardware.IterOverheadMs }},
+	"profile":                     {"hardware.profile", func(d, s *experiments.Scenario) { d.Hardware.Profile = s.Hardware.Profile }},
+	"replicas":                    {"replicas", func(d, s *experiments.Scenario) { d.Replicas = s.Replicas }},
+	"router":                      {"router.policy", func(d, s *experiments.Scenario) { d.Router.Policy = s.Router.Policy }},
+	"router-staleness-ms":         {"router.staleness_ms", func(d, s *experiments.Scenario) { d.Router.StalenessMs = s.Router.StalenessMs }},
+	"scheduler":                   {"scheduler.policy", func(d, s *experiments.Scenario) { d.Scheduler.Policy = s.Scheduler.Policy }},
+	"predict-error":               {"scheduler.predict_error", func(d, s *experiments.Scenario) { d.Scheduler.PredictError = s.Scheduler.PredictError }},
+	"admission":                   {"admission.policy", func(d, s *experiments.Scenario) { d.Admission.Policy = s.Admission.Policy }},
+	"queue-cap":                   {"admission.queue_cap", func(d, s *experiments.Scenario) { d.Admission.QueueCap = s.Admission.QueueCap }},
+	"prefix-caching":              {"batch.prefix_caching", func(d, s *experiments.Scenario) { d.Batch.PrefixCaching = s.Batch.PrefixCaching }},
+	"preemption":                  {"batch.preemption", func(d, s *experiments.Scenario) { d.Batch.Preemption = s.Batch.Preemption }},
+	"victim":                      {"batch.victim", func(d, s *experiments.Scenario) { d.Batch.Victim = s.Batch.Victim }},
+	"max-wait-ms":                 {"batch.max_wait_ms", func(d, s *experiments.Scenario) { d.Batch.MaxWaitMs = s.Batch.MaxWaitMs }},
+	"refill":                      {"batch.refill", func(d, s *experiments.Scenario) { d.Batch.Refill = s.Batch.Refill }},
+	"shared-prefix-tokens":        {"workload.shared_prefix_tokens", func(d, s *experiments.Scenario) { d.Workload.SharedPrefix = s.Workload.SharedPrefix }},
+	"prefix-groups":               {"workload.prefix_groups", func(d, s *experiments.Scenario) { d.Workload.PrefixGroups = s.Workload.PrefixGroups }},
+	"turns":                       {"workload.turns", func(d, s *experiments.Scenario) { d.Workload.Turns = s.Workload.Turns }},
+	"conversations":               {"workload.conversations", func(d, s *experiments.Scenario) { d.Workload.Conversations = s.Workload.Conversations }},
+	"decode-replicas":             {"disagg.decode_replicas", func(d, s *experiments.Scenario) { d.Disagg.DecodeReplicas = s.Disagg.DecodeReplicas }},
+	"decode-gpu":                  {"disagg.decode_gpu", func(d, s *experiments.Scenario) { d.Disagg.DecodeGPU = s.Disagg.DecodeGPU }},
+	"decode-tp":                   {"disagg.decode_tp", func(d, s *experiments.Scenario) { d.Disagg.DecodeTP = s.Disagg.DecodeTP }},
+	"decode-dp":                   {"disagg.decode_dp", func(d, s *experiments.Scenario) { d.Disagg.DecodeDP = s.Disagg.DecodeDP }},
+	"decode-expert-parallel":      {"disagg.decode_expert_parallel", func(d, s *experiments.Scenario) { d.Disagg.DecodeExpertParallel = s.Disagg.DecodeExpertParallel }},
+	"decode-all2all-backend":      {"disagg.decode_all2all_backend", func(d, s *experiments.Scenario) { d.Disagg.DecodeAll2All = s.Disagg.DecodeAll2All }},
+	"decode-two-batch-overlap":    {"disagg.decode_two_batch_overlap", func(d, s *experiments.Scenario) { d.Disagg.DecodeTwoBatchOverlap = s.Disagg.DecodeTwoBatchOverlap }},
+	"link":                        {"disagg.link", func(d, s *experiments.Scenario) { d.Disagg.Link = s.Disagg.Link }},
+	"streaming":                   {"disagg.streaming", func(d, s *experiments.Scenario) { d.Disagg.Streaming = s.Disagg.Streaming }},
 }
 
 // override copies the flags set on the command line into dst and records

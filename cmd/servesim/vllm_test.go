@@ -253,6 +253,18 @@ func TestRunExpertParallel(t *testing.T) {
 		{[]string{"--model", "deepseek-v3", "--gpu", "gb200", "--weights", "fp8", "--kv", "fp8", "-dp", "72", "-ep", "--enable-eplb", "--all2all-backend", "deepep_low_latency", "--requests", "300", "--rate", "50"},
 			[]string{"Data parallel: dp 72 ranks × tp 1 = 72 GPUs per replica", "ep 72 GPUs hold 256 routed experts, 4 per GPU whole; all-to-all deepep_low_latency over NVLink (one 72-GPU domain); expert load skew 1.008",
 				"deepseek-v3 on 72 × 1× gb200"}},
+		// vLLM's dual batch overlap with its decode threshold lowered, and a
+		// disaggregated decode pool of its own layout (servesim's flags).
+		{[]string{"--model", "qwen3-30b-a3b", "--gpu", "h100", "-dp", "2", "-ep", "--all2all-backend", "deepep_low_latency", "--enable-dbo", "--dbo-decode-token-threshold", "1",
+			"--decode-replicas", "1", "--decode-dp", "4", "--requests", "100"},
+			[]string{"two-batch overlap above 1 decode / 512 prefill tokens", "Decode pool: Data parallel: dp 4 ranks × tp 1 = 4 GPUs per replica",
+				"Decode pool: Expert parallel: ep 4 GPUs hold 128 routed experts, 32 per GPU whole; all-to-all deepep_low_latency", "(exposed: two-batch overlap split",
+				"Decode pool: DP lock-step:"}},
+		// SGLang's spelling takes SGLang's split rule, a given threshold wins.
+		{[]string{"--model", "qwen3-30b-a3b", "--gpu", "h100", "-dp", "2", "-ep", "--enable-two-batch-overlap", "--requests", "20"},
+			[]string{"two-batch overlap above 1 decode / 1 prefill tokens"}},
+		{[]string{"--model", "qwen3-30b-a3b", "--gpu", "h100", "-dp", "2", "-ep", "--enable-two-batch-overlap", "--tbo-decode-token-threshold", "8", "--requests", "20"},
+			[]string{"two-batch overlap above 8 decode / 1 prefill tokens"}},
 	}
 	for _, c := range cases {
 		var out bytes.Buffer

@@ -55,6 +55,10 @@ func vllmEngineAliases(fs *pflag.FlagSet, s *experiments.Scenario) {
 	switchVar(fs, boolTo{&s.EPLB, true}, "enable-eplb", "vLLM's name of --eplb")
 	switchVar(fs, boolTo{&s.EPLB, false}, "no-enable-eplb", "vLLM's name of --eplb=false")
 	fs.IntVar(&s.RedundantExperts, "num-redundant-experts", 0, "vLLM's name of --eplb-redundant-experts")
+	switchVar(fs, boolTo{&s.TwoBatchOverlap, true}, "enable-dbo", "vLLM's name of --two-batch-overlap (dual batch overlap)")
+	switchVar(fs, boolTo{&s.TwoBatchOverlap, false}, "no-enable-dbo", "vLLM's name of --two-batch-overlap=false")
+	fs.IntVar(&s.TBODecodeThreshold, "dbo-decode-token-threshold", 0, "vLLM's name of --tbo-decode-token-threshold")
+	fs.IntVar(&s.TBOPrefillThreshold, "dbo-prefill-token-threshold", 0, "vLLM's name of --tbo-prefill-token-threshold")
 	switchVar(fs, boolTo{&s.Batch.PrefixCaching, true}, "enable-prefix-caching", "vLLM's name of --prefix-caching")
 	switchVar(fs, boolTo{&s.Batch.PrefixCaching, false}, "no-enable-prefix-caching", "vLLM's name of --prefix-caching=false")
 	fs.Var(vllmDType{&s.KV, "kv-cache-dtype", kvCacheDTypes}, "kv-cache-dtype", "vLLM's KV-cache dtype: auto (bf16), bfloat16, fp8, fp8_e4m3, fp8_e5m2, fp4 (sets --kv)")
@@ -140,6 +144,10 @@ func init() {
 		"enable-eplb":                  scenarioFlags["eplb"],
 		"no-enable-eplb":               scenarioFlags["eplb"],
 		"num-redundant-experts":        scenarioFlags["eplb-redundant-experts"],
+		"enable-dbo":                   scenarioFlags["two-batch-overlap"],
+		"no-enable-dbo":                scenarioFlags["two-batch-overlap"],
+		"dbo-decode-token-threshold":   scenarioFlags["tbo-decode-token-threshold"],
+		"dbo-prefill-token-threshold":  scenarioFlags["tbo-prefill-token-threshold"],
 		"request-rate":                 scenarioFlags["rate"],
 		"num-prompts":                  scenarioFlags["requests"],
 		"enable-prefix-caching":        scenarioFlags["prefix-caching"],
@@ -163,7 +171,7 @@ func init() {
 
 // vllmAliasOf maps each numeric alias to servesim's flag, which the
 // scenario's errors name (they name fields, and a field has one flag).
-var vllmAliasOf = map[string]string{"tensor-parallel-size": "tp", "pipeline-parallel-size": "pp", "data-parallel-size": "dp", "num-redundant-experts": "eplb-redundant-experts", "request-rate": "rate", "num-prompts": "requests"}
+var vllmAliasOf = map[string]string{"tensor-parallel-size": "tp", "pipeline-parallel-size": "pp", "data-parallel-size": "dp", "num-redundant-experts": "eplb-redundant-experts", "dbo-decode-token-threshold": "tbo-decode-token-threshold", "dbo-prefill-token-threshold": "tbo-prefill-token-threshold", "request-rate": "rate", "num-prompts": "requests"}
 
 // chunkedChanged reports whether a chunked-prefill switch was given.
 func chunkedChanged(fs *pflag.FlagSet) bool {

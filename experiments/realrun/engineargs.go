@@ -88,7 +88,7 @@ func init() {
 	add(Refused, one, "one node's share of a multi-node DP launch is not replayed alone", "data_parallel_size_local")
 	add(Refused, one, "context parallelism is not modelled", "decode_context_parallel_size", "prefill_context_parallel_size")
 	add(Refused, off, "elastic expert parallelism (the EP group resized while serving) is not modelled", "enable_elastic_ep")
-	add(Refused, off, "dual-batch overlap is not modelled", "enable_dbo")
+	add(Modelled, nil, "dual batch overlap: an expert-parallel step above the threshold as two micro-batches whose all-to-all overlaps the other's compute (servesim's --two-batch-overlap)", "enable_dbo", "dbo_decode_token_threshold", "dbo_prefill_token_threshold")
 	add(Refused, none, "speculative decoding is not modelled", "speculative_config", "speculative_model", "num_speculative_tokens")
 	add(Refused, none, "KV-cache transfer (disaggregated prefill through a KV connector) is not modelled in a replay", "kv_transfer_config")
 	add(Refused, zero, "a CPU KV-cache offload tier is not modelled in a replay", "kv_offloading_size", "cpu_kv_blocks_logged")
@@ -189,16 +189,23 @@ func applyArg(e *Engine, name, v string) error {
 		return whole(&e.PP, 1)
 	case "data_parallel_size":
 		return whole(&e.DP, 1)
-	case "enable_expert_parallel", "enable_eplb":
+	case "enable_expert_parallel", "enable_eplb", "enable_dbo":
 		b, err := boolean()
 		if err != nil {
 			return err
 		}
-		if name == "enable_eplb" {
+		switch name {
+		case "enable_eplb":
 			e.EPLB = b
-		} else {
+		case "enable_dbo":
+			e.DBO = b
+		default:
 			e.ExpertParallel = b
 		}
+	case "dbo_decode_token_threshold":
+		return whole(&e.DBODecodeThreshold, 1)
+	case "dbo_prefill_token_threshold":
+		return whole(&e.DBOPrefillThreshold, 1)
 	case "max_num_seqs":
 		return whole(&e.MaxNumSeqs, 1)
 	case "max_num_batched_tokens":

@@ -182,4 +182,15 @@ func TestEngineArgsDPEP(t *testing.T) {
 	if err := applyArg(&b, "data_parallel_size", "0"); err == nil {
 		t.Error("bench metadata data_parallel_size 0: no error")
 	}
+	// Dual batch overlap and its thresholds (vLLM's enable_dbo).
+	e, err = ReadMeta(strings.NewReader(`{"engine_kwargs": {"model": "m", "data_parallel_size": 2, "enable_expert_parallel": true, "enable_dbo": true, "dbo_decode_token_threshold": 16}}`), "meta.json")
+	if err != nil || !e.DBO || e.DBODecodeThreshold != 16 || e.DBOPrefillThreshold != 0 {
+		t.Errorf("meta.json with enable_dbo: %+v, %v; want DBO, decode threshold 16, prefill unset", e, err)
+	}
+	if err := applyArg(&b, "enable_dbo", "True"); err != nil || !b.DBO {
+		t.Errorf("bench metadata enable_dbo True: %v, %v", b.DBO, err)
+	}
+	if err := applyArg(&b, "dbo_prefill_token_threshold", "0"); err == nil {
+		t.Error("bench metadata dbo_prefill_token_threshold 0: no error")
+	}
 }

@@ -40,6 +40,9 @@ type metaJSON struct {
 		AsyncScheduling     *bool    `json:"async_scheduling"`
 		ExpertParallel      *bool    `json:"enable_expert_parallel"`
 		EPLB                *bool    `json:"enable_eplb"`
+		DBO                 *bool    `json:"enable_dbo"`
+		DBODecode           *int     `json:"dbo_decode_token_threshold"`
+		DBOPrefill          *int     `json:"dbo_prefill_token_threshold"`
 	} `json:"engine_kwargs"`
 	KVCache *struct {
 		NumGPUBlocks        *int     `json:"num_gpu_blocks"`
@@ -117,12 +120,15 @@ func ReadMeta(r io.Reader, name string) (Engine, error) {
 		{"engine_kwargs.max_model_len", k.MaxModelLen, &e.MaxModelLen},
 		{"engine_kwargs.block_size", k.BlockSize, &e.BlockSize},
 		{"engine_kwargs.num_gpu_blocks_override", k.NumGPUBlocks, &e.KVBlocks},
+		{"engine_kwargs.dbo_decode_token_threshold", k.DBODecode, &e.DBODecodeThreshold},
+		{"engine_kwargs.dbo_prefill_token_threshold", k.DBOPrefill, &e.DBOPrefillThreshold},
 	}
 	e.PrefixCaching, e.ChunkedPrefill, e.AsyncScheduling = k.EnablePrefixCaching, k.EnableChunked, k.AsyncScheduling
 	e.EnforceEager = k.EnforceEager != nil && *k.EnforceEager
 	e.NoCustomAllReduce = k.NoCustomAllReduce != nil && *k.NoCustomAllReduce
 	e.ExpertParallel = k.ExpertParallel != nil && *k.ExpertParallel
 	e.EPLB = k.EPLB != nil && *k.EPLB
+	e.DBO = k.DBO != nil && *k.DBO
 	util := func(field string, v *float64) error {
 		if v != nil {
 			if !(*v > 0 && *v <= 1) {

@@ -43,12 +43,17 @@ type Engine struct {
 	PP          int // pipeline_parallel_size (0: not recorded, one stage)
 	// ExpertParallel and EPLB are enable_expert_parallel and enable_eplb.
 	ExpertParallel, EPLB bool
-	MaxNumSeqs           int
-	MaxNumBatchedTokens  int
-	MaxModelLen          int
-	DType, KVDType       string
-	PrefixCaching        *bool
-	KVBlocks, BlockSize  int
+	// DBO is enable_dbo (dual batch overlap), with its thresholds
+	// dbo_decode_token_threshold and dbo_prefill_token_threshold (0: not
+	// recorded, vLLM's defaults).
+	DBO                                     bool
+	DBODecodeThreshold, DBOPrefillThreshold int
+	MaxNumSeqs                              int
+	MaxNumBatchedTokens                     int
+	MaxModelLen                             int
+	DType, KVDType                          string
+	PrefixCaching                           *bool
+	KVBlocks, BlockSize                     int
 	// CPUKVBlocks > 0 is a CPU KV-cache offload tier the run configured
 	// (the sim2real tables' cpu_kv_blocks_logged), which servesim does not
 	// model: Open refuses such a run unless OpenOptions.IgnoreKVOffload.

@@ -15,6 +15,10 @@ import (
 type Disagg struct {
 	Decode         InstanceConfig
 	DecodeReplicas int
+	// DecodeLockstep groups the decode instances in DP lock-step groups,
+	// as Config.DPLockstep the prefill instances: the decode pool's own
+	// data- and expert-parallel layout.
+	DecodeLockstep DPLockstep
 	DecodeRouter   policies.Router // default round-robin
 	// Link is each prefill instance's outbound link for KV (all its GPUs'
 	// NICs together): transfers leaving one prefill instance share it.
@@ -77,6 +81,7 @@ func (w *World) setupDisagg() error {
 		w.inst = append(w.inst, in)
 		w.decode.insts = append(w.decode.insts, in)
 	}
+	w.dpGroups(d.DecodeLockstep, w.decode.insts)
 	for _, in := range w.front.insts {
 		in.maxPending = d.MaxPending
 		if in.maxPending == 0 {
@@ -148,6 +153,12 @@ func (w *World) deliver(r *request, now sim.Time) {
 	}
 	r.src, r.dst = nil, nil
 	r.xferEnd = now
+	// The request leaves the prefill instance's outstanding count for the
+	// decode instance's (routers read both: least-outstanding and vLLM's DP
+	// load balancer would otherwise see prefill ranks fill up forever and
+	// decode ranks go negative).
+	src.outstanding--
+	dst.outstanding++
 
 	r.inst = dst
 	r.blocks = r.dstBlocks

@@ -162,3 +162,25 @@ func TestDisaggRandomInvariants(t *testing.T) {
 		})
 	}
 }
+
+// TestDisaggDecodeRoutingCounts: a request delivered to a decode instance
+// counts there for the decode router, not on the prefill instance. A (200
+// output tokens, about 200 decode steps of 1 ms) is decoding on decode
+// instance 1 when B arrives 50 ms later; least-outstanding then sends B to
+// instance 2 (1 outstanding against 0). Before, a delivered request was
+// never counted on its decode instance (and never left the prefill
+// instance's count), so both decode instances read 0 and B went to the
+// first, instance 1.
+func TestDisaggDecodeRoutingCounts(t *testing.T) {
+	cfg := disaggConfig(baseConfig(policies.Chunked{}, 1000, 4096), baseConfig(policies.Chunked{}, 1000, 4096), 50e9, 0, 1000)
+	cfg.Disagg.DecodeReplicas = 2
+	cfg.Disagg.DecodeRouter = policies.LeastOutstanding{}
+	_, rec := runCfg(t, cfg, []workload.Request{
+		{ID: 0, PromptTokens: 100, OutputTokens: 200},
+		{ID: 1, Arrival: 50 * sim.Millisecond, PromptTokens: 100, OutputTokens: 5},
+	})
+	recs := recordsByID(rec.recs)
+	if recs[0].Instance != 1 || recs[1].Instance != 2 {
+		t.Errorf("decode instances %d and %d, want 1 and 2", recs[0].Instance, recs[1].Instance)
+	}
+}

@@ -25,29 +25,42 @@ type DPLockstep struct {
 	// step model prices its MoE layers at the group's load rather than the
 	// rank's own (hardware.ExpertStep.SetGroupLoad).
 	Load func(tokensPerRank float64)
+	// Agree, when set, is told the working ranks' batches and the idle
+	// ranks' count before a wave's steps are priced, and nil after: the
+	// ranks split their steps in two micro-batches only if every rank's
+	// batch would be split (vLLM's dp_utils._synchronize_dp_ranks: "either
+	// all ranks run with microbatching or none of them do"; an idle rank's
+	// dummy batch of one token is not split). hardware.ExpertStep
+	// SetGroupBatches.
+	Agree func(batches []models.Batch, idle int)
 }
 
 // dpGroup is one lock-step group's state.
 type dpGroup struct {
-	ranks    []*Instance
-	load     func(float64)
-	inWave   bool // a wave's steps are in flight
-	starting bool // startWave is asking the ranks for their batches
-	pending  bool // a rank asked for a step during the wave
-	working  []*Instance
-	endEv    *sim.Event
-	waves    int64
-	dummies  int64
+	ranks     []*Instance
+	load      func(float64)
+	agree     func([]models.Batch, int)
+	batches   []models.Batch // the working ranks' batches, for agree
+	inWave    bool           // a wave's steps are in flight
+	starting  bool           // startWave is asking the ranks for their batches
+	pending   bool           // a rank asked for a step during the wave
+	working   []*Instance
+	endEv     *sim.Event
+	waves     int64
+	dummies   int64
+	rankSteps int64 // the ranks' real steps in the waves
 }
 
-// setupDPGroups builds the groups of the colocated instances.
-func (w *World) setupDPGroups() {
-	d := w.cfg.DPLockstep
+// setupDPGroups builds the groups of the colocated (or prefill) instances.
+func (w *World) setupDPGroups() { w.dpGroups(w.cfg.DPLockstep, w.front.insts) }
+
+// dpGroups builds the lock-step groups d makes of a pool's instances.
+func (w *World) dpGroups(d DPLockstep, insts []*Instance) {
 	if d.Ranks <= 1 {
 		return
 	}
-	for i := 0; i+d.Ranks <= len(w.front.insts); i += d.Ranks {
-		g := &dpGroup{ranks: w.front.insts[i : i+d.Ranks], load: d.Load}
+	for i := 0; i+d.Ranks <= len(insts); i += d.Ranks {
+		g := &dpGroup{ranks: insts[i : i+d.Ranks], load: d.Load, agree: d.Agree}
 		g.endEv = sim.NewEvent(prioWaveEnd, sim.HandlerFunc(func(now sim.Time) { g.waveEnd(w, now) }))
 		for _, in := range g.ranks {
 			in.grp = g
@@ -85,6 +98,13 @@ func (g *dpGroup) startWave(w *World, now sim.Time) {
 	if g.load != nil {
 		g.load(float64(tokens) / float64(len(g.ranks)))
 	}
+	if g.agree != nil {
+		g.batches = g.batches[:0]
+		for _, in := range g.working {
+			g.batches = append(g.batches, in.batch)
+		}
+		g.agree(g.batches, len(g.ranks)-len(g.working))
+	}
 	longest := 0.0
 	for _, in := range g.working {
 		var sec, flops, bytes float64
@@ -110,6 +130,9 @@ func (g *dpGroup) startWave(w *World, now sim.Time) {
 	if g.load != nil {
 		g.load(0)
 	}
+	if g.agree != nil {
+		g.agree(nil, 0)
+	}
 	end, ok := now.AddSeconds(longest)
 	if !ok {
 		w.fail(g.working[0].stepTimeError(now, longest))
@@ -120,6 +143,7 @@ func (g *dpGroup) startWave(w *World, now sim.Time) {
 	}
 	g.inWave = true
 	g.waves++
+	g.rankSteps += int64(len(g.working))
 	w.eng.ScheduleEvent(g.endEv, end)
 }
 

@@ -98,8 +98,13 @@ type Result struct {
 	// DPWaves and DPDummySteps count the DP lock-step groups' waves (each
 	// one step on every rank) and the dummy batches idle ranks ran.
 	DPWaves, DPDummySteps int64
-	Events                uint64
-	End                   sim.Time // time of the last event
+	// DPRankSteps counts the ranks' real steps in those waves; the Decode
+	// ones count the decode pool's groups apart (disaggregated; the
+	// others then count the prefill pool's).
+	DPRankSteps                                          int64
+	DecodeDPWaves, DecodeDPDummySteps, DecodeDPRankSteps int64
+	Events                                               uint64
+	End                                                  sim.Time // time of the last event
 }
 
 // World is the serving world of one run: the engine, the arrival stream,
@@ -232,8 +237,15 @@ func Run(cfg Config) (Result, error) {
 	w.res.Events = w.eng.Fired()
 	w.res.End = w.eng.Now()
 	for _, g := range w.groups {
+		if g.ranks[0].role == roleDecode {
+			w.res.DecodeDPWaves += g.waves
+			w.res.DecodeDPDummySteps += g.dummies
+			w.res.DecodeDPRankSteps += g.rankSteps
+			continue
+		}
 		w.res.DPWaves += g.waves
 		w.res.DPDummySteps += g.dummies
+		w.res.DPRankSteps += g.rankSteps
 	}
 	if w.res.Arrived != w.res.Finished+w.res.Rejected {
 		return w.res, fmt.Errorf("serve: %d requests arrived but %d finished and %d were rejected: requests lost (a bug)",

@@ -1,0 +1,167 @@
+package hardware
+
+import (
+	"math"
+	"testing"
+
+	"github.com/servesim/servesim/models"
+)
+
+// TestTBOSplits checks the thresholds below which a batch runs whole.
+func TestTBOSplits(t *testing.T) {
+	cases := []struct {
+		name string
+		t    TBO
+		b    models.Batch
+		want bool
+	}{
+		// vLLM: decodes only, split when tokens > dbo_decode_token_threshold 32.
+		{"vllm 32 decodes", VLLMDBO, models.Batch{Decodes: 32}, false},
+		{"vllm 33 decodes", VLLMDBO, models.Batch{Decodes: 33}, true},
+		// With a prefill chunk: tokens > dbo_prefill_token_threshold 512
+		// (500 prompt tokens + 12 decodes = 512: whole; 513: split).
+		{"vllm 512 mixed", VLLMDBO, models.Batch{Prefills: 1, PrefillTokens: 500, Decodes: 12}, false},
+		{"vllm 513 mixed", VLLMDBO, models.Batch{Prefills: 1, PrefillTokens: 501, Decodes: 12}, true},
+		// 100 decodes and a 20-token chunk: the prefill threshold applies.
+		{"vllm 120 mixed", VLLMDBO, models.Batch{Prefills: 1, PrefillTokens: 20, Decodes: 100}, false},
+		// SGLang: one sequence cannot be split in two decodes; two can; a
+		// 2-token prompt is cut in two chunks.
+		{"sglang 1 decode", SGLangTBO, models.Batch{Decodes: 1}, false},
+		{"sglang 2 decodes", SGLangTBO, models.Batch{Decodes: 2}, true},
+		{"sglang 2-token prompt", SGLangTBO, models.Batch{Prefills: 1, PrefillTokens: 2}, true},
+	}
+	for _, c := range cases {
+		if got := c.t.Splits(c.b); got != c.want {
+			t.Errorf("%s: Splits = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestTBOHalves checks the split of a batch in two micro-batches.
+func TestTBOHalves(t *testing.T) {
+	b := models.Batch{Prefills: 3, PrefillTokens: 1001, PrefillCtx: 2002, PrefillPairs: 4004, Decodes: 5, DecodeCtx: 5000}
+	a, c := halves(b)
+	// A: 501 of 1001 prompt tokens (f = 501/1001), round(3f) = 2 chunks,
+	// round(2002 f) = 1002 context, 4004 f = 2004 pairs; 3 of 5 decodes,
+	// 3000 of 5000 context. B the rest.
+	wantA := models.Batch{Prefills: 2, PrefillTokens: 501, PrefillCtx: 1002, PrefillPairs: 4004 * 501.0 / 1001, Decodes: 3, DecodeCtx: 3000}
+	wantC := models.Batch{Prefills: 1, PrefillTokens: 500, PrefillCtx: 1000, PrefillPairs: 4004 - 4004*501.0/1001, Decodes: 2, DecodeCtx: 2000}
+	if math.Abs(a.PrefillPairs-wantA.PrefillPairs) > 1e-9 || math.Abs(c.PrefillPairs-wantC.PrefillPairs) > 1e-9 {
+		t.Errorf("halves' pairs %v, %v; want %v, %v", a.PrefillPairs, c.PrefillPairs, wantA.PrefillPairs, wantC.PrefillPairs)
+	}
+	a.PrefillPairs, c.PrefillPairs, wantA.PrefillPairs, wantC.PrefillPairs = 0, 0, 0, 0
+	if a != wantA || c != wantC {
+		t.Errorf("halves = %+v, %+v; want %+v, %+v", a, c, wantA, wantC)
+	}
+	// One prompt of 10 tokens is cut in two chunks, one in each half.
+	a, c = halves(models.Batch{Prefills: 1, PrefillTokens: 10, PrefillPairs: 55})
+	if a.Prefills != 1 || c.Prefills != 1 || a.PrefillTokens != 5 || c.PrefillTokens != 5 {
+		t.Errorf("one prompt: halves = %+v, %+v; want 5 tokens and one chunk each", a, c)
+	}
+}
+
+// TestOverlapStep checks the overlapped length for known compute and
+// communication times.
+func TestOverlapStep(t *testing.T) {
+	cases := []struct {
+		name        string
+		layers, moe float64
+		c, a        [2]float64
+		want        float64
+	}{
+		// Comm-bound, 2 MoE layers, c = 1, a = 3 a half: A's first compute
+		// (1), then the link busy 4 × 3 = 12 without a gap: 13 = 2·2·3 + 1.
+		{"comm bound", 2, 2, [2]float64{1, 1}, [2]float64{3, 3}, 13},
+		// Compute-bound, c = 3, a = 1: compute busy 4 × 3 = 12, then B's
+		// last all-to-all (1): 13.
+		{"compute bound", 2, 2, [2]float64{3, 3}, [2]float64{1, 1}, 13},
+		// A leading dense layer adds both halves' compute, 2: 15.
+		{"dense layer", 3, 2, [2]float64{1, 1}, [2]float64{3, 3}, 15},
+		// No communication: the two halves' compute, 2 layers × 2 × 1 = 4.
+		{"no comm", 2, 2, [2]float64{1, 1}, [2]float64{0, 0}, 4},
+		// Unequal halves, 1 MoE layer: max(2, 1) + max(1, 4) + min(2, 4) = 8.
+		{"unequal", 1, 1, [2]float64{2, 1}, [2]float64{1, 4}, 8},
+	}
+	for _, c := range cases {
+		if got := overlapStep(c.layers, c.moe, c.c, c.a); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("%s: overlapStep = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestTBOStep checks the expert step with two-batch overlap against the
+// step without it: below the threshold the same; above it the halves'
+// compute with the all-to-all hidden up to the edges, and never longer
+// than both run back to back.
+func TestTBOStep(t *testing.T) {
+	p := models.Parallel{TP: 1, Weights: models.FP8, KV: models.BF16, EP: models.ExpertParallel{Size: 16, DP: 16, Skew: 1}}
+	plain := testExpertStep(t, "h100", p, DeepEPLowLatency, 8)
+	tbo := testExpertStep(t, "h100", p, DeepEPLowLatency, 8)
+	tbo.SetTBO(&VLLMDBO)
+	small := models.Batch{Decodes: 32, DecodeCtx: 32 * 2000}
+	s1, _, _ := plain.Step(small)
+	s2, _, _ := tbo.Step(small)
+	if s1 != s2 {
+		t.Errorf("32 decodes (at the threshold): TBO step %v != plain %v", s2, s1)
+	}
+	big := models.Batch{Decodes: 256, DecodeCtx: 256 * 2000}
+	whole, _, _ := plain.Step(big)
+	got, _, _ := tbo.Step(big)
+	// The bound by hand: each half of 128 decodes priced alone, c its
+	// compute over 61 layers, a its all-to-all per MoE layer (58).
+	half := models.Batch{Decodes: 128, DecodeCtx: 128 * 2000}
+	sh, _, _ := tbo.s.Step(half)
+	o := tbo.s.IterOverhead()
+	c := (sh - o) / 61
+	d, cb := tbo.AllToAll(128)
+	a := d + cb
+	want := o + 3*2*c + 58*2*math.Max(c, a) + math.Min(c, a)
+	if math.Abs(got-want) > 1e-12*want {
+		t.Errorf("256 decodes: TBO step %v, want %v", got, want)
+	}
+	if !(got < whole) {
+		t.Errorf("256 decodes: TBO step %v not below the plain step %v (all-to-all %v a layer-half, compute %v)", got, whole, a, c)
+	}
+	st := tbo.Stats()
+	if st.OverlapSteps != 1 || st.Steps != 2 {
+		t.Errorf("stats %+v: want 2 steps, 1 overlapped", st)
+	}
+	if exp := want - o - 2*(sh-o); math.Abs(st.AllToAllSecond-(exp+plainA2A(plain, 32))) > 1e-9 {
+		t.Errorf("exposed all-to-all %v, want %v", st.AllToAllSecond, exp+plainA2A(plain, 32))
+	}
+}
+
+func plainA2A(e *ExpertStep, tokens int) float64 {
+	d, c := e.AllToAll(tokens)
+	return e.layers * (d + c)
+}
+
+// TestTBOGroupAgrees: under DP lock-step a step splits only if every rank's
+// batch would (vLLM's dp_utils: all ranks microbatch or none), an idle
+// rank's one-token dummy batch included.
+func TestTBOGroupAgrees(t *testing.T) {
+	p := models.Parallel{TP: 1, Weights: models.FP8, KV: models.BF16, EP: models.ExpertParallel{Size: 16, DP: 16, Skew: 1}}
+	e := testExpertStep(t, "h100", p, DeepEPLowLatency, 8)
+	e.SetTBO(&VLLMDBO)
+	b40 := models.Batch{Decodes: 40, DecodeCtx: 40 * 1000}
+	cases := []struct {
+		name    string
+		batches []models.Batch
+		idle    int
+		want    bool
+	}{
+		{"all above 32", []models.Batch{b40, {Decodes: 33, DecodeCtx: 33000}}, 0, true},
+		{"one at 20", []models.Batch{b40, {Decodes: 20, DecodeCtx: 20000}}, 0, false},
+		{"one idle rank", []models.Batch{b40}, 1, false},
+		{"no group", nil, 0, true}, // the rank's own 40 decodes
+	}
+	for _, c := range cases {
+		e.SetGroupBatches(c.batches, c.idle)
+		before := e.Stats().OverlapSteps
+		e.Step(b40)
+		if got := e.Stats().OverlapSteps > before; got != c.want {
+			t.Errorf("%s: split %v, want %v", c.name, got, c.want)
+		}
+		e.SetGroupBatches(nil, 0)
+	}
+}

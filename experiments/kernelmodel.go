@@ -1,0 +1,75 @@
+package experiments
+
+// The kernel-time model a scenario asks for (hardware.profile).
+
+import (
+	"fmt"
+
+	"github.com/servesim/servesim/hardware"
+	"github.com/servesim/servesim/hardware/calibrate"
+	"github.com/servesim/servesim/models"
+)
+
+// kernelModel returns the kernel-time model of hardware.profile for GPU g
+// at tp, the per-iteration overhead in seconds (the scenario's
+// iteration_overhead_ms when set, else the profile's, else
+// DefaultIterOverheadMs), and a description for reports.
+//
+//   - "" or "builtin": the GPU's built-in calibrated profile (a100, h100,
+//     h200, b200); a GPU without one, or whose numbers a gpus_file changed,
+//     uses the roofline, and the description says so;
+//   - "roofline": the roofline with hardware.DefaultEfficiency;
+//   - anything else: a profile file (servesim calibrate -o), which must be
+//     for this GPU.
+func (s *Scenario) kernelModel(g *hardware.GPU, tp int) (hardware.KernelModel, float64, string, string, error) {
+	overhead := func(profile float64) float64 {
+		if s.Hardware.IterOverheadMs > 0 || s.Explicit("hardware.iteration_overhead_ms") { // an explicit 0: no overhead
+			return s.Hardware.IterOverheadMs / 1e3
+		}
+		return profile
+	}
+	roofline := hardware.Roofline{GPU: g, Eff: hardware.DefaultEfficiency(), TP: tp}
+	rooflineID := "roofline " + digestOf(roofline.Eff)
+	switch prof := s.Hardware.Profile; prof {
+	case "roofline":
+		return roofline, overhead(DefaultIterOverheadMs / 1e3), "roofline (default efficiencies)", rooflineID, nil
+	case "", "builtin":
+		p, ok := calibrate.Builtin(g.Name)
+		if !ok {
+			return roofline, overhead(DefaultIterOverheadMs / 1e3), fmt.Sprintf("roofline (no built-in calibrated profile for %s)", g.Name), rooflineID, nil
+		}
+		k, err := p.Kernel(g, tp)
+		if err != nil {
+			return roofline, overhead(DefaultIterOverheadMs / 1e3), fmt.Sprintf("roofline (the built-in %s profile does not fit this GPU's numbers: %v)", g.Name, err), rooflineID, nil
+		}
+		return k, overhead(p.IterOverhead()), "calibrated: " + p.Describe() + s.precisionNote(p, g), "builtin " + builtinDigest(p.GPU, p.WriteTOML), nil
+	default:
+		path := s.path(prof)
+		p, err := calibrate.LoadProfile(path)
+		if err != nil {
+			return nil, 0, "", "", fmt.Errorf("%w (field \"hardware.profile\", flag --profile)", err)
+		}
+		k, err := p.Kernel(g, tp)
+		if err != nil {
+			return nil, 0, "", "", fmt.Errorf("%w (field \"hardware.profile\", flag --profile)", err)
+		}
+		d, err := fileDigest(path)
+		if err != nil {
+			return nil, 0, "", "", fmt.Errorf("%w (field \"hardware.profile\", flag --profile)", err)
+		}
+		return k, overhead(p.IterOverhead()), "calibrated: " + p.Describe() + s.precisionNote(p, g), "file " + d, nil
+	}
+}
+
+// precisionNote is "; " + the profile's note on the scenario's weight
+// precision where the profile has no measured scale for it, else "".
+func (s *Scenario) precisionNote(p *calibrate.Profile, g *hardware.GPU) string {
+	d, err := models.ParseDType(s.Weights)
+	if err != nil {
+		return ""
+	}
+	if n := p.PrecisionNote(g, d); n != "" {
+		return "; " + n
+	}
+	return ""
+}

@@ -258,9 +258,13 @@ func (p *Plan) describeEngine(w io.Writer) error {
 			return err
 		}
 	}
-	for _, pp := range []*PoolPlan{&p.PoolPlan, p.Decode} {
+	for i, pp := range []*PoolPlan{&p.PoolPlan, p.Decode} {
 		if pp != nil && pp.VLLMMemory != nil {
-			if _, err := fmt.Fprintf(w, "vLLM memory plan (%s, tp %d): %s.\n", pp.GPU.Name, pp.Parallel.TP, pp.VLLMMemory); err != nil {
+			pool := "" // colocated: one pool, no name
+			if p.Decode != nil {
+				pool = [...]string{"prefill pool, ", "decode pool, "}[i]
+			}
+			if _, err := fmt.Fprintf(w, "vLLM memory plan (%s%s, tp %d): %s.\n", pool, pp.GPU.Name, pp.Parallel.TP, pp.VLLMMemory); err != nil {
 				return err
 			}
 		}

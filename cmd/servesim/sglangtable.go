@@ -5,7 +5,12 @@ package main
 // `servesim run` does with each, read from ServerArgs in
 // python/sglang/srt/server_args.py of github.com/sgl-project/sglang at
 // 001067fffe33427bee0ed2f007fb7551a1d76b44 (the dataclass fields; argparse
-// derives --tp-size from tp_size, and Arg.aliases adds the others).
+// derives --tp-size from tp_size, and Arg.aliases adds the others). The
+// notes quote three code paths read in other versions of the same
+// repository: layers/dp_attention.py compute_dp_attention_world_info
+// (attn_tp_size = tp_size // dp_size), server_args.py _handle_a2a_moe
+// (DeepEP sets ep_size = tp_size) and
+// model_executor/model_runner_kv_cache_mixin.py profile_max_num_token.
 //
 // servesim has no sglang engine model: an SGLang command line runs on the
 // vLLM-V1 engine model (its scheduler, its memory plan), and the run
@@ -42,7 +47,7 @@ var sglangFlags = []sglangFlag{
 	{name: "ep-size", aliases: []string{"ep", "expert-parallel-size"}, class: honoured, equiv: "--expert-parallel", vllm: []string{"enable-expert-parallel", "no-enable-expert-parallel"},
 		note: "1 is no EP; servesim shards the routed experts over every GPU of the DP group, so ep_size must equal tp_size (servesim's dp × tp); SGLang's ep_size < tp_size (the MoE's own TP of tp_size / ep_size inside an EP rank) is refused"},
 	{name: "moe-a2a-backend", class: honoured, equiv: "--all2all-backend", vllm: []string{"all2all-backend"},
-		note: "none is the gather and scatter of the MoE layer's tokens (allgather_reducescatter); deepep with --deepep-mode normal (deepep_high_throughput) or low_latency (deepep_low_latency) also turns EP on, as SGLang sets ep_size = tp_size for it; mooncake, nixl, mori, flashinfer, megamoe, deepep_v2, pplx, ascend_* are refused"},
+		note: "none is the gather and scatter of the MoE layer's tokens (allgather_reducescatter); deepep with --deepep-mode normal (deepep_high_throughput) or low_latency (deepep_low_latency) also turns EP on, as SGLang sets ep_size = tp_size for it (server_args.py _handle_a2a_moe); mooncake, nixl, mori, flashinfer, megamoe, deepep_v2, pplx, ascend_* are refused"},
 	{name: "deepep-mode", class: honoured, equiv: "--all2all-backend", note: "normal or low_latency; SGLang's default auto (low_latency for decode batches, normal for prefill batches) switches per batch, which servesim does not: refused with deepep (a disaggregated run gives each pool its own: --all2all-backend, --decode-all2all-backend)"},
 	{name: "enable-two-batch-overlap", kind: vSwitch, class: honoured, equiv: "--two-batch-overlap", vllm: []string{"enable-dbo", "no-enable-dbo"}, bound: "run.go", note: "SGLang's split rule, thresholds 1 and 1, unless a threshold is given"},
 	{name: "ep-num-redundant-experts", class: honoured, equiv: "--eplb-redundant-experts", vllm: []string{"num-redundant-experts"}},
@@ -58,5 +63,5 @@ var sglangFlags = []sglangFlag{
 	{name: "max-prefill-tokens", class: refused, equiv: "--chunked-prefill-size", dflt: []string{"16384"},
 		note: "SGLang's cap on a prefill batch's tokens beside the chunk size; vLLM-V1 has one token budget per step"},
 	{name: "mem-fraction-static", class: refused, equiv: "--kv-cache-memory-bytes or --gpu-memory-utilization", vllm: []string{"gpu-memory-utilization"},
-		note: "SGLang's fraction holds the weights and the KV pool only (ModelRunner.profile_max_num_token: KV = free memory after loading − total × (1 − fraction)), the activations and CUDA graphs live outside it; vLLM's utilization holds all of them, so the one is not the other: give the KV pool SGLang logs (max_total_num_tokens × KV bytes a token) as bytes per GPU"},
+		note: "SGLang's fraction holds the weights and the KV pool only (model_executor/model_runner_kv_cache_mixin.py, profile_max_num_token: KV = free memory after loading − total × (1 − fraction)), the activations and CUDA graphs live outside it; vLLM's utilization holds all of them, so the one is not the other: give the KV pool SGLang logs (max_total_num_tokens × KV bytes a token) as bytes per GPU"},
 }

@@ -152,6 +152,15 @@ func (g *sglangArgs) pre() (ignored []string, err error) {
 	var bad []string
 	for _, f := range sglangFlags {
 		names := append([]string{f.name}, f.aliases...)
+		var givenNames []string
+		for _, n := range names {
+			if fs.Changed(n) {
+				givenNames = append(givenNames, "--"+n)
+			}
+		}
+		if len(givenNames) > 1 {
+			return ignored, fmt.Errorf("run: %s are one SGLang flag: give one", strings.Join(givenNames, " and "))
+		}
 		for _, n := range names {
 			if !fs.Changed(n) {
 				continue
@@ -186,6 +195,7 @@ func (g *sglangArgs) pre() (ignored []string, err error) {
 	}
 	// DP: replicas, or DP attention ranks of tp_size / dp_size GPUs.
 	tpGiven := anyChanged(fs, "tp", "tp-size", "tensor-parallel-size")
+	ranks := 1 // DP attention ranks
 	if g.dpAttention {
 		d := g.dpSize
 		switch {
@@ -208,6 +218,7 @@ func (g *sglangArgs) pre() (ignored []string, err error) {
 		if err := set("dp", strconv.Itoa(d), "--dp-size"); err != nil {
 			return ignored, err
 		}
+		ranks = d
 		g.notes = append(g.notes, fmt.Sprintf("--tp-size %d --dp-size %d --enable-dp-attention → --dp %d --tp %d (DP attention ranks of tp_size / dp_size GPUs)", t, d, d, t/d))
 	} else if fs.Changed("dp-size") {
 		if err := set("replicas", strconv.Itoa(g.dpSize), "--dp-size"); err != nil {
@@ -225,10 +236,20 @@ func (g *sglangArgs) pre() (ignored []string, err error) {
 			err = set("chunked-prefill", "false", "--chunked-prefill-size")
 			g.notes = append(g.notes, "--chunked-prefill-size -1 → --chunked-prefill=false")
 		case g.chunk > 0:
-			if err = set("max-num-batched-tokens", strconv.Itoa(g.chunk), "--chunked-prefill-size"); err == nil {
+			// Under DP attention SGLang divides the chunk among the ranks
+			// (server_args.py _handle_data_parallelism: chunked_prefill_size
+			// // dp_size); a DP rank's budget is its own.
+			n, per := g.chunk, ""
+			if ranks > 1 {
+				n, per = g.chunk/ranks, fmt.Sprintf(" a DP rank (SGLang's %d // dp_size %d)", g.chunk, ranks)
+			}
+			if n < 1 {
+				return ignored, fmt.Errorf("run: --chunked-prefill-size %d: under --enable-dp-attention SGLang divides it by --dp-size %d, leaving no token a rank", g.chunk, ranks)
+			}
+			if err = set("max-num-batched-tokens", strconv.Itoa(n), "--chunked-prefill-size"); err == nil {
 				err = set("chunked-prefill", "true", "--chunked-prefill-size")
 			}
-			g.notes = append(g.notes, fmt.Sprintf("--chunked-prefill-size %d → --max-num-batched-tokens %d (vLLM-V1's budget counts a step's decodes too)", g.chunk, g.chunk))
+			g.notes = append(g.notes, fmt.Sprintf("--chunked-prefill-size %d → --max-num-batched-tokens %d%s (vLLM-V1's budget counts a step's decodes too)", g.chunk, n, per))
 		default:
 			err = fmt.Errorf("run: --chunked-prefill-size %d: want a positive number of tokens, or -1 (chunked prefill off)", g.chunk)
 		}

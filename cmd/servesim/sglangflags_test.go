@@ -39,6 +39,8 @@ func TestSGLangAliases(t *testing.T) {
 		// 128 routed + 2 redundant experts over 2 GPUs: 65 a GPU.
 		{moe + "--dp 2 --expert-parallel --eplb --eplb-redundant-experts 2", moe + "--dp 2 --ep-size 2 --enable-eplb --ep-num-redundant-experts 2"},
 		{"--max-num-batched-tokens 4096 --chunked-prefill", "--chunked-prefill-size 4096"},
+		// Under DP attention SGLang divides the chunk by dp_size: 4096 // 2 = 2048 a rank.
+		{moe + "--dp 2 --expert-parallel --max-num-batched-tokens 2048 --chunked-prefill", moe + "--tp-size 2 --dp-size 2 --enable-dp-attention --ep-size 2 --chunked-prefill-size 4096"},
 		{"--chunked-prefill=false", "--chunked-prefill-size -1"},
 		{"--max-num-seqs 16", "--max-running-requests 16"},
 		{"--max-model-len 4096", "--context-length 4096"},
@@ -80,6 +82,11 @@ func TestSGLangErrors(t *testing.T) {
 		{moe + "--dp-size 2 --enable-dp-attention", []string{"--enable-dp-attention", "--tp-size"}},
 		{moe + "--tp-size 2 --enable-dp-attention", []string{"--enable-dp-attention", "--dp-size"}},
 		{"--chunked-prefill-size 0", []string{"--chunked-prefill-size 0", "-1"}},
+		{moe + "--tp-size 2 --dp-size 2 --enable-dp-attention --chunked-prefill-size 1", []string{"--chunked-prefill-size 1", "divides it by --dp-size 2"}},
+		{"--tp-size 2 --tensor-parallel-size 2", []string{"--tp-size", "--tensor-parallel-size"}},
+		{"--tp-size 2 --tp 2", []string{"--tp-size", "--tp"}},
+		{"--pp-size 2 -pp 2", []string{"--pp-size", "--pipeline-parallel-size"}},
+		{moe + "--ep 2 --ep-size 2", []string{"--ep-size and --ep are one SGLang flag"}},
 		{"--chunked-prefill-size -1 --policy chunked", []string{"--chunked-prefill-size -1", "--policy chunked"}},
 		// One field, two engines' spellings.
 		{"--max-running-requests 8 --max-num-seqs 8", []string{"--max-running-requests", "--max-num-seqs"}},
@@ -124,7 +131,7 @@ func TestSGLangHeader(t *testing.T) {
 		{"--model qwen3-30b-a3b --gpu h100 --tp-size 4 --dp-size 4 --enable-dp-attention --ep-size 4 --chunked-prefill-size 2048 --max-prefill-tokens 16384",
 			[]string{"SGLang flags (--tp-size, --dp-size, --enable-dp-attention, --ep-size, --chunked-prefill-size, --max-prefill-tokens) mapped onto the vLLM-V1 (vllm-v1) engine model (servesim has no SGLang engine model)",
 				"--tp-size 4 --dp-size 4 --enable-dp-attention → --dp 4 --tp 1", "--ep-size 4 → --expert-parallel=true",
-				"--chunked-prefill-size 2048 → --max-num-batched-tokens 2048 (vLLM-V1's budget counts a step's decodes too)",
+				"--chunked-prefill-size 2048 → --max-num-batched-tokens 512 a DP rank (SGLang's 2048 // dp_size 4) (vLLM-V1's budget counts a step's decodes too)",
 				"prefix caching on (SGLang's radix cache is on unless --disable-radix-cache)",
 				"SGLang flags with no effect in a simulation: --max-prefill-tokens 16384.",
 				"Data parallel: dp 4 ranks × tp 1 = 4 GPUs per replica", "Expert parallel: ep 4 GPUs"}, true},

@@ -34,13 +34,13 @@ type sglangFlag struct {
 	equiv   string   // servesim's flag or field
 	note    string   // what SGLang means, and how servesim reads it
 	dflt    []string // values of a refused flag that are SGLang's default (no effect)
-	vllm    []string // vLLM-only spellings of the same field
+	vllm    []string // vLLM's (or servesim's) spellings of the same field
 	bound   string   // bound elsewhere (run.go, vllmflags.go): where
 }
 
 var sglangFlags = []sglangFlag{
-	{name: "tp-size", class: honoured, equiv: "--tp", note: "tensor-parallel GPUs; with --enable-dp-attention SGLang's tp_size is every GPU of the DP group, so servesim's tp is tp_size / dp_size (dp_attention.py: attn_tp_size = tp_size // dp_size)"},
-	{name: "pp-size", class: honoured, equiv: "--pp"},
+	{name: "tp-size", class: honoured, equiv: "--tp", vllm: []string{"tp", "tensor-parallel-size"}, note: "tensor-parallel GPUs; with --enable-dp-attention SGLang's tp_size is every GPU of the DP group, so servesim's tp is tp_size / dp_size (dp_attention.py: attn_tp_size = tp_size // dp_size)"},
+	{name: "pp-size", class: honoured, equiv: "--pp", vllm: []string{"pp", "pipeline-parallel-size"}},
 	{name: "dp-size", class: honoured, equiv: "--replicas, or --dp with --enable-dp-attention", vllm: []string{"data-parallel-size", "dp"},
 		note: "without --enable-dp-attention SGLang's DP is whole replicas behind its DataParallelController (servesim: --replicas, behind servesim's router); with it, DP attention ranks (servesim: --dp, each rank its own scheduler and KV cache, MoE layers in lock-step). servesim's --dp and --data-parallel-size are vLLM's DP ranks either way"},
 	{name: "enable-dp-attention", kind: vSwitch, class: honoured, equiv: "--dp", note: "--dp-size (or --dp) ranks of tp_size / dp_size GPUs each; needs --tp-size divisible by it"},
@@ -52,7 +52,7 @@ var sglangFlags = []sglangFlag{
 	{name: "enable-two-batch-overlap", kind: vSwitch, class: honoured, equiv: "--two-batch-overlap", vllm: []string{"enable-dbo", "no-enable-dbo"}, bound: "run.go", note: "SGLang's split rule, thresholds 1 and 1, unless a threshold is given"},
 	{name: "ep-num-redundant-experts", class: honoured, equiv: "--eplb-redundant-experts", vllm: []string{"num-redundant-experts"}},
 	{name: "chunked-prefill-size", class: honoured, equiv: "--max-num-batched-tokens and --chunked-prefill", vllm: []string{"max-num-batched-tokens", "enable-chunked-prefill", "no-enable-chunked-prefill"},
-		note: "-1 is chunked prefill off (--chunked-prefill=false); N > 0 is vLLM-V1's token budget of N: SGLang caps a prefill chunk at N and runs the decodes in batches of their own (unless --enable-mixed-chunk), vLLM-V1's budget counts a step's decode tokens too, so beside D decodes a chunk is at most N − D tokens"},
+		note: "-1 is chunked prefill off (--chunked-prefill=false); N > 0 is vLLM-V1's token budget of N, of N // dp_size a rank under --enable-dp-attention (SGLang divides it: _handle_data_parallelism): SGLang caps a prefill chunk at N and runs the decodes in batches of their own (unless --enable-mixed-chunk), vLLM-V1's budget counts a step's decode tokens too, so beside D decodes a chunk is at most N − D tokens"},
 	{name: "max-running-requests", class: honoured, equiv: "--max-num-seqs", vllm: []string{"max-num-seqs"}, note: "unset, SGLang derives it from the KV pool; servesim takes vLLM's default for the GPU"},
 	{name: "context-length", class: honoured, equiv: "--max-model-len", vllm: []string{"max-model-len"}},
 	{name: "schedule-policy", class: honoured, equiv: "--scheduler", vllm: []string{"scheduling-policy"}, note: "fcfs (SGLang's default) and priority; lpm and dfs-weight (radix-tree prefix order), lof (longest output first), random and routing-key are refused"},

@@ -95,7 +95,7 @@ func init() {
 }
 
 // sglangAliasOf maps each numeric SGLang flag to servesim's flag that the
-// scenario's errors name (TestFlagEdgeValues reads it).
+// scenario's errors name (TestNumericFlagEdges reads it).
 var sglangAliasOf = map[string]string{"tp-size": "tp", "pp-size": "pp", "dp-size": "replicas", "ep-num-redundant-experts": "eplb-redundant-experts",
 	"chunked-prefill-size": "max-num-batched-tokens", "max-running-requests": "max-num-seqs", "context-length": "max-model-len", "page-size": "block-size"}
 

@@ -39,6 +39,7 @@ type sglangArgs struct {
 	epSize      int
 	chunk       int
 	a2a, mode   string
+	ranks       int                  // DP attention ranks (pre sets it)
 	words       map[string]*vllmWord // the no-effect and refused flags
 	notes       []string             // what each SGLang flag became, for the header
 }
@@ -219,6 +220,7 @@ func (g *sglangArgs) pre() (ignored []string, err error) {
 			return ignored, err
 		}
 		ranks = d
+		g.ranks = d
 		g.notes = append(g.notes, fmt.Sprintf("--tp-size %d --dp-size %d --enable-dp-attention → --dp %d --tp %d (DP attention ranks of tp_size / dp_size GPUs)", t, d, d, t/d))
 	} else if fs.Changed("dp-size") {
 		if err := set("replicas", strconv.Itoa(g.dpSize), "--dp-size"); err != nil {
@@ -265,6 +267,22 @@ func (g *sglangArgs) pre() (ignored []string, err error) {
 // says otherwise. Called after override.
 func (g *sglangArgs) post(config string, base *experiments.Scenario) error {
 	fs := g.fs
+	if fs.Changed("max-running-requests") {
+		n := base.Batch.MaxNumSeqs
+		if max(base.PP, 1) > 1 {
+			// scheduler.py: pp_max_micro_batch_size = max(max_running_requests // pp_size, 1).
+			return fmt.Errorf("run: --max-running-requests %d with pipeline parallelism (pp %d): SGLang caps each micro-batch at max_running_requests // pp_size, servesim's --max-num-seqs is vLLM's cap a step: give --max-num-seqs", n, base.PP)
+		}
+		if g.ranks > 1 {
+			// A DP-attention worker holds max_running_requests // dp_size
+			// requests (SGLang PR 20063 sized its request pool so).
+			if n/g.ranks < 1 {
+				return fmt.Errorf("run: --max-running-requests %d: under --enable-dp-attention SGLang divides it by --dp-size %d, leaving no request a rank", n, g.ranks)
+			}
+			base.Batch.MaxNumSeqs = n / g.ranks
+			g.notes = append(g.notes, fmt.Sprintf("--max-running-requests %d → --max-num-seqs %d a DP rank (SGLang's %d // dp_size %d)", n, n/g.ranks, n, g.ranks))
+		}
+	}
 	for _, n := range []string{"ep-size", "ep", "expert-parallel-size"} {
 		if !fs.Changed(n) {
 			continue

@@ -43,6 +43,8 @@ func TestSGLangAliases(t *testing.T) {
 		{moe + "--dp 2 --expert-parallel --max-num-batched-tokens 2048 --chunked-prefill", moe + "--tp-size 2 --dp-size 2 --enable-dp-attention --ep-size 2 --chunked-prefill-size 4096"},
 		{"--chunked-prefill=false", "--chunked-prefill-size -1"},
 		{"--max-num-seqs 16", "--max-running-requests 16"},
+		// Under DP attention 64 // dp_size 2 = 32 a rank.
+		{moe + "--dp 2 --max-num-seqs 32", moe + "--tp-size 2 --dp-size 2 --enable-dp-attention --max-running-requests 64"},
 		{"--max-model-len 4096", "--context-length 4096"},
 		{"--block-size 32", "--page-size 32"},
 		{"--scheduler fcfs", "--schedule-policy fcfs"},
@@ -83,6 +85,8 @@ func TestSGLangErrors(t *testing.T) {
 		{moe + "--tp-size 2 --enable-dp-attention", []string{"--enable-dp-attention", "--dp-size"}},
 		{"--chunked-prefill-size 0", []string{"--chunked-prefill-size 0", "-1"}},
 		{moe + "--tp-size 2 --dp-size 2 --enable-dp-attention --chunked-prefill-size 1", []string{"--chunked-prefill-size 1", "divides it by --dp-size 2"}},
+		{moe + "--tp-size 2 --dp-size 2 --enable-dp-attention --max-running-requests 1", []string{"--max-running-requests 1", "divides it by --dp-size 2"}},
+		{"--pp-size 2 --tp 2 --max-running-requests 8", []string{"--max-running-requests 8", "max_running_requests // pp_size", "--max-num-seqs"}},
 		{"--tp-size 2 --tensor-parallel-size 2", []string{"--tp-size", "--tensor-parallel-size"}},
 		{"--tp-size 2 --tp 2", []string{"--tp-size", "--tp"}},
 		{"--pp-size 2 -pp 2", []string{"--pp-size", "--pipeline-parallel-size"}},

@@ -140,6 +140,9 @@ func TestNumericFlagEdges(t *testing.T) {
 					if canon, ok := vllmAliasOf[flag]; ok && strings.Contains(msg, "--"+canon) {
 						msg += " " + flag
 					}
+					if canon, ok := sglangAliasOf[flag]; ok && strings.Contains(msg, "--"+canon) {
+						msg += " " + flag
+					}
 					switch {
 					case p != nil:
 						t.Fatalf("servesim %s panicked: %v", strings.Join(a, " "), p)

@@ -138,6 +138,8 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	addSaveResultFlags(fs, &save)
 	// Every other flag of vllm serve and vllm bench serve (vllmtable.go).
 	vllmTable := addVLLMTable(fs)
+	// SGLang's launch_server spelling (sglangflags.go, sglangtable.go).
+	sglang := addSGLangFlags(fs, &s)
 
 	if err := parseFlags(fs, vllmArgs(args)); err != nil {
 		return err
@@ -146,6 +148,10 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("run: unexpected argument %q (flags only; see --help)", fs.Arg(0))
 	}
 	ignored, err := vllmTable.check()
+	if err != nil {
+		return err
+	}
+	sglangIgnored, err := sglang.pre()
 	if err != nil {
 		return err
 	}
@@ -181,6 +187,9 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	override(fs, &base, &s)
+	if err := sglang.post(*config, &base); err != nil {
+		return err
+	}
 	goodputLine := goodput.apply(fs, &base)
 	defaultsChanged := vllmDefaults(fs, *config, &base, &ds)
 	// --model-config: import a Hugging Face config.json as the model; it
@@ -256,6 +265,12 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, ".")
 		if len(ignored) > 0 {
 			fmt.Fprintf(stdout, "vLLM flags with no effect in a simulation: %s.\n", strings.Join(ignored, ", "))
+		}
+		if len(sglangIgnored) > 0 {
+			fmt.Fprintf(stdout, "SGLang flags with no effect in a simulation: %s.\n", strings.Join(sglangIgnored, ", "))
+		}
+		if line := sglang.line(engineName(base)); line != "" {
+			fmt.Fprintln(stdout, line)
 		}
 		if len(defaultsChanged) > 0 {
 			fmt.Fprintln(stdout, vllmDefaultsLine(defaultsChanged))

@@ -180,6 +180,9 @@ func chunkedChanged(fs *pflag.FlagSet) bool {
 
 // chunkedFlag names the chunked-prefill switch given, as given.
 func chunkedFlag(fs *pflag.FlagSet) string {
+	if fs.Changed("chunked-prefill-size") {
+		return "--chunked-prefill-size " + fs.Lookup("chunked-prefill-size").Value.String() // SGLang's (sglangflags.go)
+	}
 	for _, n := range []string{"enable-chunked-prefill", "no-enable-chunked-prefill"} {
 		if fs.Changed(n) {
 			return "--" + n

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/BurntSushi/toml"
-
 	"github.com/servesim/servesim/experiments/realrun"
 )
 
@@ -255,32 +253,10 @@ func TestDPWithPipeline(t *testing.T) {
 // keys of scenarios without them are unchanged).
 func TestExpertSweepAndKeys(t *testing.T) {
 	const text = "name = \"dp\"\n[base]\nmodel = \"qwen3-30b-a3b\"\ngpu = \"h100\"\nexpert_parallel = true\n[base.workload]\nrate = 4\nrequests = 60\nprompt = \"lognormal:6.5,0.8\"\noutput = \"lognormal:4,0.6\"\n[[axis]]\nfield = \"dp\"\nvalues = [2, 4]\n"
-	sw, err := LoadSweep(writeSweep(t, text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pts, err := sw.Points()
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := RunSweep(pts, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runSweepText(t, text)
 	if len(res) != 2 || res[0].Report.GPUs() != 2 || res[1].Report.GPUs() != 4 ||
 		res[0].Report.Plan.Model.LocalExperts(res[0].Report.Plan.Parallel) != 64 || res[1].Report.Plan.Model.LocalExperts(res[1].Report.Plan.Parallel) != 32 {
 		t.Errorf("sweep over dp: %d points", len(res))
 	}
-	var buf strings.Builder
-	if err := toml.NewEncoder(&buf).Encode(Default()); err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range strings.Split(buf.String(), "\n") {
-		k := strings.TrimSpace(l)
-		for _, key := range []string{"dp ", "expert_parallel", "eplb", "expert_skew", "all2all_backend"} {
-			if strings.HasPrefix(k, key) {
-				t.Errorf("the default scenario's TOML form has %q", k)
-			}
-		}
-	}
+	defaultTOMLLacks(t, "dp ", "expert_parallel", "eplb", "expert_skew", "all2all_backend")
 }

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/BurntSushi/toml"
-
 	"github.com/servesim/servesim/experiments/realrun"
 )
 
@@ -268,30 +266,11 @@ func TestPipelineOneInFlight(t *testing.T) {
 // do not move.
 func TestPipelineSweepAndKeys(t *testing.T) {
 	const text = "name = \"pp\"\n[base]\nmodel = \"llama-3.1-70b\"\ngpu = \"h100\"\ntp = 2\n[base.workload]\nrate = 4\nrequests = 60\nprompt = \"lognormal:6.5,0.8\"\noutput = \"lognormal:4,0.6\"\n[[axis]]\nfield = \"pp\"\nvalues = [1, 2]\n"
-	sw, err := LoadSweep(writeSweep(t, text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pts, err := sw.Points()
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := RunSweep(pts, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := runSweepText(t, text)
 	if len(res) != 2 || res[0].Report.GPUs() != 2 || res[1].Report.GPUs() != 4 || res[0].Report.Plan.Pipeline != nil || res[1].Report.PipelineStats.Rounds != res[1].Report.Result.Steps {
 		t.Errorf("sweep over pp: %d points", len(res))
 	}
-	var buf strings.Builder
-	if err := toml.NewEncoder(&buf).Encode(Default()); err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range strings.Split(buf.String(), "\n") {
-		if k := strings.TrimSpace(l); strings.HasPrefix(k, "pp") || strings.HasPrefix(k, "gpus_per_node") {
-			t.Errorf("the default scenario's TOML form has %q", k)
-		}
-	}
+	defaultTOMLLacks(t, "pp", "gpus_per_node")
 }
 
 // TestPipelineFromRun: a real run's pipeline_parallel_size reaches the

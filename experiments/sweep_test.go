@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/BurntSushi/toml"
+
 	"github.com/servesim/servesim/hardware/calibrate"
 )
 
@@ -19,6 +21,44 @@ func writeSweep(t *testing.T, text string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// runSweepText loads the sweep file text, expands its points and runs
+// them on two workers, failing the test on any error.
+func runSweepText(t *testing.T, text string) []PointResult {
+	t.Helper()
+	sw, err := LoadSweep(writeSweep(t, text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err := sw.Points()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := RunSweep(pts, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// defaultTOMLLacks reports each line of the default scenario's TOML form
+// that starts with one of the keys: keys a change added must stay out of
+// it, so sweep point keys (a hash of that form) do not move.
+func defaultTOMLLacks(t *testing.T, keys ...string) {
+	t.Helper()
+	var buf strings.Builder
+	if err := toml.NewEncoder(&buf).Encode(Default()); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(buf.String(), "\n") {
+		k := strings.TrimSpace(l)
+		for _, key := range keys {
+			if strings.HasPrefix(k, key) {
+				t.Errorf("the default scenario's TOML form has %q", k)
+			}
+		}
+	}
 }
 
 const smallSweep = `

@@ -10,6 +10,22 @@ import (
 	"github.com/servesim/servesim/experiments"
 )
 
+// readmeHasTable checks that README.md holds want, the markdown table of
+// what (SERVESIM_UPDATE_README=1 prints want to paste).
+func readmeHasTable(t *testing.T, want, what string) {
+	t.Helper()
+	if os.Getenv("SERVESIM_UPDATE_README") != "" {
+		t.Log("\n" + want)
+	}
+	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), want) {
+		t.Errorf("README.md lacks the table of %s; it should read:\n%s", what, want)
+	}
+}
+
 // readmeCommands returns the commands of the first ```sh block under the
 // README heading, without their `# …` comments and the leading "servesim".
 func readmeCommands(t *testing.T, heading string) [][]string {

@@ -257,15 +257,5 @@ func sglangFlagTableMarkdown() string {
 // TestSGLangFlagTableInREADME: README's table of SGLang's flags is
 // sglangFlagTableMarkdown's (SERVESIM_UPDATE_README=1 prints it to paste).
 func TestSGLangFlagTableInREADME(t *testing.T) {
-	want := sglangFlagTableMarkdown()
-	if os.Getenv("SERVESIM_UPDATE_README") != "" {
-		t.Log("\n" + want)
-	}
-	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(data), want) {
-		t.Errorf("README.md lacks the table of SGLang flags rendered from sglangFlags; it should read:\n%s", want)
-	}
+	readmeHasTable(t, sglangFlagTableMarkdown(), "SGLang flags rendered from sglangFlags")
 }

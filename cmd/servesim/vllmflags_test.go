@@ -253,17 +253,7 @@ func vllmFlagTableMarkdown() string {
 // TestVLLMFlagTableInREADME: README's table of every vLLM flag is
 // vllmFlagTableMarkdown's (SERVESIM_UPDATE_README=1 prints it to paste).
 func TestVLLMFlagTableInREADME(t *testing.T) {
-	want := vllmFlagTableMarkdown()
-	if os.Getenv("SERVESIM_UPDATE_README") != "" {
-		t.Log("\n" + want)
-	}
-	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(data), want) {
-		t.Errorf("README.md lacks the table of vLLM flags rendered from vllmFlags; it should read:\n%s", want)
-	}
+	readmeHasTable(t, vllmFlagTableMarkdown(), "vLLM flags rendered from vllmFlags")
 }
 
 // TestCheckpointPrecision: a quantized checkpoint named by --model runs at

@@ -72,34 +72,26 @@ func ReadSim2Real(exps io.Reader, expName string, long io.Reader, longName strin
 	if err != nil {
 		return nil, err
 	}
-	for {
-		rec, err := p.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, csvErr(longName, err)
-		}
-		line, _ := p.FieldPos(0)
-		rp := rowParser{name: longName, line: line, rec: rec, col: col}
+	err = eachRow(p, longName, col, func(rp *rowParser) error {
+		line := rp.line
 		exp, scope, metric := rp.str("experiment"), rp.str("scope"), rp.str("metric")
 		v := rp.float("value_ms")
 		if rp.err != nil {
-			return nil, rp.err
+			return rp.err
 		}
 		i, ok := at[exp]
 		if !ok {
-			return nil, fmt.Errorf("realrun: %s line %d: column \"experiment\": %q is not in %s", longName, line, exp, expName)
+			return fmt.Errorf("realrun: %s line %d: column \"experiment\": %q is not in %s", longName, line, exp, expName)
 		}
 		if !validScope(scope, len(rows[i].Stages)) {
-			return nil, fmt.Errorf("realrun: %s line %d: column \"scope\": %q: want summary or stage_0 … stage_%d (%s has %d stages)", longName, line, scope, len(rows[i].Stages)-1, exp, len(rows[i].Stages))
+			return fmt.Errorf("realrun: %s line %d: column \"scope\": %q: want summary or stage_0 … stage_%d (%s has %d stages)", longName, line, scope, len(rows[i].Stages)-1, exp, len(rows[i].Stages))
 		}
 		if !contains(sim2RealMetrics, metric) {
-			return nil, fmt.Errorf("realrun: %s line %d: column \"metric\": %q: want one of %s", longName, line, metric, strings.Join(sim2RealMetrics, ", "))
+			return fmt.Errorf("realrun: %s line %d: column \"metric\": %q: want one of %s", longName, line, metric, strings.Join(sim2RealMetrics, ", "))
 		}
 		k := key{exp, scope, metric}
 		if l, dup := seen[k]; dup {
-			return nil, fmt.Errorf("realrun: %s line %d: experiment %q, scope %q, metric %q again (first at line %d)", longName, line, exp, scope, metric, l)
+			return fmt.Errorf("realrun: %s line %d: experiment %q, scope %q, metric %q again (first at line %d)", longName, line, exp, scope, metric, l)
 		}
 		seen[k] = line
 		if vals[i] == nil {
@@ -109,6 +101,10 @@ func ReadSim2Real(exps io.Reader, expName string, long io.Reader, longName strin
 			vals[i][scope] = map[string]float64{}
 		}
 		vals[i][scope][metric] = v / 1e3
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	var out []StageRow
 	for i := range rows {
@@ -211,16 +207,8 @@ func readSim2RealExperiments(r io.Reader, name string) ([]StageRow, error) {
 	}
 	var rows []StageRow
 	first := map[string]int{}
-	for {
-		rec, err := cr.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, csvErr(name, err)
-		}
-		line, _ := cr.FieldPos(0)
-		p := rowParser{name: name, line: line, rec: rec, col: col}
+	err = eachRow(cr, name, col, func(p *rowParser) error {
+		line := p.line
 		nan := math.NaN()
 		row := StageRow{Line: line, Experiment: p.str("experiment"), Model: p.str("model"), Hardware: p.str("hardware"),
 			Precision: p.str("precision"), Workload: p.str("workload"), LoadType: "constant", DataType: "shared_prefix",
@@ -244,24 +232,28 @@ func readSim2RealExperiments(r io.Reader, name string) ([]StageRow, error) {
 			}
 		}
 		if p.err != nil {
-			return nil, p.err
+			return p.err
 		}
 		if _, _, err := sim2RealPrecision(row.Precision); err != nil {
-			return nil, fmt.Errorf("realrun: %s line %d: column \"precision\": %v", name, line, err)
+			return fmt.Errorf("realrun: %s line %d: column \"precision\": %v", name, line, err)
 		}
 		switch {
 		case row.SystemPromptLen+row.QuestionLen < 1:
-			return nil, fmt.Errorf("realrun: %s line %d: columns \"system_prompt_len\", \"question_len\": 0 + 0: a prompt needs a token", name, line)
+			return fmt.Errorf("realrun: %s line %d: columns \"system_prompt_len\", \"question_len\": 0 + 0: a prompt needs a token", name, line)
 		case row.Groups > maxSim2RealPrompts || row.PromptsPerGroup > maxSim2RealPrompts || row.Groups*row.PromptsPerGroup > maxSim2RealPrompts:
-			return nil, fmt.Errorf("realrun: %s line %d: columns \"num_groups\" × \"prompts_per_group\": %d × %d: more than %d prompts (the real profiles have up to 50)", name, line, row.Groups, row.PromptsPerGroup, maxSim2RealPrompts)
+			return fmt.Errorf("realrun: %s line %d: columns \"num_groups\" × \"prompts_per_group\": %d × %d: more than %d prompts (the real profiles have up to 50)", name, line, row.Groups, row.PromptsPerGroup, maxSim2RealPrompts)
 		case row.SystemPromptLen+row.QuestionLen+row.OutputLen > row.MaxModelLen:
-			return nil, fmt.Errorf("realrun: %s line %d: column \"max_model_len\": %d, but a request is %d + %d + %d = %d tokens (system prompt, question, output): vLLM would refuse every request", name, line, row.MaxModelLen, row.SystemPromptLen, row.QuestionLen, row.OutputLen, row.SystemPromptLen+row.QuestionLen+row.OutputLen)
+			return fmt.Errorf("realrun: %s line %d: column \"max_model_len\": %d, but a request is %d + %d + %d = %d tokens (system prompt, question, output): vLLM would refuse every request", name, line, row.MaxModelLen, row.SystemPromptLen, row.QuestionLen, row.OutputLen, row.SystemPromptLen+row.QuestionLen+row.OutputLen)
 		}
 		if l, dup := first[row.Experiment]; dup {
-			return nil, fmt.Errorf("realrun: %s line %d: column \"experiment\": %q again (first at line %d)", name, line, row.Experiment, l)
+			return fmt.Errorf("realrun: %s line %d: column \"experiment\": %q again (first at line %d)", name, line, row.Experiment, l)
 		}
 		first[row.Experiment] = line
 		rows = append(rows, row)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(rows) == 0 {
 		return nil, fmt.Errorf("realrun: %s: no rows", name)
@@ -319,36 +311,32 @@ func ReadRepeats(r io.Reader, name string) (map[string]map[string]float64, error
 	}
 	out := map[string]map[string]float64{}
 	seen := map[[2]string]int{}
-	for {
-		rec, err := cr.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, csvErr(name, err)
-		}
-		line, _ := cr.FieldPos(0)
-		p := rowParser{name: name, line: line, rec: rec, col: col}
+	err = eachRow(cr, name, col, func(p *rowParser) error {
+		line := p.line
 		exp, metric := p.str("experiment"), p.str("metric")
 		v := p.float("value_ms")
 		if exp == "" {
 			p.fail("experiment", "empty")
 		}
 		if p.err != nil {
-			return nil, p.err
+			return p.err
 		}
 		if !contains(sim2RealMetrics, metric) {
-			return nil, fmt.Errorf("realrun: %s line %d: column \"metric\": %q: want one of %s", name, line, metric, strings.Join(sim2RealMetrics, ", "))
+			return fmt.Errorf("realrun: %s line %d: column \"metric\": %q: want one of %s", name, line, metric, strings.Join(sim2RealMetrics, ", "))
 		}
 		k := [2]string{exp, metric}
 		if l, dup := seen[k]; dup {
-			return nil, fmt.Errorf("realrun: %s line %d: experiment %q, metric %q again (first at line %d)", name, line, exp, metric, l)
+			return fmt.Errorf("realrun: %s line %d: experiment %q, metric %q again (first at line %d)", name, line, exp, metric, l)
 		}
 		seen[k] = line
 		if out[exp] == nil {
 			out[exp] = map[string]float64{}
 		}
 		out[exp][metric] = v
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("realrun: %s: no rows", name)

@@ -92,16 +92,8 @@ func ReadStageRows(r io.Reader, name string) ([]StageRow, error) {
 	}
 	var rows []StageRow
 	var cells []string // each row's cells, joined, for the duplicate check
-	for {
-		rec, err := cr.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, csvErr(name, err)
-		}
-		line, _ := cr.FieldPos(0)
-		p := rowParser{name: name, line: line, rec: rec, col: col}
+	err = eachRow(cr, name, col, func(p *rowParser) error {
+		line := p.line
 		row := StageRow{Line: line, Experiment: p.str("experiment"), Model: p.str("model"), Scope: p.str("scope"),
 			LoadType: p.str("load_type"), DataType: p.str("data_type")}
 		for _, f := range []struct {
@@ -131,7 +123,7 @@ func ReadStageRows(r io.Reader, name string) ([]StageRow, error) {
 		}
 		row.Stages = p.stages("stages")
 		if p.err != nil {
-			return nil, p.err
+			return p.err
 		}
 		args := &argChecker{file: name, line: line}
 		for _, c := range argCols {
@@ -145,16 +137,20 @@ func ReadStageRows(r io.Reader, name string) ([]StageRow, error) {
 			}
 		}
 		if p.err != nil {
-			return nil, p.err
+			return p.err
 		}
 		if err := args.err(); err != nil {
-			return nil, err
+			return err
 		}
 		if row.OutputLen > 1 {
 			row.TPOTMean = (row.E2E.Mean - row.TTFT.Mean) / float64(row.OutputLen-1)
 		}
 		rows = append(rows, row)
-		cells = append(cells, strings.Join(rec, "\x00"))
+		cells = append(cells, strings.Join(p.rec, "\x00"))
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(rows) == 0 {
 		return nil, fmt.Errorf("realrun: %s: no rows", name)
@@ -232,6 +228,25 @@ func stagesText(st []Stage) string {
 		parts[i] = fmt.Sprintf("%grps x %gs", g.Rate, g.Seconds)
 	}
 	return strings.Join(parts, ";")
+}
+
+// eachRow reads cr's records to the end, calling f with a rowParser for
+// each (its line the record's first field's); it returns the first error
+// f returns, or a read error naming the file and line.
+func eachRow(cr *csv.Reader, name string, col map[string]int, f func(*rowParser) error) error {
+	for {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return csvErr(name, err)
+		}
+		line, _ := cr.FieldPos(0)
+		if err := f(&rowParser{name: name, line: line, rec: rec, col: col}); err != nil {
+			return err
+		}
+	}
 }
 
 // rowParser parses one row's cells, keeping the first error.

@@ -93,7 +93,7 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 	modelsFile := fs.String("models-file", "", "TOML file of extra models (for traces of models outside the catalog)")
 	gpusFile := fs.String("gpus-file", "", "TOML file of extra GPUs")
 	quiet := fs.BoolP("quiet", "q", false, "print only the result (with -o: nothing): no progress bar, no \"Wrote\" line or summary")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	_, stopSignals := interruptible() // SIGINT/SIGTERM: exit 130 within a second, no temporary left

@@ -44,7 +44,7 @@ func commandFlags() map[string][]cmdFlag {
 
 func completionCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("completion", completionUsage, stderr)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {

@@ -58,7 +58,7 @@ func dataCmd(args []string, stdout, stderr io.Writer) error {
 	default:
 		return fmt.Errorf("data: unknown subcommand %q (known: list, fetch, path)", sub)
 	}
-	if err := fs.Parse(rest); err != nil {
+	if err := parseFlags(fs, rest); err != nil {
 		return err
 	}
 	if *dir == "" {

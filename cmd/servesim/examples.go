@@ -33,7 +33,7 @@ func examplesCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("examples", examplesUsage, stderr)
 	out := fs.StringP("out", "o", "examples-out", "output directory")
 	quiet := fs.BoolP("quiet", "q", false, "print nothing but errors: no progress bar, no list of files")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if err := experiments.MkdirAll(*out); err != nil {

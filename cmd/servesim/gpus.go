@@ -22,7 +22,7 @@ func gpusCmd(args []string, stdout, stderr io.Writer) error {
 	file := fs.String("gpus-file", "", "TOML file of extra GPUs")
 	sources := fs.Bool("sources", false, "print each number's source")
 	fs.BoolP("quiet", "q", false, "print the table only (all it prints)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -25,7 +25,7 @@ func mergeCmd(args []string, stdout, stderr io.Writer) error {
 	out := fs.StringP("out", "o", "", "output directory (default: the first DIR)")
 	table := fs.String("table", defaultTable, "columns of the printed table")
 	quiet := fs.BoolP("quiet", "q", false, "print the table only: no \"Wrote\" and \"Plots\" lines")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	_, stopSignals := interruptible() // SIGINT/SIGTERM: exit 130 within a second, no temporary left

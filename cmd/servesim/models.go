@@ -26,7 +26,7 @@ func modelsCmd(args []string, stdout, stderr io.Writer) error {
 	file := fs.String("models-file", "", "TOML file of extra models")
 	sources := fs.Bool("sources", false, "print each model's HuggingFace ids and source")
 	fs.BoolP("quiet", "q", false, "print the table only (all it prints)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

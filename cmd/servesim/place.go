@@ -46,7 +46,7 @@ func placeCmd(args []string, stdout, stderr io.Writer) error {
 	workers := fs.IntP("workers", "j", 0, "parallel candidates (default: all cores)")
 	out := fs.StringP("out", "o", "", "CSV file (default placements/NAME.csv; \"-\" writes none)")
 	quiet := fs.BoolP("quiet", "q", false, "print the table only: no progress bar, no \"Wrote\" line")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *config == "" || *gpus <= 0 {

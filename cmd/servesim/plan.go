@@ -59,7 +59,7 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 	out := fs.StringP("out", "o", "", "CSV file (default plans/NAME.csv; \"-\" writes none)")
 	chart := fs.String("plot", "", "also draw the ranking as a PNG chart to this file")
 	quiet := fs.BoolP("quiet", "q", false, "print the table only: no progress bar, no \"Wrote\" lines")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *config == "" || !fs.Changed("rate") { // missing: a usage error (exit 2); --rate 0 is bad input, below

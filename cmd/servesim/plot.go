@@ -94,7 +94,7 @@ func plotCmd(args []string, stdout, stderr io.Writer) error {
 	height := fs.Int("height", plots.DefaultHeight, "image height in pixels")
 	numbers := fs.Bool("numbers", false, "print the numbers behind the plot")
 	quiet := fs.BoolP("quiet", "q", false, "print nothing but errors (and --numbers): no \"Wrote\" line, no notes")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := parseFlags(fs, args[1:]); err != nil {
 		return err
 	}
 	_, stopSignals := interruptible() // SIGINT/SIGTERM: exit 130 within a second, no temporary left

@@ -50,7 +50,7 @@ func sweepCmd(args []string, stdout, stderr io.Writer) error {
 	keep := fs.Bool("keep-records", false, "also keep each point's requests.csv and steps.csv")
 	quiet := fs.BoolP("quiet", "q", false, "print the table only: no progress bar, no count of points, no \"Wrote\" lines")
 	table := fs.String("table", defaultTable, "columns of the printed table")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {

@@ -62,7 +62,7 @@ func traceStatsCmd(args []string, stdout, stderr io.Writer) error {
 	failed := fs.String("failed", trace.FailedDrop, "rows with zero output tokens: drop, or one (replay with one output token)")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	fs.BoolP("quiet", "q", false, "print the statistics only (all it prints)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	_, stopSignals := interruptible() // SIGINT/SIGTERM: exit 130 within a second, no temporary left

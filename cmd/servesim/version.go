@@ -18,7 +18,7 @@ version.
 func versionCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("version", versionUsage, stderr)
 	quiet := fs.BoolP("quiet", "q", false, "print the version only")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"strings"
 	"testing"
 )
 
@@ -34,22 +32,6 @@ func TestPlanDPEPFlags(t *testing.T) {
 		{"place ep x", []string{"place", "--config", dense, "--gpus", "8", "--ep", "x"}, 1, []string{`place: --ep "x": want auto, on or off`}, nil},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			var out bytes.Buffer
-			code := exitCode(dispatch(c.args, &out, &out), &out)
-			if code != c.code {
-				t.Fatalf("exit %d, want %d:\n%s", code, c.code, out.String())
-			}
-			for _, w := range c.want {
-				if !strings.Contains(out.String(), w) {
-					t.Errorf("output lacks %q:\n%s", w, out.String())
-				}
-			}
-			for _, w := range c.not {
-				if strings.Contains(out.String(), w) {
-					t.Errorf("output has %q:\n%s", w, out.String())
-				}
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { checkCLI(t, c.args, c.code, c.want, c.not) })
 	}
 }

@@ -30,17 +30,26 @@ func TestPlanPPFlag(t *testing.T) {
 		{"place pps x", []string{"place", "--config", cfg, "--gpus", "16", "--pps", "x"}, 1, []string{`place: --pps: "x" is not a positive integer`}},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			var out bytes.Buffer
-			code := exitCode(dispatch(c.args, &out, &out), &out)
-			if code != c.code {
-				t.Fatalf("exit %d, want %d:\n%s", code, c.code, out.String())
-			}
-			for _, w := range c.want {
-				if !strings.Contains(out.String(), w) {
-					t.Errorf("output lacks %q:\n%s", w, out.String())
-				}
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { checkCLI(t, c.args, c.code, c.want, nil) })
+	}
+}
+
+// checkCLI runs servesim with args and checks its exit code, that its
+// output holds every string of want and none of not.
+func checkCLI(t *testing.T, args []string, code int, want, not []string) {
+	t.Helper()
+	var out bytes.Buffer
+	if got := exitCode(dispatch(args, &out, &out), &out); got != code {
+		t.Fatalf("exit %d, want %d:\n%s", got, code, out.String())
+	}
+	for _, w := range want {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("output lacks %q:\n%s", w, out.String())
+		}
+	}
+	for _, w := range not {
+		if strings.Contains(out.String(), w) {
+			t.Errorf("output has %q:\n%s", w, out.String())
+		}
 	}
 }

@@ -34,22 +34,7 @@ func epScenario(t *testing.T, model, head, tail string) Scenario {
 // 61.06 (64 experts × 48 layers × 9.44 MB fewer).
 func TestExpertRunInvariants(t *testing.T) {
 	for _, head := range []string{"dp = 2\nexpert_parallel = true\n", "dp = 2\nexpert_parallel = true\neplb = true\nall2all_backend = \"deepep_low_latency\"\n"} {
-		p, err := epScenario(t, "qwen3-30b-a3b", head, "").Resolve()
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir := t.TempDir()
-		r, err := Run(p, dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := r.counts()
-		if c.Arrived != 240 || c.Finished+c.Rejected != c.Arrived || c.Finished == 0 {
-			t.Errorf("%q: arrived %d, finished %d, rejected %d", head, c.Arrived, c.Finished, c.Rejected)
-		}
-		if n := len(readRows(t, filepath.Join(dir, "requests.csv"))); int64(n) != c.Arrived {
-			t.Errorf("%q: requests.csv has %d rows for %d arrivals", head, n, c.Arrived)
-		}
+		p, r, dir := runConserved(t, epScenario(t, "qwen3-30b-a3b", head, ""), 240, head)
 		ran := map[string]int{}
 		for _, row := range readRows(t, filepath.Join(dir, "steps.csv")) {
 			used, _ := strconv.Atoi(row["kv_blocks_used"])

@@ -34,19 +34,7 @@ func ppScenario(t *testing.T, head string) Scenario {
 // in the cost, and summary.json's per-stage figures.
 func TestPipelineRunInvariants(t *testing.T) {
 	for _, head := range []string{"pp = 2\n", "pp = 2\npp_chunked = true\n", "pp = 2\npp_layers = [44, 36]\n"} {
-		p, err := ppScenario(t, head).Resolve()
-		if err != nil {
-			t.Fatal(err)
-		}
-		dir := t.TempDir()
-		r, err := Run(p, dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c := r.counts()
-		if c.Arrived != 200 || c.Finished+c.Rejected != c.Arrived || c.Finished == 0 {
-			t.Errorf("%q: arrived %d, finished %d, rejected %d", head, c.Arrived, c.Finished, c.Rejected)
-		}
+		p, r, dir := runConserved(t, ppScenario(t, head), 200, head)
 		if r.PipelineStats.Rounds != r.Result.Steps {
 			t.Errorf("%q: %d pipeline rounds for %d steps", head, r.PipelineStats.Rounds, r.Result.Steps)
 		}
@@ -65,9 +53,6 @@ func TestPipelineRunInvariants(t *testing.T) {
 			if used > minFit {
 				t.Fatalf("%q: a step uses %d KV blocks, a stage holds %d", head, used, minFit)
 			}
-		}
-		if n := len(readRows(t, filepath.Join(dir, "requests.csv"))); int64(n) != c.Arrived {
-			t.Errorf("%q: requests.csv has %d rows for %d arrivals", head, n, c.Arrived)
 		}
 		var sum struct{ Pipeline *PipelineSummary }
 		data, err := os.ReadFile(filepath.Join(dir, "summary.json"))
@@ -286,4 +271,29 @@ func TestPipelineFromRun(t *testing.T) {
 			t.Errorf("run pp %d: scenario pp %d, want %d", c.pp, s.PP, c.want)
 		}
 	}
+}
+
+// runConserved resolves and runs s into a temporary directory and checks
+// that no request is lost: arrived (want of them) = finished + rejected,
+// some finished, and every arrival has its row in requests.csv. label
+// names the case in failures.
+func runConserved(t *testing.T, s Scenario, want int64, label string) (*Plan, *Report, string) {
+	t.Helper()
+	p, err := s.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	r, err := Run(p, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := r.counts()
+	if c.Arrived != want || c.Finished+c.Rejected != c.Arrived || c.Finished == 0 {
+		t.Errorf("%q: arrived %d, finished %d, rejected %d", label, c.Arrived, c.Finished, c.Rejected)
+	}
+	if n := len(readRows(t, filepath.Join(dir, "requests.csv"))); int64(n) != c.Arrived {
+		t.Errorf("%q: requests.csv has %d rows for %d arrivals", label, n, c.Arrived)
+	}
+	return p, r, dir
 }

@@ -49,7 +49,7 @@ func TestPlanCapacityErrors(t *testing.T) {
 		o    PlanOptions
 		want string
 	}{
-		{"unknown GPU", PlanOptions{GPUs: []string{"h100", "bogus"}}, `unknown GPU "bogus" (known: a100, a100-pcie, b200, gb200, h100, h100-pcie, h200, l40s`},
+		{"unknown GPU", PlanOptions{GPUs: []string{"h100", "bogus"}}, `unknown GPU "bogus" (known: a100, a100-pcie, b200, b300, gb200, gb300, h100, h100-pcie, h200, l40s`},
 		{"GPU twice", PlanOptions{GPUs: []string{"h100", "H100"}}, `GPU "h100" is given twice`},
 		{"price of no candidate", PlanOptions{GPUs: []string{"h100"}, Prices: map[string]float64{"a100": 1}}, `a price for "a100"`},
 		{"negative max GPUs", PlanOptions{MaxGPUs: -1}, "largest deployment -1 GPUs"},

@@ -34,7 +34,7 @@ func TestGet(t *testing.T) {
 		}
 	}
 	_, err := c.Get("h300")
-	if err == nil || !strings.Contains(err.Error(), `"h300"`) || !strings.Contains(err.Error(), "a100, a100-pcie, b200, gb200, h100, h100-pcie, h200, l40s, rtx-4090, rtx-pro-6000") {
+	if err == nil || !strings.Contains(err.Error(), `"h300"`) || !strings.Contains(err.Error(), "a100, a100-pcie, b200, b300, gb200, gb300, h100, h100-pcie, h200, l40s, rtx-4090, rtx-pro-6000") {
 		t.Errorf("Get(h300) error = %v; want it to list the known names", err)
 	}
 	var empty Catalog
@@ -64,8 +64,8 @@ func TestAdd(t *testing.T) {
 	if got, err := c.Get("A10G 24GB"); err != nil || got != g {
 		t.Errorf("Get after Add = %v, %v", got, err)
 	}
-	if got := len(c.All()); got != 11 {
-		t.Errorf("All has %d GPUs, want 10 built-in + 1", got)
+	if got := len(c.All()); got != 13 {
+		t.Errorf("All has %d GPUs, want 12 built-in + 1", got)
 	}
 	bad := []struct {
 		name    string
@@ -175,8 +175,8 @@ price_per_hour = 2.10
 	if _, err := c.Get("h100-sxm"); err == nil {
 		t.Error("old alias h100-sxm still resolves after redefinition without aliases")
 	}
-	if len(c.All()) != 10 {
-		t.Errorf("%d GPUs after redefinition, want 10", len(c.All()))
+	if len(c.All()) != 12 {
+		t.Errorf("%d GPUs after redefinition, want 12", len(c.All()))
 	}
 }
 

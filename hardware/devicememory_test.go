@@ -28,6 +28,8 @@ func TestDeviceMemoryCited(t *testing.T) {
 		{"h200", "143156 MiB", 143156 * mib},                          // torch total_memory=143156MB: 150,109,945,856
 		{"b200", "182642 MiB", 182642 * mib},                          // torch total_memory=182642MB: 191,514,017,792
 		{"gb200", "182642 MiB", math.Round(182642 * mib * 186 / 180)}, // ‡ B200 × 186/180: 197,897,818,385 (184.31 GiB)
+		{"b300", "274323 MiB", 274323 * mib},                          // ‡ nvidia-smi 275040MiB − (B200 183359 − 182642): 287,648,514,048
+		{"gb300", "274323 MiB", 274323 * mib},                         // ‡ the B300's derived figure
 		{"rtx-pro-6000", "97250 MiB", 97250 * mib},                    // torch total_memory=97250MB: 101,974,016,000
 		{"rtx-4090", "25,250,627,584 bytes", 25250627584},             // meta.json device_total_memory_bytes
 		{"l40s", "44.42 GiB", math.Round(44.42 * gib)},                // PyTorch OOM message, L40S: 47,695,611,822

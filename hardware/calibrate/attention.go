@@ -397,16 +397,26 @@ func (a *Attention) validateDecode() error {
 	if !(a.From == "" || a.From == "assumed" || a.From == "fit" || strings.HasPrefix(a.From, "transferred from ") && len(a.From) > len("transferred from ")) {
 		return &fieldErr{field: "attention.from", msg: fmt.Sprintf("%q: want \"assumed\", \"fit\" or \"transferred from <gpu>\"", a.From)}
 	}
+	if a.DecodeFrom != "" && (a.DecodeMemoryEff == 0 || strings.TrimSpace(a.DecodeFrom) != a.DecodeFrom) {
+		return &fieldErr{field: "attention.decode_from", msg: fmt.Sprintf("%q needs the decode parameters beside it and a GPU name without spaces around it", a.DecodeFrom)}
+	}
 	return a.Fit.validate("attention.fit")
 }
 
-// describe is the attention part of Profile.Describe.
-func (a *Attention) describe() string {
+// describe is the attention part of Profile.Describe of a profile of gpu.
+func (a *Attention) describe(gpu string) string {
+	decode := ""
+	switch {
+	case a.DecodeFrom == gpu:
+		decode = "; decode attention's bandwidth fitted to this GPU's kernel timings"
+	case a.DecodeFrom != "":
+		decode = fmt.Sprintf("; decode attention's bandwidth: the %s's measured, transferred", a.DecodeFrom)
+	}
 	switch {
 	case a.From == "fit":
-		return fmt.Sprintf("attention fitted to measured kernel times (in-sample median error %.1f %%)", a.Fit.MedianAPE)
+		return fmt.Sprintf("attention fitted to measured kernel times (in-sample median error %.1f %%)", a.Fit.MedianAPE) + decode
 	case strings.HasPrefix(a.From, "transferred from "):
-		return fmt.Sprintf("attention: the %s fit to measured kernel times, transferred", strings.TrimPrefix(a.From, "transferred from "))
+		return fmt.Sprintf("attention: the %s fit to measured kernel times, transferred", strings.TrimPrefix(a.From, "transferred from ")) + decode
 	}
 	return fmt.Sprintf("attention by roofline at %.0f %% of peak (assumed)", 100*a.ComputeEff)
 }

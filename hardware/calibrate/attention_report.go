@@ -365,6 +365,8 @@ var attnTransfer = map[string]struct{ from, why string }{
 		"FlashAttention-2 kernels in vLLM 0.19 (FlashAttention-3 needs Hopper), so their efficiencies are taken as fractions of the A100 PCIe's " +
 		"312 TFLOP/s and 1.935 TB/s. Unmeasured on an A100."},
 	"gb200": {"h100", "Attention is the H100's fit on the GB200's peaks, as the B200's (the same sm_100 GPU): the least certain attention of the built-in profiles. Unmeasured on a GB200."},
+	"b300":  {"h100", "Attention is the H100's fit on the B300's peaks, as the B200's (Blackwell Ultra, sm_103, the same trtllm-gen attention kernels; its doubled softmax-exponent rate is not modelled). Unmeasured on a B300."},
+	"gb300": {"h100", "Attention is the H100's fit on the GB300's peaks, as the B300's (the same Blackwell Ultra GPU in a Grace superchip). Unmeasured on a GB300."},
 	"l40s": {"rtx-4090", "Attention is the RTX 4090's fit on the L40S's peaks: both are AD102 (Ada, sm_89) and run the same FlashAttention-2 kernels in vLLM 0.19, " +
 		"the closest measured GPU. Unmeasured on an L40S."},
 }
@@ -441,6 +443,14 @@ func AttachAttention(p *Profile, dir string) (bool, error) {
 	p.Attention = a
 	if note != "" {
 		p.Notes = append(p.Notes, note)
+	}
+	if blackwellDecodeGPUs[p.GPU] {
+		// Decode-only attention measured on the B200 (blackwell_attention.go).
+		d, err := FitB200Decode(a)
+		if err != nil {
+			return false, err
+		}
+		p.Notes = append(p.Notes, d.apply(&p.Attention, p.GPU))
 	}
 	return true, nil
 }

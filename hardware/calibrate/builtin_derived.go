@@ -65,6 +65,16 @@ var derivedGPUs = []derivedGPU{
 			"It is built as b200 is: the H100 fit transferred through its specs (trees dropped: 148 SMs) with the B200's measured [[gemm_precision]] (XLA's sm_100_B200 BF16 and FP8 tables, vLLM's B200 NVFP4 benchmark: compute and memory scales, extra half-saturation tokens), " +
 			"relabelled transferred and applied as the same fractions of the GB200's higher peaks; attention the H100's fit, as b200's; the all-reduce the H100 DGX's NCCL fit on NVLink5 (as b200; the 72-GPU NVLink Switch domain is not modelled). " +
 			"Assumed: the extra 11 % of compute peak is delivered at the B200's efficiency (power, not kernels, separates the two); the NVLink-C2C host link only matters for swapping."},
+	{gpu: "b300", from: "b200", fit: "h100", precisions: "b200",
+		why: "B300 (Blackwell Ultra, sm_103, 148 SMs enabled) keeps the B200's BF16 and FP8 dense peaks (2.25 / 4.5 PFLOP/s), 8 TB/s HBM3e (288 GB) and NVLink5, and raises FP4 to 14 PFLOP/s dense against 9 (1.56×) at 1,100 W. " +
+			"It is built as b200 is: the H100 fit transferred through its specs (trees dropped: 148 SMs) with the B200's measured [[gemm_precision]] (XLA's sm_100_B200 BF16 and FP8 tables, vLLM's B200 NVFP4 benchmark) relabelled transferred, " +
+			"and the B200's measured decode attention (vLLM's trtllm-gen decode benchmark) on its bandwidth. " +
+			"Assumed: sm_103's kernels reach the B200's fractions of these peaks, FP4 included (so FP4 GEMMs are 1.56× the B200's when compute-bound: unmeasured, and FP4 GEMM kernels tuned for sm_100 may not reach the new peak); " +
+			"the doubled softmax-exponent rate (attention acceleration) is not modelled; the all-reduce the H100 DGX's NCCL fit on NVLink5."},
+	{gpu: "gb300", from: "b200", fit: "h100", precisions: "b200",
+		why: "GB300 is the B300's Blackwell Ultra GPU in a Grace superchip at 1,400 W: 2.5 / 5 / 15 PFLOP/s BF16 / FP8 / FP4 dense (1.11× the B300's BF16 and FP8, 1.07× its FP4), the same 8 TB/s HBM3e and NVLink5. " +
+			"It is built as b300 is (the H100 fit on its specs, the B200's measured [[gemm_precision]] relabelled transferred, the B200's measured decode attention on its bandwidth); " +
+			"assumed: the extra compute peak is delivered at the B200's efficiency, as for gb200; the 72-GPU NVLink Switch domain is not modelled."},
 	{gpu: "l40s", from: "rtx-4090", fit: "rtx-4090",
 		why: "L40S is an AD102 (Ada, sm_89) like the RTX 4090, the closest measured GPU: 142 SMs against 128, GDDR6 at 864 GB/s against the 4090's GDDR6X at 1,008 GB/s (0.86×), " +
 			"and a data-center BF16 rate with FP32 accumulate of 362 TFLOP/s dense against the GeForce card's 165 (2.19×: GeForce halves FP32-accumulate tensor throughput). " +
@@ -147,6 +157,8 @@ var derivedMeasured = map[string]string{
 	"h100-pcie": "No H100 PCIe kernel timings exist in ../shared/data or this package's testdata (vidur-profiling has A100 and H100 SXM; LLMServingSim H100 SXM, RTX PRO 6000, RTX 4090; XLA sm_90 and sm_100_B200; gpu-specs.md has specs only), so the kernel transfer error cannot be measured on it; its GEMM compute scale rests on one public square-matmul benchmark of it and the H100 SXM ([[gemm_precision]] bf16).",
 	"a100-pcie": "No A100 PCIe kernel timings exist in ../shared/data or this package's testdata, so the kernel transfer error cannot be measured on it; its all-reduces are measured (Vidur's a100_pairwise_nvlink, see below).",
 	"gb200":     "No GB200 timings exist in ../shared/data (XLA's table has no GB200 matmul rows: its GB200/GB300 PR added collective tables only; xla-matmul/SOURCE.md), so the transfer error cannot be measured on it.",
+	"b300":      "No B300 timings exist in ../shared/data or this package's testdata (XLA's table has no sm_103 rows; the Blackwell kernel tables in testdata/blackwell are B200), so the transfer error cannot be measured on it.",
+	"gb300":     "No GB300 timings exist in ../shared/data or this package's testdata, so the transfer error cannot be measured on it.",
 	"l40s":      "No L40S kernel timings exist in ../shared/data or this package's testdata (gpu-specs.md does not list it), so the transfer error cannot be measured on it; its GEMM compute scale rests on one public square-matmul benchmark of both Ada GPUs ([[gemm_precision]] bf16).",
 }
 

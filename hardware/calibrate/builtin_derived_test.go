@@ -68,6 +68,10 @@ func TestDerivedSanity(t *testing.T) {
 		{"h100-pcie", "h100", [3]int{slower, slower, slower}},
 		{"a100-pcie", "a100", [3]int{slower, slower, noLess}},
 		{"gb200", "b200", [3]int{noMore, noMore, faster}},
+		// B300: the B200's BF16 peak, bandwidth and kernels, so a BF16 step
+		// is no slower (FP4 alone is raised); GB300: the B300 at 1.11× BF16.
+		{"b300", "b200", [3]int{noMore, noMore, noMore}},
+		{"gb300", "b300", [3]int{noMore, noMore, faster}},
 		{"l40s", "rtx-4090", [3]int{slower, slower, faster}},
 	}
 	t.Logf("Llama-3.1-8B BF16 TP 1 step, ms (decode: 1,024 tokens of context each)")

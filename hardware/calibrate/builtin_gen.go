@@ -142,6 +142,13 @@ func GenerateBuiltin(dir string, measured []string) (map[string][]byte, error) {
 			}
 			notes = append(notes, xn...)
 		}
+		if name == "b200" {
+			c, err := CheckFP4(p, g)
+			if err != nil {
+				return nil, err
+			}
+			notes = append(notes, c.note())
+		}
 		for _, path := range measured {
 			ss, err := readFile(path, filepath.Base(path), func(r io.Reader, n string) ([]Sample, error) { return ReadNative(r, n, nil) })
 			if err != nil {

@@ -157,6 +157,11 @@ type Attention struct {
 	// From is "assumed" (or ""), "fit" (to this GPU's attention timings) or
 	// "transferred from <gpu>" (another GPU's fit on this GPU's peaks).
 	From string `toml:"from"`
+	// DecodeFrom, when set, is the GPU whose own kernel timings the
+	// decode-only bandwidth and per-sequence cost (decode_memory_eff,
+	// decode_per_seq_s) were fitted to, where the rest follows From
+	// (blackwell_attention.go: "b200").
+	DecodeFrom string `toml:"decode_from"`
 	// Fit is the in-sample error of a "fit" (held-out errors are in the
 	// notes and `servesim calibrate --report`).
 	Fit    FitStats `toml:"fit"`
@@ -310,7 +315,7 @@ func (p *Profile) Describe() string {
 	if s := p.precisionSummary(); s != "" {
 		b.WriteString("; " + s)
 	}
-	b.WriteString("; " + p.Attention.describe())
+	b.WriteString("; " + p.Attention.describe(p.GPU))
 	if len(p.AllReduce) == 0 {
 		b.WriteString("; all-reduce by roofline")
 	}
@@ -465,7 +470,7 @@ var builtinProfiles = func() map[string]*builtinProfile {
 }()
 
 // BuiltinGPUs are the GPUs with a built-in profile.
-var BuiltinGPUs = []string{"a100", "h100", "h200", "b200", "rtx-pro-6000", "rtx-4090", "h100-pcie", "a100-pcie", "gb200", "l40s"}
+var BuiltinGPUs = []string{"a100", "h100", "h200", "b200", "rtx-pro-6000", "rtx-4090", "h100-pcie", "a100-pcie", "gb200", "l40s", "b300", "gb300"}
 
 // bundleGPUs are the built-in GPUs fitted to LLMServingSim's bundles alone.
 var bundleGPUs = []string{"rtx-pro-6000", "rtx-4090"}

@@ -179,7 +179,13 @@ func TestBuiltinProfiles(t *testing.T) {
 		// the derived profiles as their architecture's (builtin_derived.go).
 		wantAttn := map[string]string{"h100": "fit", "a100": "transferred from rtx-4090", "h200": "transferred from h100", "b200": "transferred from h100",
 			"rtx-pro-6000": "fit", "rtx-4090": "fit",
-			"h100-pcie": "transferred from h100", "a100-pcie": "transferred from rtx-4090", "gb200": "transferred from h100", "l40s": "transferred from rtx-4090"}[name]
+			"h100-pcie": "transferred from h100", "a100-pcie": "transferred from rtx-4090", "gb200": "transferred from h100", "l40s": "transferred from rtx-4090",
+			"b300": "transferred from h100", "gb300": "transferred from h100"}[name]
+		// Decode-only attention: measured on the B200 (blackwell_attention.go)
+		// for the Blackwell data-center GPUs, nowhere else.
+		if want := map[string]string{"b200": "b200", "gb200": "b200", "b300": "b200", "gb300": "b200"}[name]; p.Attention.DecodeFrom != want {
+			t.Errorf("%s: attention decode_from %q, want %q", name, p.Attention.DecodeFrom, want)
+		}
 		if d := p.Describe(); !strings.HasPrefix(d, name+": ") || !strings.Contains(d, "attention") || strings.Contains(d, "assumed") {
 			t.Errorf("%s: Describe() = %q", name, d)
 		}
@@ -189,7 +195,7 @@ func TestBuiltinProfiles(t *testing.T) {
 		wantDeriv := DerivationFitted
 		// The fit each transferred profile carries: gb200 is built as b200
 		// is, from the h100 fit.
-		if from, ok := map[string]string{"h200": "h100", "b200": "h100", "h100-pcie": "h100", "a100-pcie": "a100", "gb200": "h100", "l40s": "rtx-4090"}[name]; ok {
+		if from, ok := map[string]string{"h200": "h100", "b200": "h100", "h100-pcie": "h100", "a100-pcie": "a100", "gb200": "h100", "l40s": "rtx-4090", "b300": "h100", "gb300": "h100"}[name]; ok {
 			wantDeriv = DerivationTransferred
 			if p.Source.TransferredFrom != from {
 				t.Errorf("%s transferred from %q, want %s", name, p.Source.TransferredFrom, from)
@@ -232,7 +238,7 @@ func TestBuiltinProfiles(t *testing.T) {
 	// h100-pcie take one TP 4 fit to Vidur's pairwise nodes (the ring
 	// crosses PCIe), l40s the roofline; gb200 keeps the DGX fit on NVLink5,
 	// as b200.
-	for name, want := range map[string][]int{"h100-pcie": {4}, "a100-pcie": {4}, "l40s": nil, "gb200": {2, 4, 8}} {
+	for name, want := range map[string][]int{"h100-pcie": {4}, "a100-pcie": {4}, "l40s": nil, "gb200": {2, 4, 8}, "b300": {2, 4, 8}, "gb300": {2, 4, 8}} {
 		p, _ := Builtin(name)
 		var got []int
 		for _, a := range p.AllReduce {
@@ -243,7 +249,7 @@ func TestBuiltinProfiles(t *testing.T) {
 		}
 	}
 	// Trees: kept only on the same SM count (a100-pcie: 108 as a100).
-	for name, want := range map[string]bool{"a100-pcie": true, "h100-pcie": false, "gb200": false, "l40s": false} {
+	for name, want := range map[string]bool{"a100-pcie": true, "h100-pcie": false, "gb200": false, "l40s": false, "b300": false, "gb300": false} {
 		if p, _ := Builtin(name); (p.GEMMTrees != nil) != want {
 			t.Errorf("%s: residual trees %v, want %v", name, p.GEMMTrees != nil, want)
 		}

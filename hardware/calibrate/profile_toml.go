@@ -229,6 +229,9 @@ func (p *Profile) WriteTOML() []byte {
 	if p.Attention.From != "" {
 		w("from = %s\n", tomlQuote(p.Attention.From))
 	}
+	if p.Attention.DecodeFrom != "" {
+		w("decode_from = %s\n", tomlQuote(p.Attention.DecodeFrom))
+	}
 	w("source = %s\n", tomlQuote(p.Attention.Source))
 	if p.Attention.Fit.Samples > 0 {
 		b.WriteString("\n")

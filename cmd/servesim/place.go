@@ -21,7 +21,7 @@ TP, as each degree adds a rate search per colocated split. Likewise
 --dps and --ep (default 1 and off, for speed: each DP or EP layout adds a
 rate search per colocated split) try colocated instances with DP ranks and,
 for an MoE model, expert parallelism (--ep on, or auto: with and without;
-"DP2×TP2 EP4"; not with pipeline stages). Prints a
+"DP2×TP2 EP4"; with --pps too, per pipeline stage). Prints a
 ranked table and writes it as CSV. On a terminal a progress bar with an ETA
 counts the deployments searched; -q prints the table only (no bar, no
 "Wrote" line).

@@ -291,7 +291,7 @@ func (p *Plan) describePoolExperts(w io.Writer, l poolLayout) error {
 		m := p.Model
 		fmt.Fprintf(&b, "%sExpert parallel: ep %d GPUs hold %d routed experts", l.label, ep.Size, m.Experts)
 		if pool.Pipeline != nil {
-			b.WriteString(" of each MoE layer, one EP group per pipeline stage (vLLM's dp × tp ranks of the stage)")
+			b.WriteString(" of each MoE layer, one EP group per pipeline stage (the stage's dp × tp GPUs)")
 		}
 		if ep.Redundant > 0 {
 			fmt.Fprintf(&b, " + %d redundant (EPLB)", ep.Redundant)

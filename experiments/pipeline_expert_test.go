@@ -72,7 +72,7 @@ func TestPipelineExpertRun(t *testing.T) {
 	for _, want := range []string{
 		"stage 0: layers 0–23 (24), 8.02 GB weights/GPU",
 		"24 MoE layers, their experts over the stage's EP group of 4 GPUs (4 in its fullest NVLink domain, 1 domains)",
-		"Expert parallel: ep 4 GPUs hold 128 routed experts of each MoE layer, one EP group per pipeline stage",
+		"Expert parallel: ep 4 GPUs hold 128 routed experts of each MoE layer, one EP group per pipeline stage (the stage's dp × tp GPUs)",
 		"the DP ranks run each micro-batch's stages in lock-step",
 		", of which all-to-all: 0: ",
 		"all-to-all", "a round (all stages and micro-batches)",

@@ -16,7 +16,7 @@ prefill/decode-disaggregated (P×TP + D×TP, with the scenario's [disagg] link)
 which the attainment target holds (DistServe's max goodput rate). With
 --pps 1,2 colocated instances are also tried with 2 pipeline stages
 (replicas × PP × TP GPUs; disaggregated pools stay at PP 1, the only
-only one modelled there); the default, 1, keeps the search to
+one searched there); the default, 1, keeps the search to
 TP, as each degree adds a rate search per colocated split. Likewise
 --dps and --ep (default 1 and off, for speed: each DP or EP layout adds a
 rate search per colocated split) try colocated instances with DP ranks and,

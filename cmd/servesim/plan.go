@@ -17,7 +17,8 @@ The capacity planner: for the scenario's model, workload and SLOs, finds for
 each candidate GPU type, layout (DP × TP × PP, EP on or off) and batch
 limit the fewest instances — colocated, and with --disagg also
 prefill/decode-disaggregated (at PP 1, DP 1 without EP only: pipelines,
-DP ranks and EP are modelled for colocated instances) — that serve
+DP ranks and EP are searched for colocated instances; servesim run runs
+them in either pool) — that serve
 R requests/s with the attainment target, and ranks them by cost per hour
 (prices per GPU-hour from the catalog, or given as NAME=PRICE). A deployment
 counts replicas × DP × TP × PP GPUs; a layout whose weights do not fit is a

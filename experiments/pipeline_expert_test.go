@@ -107,7 +107,12 @@ func TestPipelineExpertNoDP(t *testing.T) {
 // and enable_expert_parallel replays as that layout (it was refused: EP was
 // modelled without stages).
 func TestPipelineExpertFromRun(t *testing.T) {
-	run := &realrun.Run{Name: "r", Engine: realrun.Engine{Model: "Qwen/Qwen3-30B-A3B", GPU: "h100", TP: 2, PP: 2, DP: 2, ExpertParallel: true}}
+	e, err := realrun.ReadMeta(strings.NewReader(`{"engine_kwargs": {"model": "Qwen/Qwen3-30B-A3B", "tensor_parallel_size": 2, "pipeline_parallel_size": 2, "data_parallel_size": 2, "enable_expert_parallel": true}}`), "meta.json")
+	if err != nil || e.PP != 2 || e.DP != 2 || !e.ExpertParallel {
+		t.Fatalf("meta.json: %+v, %v", e, err)
+	}
+	e.GPU = "h100"
+	run := &realrun.Run{Name: "r", Engine: e}
 	s, err := RunScenario(run, Scenario{})
 	if err != nil {
 		t.Fatal(err)

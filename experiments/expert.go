@@ -159,7 +159,11 @@ func (s *Scenario) checkEP(m *models.Model, tp int, pe poolEP) (models.ExpertPar
 		return e, s.fieldError(f("expert_parallel"), fl("enable-expert-parallel"), "model %s is dense: expert parallelism needs an MoE model", m.Name)
 	}
 	if pp := s.poolPPOf(pe); pp > 1 && pe.tbo {
-		return e, s.fieldError(f("two_batch_overlap"), "", "with %d pipeline stages: two-batch overlap inside pipeline stages is not modelled (servesim prices it on whole steps only); turn one off", pp)
+		name, flag := "two_batch_overlap", "two-batch-overlap" // the decode pool inherits it unless given its own
+		if pe.prefix != "" && s.Explicit("disagg.decode_two_batch_overlap") {
+			name, flag = f("two_batch_overlap"), ""
+		}
+		return e, s.fieldError(name, flag, "with %d pipeline stages: two-batch overlap inside pipeline stages is not modelled (servesim prices it on whole steps only); turn one off", pp)
 	}
 	if s.RedundantExperts < 0 || (s.RedundantExperts > 0 && !s.EPLB) {
 		return e, s.fieldError("eplb_redundant_experts", "eplb-redundant-experts", "%d: must be ≥ 0, and needs eplb (flag --enable-eplb)", s.RedundantExperts)

@@ -115,7 +115,7 @@ func (s *Scenario) checkDecodeLayout(p *Plan) error {
 	for _, f := range []struct {
 		set  bool
 		name string
-	}{{d.DecodeDP != 0, "decode_dp"}, {s.Explicit("disagg.decode_expert_parallel"), "decode_expert_parallel"}, {d.DecodeAll2All != "", "decode_all2all_backend"}, {s.Explicit("disagg.decode_two_batch_overlap"), "decode_two_batch_overlap"}} {
+	}{{d.DecodeDP != 0, "decode_dp"}, {s.Explicit("disagg.decode_expert_parallel"), "decode_expert_parallel"}, {d.DecodeAll2All != "", "decode_all2all_backend"}, {s.Explicit("disagg.decode_two_batch_overlap"), "decode_two_batch_overlap"}, {s.Explicit("disagg.decode_pp"), "decode_pp"}} {
 		if f.set {
 			return s.fieldError("disagg."+f.name, "", "describes the decode pool: it needs disagg.decode_replicas ≥ 1")
 		}
@@ -158,8 +158,12 @@ func (s *Scenario) checkEP(m *models.Model, tp int, pe poolEP) (models.ExpertPar
 	if !m.IsMoE() {
 		return e, s.fieldError(f("expert_parallel"), fl("enable-expert-parallel"), "model %s is dense: expert parallelism needs an MoE model", m.Name)
 	}
-	if s.pp() > 1 {
-		return e, s.fieldError("expert_parallel", "enable-expert-parallel", "with pp %d: expert parallelism is modelled without pipeline stages", s.PP)
+	if pp := s.poolPPOf(pe); pp > 1 && pe.tbo {
+		name, flag := "two_batch_overlap", "two-batch-overlap" // the decode pool inherits it unless given its own
+		if pe.prefix != "" && s.Explicit("disagg.decode_two_batch_overlap") {
+			name, flag = f("two_batch_overlap"), ""
+		}
+		return e, s.fieldError(name, flag, "with %d pipeline stages: two-batch overlap inside pipeline stages is not modelled (servesim prices it on whole steps only); turn one off", pp)
 	}
 	if s.RedundantExperts < 0 || (s.RedundantExperts > 0 && !s.EPLB) {
 		return e, s.fieldError("eplb_redundant_experts", "eplb-redundant-experts", "%d: must be ≥ 0, and needs eplb (flag --enable-eplb)", s.RedundantExperts)
@@ -252,11 +256,11 @@ func (r *Report) poolLayouts() []poolLayout {
 	p := r.Plan
 	s := p.Scenario
 	res := r.Result
-	out := []poolLayout{{pool: &p.PoolPlan, dp: s.dp(), instances: p.Replicas, tbo: s.TwoBatchOverlap, stats: r.ExpertStats,
+	out := []poolLayout{{pool: &p.PoolPlan, dp: s.dp(), instances: p.Replicas, tbo: s.TwoBatchOverlap, stats: poolStats(&p.PoolPlan, r.ExpertStats, r.PipelineStats),
 		waves: res.DPWaves, dummies: res.DPDummySteps, rankSteps: res.DPRankSteps}}
 	if p.Decode != nil {
 		out = append(out, poolLayout{label: "Decode pool: ", pool: p.Decode, dp: s.decodeDP(), instances: p.DecodeInstances, tbo: s.decodeEP().tbo,
-			stats: r.DecodeExpertStats, waves: res.DecodeDPWaves, dummies: res.DecodeDPDummySteps, rankSteps: res.DecodeDPRankSteps})
+			stats: poolStats(p.Decode, r.DecodeExpertStats, r.DecodePipelineStats), waves: res.DecodeDPWaves, dummies: res.DecodeDPDummySteps, rankSteps: res.DecodeDPRankSteps})
 	}
 	return out
 }
@@ -275,25 +279,28 @@ func (p *Plan) describeExperts(w io.Writer) error {
 func (p *Plan) describePoolExperts(w io.Writer, l poolLayout) error {
 	s := p.Scenario
 	pool := l.pool
-	if l.dp == 1 && pool.Expert == nil {
+	if l.dp == 1 && pool.a2a() == nil {
 		return nil
 	}
 	tp := pool.Parallel.TP
 	var b strings.Builder
 	rank := fmt.Sprintf("tp %d", tp)
-	if s.pp() > 1 {
-		rank = fmt.Sprintf("pp %d × tp %d", s.pp(), tp)
+	if pool.pp() > 1 {
+		rank = fmt.Sprintf("pp %d × tp %d", pool.pp(), tp)
 	}
 	fmt.Fprintf(&b, "%sData parallel: dp %d ranks × %s = %d GPUs per replica; each rank its own scheduler, queue and %d KV blocks per GPU (%d tokens), %.2f GB weights/GPU; routed by %s.\n",
-		l.label, l.dp, rank, l.dp*tp*s.pp(), pool.Memory.Blocks, pool.Memory.Blocks*pool.Memory.BlockSize, pool.Memory.WeightBytesPerGPU/1e9, s.Router.Policy)
-	if e := pool.Expert; e != nil {
+		l.label, l.dp, rank, l.dp*tp*pool.pp(), pool.Memory.Blocks, pool.Memory.Blocks*pool.Memory.BlockSize, pool.Memory.WeightBytesPerGPU/1e9, s.Router.Policy)
+	if e := pool.a2a(); e != nil {
 		ep := pool.Parallel.EP
 		m := p.Model
 		fmt.Fprintf(&b, "%sExpert parallel: ep %d GPUs hold %d routed experts", l.label, ep.Size, m.Experts)
+		if pool.Pipeline != nil {
+			b.WriteString(" of each MoE layer, one EP group per pipeline stage (the stage's dp × tp GPUs)")
+		}
 		if ep.Redundant > 0 {
 			fmt.Fprintf(&b, " + %d redundant (EPLB)", ep.Redundant)
 		}
-		fmt.Fprintf(&b, ", %d per GPU whole; all-to-all %s over %s; expert load skew %.3f (busiest rank's rows / mean", m.LocalExperts(pool.Parallel), e.Backend(), s.linkName(pool), ep.Skew)
+		fmt.Fprintf(&b, ", %d per GPU whole; all-to-all %s over %s; expert load skew %.3f (busiest rank's rows / mean", m.LocalExperts(pool.Parallel), e.Backend(), s.linkName(pool, e), ep.Skew)
 		switch {
 		case s.Explicit("expert_skew"):
 			b.WriteString(", given")
@@ -303,7 +310,10 @@ func (p *Plan) describePoolExperts(w io.Writer, l poolLayout) error {
 			b.WriteString(", vLLM PR 50647's median without EPLB")
 		}
 		b.WriteString(")")
-		if l.dp > 1 {
+		switch {
+		case l.dp > 1 && pool.Pipeline != nil:
+			b.WriteString("; the DP ranks run each micro-batch's stages in lock-step (a stage lasts the slowest rank's, a rank short of micro-batches runs dummies; MoE layers and all-to-all at the group's mean tokens per rank of the micro-batch)")
+		case l.dp > 1:
 			b.WriteString("; the DP ranks step in lock-step (a step ends with the slowest rank's, idle ranks run a dummy batch; MoE layers and all-to-all at the group's mean tokens per rank)")
 		}
 		if t := e.TBO(); t != nil {
@@ -315,13 +325,49 @@ func (p *Plan) describePoolExperts(w io.Writer, l poolLayout) error {
 	return err
 }
 
-// linkName says which links a pool's EP group's all-to-all crosses.
-func (s *Scenario) linkName(pool *PoolPlan) string {
+// linkName says which links a pool's EP group's all-to-all crosses (a
+// pipeline stage's group: stage 0's).
+func (s *Scenario) linkName(pool *PoolPlan, e *hardware.ExpertStep) string {
 	node, _ := s.gpusPerNode(pool.GPU)
-	if pool.Parallel.EP.Size <= node {
-		return fmt.Sprintf("NVLink (one %d-GPU domain)", node)
+	if _, dom := e.Placement(); dom > 1 {
+		return fmt.Sprintf("NVLink and the scale-out NIC (%d domains of %d GPUs, %.0f GB/s per GPU)", dom, node, hardware.ScaleOutBW/1e9)
 	}
-	return fmt.Sprintf("NVLink and the scale-out NIC (%d domains of %d GPUs, %.0f GB/s per GPU)", (pool.Parallel.EP.Size+node-1)/node, node, hardware.ScaleOutBW/1e9)
+	return fmt.Sprintf("NVLink (one %d-GPU domain)", node)
+}
+
+// a2a returns the pool's all-to-all pricing: its expert step's, or its
+// pipeline's first stage's; nil without expert parallelism.
+func (p *PoolPlan) a2a() *hardware.ExpertStep {
+	switch {
+	case p.Expert != nil:
+		return p.Expert
+	case p.Pipeline != nil:
+		return p.Pipeline.Expert(0)
+	}
+	return nil
+}
+
+// poolStats is a pool's expert-parallel sums: its expert step's, or, for a
+// pipeline with expert parallelism, its rounds' (a step is a round; the
+// seconds are the stages' busy time, the all-to-all theirs).
+func poolStats(p *PoolPlan, es hardware.ExpertStats, ps hardware.PipelineStats) hardware.ExpertStats {
+	if p.Pipeline == nil || ps.AllToAllSeconds == nil {
+		return es
+	}
+	st := hardware.ExpertStats{Steps: ps.Rounds, Tokens: ps.Tokens}
+	for i, v := range ps.StageBusy {
+		st.Seconds += v
+		st.AllToAllSecond += ps.AllToAllSeconds[i]
+	}
+	return st
+}
+
+// poolPPOf returns the pipeline stages of the pool pe describes.
+func (s *Scenario) poolPPOf(pe poolEP) int {
+	if pe.prefix != "" {
+		return max(1, s.Disagg.DecodePP)
+	}
+	return s.pp()
 }
 
 // expertSummary is summary.json's "expert_parallel" (the colocated or
@@ -339,15 +385,14 @@ func (r *Report) decodeExpertSummary() *ExpertSummary {
 
 func (r *Report) poolExpertSummary(l poolLayout) *ExpertSummary {
 	p := r.Plan
-	s := p.Scenario
 	pool := l.pool
-	if l.dp == 1 && pool.Expert == nil {
+	if l.dp == 1 && pool.a2a() == nil {
 		return nil
 	}
-	tp := pool.Parallel.TP * s.pp()
+	tp := pool.Parallel.TP * pool.pp()
 	es := &ExpertSummary{DP: l.dp, GPUsPerRank: tp, GPUs: l.instances * tp, WeightGB: pool.Memory.WeightBytesPerGPU / 1e9, KVBlocks: pool.Memory.Blocks,
 		LocalExperts: p.Model.LocalExperts(pool.Parallel)}
-	if e := pool.Expert; e != nil {
+	if e := pool.a2a(); e != nil {
 		es.EP, es.Backend, es.Redundant, es.Skew = pool.Parallel.EP.Size, e.Backend(), pool.Parallel.EP.Redundant, pool.Parallel.EP.Skew
 		es.Waves, es.DummySteps = l.waves, l.dummies
 		if es.Waves > 0 {
@@ -377,8 +422,12 @@ func (r *Report) writeExpertResults(w io.Writer) error {
 		if es.TwoBatchOverlap {
 			tbo = fmt.Sprintf(" (exposed: two-batch overlap split %d of %d steps)", es.OverlapSteps, l.stats.Steps)
 		}
-		if _, err := fmt.Fprintf(w, "%sExpert parallel: %.1f tokens per rank step; all-to-all %.3f ms a step, %.1f %% of step time%s; busiest rank at %.3f × the mean routed rows.\n",
-			l.label, es.TokensPerRank, es.AllToAllMsStep, 100*es.AllToAllShare, tbo, es.Skew); err != nil {
+		step, time := "step", "step time"
+		if l.pool.Pipeline != nil {
+			step, time = "round (all stages and micro-batches)", "stage time"
+		}
+		if _, err := fmt.Fprintf(w, "%sExpert parallel: %.1f tokens per rank %s; all-to-all %.3f ms a %s, %.1f %% of %s%s; busiest rank at %.3f × the mean routed rows.\n",
+			l.label, es.TokensPerRank, strings.Fields(step)[0], es.AllToAllMsStep, step, 100*es.AllToAllShare, time, tbo, es.Skew); err != nil {
 			return err
 		}
 		if es.Waves == 0 {

@@ -142,7 +142,8 @@ func TestExpertFieldErrors(t *testing.T) {
 		{"qwen3-30b-a3b", "dp = 2\nexpert_parallel = true\nexpert_skew = 0.5\n", "must be ≥ 1"},
 		{"qwen3-30b-a3b", "dp = 2\nexpert_parallel = true\nall2all_backend = \"nccl\"\n", "unknown backend"},
 		{"qwen3-30b-a3b", "expert_parallel = true\n", "dp × tp = 1 GPU"},
-		{"qwen3-30b-a3b", "dp = 2\nexpert_parallel = true\npp = 2\n", "without pipeline stages"},
+		{"qwen3-30b-a3b", "dp = 2\nexpert_parallel = true\npp = 2\ntwo_batch_overlap = true\n", `field "two_batch_overlap": with 2 pipeline stages: two-batch overlap inside pipeline stages is not modelled`},
+		{"qwen3-30b-a3b", "expert_parallel = true\npp = 2\n", "dp × tp = 1 GPU"},
 		{"qwen3-30b-a3b", "dp = 2\nexpert_parallel = true\neplb_redundant_experts = 8\n", "needs eplb"},
 		{"qwen3-30b-a3b", "dp = 256\nexpert_parallel = true\n", "more GPUs than its 128 experts"},
 	}

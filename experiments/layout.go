@@ -106,9 +106,9 @@ func checkLayoutSpace(tps, pps, dps []int, ep, def string, m *models.Model, what
 // layouts lists the candidate layouts of an MoE model (moe) on GPUs of
 // node GPUs per NVLink domain, PP outer, then DP, then TP, then EP off
 // before on: with DP {1} and EP off exactly the layouts searched before DP
-// and EP were. With EP auto the combinations expert parallelism does not
-// model (a pipeline, a group of one GPU) are left out; with EP on they
-// are listed with the reason.
+// and EP were. With EP auto a layout whose EP group (a stage's dp × tp
+// GPUs) would be one GPU is left out; with EP on it is listed with the
+// reason.
 func (sp layoutSpace) layouts(moe bool, node int) []layoutChoice {
 	eps := []bool{false}
 	switch {
@@ -126,10 +126,8 @@ func (sp layoutSpace) layouts(moe bool, node int) []layoutChoice {
 				}
 				for _, ep := range eps {
 					l := layoutChoice{Layout: Layout{TP: tp, PP: pp, DP: dp, EP: ep}}
-					switch {
-					case ep && pp > 1:
-						l.skip = "expert parallelism is modelled without pipeline stages"
-					case ep && dp*tp < 2:
+					if ep && dp*tp < 2 {
+						// vLLM's EP group is a stage's dp × tp GPUs (pipeline_expert.go).
 						l.skip = "the EP group is dp × tp = 1 GPU: expert parallelism needs at least 2"
 					}
 					if l.skip != "" && sp.EP == EPAuto {

@@ -37,11 +37,34 @@ type PipelineSummary struct {
 	StageMs        []float64   `json:"stage_ms_per_micro_batch"`
 	SendMs         []float64   `json:"send_ms_per_micro_batch"`
 	Sends          []string    `json:"send_tables"`
+	AllToAllMs     []float64   `json:"all2all_ms_per_micro_batch,omitempty"` // per stage, inside StageMs; expert parallelism only
 	Bubble         float64     `json:"bubble_share"`
 }
 
-// pp returns the scenario's pipeline-parallel degree, 1 when omitted.
+// pp returns the scenario's pipeline-parallel degree, 1 when omitted: the
+// colocated or prefill pool's.
 func (s *Scenario) pp() int { return max(1, s.PP) }
+
+// pp returns the pool's pipeline stages, 1 without a pipeline.
+func (p *PoolPlan) pp() int { return max(1, len(p.Stages)) }
+
+// checkDecodePP validates disagg.decode_pp, the decode pool's stages
+// (vLLM's default layer partition; chunked pipelining is a prefill
+// matter), and returns their layers (nil at 1).
+func (s *Scenario) checkDecodePP(m *models.Model) ([]int, error) {
+	n := s.Disagg.DecodePP
+	if n < 0 || (n == 0 && s.Explicit("disagg.decode_pp")) {
+		return nil, s.fieldError("disagg.decode_pp", "decode-pp", "%d must be in [1, %d]; omit it for the default (1, no pipeline)", n, models.MaxPP)
+	}
+	if n <= 1 {
+		return nil, nil
+	}
+	layers, err := models.StageLayers(m.Layers, n)
+	if err != nil {
+		return nil, s.fieldError("disagg.decode_pp", "decode-pp", "%v", err)
+	}
+	return layers, nil
+}
 
 // checkPP validates the pipeline fields.
 func (s *Scenario) checkPP(m *models.Model) ([]int, error) {
@@ -65,9 +88,6 @@ func (s *Scenario) checkPP(m *models.Model) ([]int, error) {
 		}
 		return nil, s.fieldError(field, flag, "%v", err)
 	}
-	if s.Disagg.DecodeReplicas > 0 {
-		return nil, s.fieldError("pp", "pp", "%d with a disaggregated decode pool: pipeline parallelism is modelled for colocated instances only", s.PP)
-	}
 	return layers, nil
 }
 
@@ -87,13 +107,13 @@ func (s *Scenario) checkPP(m *models.Model) ([]int, error) {
 // default is the TP group's (hardware.DefaultNonTorch(tp)): at TP 1 the
 // pipeline's own NCCL communicator is not counted (an assumption; no
 // measured PP log here).
-func (s *Scenario) planStages(p *PoolPlan, m *models.Model, b *Batch, layers []int) error {
+func (s *Scenario) planStages(p *PoolPlan, m *models.Model, b *Batch, layers []int, prefix string) error {
 	p.Stages = make([]StagePlan, len(layers))
 	start, best := 0, -1
 	for i, n := range layers {
 		sp := *p
 		sm := m.StageModel(start, n, i == 0, i == len(layers)-1)
-		if err := s.planMemory(&sp, sm, b, ""); err != nil {
+		if err := s.planMemory(&sp, sm, b, prefix); err != nil {
 			return fmt.Errorf("%w (pipeline stage %d of %d, layers %d–%d)", err, i, len(layers), start, start+n-1)
 		}
 		p.Stages[i] = StagePlan{Stage: i, FirstLayer: start, Layers: n, WeightGB: sp.Memory.WeightBytesPerGPU / 1e9,
@@ -130,39 +150,68 @@ func (s *Scenario) gpusPerNode(g *hardware.GPU) (int, error) {
 	return 8, nil
 }
 
-// newPipeline builds the pool's round pricing.
-func (s *Scenario) newPipeline(p *PoolPlan, m *models.Model, kern hardware.KernelModel, overhead float64, layers []int) error {
+// newPipeline builds the pool's round pricing (with the pool's expert
+// parallelism inside each stage when p.Parallel has an EP layout).
+func (s *Scenario) newPipeline(p *PoolPlan, m *models.Model, kern hardware.KernelModel, overhead float64, layers []int, chunked bool, pe poolEP) error {
 	node, err := s.gpusPerNode(p.GPU)
 	if err != nil {
 		return err
 	}
+	p.chunked = chunked
 	p.Pipeline, err = hardware.NewPipelineStep(m, p.GPU, p.Parallel, kern, overhead, hardware.Pipeline{
-		Layers: layers, GPUsPerNode: node, Chunked: s.PPChunked, MicroTokens: p.Limits.MaxNumBatchedTokens,
+		Layers: layers, GPUsPerNode: node, Chunked: chunked, MicroTokens: p.Limits.MaxNumBatchedTokens, All2All: pe.all2all,
 	})
 	if err != nil {
+		if pe.prefix != "" {
+			return fmt.Errorf("%w (fields \"disagg.decode_pp\", \"disagg.decode_tp\": flags --decode-pp, --decode-tp)", err)
+		}
 		return fmt.Errorf("%w (fields \"pp\", \"tp\": flags --pp, --tp)", err)
 	}
 	p.Step = p.Pipeline.StepModel()
 	return nil
 }
 
-// describePipeline writes the header's pipeline line: the layout and each
-// stage's memory per GPU.
-func (p *Plan) describePipeline(w io.Writer) error {
-	if p.Pipeline == nil {
-		return nil
+// pipelinePools returns the pools with a pipeline and their labels: the
+// colocated (or prefill) pool's, and the decode pool's when disaggregated.
+func (p *Plan) pipelinePools() (pools []*PoolPlan, labels []string) {
+	if p.Pipeline != nil {
+		pools, labels = append(pools, &p.PoolPlan), append(labels, "")
 	}
+	if p.Decode != nil && p.Decode.Pipeline != nil {
+		pools, labels = append(pools, p.Decode), append(labels, "Decode pool: ")
+	}
+	return pools, labels
+}
+
+// describePipeline writes the header's pipeline lines: each pool's layout
+// and each stage's memory per GPU.
+func (p *Plan) describePipeline(w io.Writer) error {
+	pools, labels := p.pipelinePools()
+	for i, pool := range pools {
+		if err := describePoolPipeline(w, pool, labels[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func describePoolPipeline(w io.Writer, p *PoolPlan, label string) error {
 	pp := len(p.Stages)
 	how := "vLLM's batch queue: a request's prefill stays in one micro-batch"
-	if p.Scenario.PPChunked {
+	if p.chunked {
 		how = "SGLang's chunked pipelining: a prefill's chunks fill successive micro-batches"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Pipeline: pp %d × tp %d = %d GPUs per instance, up to %d micro-batches in flight of max_num_batched_tokens %d each (%s).\n",
-		pp, p.Parallel.TP, pp*p.Parallel.TP, pp, p.Limits.MaxNumBatchedTokens, how)
+	fmt.Fprintf(&b, "%sPipeline: pp %d × tp %d = %d GPUs per instance, up to %d micro-batches in flight of max_num_batched_tokens %d each (%s).\n",
+		label, pp, p.Parallel.TP, pp*p.Parallel.TP, pp, p.Limits.MaxNumBatchedTokens, how)
 	for _, st := range p.Stages {
 		fmt.Fprintf(&b, "  stage %d: layers %d–%d (%d), %.2f GB weights/GPU, KV %.0f B/token/GPU, %.2f GB for KV = %d blocks",
 			st.Stage, st.FirstLayer, st.FirstLayer+st.Layers-1, st.Layers, st.WeightGB, st.KVBytesToken, st.KVGB, st.Blocks)
+		if e := p.Pipeline.Expert(st.Stage); e != nil {
+			span, dom := e.Placement()
+			fmt.Fprintf(&b, "; %d MoE layers, their experts over the stage's EP group of %d GPUs (%d in its fullest NVLink domain, %d domains)",
+				int(p.Pipeline.MoELayers()[st.Stage]), p.Parallel.EP.Size, span, dom)
+		}
 		if st.Stage < pp-1 {
 			fmt.Fprintf(&b, "; sends to stage %d over %s", st.Stage+1, p.Pipeline.Sends()[st.Stage].Name)
 		}
@@ -175,12 +224,23 @@ func (p *Plan) describePipeline(w io.Writer) error {
 
 // pipelineSummary is summary.json's "pipeline" after a run; nil at pp = 1.
 func (r *Report) pipelineSummary() *PipelineSummary {
-	p := r.Plan
-	if p.Pipeline == nil {
+	if r.Plan.Pipeline == nil {
 		return nil
 	}
-	st := r.PipelineStats
-	ps := &PipelineSummary{PP: len(p.Stages), GPUsPerReplica: len(p.Stages) * p.Parallel.TP, Chunked: p.Scenario.PPChunked,
+	return poolPipelineSummary(&r.Plan.PoolPlan, r.PipelineStats)
+}
+
+// decodePipelineSummary is summary.json's "decode_pipeline"; nil unless
+// the decode pool has stages.
+func (r *Report) decodePipelineSummary() *PipelineSummary {
+	if r.Plan.Decode == nil || r.Plan.Decode.Pipeline == nil {
+		return nil
+	}
+	return poolPipelineSummary(r.Plan.Decode, r.DecodePipelineStats)
+}
+
+func poolPipelineSummary(p *PoolPlan, st hardware.PipelineStats) *PipelineSummary {
+	ps := &PipelineSummary{PP: len(p.Stages), GPUsPerReplica: len(p.Stages) * p.Parallel.TP, Chunked: p.chunked,
 		Stages: p.Stages, KVBlocks: p.Memory.Blocks, Rounds: st.Rounds, Bubble: st.Bubble()}
 	for _, t := range p.Pipeline.Sends() {
 		ps.Sends = append(ps.Sends, t.Name)
@@ -194,36 +254,51 @@ func (r *Report) pipelineSummary() *PipelineSummary {
 		for _, v := range st.SendSeconds {
 			ps.SendMs = append(ps.SendMs, 1e3*v/n)
 		}
+		for _, v := range st.AllToAllSeconds {
+			ps.AllToAllMs = append(ps.AllToAllMs, 1e3*v/n)
+		}
 	}
 	return ps
 }
 
-// writePipelineResults writes the run's stage times and bubble share.
+// writePipelineResults writes each pool's stage times and bubble share.
 func (r *Report) writePipelineResults(w io.Writer) error {
-	ps := r.pipelineSummary()
-	if ps == nil || ps.Rounds == 0 {
-		return nil
+	for i, ps := range []*PipelineSummary{r.pipelineSummary(), r.decodePipelineSummary()} {
+		if ps == nil || ps.Rounds == 0 {
+			continue
+		}
+		var b strings.Builder
+		if i == 1 {
+			b.WriteString("Decode pool: ")
+		}
+		fmt.Fprintf(&b, "Pipeline: %d rounds, %.2f micro-batches per round; stage time per micro-batch (ms):", ps.Rounds, ps.MicroBatches)
+		for i, v := range ps.StageMs {
+			fmt.Fprintf(&b, " %d: %.3f", i, v)
+		}
+		if ps.AllToAllMs != nil {
+			b.WriteString(", of which all-to-all:")
+			for i, v := range ps.AllToAllMs {
+				fmt.Fprintf(&b, " %d: %.3f", i, v)
+			}
+		}
+		b.WriteString("; send (ms):")
+		for i, v := range ps.SendMs {
+			fmt.Fprintf(&b, " %d→%d: %.4f", i, i+1, v)
+		}
+		fmt.Fprintf(&b, "; bubble share %.1f %% of stage time.\n", 100*ps.Bubble)
+		if _, err := io.WriteString(w, b.String()); err != nil {
+			return err
+		}
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "Pipeline: %d rounds, %.2f micro-batches per round; stage time per micro-batch (ms):", ps.Rounds, ps.MicroBatches)
-	for i, v := range ps.StageMs {
-		fmt.Fprintf(&b, " %d: %.3f", i, v)
-	}
-	b.WriteString("; send (ms):")
-	for i, v := range ps.SendMs {
-		fmt.Fprintf(&b, " %d→%d: %.4f", i, i+1, v)
-	}
-	fmt.Fprintf(&b, "; bubble share %.1f %% of stage time.\n", 100*ps.Bubble)
-	_, err := io.WriteString(w, b.String())
-	return err
+	return nil
 }
 
 // searchPP refuses pipeline fields in the base scenario of a search
 // (place, plan): the search sets each candidate's pp itself (PPs, --pps),
 // and a layer partition or chunked pipelining fits one degree only.
 func searchPP(base Scenario, what string) error {
-	if base.PP > 1 || len(base.PPLayers) > 0 || base.PPChunked {
-		return fmt.Errorf("experiments: %s: the scenario sets pp = %d (pp_layers %v, pp_chunked %v): the search proposes the pipeline degrees itself; drop the pipeline fields and give the degrees with --pps", what, base.PP, base.PPLayers, base.PPChunked)
+	if base.PP > 1 || len(base.PPLayers) > 0 || base.PPChunked || base.Disagg.DecodePP > 1 {
+		return fmt.Errorf("experiments: %s: the scenario sets pp = %d (pp_layers %v, pp_chunked %v, disagg.decode_pp %d): the search proposes the pipeline degrees itself; drop the pipeline fields and give the degrees with --pps", what, base.PP, base.PPLayers, base.PPChunked, base.Disagg.DecodePP)
 	}
 	if base.DP > 1 || base.ExpertParallel {
 		return fmt.Errorf("experiments: %s: the scenario sets dp = %d, expert_parallel = %v: the search proposes the DP degrees and expert parallelism itself; drop them and give them with --dps and --ep", what, base.DP, base.ExpertParallel)
@@ -232,4 +307,22 @@ func searchPP(base Scenario, what string) error {
 		return fmt.Errorf("experiments: %s: the scenario sets disagg.decode_dp = %d, decode_expert_parallel = %v (two-batch overlap %v, %v): the search varies TP and replicas only and does not propose DP or EP layouts; drop them, or run the layout with servesim run", what, d.DecodeDP, d.DecodeExpertParallel, base.TwoBatchOverlap, d.DecodeTwoBatchOverlap)
 	}
 	return nil
+}
+
+// kvLanes is how many times one stage's GPUs the prefill instance's KV
+// link carries: the KV of a stage's layers leaves from that stage's GPUs
+// (vLLM's KV connectors and SGLang's PD transfer each rank's own cache),
+// every stage at once over its own NICs, so a transfer ends when the stage
+// with the most layers has sent its share: layers / max stage layers (1
+// without a pipeline). 61 layers over 15/15/16/15: 3.81 × one stage's
+// bandwidth. The decode side's receive links are not priced (as at pp 1).
+func kvLanes(layers int, stages []StagePlan) float64 {
+	most := 0
+	for _, st := range stages {
+		most = max(most, st.Layers)
+	}
+	if most == 0 {
+		return 1
+	}
+	return float64(layers) / float64(most)
 }

@@ -16,11 +16,11 @@ import (
 
 // ppScenario is a small Llama-3.1-70B scenario on H100s with head lines
 // (top-level keys) prepended.
-func ppScenario(t *testing.T, head string) Scenario {
+func ppScenario(t *testing.T, head string, tail ...string) Scenario {
 	t.Helper()
 	const body = "model = \"llama-3.1-70b\"\ngpu = \"h100\"\ntp = 2\nseed = 3\n" +
 		"[workload]\nrate = 6\nrequests = 200\nprompt = \"lognormal:6.5,0.8\"\noutput = \"lognormal:4.5,0.8\"\n"
-	s, err := Parse(strings.NewReader(head+body), "pp.toml")
+	s, err := Parse(strings.NewReader(head+body+strings.Join(tail, "")), "pp.toml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,10 +191,18 @@ func TestPipelineFieldErrors(t *testing.T) {
 			t.Errorf("%q: %v, want an error with %q", c.head, err, c.want)
 		}
 	}
-	s := ppScenario(t, "pp = 2\n")
-	s.Disagg.DecodeReplicas = 1
-	if _, err := s.Resolve(); err == nil || !strings.Contains(err.Error(), "colocated instances only") {
-		t.Errorf("pp with disaggregation: %v", err)
+	// The decode pool's stages (disagg.decode_pp) need a decode pool and a
+	// degree the model's layers allow.
+	for _, c := range []struct{ tail, want string }{
+		{"[disagg]\ndecode_pp = 2\n", `field "disagg.decode_pp": describes the decode pool: it needs disagg.decode_replicas ≥ 1`},
+		{"[disagg]\ndecode_replicas = 1\ndecode_pp = 0\n", `field "disagg.decode_pp": 0 must be in [1, 64]`},
+		{"[disagg]\ndecode_replicas = 1\ndecode_pp = -1\n", `field "disagg.decode_pp": -1 must be in [1, 64]`},
+		{"[disagg]\ndecode_replicas = 1\ndecode_pp = 81\n", `field "disagg.decode_pp": models: pipeline-parallel size 81: must be in [1, 64]`},
+	} {
+		_, err := ppScenario(t, "", c.tail).Resolve()
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "experiments: ") {
+			t.Errorf("%q: %v, want an error with %q", c.tail, err, c.want)
+		}
 	}
 }
 

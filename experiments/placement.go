@@ -150,9 +150,9 @@ func Place(base Scenario, o PlaceOptions) ([]Placement, error) {
 				cands = append(cands, Placement{Name: fmt.Sprintf("colocated %d×%s", r, l.Layout), Replicas: r, TP: tp, PP: l.PP, DP: l.DP, EP: l.EP, GPUs: r * l.GPUs()})
 			}
 		}
-		// Pipeline, data and expert parallelism are modelled for colocated
-		// instances only (Scenario.checkPP, checkEP): disaggregated pools
-		// are searched at PP 1, DP 1 without EP.
+		// Disaggregated pools are searched at PP 1, DP 1 without EP (a
+		// scenario runs them with stages, DP ranks and EP, but the search
+		// sizes the two pools' replicas only).
 		if o.Disagg && l.PP == 1 && l.DP == 1 && !l.EP {
 			for _, dtp := range o.TPs {
 				for p := 1; p*tp+dtp <= o.GPUs; p++ {

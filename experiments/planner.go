@@ -74,8 +74,8 @@ type Option struct {
 
 // PlanCapacity finds, for each GPU type, layout (DP × TP × PP, EP on or
 // off) and shape (colocated, or disaggregated with equal TP in both pools
-// and no pipeline, DP or EP: they are modelled for colocated instances
-// only, so such a layout is planned colocated alone), the fewest instances that
+// and no pipeline, DP or EP: the search gives the pools no layouts of
+// their own, so such a layout is planned colocated alone), the fewest instances that
 // serve the target rate with the attainment target, and ranks them by cost
 // per hour. Colocated: replicas are added one at a time from an estimate
 // (the rate over one instance's max goodput rate). Disaggregated: for each

@@ -34,8 +34,9 @@ func choiceNames(ls []layoutChoice) []string {
 // The layouts a search lists: a dense model gets TP × PP alone whatever
 // EP auto says (the layouts searched before DP and EP were); an MoE model
 // with EP auto and the default DP degrees gets each DP × TP ≤ 8 (one HGX
-// node) with and without EP, EP left out where it is not modelled (PP 2,
-// a 1-GPU group); EP on lists those with the reason; EP off is TP × PP.
+// node) with and without EP, EP left out where its group (a stage's DP ×
+// TP) is one GPU; EP on lists those with the reason; EP off is TP × PP.
+// Pipelines get EP like the others (EP × PP: the group is per stage).
 func TestLayoutSpace(t *testing.T) {
 	dense, moe := catalogModel(t, "llama-3.1-8b"), catalogModel(t, "qwen3-30b-a3b")
 	cases := []struct {
@@ -60,13 +61,14 @@ func TestLayoutSpace(t *testing.T) {
 				"DP2×TP1", "DP2×TP1 EP2", "DP2×TP2", "DP2×TP2 EP4", "DP2×TP4", "DP2×TP4 EP8",
 				"DP4×TP1", "DP4×TP1 EP4", "DP4×TP2", "DP4×TP2 EP8",
 				"DP8×TP1", "DP8×TP1 EP8",
-				"PP2×TP1", "PP2×TP2", "PP2×TP4", "DP2×PP2×TP1", "DP2×PP2×TP2", "DP4×PP2×TP1"}},
+				"PP2×TP1", "PP2×TP2", "PP2×TP2 EP2", "PP2×TP4", "PP2×TP4 EP4",
+				"DP2×PP2×TP1", "DP2×PP2×TP1 EP2", "DP2×PP2×TP2", "DP2×PP2×TP2 EP4", "DP4×PP2×TP1", "DP4×PP2×TP1 EP4"}},
 		// Given DP degrees are all tried, across nodes too (wide EP).
 		{"moe, dps given", moe, []int{8}, nil, []int{1, 4}, "", EPAuto, 8,
 			[]string{"TP8", "TP8 EP8", "DP4×TP8", "DP4×TP8 EP32"}},
 		{"moe, EP on", moe, []int{1, 2}, []int{1, 2}, []int{1, 2}, EPOn, EPAuto, 8,
 			[]string{"TP1 EP1 (skipped)", "TP2 EP2", "DP2×TP1 EP2", "DP2×TP2 EP4",
-				"PP2×TP1 EP1 (skipped)", "PP2×TP2 EP2 (skipped)", "DP2×PP2×TP1 EP2 (skipped)", "DP2×PP2×TP2 EP4 (skipped)"}},
+				"PP2×TP1 EP1 (skipped)", "PP2×TP2 EP2", "DP2×PP2×TP1 EP2", "DP2×PP2×TP2 EP4"}},
 		// A 72-GPU NVLink domain (GB200 NVL72) admits DP 8 × TP 8.
 		{"moe, NVL72", moe, []int{8}, nil, nil, "", EPAuto, 72,
 			[]string{"TP8", "TP8 EP8", "DP2×TP8", "DP2×TP8 EP16", "DP4×TP8", "DP4×TP8 EP32", "DP8×TP8", "DP8×TP8 EP64"}},

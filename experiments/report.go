@@ -18,8 +18,10 @@ type SummaryFile struct {
 	Counts   Counts           `json:"counts"`
 	Trace    *TraceCounts     `json:"trace,omitempty"`
 	Metrics  metrics.Summary  `json:"metrics"`
-	Pipeline *PipelineSummary `json:"pipeline,omitempty"`        // pp ≥ 2
-	Experts  *ExpertSummary   `json:"expert_parallel,omitempty"` // dp ≥ 2 or expert parallelism
+	Pipeline *PipelineSummary `json:"pipeline,omitempty"` // pp ≥ 2
+	// DecodePipeline is the decode pool's (disaggregated, decode_pp ≥ 2).
+	DecodePipeline *PipelineSummary `json:"decode_pipeline,omitempty"`
+	Experts        *ExpertSummary   `json:"expert_parallel,omitempty"` // dp ≥ 2 or expert parallelism
 	// DecodeExperts is the decode pool's (disaggregated, decode_dp ≥ 2 or
 	// expert parallelism).
 	DecodeExperts *ExpertSummary `json:"decode_expert_parallel,omitempty"`
@@ -111,14 +113,15 @@ func (r *Report) instanceInfo() InstanceInfo {
 
 func (r *Report) summaryJSON() SummaryFile {
 	return SummaryFile{
-		Servesim:      r.runInfo(),
-		Scenario:      r.Plan.Scenario,
-		Instance:      r.instanceInfo(),
-		Counts:        r.counts(),
-		Metrics:       r.Summary,
-		Pipeline:      r.pipelineSummary(),
-		Experts:       r.expertSummary(),
-		DecodeExperts: r.decodeExpertSummary(),
+		Servesim:       r.runInfo(),
+		Scenario:       r.Plan.Scenario,
+		Instance:       r.instanceInfo(),
+		Counts:         r.counts(),
+		Metrics:        r.Summary,
+		Pipeline:       r.pipelineSummary(),
+		DecodePipeline: r.decodePipelineSummary(),
+		Experts:        r.expertSummary(),
+		DecodeExperts:  r.decodeExpertSummary(),
 	}
 }
 
@@ -160,8 +163,12 @@ func (p *Plan) Describe(w io.Writer) error {
 		d, dp := s.Disagg, p.Decode
 		l := p.Serve.Disagg.Link
 		_, err = fmt.Fprintf(w, "Disaggregated: %d prefill instance(s) (above) and %d decode instance(s) of %d× %s, TP %d, %s batching, max_num_seqs %d, %d KV blocks; KV link %s at %.0f GB/s per prefill instance, %v latency, streaming %v.\n",
-			p.Replicas, p.DecodeInstances, dp.Parallel.TP, dp.GPU.Name, dp.Parallel.TP, dp.Batcher.Name(), dp.Limits.MaxNumSeqs, dp.Memory.Blocks,
+			p.Replicas, p.DecodeInstances, dp.Parallel.TP*dp.pp(), dp.GPU.Name, dp.Parallel.TP, dp.Batcher.Name(), dp.Limits.MaxNumSeqs, dp.Memory.Blocks,
 			d.Link, l.Bandwidth/1e9, l.Latency, d.Streaming)
+		if err == nil && p.Pipeline != nil {
+			_, err = fmt.Fprintf(w, "  KV leaves each of the prefill pool's %d stages from that stage's GPUs (its layers' KV, all stages at once): the link is %.2f × one stage's.\n",
+				len(p.Stages), kvLanes(p.Model.Layers, p.Stages))
+		}
 	}
 	if err == nil {
 		err = p.describePipeline(w)
@@ -292,7 +299,7 @@ func (r *Report) GPUs() int {
 	p := r.Plan
 	n := p.Replicas * p.Parallel.TP * p.Scenario.pp()
 	if p.Decode != nil {
-		n += p.DecodeInstances * p.Decode.Parallel.TP
+		n += p.DecodeInstances * p.Decode.Parallel.TP * p.Decode.pp()
 	}
 	return n
 }
@@ -303,7 +310,7 @@ func (r *Report) CostPerHour() float64 {
 	p := r.Plan
 	c := p.GPU.PricePerHour * float64(p.Replicas*p.Parallel.TP*p.Scenario.pp())
 	if p.Decode != nil {
-		c += p.Decode.GPU.PricePerHour * float64(p.DecodeInstances*p.Decode.Parallel.TP)
+		c += p.Decode.GPU.PricePerHour * float64(p.DecodeInstances*p.Decode.Parallel.TP*p.Decode.pp())
 	}
 	return c
 }

@@ -129,12 +129,15 @@ func (s *Scenario) resolvePool(gc *hardware.Catalog, m *models.Model, prefix, gp
 	p.Limits = policies.Limits{MaxNumSeqs: b.MaxNumSeqs, MaxNumBatchedTokens: b.MaxNumBatchedTokens}
 	var stages []int
 	if prefix == "" {
-		if stages, err = s.checkPP(m); err != nil {
-			return nil, err
-		}
+		stages, err = s.checkPP(m)
+	} else {
+		stages, err = s.checkDecodePP(m)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if stages != nil {
-		if err := s.planStages(p, m, b, stages); err != nil {
+		if err := s.planStages(p, m, b, stages, prefix); err != nil {
 			return nil, err
 		}
 	} else if err := s.planMemory(p, m, b, prefix); err != nil {
@@ -149,7 +152,7 @@ func (s *Scenario) resolvePool(gc *hardware.Catalog, m *models.Model, prefix, gp
 	}
 	p.Kernel, p.kernelID = desc, id
 	if stages != nil {
-		if err := s.newPipeline(p, m, kern, overhead, stages); err != nil {
+		if err := s.newPipeline(p, m, kern, overhead, stages, prefix == "" && s.PPChunked, pe); err != nil {
 			return nil, err
 		}
 		return p, nil
@@ -397,6 +400,10 @@ func (s *Scenario) resolveServe(p *Plan) error {
 		// A round runs up to pp micro-batches, each with the token budget.
 		p.Serve.Instance.Step = p.Pipeline
 		p.Serve.Instance.Limits.MaxNumBatchedTokens *= len(p.Stages)
+		if p.Parallel.EP.On() && s.dp() > 1 {
+			// The DP ranks' stages run each MoE layer together (pipeline_expert.go).
+			p.Serve.DPLockstep = serve.DPLockstep{Ranks: s.dp(), Agree: p.Pipeline.SetGroupBatches}
+		}
 	}
 	if p.Expert != nil {
 		p.Serve.Instance.Step = p.Expert
@@ -466,7 +473,15 @@ func (s *Scenario) resolveDisagg(p *Plan) error {
 	}
 	dp := p.Decode
 	decodeStep := serve.StepTimer(dp.Step)
+	decodeLimits := dp.Limits
 	var lock serve.DPLockstep
+	if dp.Pipeline != nil {
+		decodeStep = dp.Pipeline
+		decodeLimits.MaxNumBatchedTokens *= len(dp.Stages)
+		if dp.Parallel.EP.On() && s.decodeDP() > 1 {
+			lock = serve.DPLockstep{Ranks: s.decodeDP(), Agree: dp.Pipeline.SetGroupBatches}
+		}
+	}
 	if dp.Expert != nil {
 		decodeStep = dp.Expert
 		if s.decodeDP() > 1 {
@@ -482,7 +497,7 @@ func (s *Scenario) resolveDisagg(p *Plan) error {
 	}
 	p.Serve.Disagg = &serve.Disagg{
 		Decode: serve.InstanceConfig{
-			Step: decodeStep, Blocks: dp.Memory.Blocks, BlockSize: dp.Memory.BlockSize, Limits: dp.Limits,
+			Step: decodeStep, Blocks: dp.Memory.Blocks, BlockSize: dp.Memory.BlockSize, Limits: decodeLimits,
 			Batcher: dp.Batcher, MaxModelLen: dp.MaxModelLen,
 			Preempt: s.Batch.Preemption, Victim: s.Batch.Victim, HostBW: dp.GPU.HostBW, SwapSpace: s.Batch.SwapSpaceGB * 1e9,
 			KVBytesPerToken: dp.Memory.KVBytesPerTokenPerGPU,
@@ -490,8 +505,9 @@ func (s *Scenario) resolveDisagg(p *Plan) error {
 		DecodeReplicas: p.DecodeInstances,
 		DecodeLockstep: lock,
 		DecodeRouter:   router,
-		// Each GPU of the prefill group sends its shard over its own link.
-		Link:            serve.Link{Bandwidth: perGPU * float64(p.Parallel.TP), Latency: latency},
+		// Each GPU of the prefill group sends its shard over its own link;
+		// with pipeline stages, each stage's GPUs send its layers' KV.
+		Link:            serve.Link{Bandwidth: perGPU * float64(p.Parallel.TP) * kvLanes(p.Model.Layers, p.Stages), Latency: latency},
 		KVBytesPerToken: p.Model.KVBytesPerToken(p.Parallel.KV),
 		Streaming:       d.Streaming,
 		Layers:          p.Model.Layers,

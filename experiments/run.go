@@ -74,6 +74,7 @@ type PoolPlan struct {
 	// memory; nil at pp = 1.
 	Pipeline *hardware.PipelineStep
 	Stages   []StagePlan
+	chunked  bool // the pipeline runs SGLang's chunked pipelining
 	// Expert prices the steps of an expert-parallel instance (Step with
 	// the all-to-all); nil without expert parallelism.
 	Expert   *hardware.ExpertStep
@@ -97,6 +98,8 @@ type Report struct {
 	Trace *TraceCounts
 	// PipelineStats sums the run's pipeline rounds (pp ≥ 2).
 	PipelineStats hardware.PipelineStats
+	// DecodePipelineStats sums the decode pool's (disaggregated, decode_pp ≥ 2).
+	DecodePipelineStats hardware.PipelineStats
 	// ExpertStats sums the run's expert-parallel steps over all ranks.
 	ExpertStats hardware.ExpertStats
 	// DecodeExpertStats sums the decode pool's (disaggregated).
@@ -178,6 +181,9 @@ func RunContext(ctx context.Context, p *Plan, outDir string) (*Report, error) {
 	if p.Decode != nil && p.Decode.Expert != nil {
 		p.Decode.Expert.Reset(p.DecodeInstances)
 	}
+	if p.Decode != nil && p.Decode.Pipeline != nil {
+		p.Decode.Pipeline.Reset(p.DecodeInstances)
+	}
 	res, err := serve.Run(cfg)
 	if errors.Is(err, serve.ErrStopped) {
 		return nil, fmt.Errorf("experiments: run interrupted: %w (%w)", err, ctx.Err())
@@ -194,6 +200,9 @@ func RunContext(ctx context.Context, p *Plan, outDir string) (*Report, error) {
 	}
 	if p.Decode != nil && p.Decode.Expert != nil {
 		rep.DecodeExpertStats = p.Decode.Expert.Stats()
+	}
+	if p.Decode != nil && p.Decode.Pipeline != nil {
+		rep.DecodePipelineStats = p.Decode.Pipeline.Stats()
 	}
 	if l, ok := src.(*workload.Limited); ok {
 		src = l.Unwrap()

@@ -212,11 +212,13 @@ type Disagg struct {
 	// DecodeExpertParallel, DecodeAll2All and DecodeTwoBatchOverlap default
 	// to the prefill pool's expert_parallel, all2all_backend and
 	// two_batch_overlap (eplb, expert_skew and the TBO thresholds are
-	// shared). Pipeline stages stay at 1 in either pool.
+	// shared). DecodePP is the decode pool's pipeline stages (default 1;
+	// the top-level pp, pp_layers and pp_chunked are the prefill pool's).
 	DecodeDP              int    `toml:"decode_dp,omitzero" json:"decode_dp,omitempty"`
 	DecodeExpertParallel  bool   `toml:"decode_expert_parallel,omitempty" json:"decode_expert_parallel,omitempty"`
 	DecodeAll2All         string `toml:"decode_all2all_backend,omitempty" json:"decode_all2all_backend,omitempty"`
 	DecodeTwoBatchOverlap bool   `toml:"decode_two_batch_overlap,omitempty" json:"decode_two_batch_overlap,omitempty"`
+	DecodePP              int    `toml:"decode_pp,omitzero" json:"decode_pp,omitempty"`
 }
 
 // Hardware holds kernel-time model settings.

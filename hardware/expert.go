@@ -90,6 +90,7 @@ type ExpertStep struct {
 	ops                            []models.Op
 	tbo                            *TBO // two-batch overlap; nil: off
 	groupSplit                     int8 // the DP group's split decision (SetGroupBatches): 0 none, 1 split, 2 whole
+	span, domains                  int  // the group's GPUs in its fullest NVLink domain and the domains it spans (place); 0: contiguous
 }
 
 // ExpertStats sums the steps an ExpertStep priced.
@@ -150,8 +151,8 @@ func (e *ExpertStep) bytesPerToken() (dispatch, combine linkBytes) {
 	h := float64(m.Hidden)
 	G := p.EP.Size
 	dp := float64(p.EP.DP)
-	n := min(G, e.node) // the GPUs of the group inside one NVLink domain
-	cross := G > e.node
+	n, dom := e.placement() // the group's GPUs inside one NVLink domain, and its domains
+	cross := G > n
 	if e.backend == AllGatherReduceScatter {
 		if p.EP.DP <= 1 {
 			return linkBytes{}, linkBytes{}
@@ -181,7 +182,6 @@ func (e *ExpertStep) bytesPerToken() (dispatch, combine linkBytes) {
 		if e.backend == DeepEPLowLatency {
 			interN = float64(G-n) * hit
 		} else {
-			dom := math.Ceil(g / float64(e.node))
 			interN = (dom - 1) * (1 - math.Pow(1-1/dom, k))
 		}
 	}

@@ -29,6 +29,10 @@ type Pipeline struct {
 	// max_num_batched_tokens or SGLang's chunked_prefill_size): Chunked
 	// cuts a round's prefill tokens into micro-batches of at most this.
 	MicroTokens int
+	// All2All is the all-to-all backend of the stages' expert parallelism
+	// (see pipeline_expert.go), used when the Parallel given to
+	// NewPipelineStep carries an EP layout; "" is allgather_reducescatter.
+	All2All string
 }
 
 // PipelineStep prices one round of a pipeline-parallel instance: the
@@ -100,15 +104,30 @@ type PipelineStep struct {
 	stats  PipelineStats
 	skip   int
 	record bool
+	// Expert parallelism (pipeline_expert.go); nil ex: none.
+	ex                           []*ExpertStep // per stage
+	moeLayers                    []float64     // per stage
+	a2aT                         []float64     // m × pp all-to-all seconds, scratch
+	grp                          bool          // a DP lock-step wave is set (SetGroupBatches)
+	waveM                        int           // its micro-batches
+	gt, gsend, ga2a              []float64     // its slowest (micro-batch, stage) times
+	gload                        []float64     // its mean tokens per rank of each micro-batch
+	gsplit                       []models.Batch
+	gm                           []int
+	scratchT, scratchS, scratchA []float64
 }
 
 // PipelineStats sums the rounds a PipelineStep priced.
 type PipelineStats struct {
 	Rounds       int64
 	MicroBatches int64
+	Tokens       int64     // Σ the rounds' tokens (the instance's own)
 	Seconds      float64   // Σ round durations (pipeline only, no CPU overhead)
 	StageBusy    []float64 // per stage, Σ its kernel seconds
 	SendSeconds  []float64 // per boundary, Σ its transfers
+	// AllToAllSeconds is per stage Σ its MoE layers' dispatch and combine
+	// (inside StageBusy); nil without expert parallelism.
+	AllToAllSeconds []float64
 }
 
 // Bubble returns the share of stage time idle over the rounds: 1 − Σ busy
@@ -177,6 +196,14 @@ func NewPipelineStep(m *models.Model, g *GPU, p models.Parallel, k KernelModel, 
 	ps.ops = make([]models.Op, 0, models.NumOpKinds)
 	ps.stats.StageBusy = make([]float64, pp)
 	ps.stats.SendSeconds = make([]float64, pp-1)
+	if p.EP.On() {
+		if err := ps.setupExpert(pl.All2All, pl.GPUsPerNode); err != nil {
+			return nil, err
+		}
+		ps.gt, ps.gsend, ps.ga2a = make([]float64, pp*pp), make([]float64, pp*pp), make([]float64, pp*pp)
+		ps.gload = make([]float64, pp)
+		ps.scratchT, ps.scratchS, ps.scratchA = make([]float64, pp), make([]float64, pp), make([]float64, pp)
+	}
 	return ps, nil
 }
 
@@ -198,6 +225,9 @@ func (ps *PipelineStep) Stats() PipelineStats {
 	st := ps.stats
 	st.StageBusy = append([]float64(nil), st.StageBusy...)
 	st.SendSeconds = append([]float64(nil), st.SendSeconds...)
+	if st.AllToAllSeconds != nil {
+		st.AllToAllSeconds = append([]float64(nil), st.AllToAllSeconds...)
+	}
 	return st
 }
 
@@ -206,9 +236,10 @@ func (ps *PipelineStep) Stats() PipelineStats {
 // prefill per instance when it builds the instance, for its TTFT
 // prediction). Call it before each run.
 func (ps *PipelineStep) Reset(skip int) {
-	ps.stats.Rounds, ps.stats.MicroBatches, ps.stats.Seconds = 0, 0, 0
+	ps.stats.Rounds, ps.stats.MicroBatches, ps.stats.Seconds, ps.stats.Tokens = 0, 0, 0, 0
 	clear(ps.stats.StageBusy)
 	clear(ps.stats.SendSeconds)
+	clear(ps.stats.AllToAllSeconds)
 	ps.skip = skip
 }
 
@@ -242,9 +273,16 @@ func (ps *PipelineStep) round(b models.Batch, back bool) (sec, flops, bytes floa
 	pp := len(ps.frac)
 	m := ps.split(b)
 	for i := range m {
-		f, by := ps.stageTimes(ps.micro[i], ps.t[i*pp:(i+1)*pp], ps.sendT[i*pp:(i+1)*pp])
+		f, by := ps.stageTimes(ps.micro[i], 0, ps.t[i*pp:(i+1)*pp], ps.sendT[i*pp:(i+1)*pp], ps.a2aRow(i))
 		flops += f
 		bytes += by
+	}
+	if ps.grp {
+		// A DP lock-step wave: every rank's round runs the wave's stage times.
+		m = ps.waveM
+		copy(ps.t, ps.gt)
+		copy(ps.sendT, ps.gsend)
+		copy(ps.a2aT, ps.ga2a)
 	}
 	if back {
 		for s := range pp {
@@ -288,12 +326,16 @@ func (ps *PipelineStep) round(b models.Batch, back bool) (sec, flops, bytes floa
 			st := &ps.stats
 			st.Rounds++
 			st.MicroBatches += int64(m)
+			st.Tokens += int64(b.Tokens())
 			st.Seconds += sec
 			for i := range m {
 				for s := range pp {
 					st.StageBusy[s] += ps.t[i*pp+s]
 					if s < pp-1 {
 						st.SendSeconds[s] += ps.sendT[i*pp+s]
+					}
+					if ps.ex != nil {
+						st.AllToAllSeconds[s] += ps.a2aT[i*pp+s]
 					}
 				}
 			}
@@ -360,12 +402,25 @@ func shareBy(total int64, n, m, i int) int64 {
 	return hi - lo
 }
 
+// a2aRow is micro-batch i's row of the all-to-all scratch; nil without
+// expert parallelism.
+func (ps *PipelineStep) a2aRow(i int) []float64 {
+	if ps.ex == nil {
+		return nil
+	}
+	pp := len(ps.frac)
+	return ps.a2aT[i*pp : (i+1)*pp]
+}
+
 // stageTimes fills t with each stage's kernel seconds for micro-batch mb
-// and send with each boundary's transfer, and returns mb's whole-model
-// FLOPs and bytes on one GPU of the TP group.
-func (ps *PipelineStep) stageTimes(mb models.Batch, t, send []float64) (flops, bytes float64) {
+// and send with each boundary's transfer (and, with expert parallelism,
+// a2a with each stage's all-to-all, inside t; load is the DP group's mean
+// tokens per rank of this micro-batch, 0 for mb's own), and returns mb's
+// whole-model FLOPs and bytes on one GPU of the TP group.
+func (ps *PipelineStep) stageTimes(mb models.Batch, load float64, t, send, a2a []float64) (flops, bytes float64) {
 	pp := len(ps.frac)
 	clear(t[:pp])
+	clear(a2a)
 	if mb.Tokens() <= 0 {
 		clear(send[:pp])
 		return 0, 0
@@ -400,6 +455,9 @@ func (ps *PipelineStep) stageTimes(mb models.Batch, t, send []float64) (flops, b
 	}
 	t[0] += embed
 	t[pp-1] += head
+	if ps.ex != nil {
+		ps.expertTimes(mb, load, t[:pp], a2a)
+	}
 	msg := ps.msg * float64(mb.Tokens())
 	for s := range pp - 1 {
 		send[s] = ps.send[s].Time(msg)

@@ -235,7 +235,7 @@ func TestPipelineStagesSumToStep(t *testing.T) {
 	} {
 		whole, _, _ := ps.StepModel().Step(b)
 		tt, send := make([]float64, 3), make([]float64, 3)
-		ps.stageTimes(b, tt, send)
+		ps.stageTimes(b, 0, tt, send, nil)
 		if sum := tt[0] + tt[1] + tt[2]; math.Abs(sum-(whole-1e-3)) > 1e-9*whole {
 			t.Errorf("%+v: stages sum to %.9g s, the step is %.9g s + 1 ms", b, sum, whole-1e-3)
 		}

@@ -16,12 +16,12 @@ prefill/decode-disaggregated (P×TP + D×TP, with the scenario's [disagg] link)
 which the attainment target holds (DistServe's max goodput rate). With
 --pps 1,2 colocated instances are also tried with 2 pipeline stages
 (replicas × PP × TP GPUs; disaggregated pools stay at PP 1, the only
-only one modelled there); the default, 1, keeps the search to
+one searched there); the default, 1, keeps the search to
 TP, as each degree adds a rate search per colocated split. Likewise
 --dps and --ep (default 1 and off, for speed: each DP or EP layout adds a
 rate search per colocated split) try colocated instances with DP ranks and,
 for an MoE model, expert parallelism (--ep on, or auto: with and without;
-"DP2×TP2 EP4"; not with pipeline stages). Prints a
+"DP2×TP2 EP4"; with --pps too, per pipeline stage). Prints a
 ranked table and writes it as CSV. On a terminal a progress bar with an ETA
 counts the deployments searched; -q prints the table only (no bar, no
 "Wrote" line).

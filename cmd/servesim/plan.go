@@ -17,7 +17,8 @@ The capacity planner: for the scenario's model, workload and SLOs, finds for
 each candidate GPU type, layout (DP × TP × PP, EP on or off) and batch
 limit the fewest instances — colocated, and with --disagg also
 prefill/decode-disaggregated (at PP 1, DP 1 without EP only: pipelines,
-DP ranks and EP are modelled for colocated instances) — that serve
+DP ranks and EP are searched for colocated instances; servesim run runs
+them in either pool) — that serve
 R requests/s with the attainment target, and ranks them by cost per hour
 (prices per GPU-hour from the catalog, or given as NAME=PRICE). A deployment
 counts replicas × DP × TP × PP GPUs; a layout whose weights do not fit is a
@@ -25,8 +26,8 @@ row saying why. The default --pps 1,2 also tries two pipeline stages (PP 2 ×
 TP 8 is two 8-GPU nodes, what a model too large for one node needs); each
 degree adds one search per TP. For an MoE model the default --ep auto tries
 each layout with and without expert parallelism (the routed experts sharded
-over the DP × TP GPUs, vLLM's --enable-expert-parallel: "DP4×TP2 EP8"; not
-with pipeline stages, which EP is not modelled with), and the default DP
+over the DP × TP GPUs, vLLM's --enable-expert-parallel: "DP4×TP2 EP8"; with
+pipeline stages, over each stage's DP × TP GPUs), and the default DP
 degrees are 1, 2, 4, 8 with DP × TP × PP within one NVLink domain (vLLM's
 single-node DP launch; 8 GPUs on HGX, 72 on GB200): --dps gives others,
 across nodes too. A dense model gets DP 1 and no EP unless --dps says so;

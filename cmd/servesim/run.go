@@ -119,6 +119,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&s.Disagg.DecodeGPU, "decode-gpu", "", "decode pool GPU (default: the prefill GPU)")
 	fs.IntVar(&s.Disagg.DecodeTP, "decode-tp", 0, "decode pool TP (default: the prefill TP)")
 	fs.IntVar(&s.Disagg.DecodeDP, "decode-dp", 0, "decode pool data-parallel ranks per decode replica (default 1)")
+	fs.IntVar(&s.Disagg.DecodePP, "decode-pp", 0, "decode pool pipeline stages of decode-tp GPUs each (default 1; --pp is the prefill pool's)")
 	fs.BoolVar(&s.Disagg.DecodeExpertParallel, "decode-expert-parallel", false, "decode pool expert parallelism over decode-dp × decode-tp GPUs (default: --expert-parallel)")
 	fs.StringVar(&s.Disagg.DecodeAll2All, "decode-all2all-backend", "", "decode pool all-to-all backend (default: --all2all-backend)")
 	fs.BoolVar(&s.Disagg.DecodeTwoBatchOverlap, "decode-two-batch-overlap", false, "decode pool two-batch overlap (default: --two-batch-overlap)")
@@ -396,6 +397,7 @@ var scenarioFlags = map[string]scenarioFlag{
 	"decode-gpu":                  {"disagg.decode_gpu", func(d, s *experiments.Scenario) { d.Disagg.DecodeGPU = s.Disagg.DecodeGPU }},
 	"decode-tp":                   {"disagg.decode_tp", func(d, s *experiments.Scenario) { d.Disagg.DecodeTP = s.Disagg.DecodeTP }},
 	"decode-dp":                   {"disagg.decode_dp", func(d, s *experiments.Scenario) { d.Disagg.DecodeDP = s.Disagg.DecodeDP }},
+	"decode-pp":                   {"disagg.decode_pp", func(d, s *experiments.Scenario) { d.Disagg.DecodePP = s.Disagg.DecodePP }},
 	"decode-expert-parallel":      {"disagg.decode_expert_parallel", func(d, s *experiments.Scenario) { d.Disagg.DecodeExpertParallel = s.Disagg.DecodeExpertParallel }},
 	"decode-all2all-backend":      {"disagg.decode_all2all_backend", func(d, s *experiments.Scenario) { d.Disagg.DecodeAll2All = s.Disagg.DecodeAll2All }},
 	"decode-two-batch-overlap":    {"disagg.decode_two_batch_overlap", func(d, s *experiments.Scenario) { d.Disagg.DecodeTwoBatchOverlap = s.Disagg.DecodeTwoBatchOverlap }},

@@ -265,6 +265,15 @@ func TestRunExpertParallel(t *testing.T) {
 			[]string{"two-batch overlap above 1 decode / 1 prefill tokens"}},
 		{[]string{"--model", "qwen3-30b-a3b", "--gpu", "h100", "-dp", "2", "-ep", "--enable-two-batch-overlap", "--tbo-decode-token-threshold", "8", "--requests", "20"},
 			[]string{"two-batch overlap above 8 decode / 1 prefill tokens"}},
+		// EP × PP in vLLM's and SGLang's spellings: an EP group of dp × tp
+		// a stage; and a disaggregated decode pool with its own stages.
+		{[]string{"--model", "qwen3-30b-a3b", "--gpu", "h100", "-pp", "2", "-tp", "2", "-dp", "2", "-ep", "--requests", "40"},
+			[]string{"Data parallel: dp 2 ranks × pp 2 × tp 2 = 8 GPUs per replica", "24 MoE layers, their experts over the stage's EP group of 4 GPUs",
+				"ep 4 GPUs hold 128 routed experts of each MoE layer, one EP group per pipeline stage", ", of which all-to-all: 0: "}},
+		{[]string{"--model", "qwen3-30b-a3b", "--gpu", "h100", "--pp-size", "2", "--tp-size", "4", "--dp-size", "2", "--enable-dp-attention", "--ep-size", "4", "--requests", "40"},
+			[]string{"Data parallel: dp 2 ranks × pp 2 × tp 2 = 8 GPUs per replica", "ep 4 GPUs hold 128 routed experts of each MoE layer"}},
+		{[]string{"--model", "llama-3.1-70b", "--gpu", "h100", "-tp", "2", "-pp", "2", "--decode-replicas", "1", "--decode-pp", "2", "--requests", "20"},
+			[]string{"decode instance(s) of 4× h100, TP 2", "Decode pool: Pipeline: pp 2 × tp 2 = 4 GPUs per instance", "KV leaves each of the prefill pool's 2 stages"}},
 	}
 	for _, c := range cases {
 		var out bytes.Buffer
@@ -282,5 +291,9 @@ func TestRunExpertParallel(t *testing.T) {
 	err := dispatch([]string{"run", "-o", t.TempDir(), "--dp", "0", "--requests", "10"}, &out, &out)
 	if err == nil || !strings.Contains(err.Error(), `field "dp" (flag --dp): 0 must be in [1, 576]`) {
 		t.Errorf("--dp 0: %v", err)
+	}
+	err = dispatch([]string{"run", "-o", t.TempDir(), "--decode-replicas", "1", "--decode-pp", "0", "--requests", "10"}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), `field "disagg.decode_pp" (flag --decode-pp): 0 must be in [1, 64]`) {
+		t.Errorf("--decode-pp 0: %v", err)
 	}
 }

@@ -130,7 +130,7 @@ var vllmFlags = []vllmFlag{
 	{name: "guided-decoding-disable-additional-properties", src: "serve", class: noEffect, note: "structured outputs are not modelled"},
 	// ParallelConfig.
 	{name: "distributed-executor-backend", src: "serve", class: noEffect, note: "one process per GPU either way"},
-	{name: "pipeline-parallel-size", short: "pp", src: "serve", class: honoured, equiv: "--pp", note: "layers split over the stages as vLLM's get_pp_indices, up to pp micro-batches in flight"},
+	{name: "pipeline-parallel-size", short: "pp", src: "serve", class: honoured, equiv: "--pp", note: "layers split over the stages as vLLM's get_pp_indices, up to pp micro-batches in flight; with -ep each stage's experts over that stage's dp × tp GPUs"},
 	{name: "tensor-parallel-size", short: "tp", src: "serve", class: honoured, equiv: "--tp"},
 	{name: "decode-context-parallel-size", short: "dcp", src: "serve", class: refused, note: "decode context parallelism is not modelled", dflt: []string{"1"}},
 	{name: "data-parallel-size", short: "dp", src: "serve", class: honoured, equiv: "--dp", note: "each rank an instance with its own scheduler and KV cache, behind vLLM's DP load balancer (waiting × 4 + running)"},
@@ -141,7 +141,7 @@ var vllmFlags = []vllmFlag{
 	{name: "data-parallel-rpc-port", short: "dpp", src: "serve", class: noEffect, note: noHTTP},
 	{name: "data-parallel-backend", short: "dpb", src: "serve", class: noEffect, note: "only with data parallelism"},
 	{name: "data-parallel-hybrid-lb", src: "serve", kind: vBool, class: refused, note: "per-node load balancing is not modelled: one DP load balancer routes to every rank"},
-	{name: "enable-expert-parallel", short: "ep", src: "serve", kind: vBool, class: honoured, equiv: "--expert-parallel", note: "routed experts sharded over the dp × tp GPUs, with the dispatch and combine all-to-all"},
+	{name: "enable-expert-parallel", short: "ep", src: "serve", kind: vBool, class: honoured, equiv: "--expert-parallel", note: "routed experts sharded over the dp × tp GPUs (of each pipeline stage: vLLM's EP group per PP rank), with the dispatch and combine all-to-all"},
 	{name: "all2all-backend", src: "serve", class: honoured, equiv: "--all2all-backend", note: "allgather_reducescatter, deepep_high_throughput, deepep_low_latency"},
 	{name: "enable-dbo", src: "serve", kind: vBool, class: honoured, equiv: "--two-batch-overlap", note: "an expert-parallel step above the threshold runs as two micro-batches whose all-to-all overlaps the other's compute"},
 	{name: "dbo-decode-token-threshold", src: "serve", class: honoured, equiv: "--tbo-decode-token-threshold", note: "decodes-only batches split above it (default 32)"},

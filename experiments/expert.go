@@ -56,6 +56,10 @@ type ExpertSummary struct {
 	// OverlapSteps of them were split (AllToAll* then count the exposed part).
 	TwoBatchOverlap bool  `json:"two_batch_overlap,omitempty"`
 	OverlapSteps    int64 `json:"tbo_steps,omitempty"`
+	// CommSMs: the SMs the all-to-all holds beside the other micro-batch's
+	// compute under two-batch overlap, and the compute's slow-down there.
+	CommSMs      int     `json:"tbo_comm_sms,omitempty"`
+	CommSlowdown float64 `json:"tbo_compute_slowdown,omitempty"`
 }
 
 // dp returns the scenario's data-parallel ranks, 1 when omitted.
@@ -143,7 +147,7 @@ func (s *Scenario) checkEP(m *models.Model, tp int, pe poolEP) (models.ExpertPar
 		for _, f := range []struct {
 			set  bool
 			name string
-		}{{s.EPLB, "eplb"}, {s.RedundantExperts != 0, "eplb_redundant_experts"}, {s.ExpertSkew != 0, "expert_skew"}, {s.All2All != "", "all2all_backend"}, {s.TwoBatchOverlap, "two_batch_overlap"}} {
+		}{{s.EPLB, "eplb"}, {s.RedundantExperts != 0, "eplb_redundant_experts"}, {s.ExpertSkew != 0, "expert_skew"}, {s.All2All != "", "all2all_backend"}, {s.TwoBatchOverlap, "two_batch_overlap"}, {s.TBOCommSMs != nil, "tbo_comm_sms"}} {
 			if f.set {
 				return e, s.fieldError(f.name, strings.ReplaceAll(f.name, "_", "-"), "needs expert_parallel (flag --enable-expert-parallel)")
 			}
@@ -228,6 +232,17 @@ func (s *Scenario) newExpertStep(p *PoolPlan, pe poolEP) error {
 		return fmt.Errorf("%w (field \"all2all_backend\")", err)
 	}
 	p.Expert.SetTBO(s.tbo(pe))
+	if n := s.TBOCommSMs; n != nil {
+		if !s.TwoBatchOverlap && !s.Disagg.DecodeTwoBatchOverlap {
+			return s.fieldError("tbo_comm_sms", "", "needs two_batch_overlap (the SMs the all-to-all holds beside the other micro-batch's compute)")
+		}
+		if *n < 0 {
+			return s.fieldError("tbo_comm_sms", "", "%d must be ≥ 0; omit it for the backend's default (%d for %s)", *n, hardware.DefaultCommSMs(p.Expert.Backend()), p.Expert.Backend())
+		}
+		if err := p.Expert.SetCommSMs(*n); err != nil {
+			return s.fieldError("tbo_comm_sms", "", "%v", err)
+		}
+	}
 	return nil
 }
 
@@ -307,7 +322,16 @@ func (p *Plan) describePoolExperts(w io.Writer, l poolLayout) error {
 			b.WriteString("; the DP ranks step in lock-step (a step ends with the slowest rank's, idle ranks run a dummy batch; MoE layers and all-to-all at the group's mean tokens per rank)")
 		}
 		if t := e.TBO(); t != nil {
-			fmt.Fprintf(&b, "; two-batch overlap above %d decode / %d prefill tokens (each MoE layer max(compute, all-to-all) a micro-batch plus the edges)", t.DecodeThreshold, t.PrefillThreshold)
+			fmt.Fprintf(&b, "; two-batch overlap above %d decode / %d prefill tokens (each MoE layer max(compute, all-to-all) a micro-batch plus the edges", t.DecodeThreshold, t.PrefillThreshold)
+			switch n, f := e.CommSMs(); {
+			case n > 0:
+				fmt.Fprintf(&b, "; the all-to-all holds %d of the GPU's %d SMs, so the compute beside it runs %.3f× slower", n, pool.GPU.SMs, f)
+			case hardware.DefaultCommSMs(e.Backend()) > 0 && pool.GPU.SMs == 0 && s.TBOCommSMs == nil:
+				b.WriteString("; no SM count for this GPU, so no SM contention priced")
+			default:
+				b.WriteString("; the all-to-all holds no SMs")
+			}
+			b.WriteString(")")
 		}
 		b.WriteString(".\n")
 	}
@@ -361,6 +385,9 @@ func (r *Report) poolExpertSummary(l poolLayout) *ExpertSummary {
 		}
 		if e.TBO() != nil {
 			es.TwoBatchOverlap, es.OverlapSteps = true, st.OverlapSteps
+			if n, f := e.CommSMs(); n > 0 {
+				es.CommSMs, es.CommSlowdown = n, f
+			}
 		}
 	}
 	return es
@@ -376,6 +403,9 @@ func (r *Report) writeExpertResults(w io.Writer) error {
 		tbo := ""
 		if es.TwoBatchOverlap {
 			tbo = fmt.Sprintf(" (exposed: two-batch overlap split %d of %d steps)", es.OverlapSteps, l.stats.Steps)
+			if es.CommSMs > 0 {
+				tbo = fmt.Sprintf(" (exposed, with the compute slowed %.3f× beside it on %d SMs fewer: two-batch overlap split %d of %d steps)", es.CommSlowdown, es.CommSMs, es.OverlapSteps, l.stats.Steps)
+			}
 		}
 		if _, err := fmt.Fprintf(w, "%sExpert parallel: %.1f tokens per rank step; all-to-all %.3f ms a step, %.1f %% of step time%s; busiest rank at %.3f × the mean routed rows.\n",
 			l.label, es.TokensPerRank, es.AllToAllMsStep, 100*es.AllToAllShare, tbo, es.Skew); err != nil {

@@ -67,6 +67,11 @@ type Scenario struct {
 	TwoBatchOverlap     bool `toml:"two_batch_overlap,omitempty" json:"two_batch_overlap,omitempty"`
 	TBODecodeThreshold  int  `toml:"tbo_decode_token_threshold,omitzero" json:"tbo_decode_token_threshold,omitempty"`
 	TBOPrefillThreshold int  `toml:"tbo_prefill_token_threshold,omitzero" json:"tbo_prefill_token_threshold,omitempty"`
+	// TBOCommSMs is the SMs the all-to-all kernels hold beside the other
+	// micro-batch's compute under two-batch overlap (SGLang --deepep-config
+	// num_sms, vLLM VLLM_DBO_COMM_SMS); omitted: the backend's default
+	// (hardware.DefaultCommSMs: 20 for DeepEP normal, 0 for low-latency).
+	TBOCommSMs *int `toml:"tbo_comm_sms,omitempty" json:"tbo_comm_sms,omitempty"`
 
 	Workload  Workload  `toml:"workload" json:"workload"`
 	Batch     Batch     `toml:"batch" json:"batch"`

@@ -88,8 +88,10 @@ type ExpertStep struct {
 	load                           float64   // the DP group's tokens per rank (SetGroupLoad); 0: the rank's own
 	moe                            []float64 // MoE operators' seconds by token count, cached
 	ops                            []models.Op
-	tbo                            *TBO // two-batch overlap; nil: off
-	groupSplit                     int8 // the DP group's split decision (SetGroupBatches): 0 none, 1 split, 2 whole
+	tbo                            *TBO    // two-batch overlap; nil: off
+	commSMs                        int     // SMs the all-to-all holds beside compute under TBO (SetCommSMs)
+	slow                           float64 // the compute's slow-down beside it: SMs / (SMs − commSMs)
+	groupSplit                     int8    // the DP group's split decision (SetGroupBatches): 0 none, 1 split, 2 whole
 }
 
 // ExpertStats sums the steps an ExpertStep priced.
@@ -138,6 +140,11 @@ func NewExpertStep(s *StepModel, backend string, gpusPerNode int) (*ExpertStep, 
 	intra := d.intra / g.LinkBW
 	e.dIntra, e.dInter = intra, d.inter/ScaleOutBW
 	e.cIntra, e.cInter = c.intra/g.LinkBW, c.inter/ScaleOutBW
+	if err := e.SetCommSMs(-1); err != nil {
+		// No SM count: price the overlap without contention (the
+		// header says so); SetCommSMs with an explicit count refuses.
+		e.commSMs, e.slow = 0, 1
+	}
 	return e, nil
 }
 

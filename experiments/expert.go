@@ -345,7 +345,11 @@ func (s *Scenario) linkName(pool *PoolPlan) string {
 	if pool.Parallel.EP.Size <= node {
 		return fmt.Sprintf("NVLink (one %d-GPU domain)", node)
 	}
-	return fmt.Sprintf("NVLink and the scale-out NIC (%d domains of %d GPUs, %.0f GB/s per GPU)", (pool.Parallel.EP.Size+node-1)/node, node, hardware.ScaleOutBW/1e9)
+	dom := (pool.Parallel.EP.Size + node - 1) / node
+	if d, c, ok := pool.Expert.ScaleOutBWs(); ok {
+		return fmt.Sprintf("NVLink and the scale-out NIC (%d domains of %d GPUs; DeepEP's measured %.1f / %.1f GB/s dispatch / combine per GPU at EP %d, H800 with a 400 Gb/s NIC)", dom, node, d/1e9, c/1e9, pool.Parallel.EP.Size)
+	}
+	return fmt.Sprintf("NVLink and the scale-out NIC (%d domains of %d GPUs, %.0f GB/s per GPU)", dom, node, hardware.ScaleOutBW/1e9)
 }
 
 // expertSummary is summary.json's "expert_parallel" (the colocated or
@@ -404,7 +408,7 @@ func (r *Report) writeExpertResults(w io.Writer) error {
 		if es.TwoBatchOverlap {
 			tbo = fmt.Sprintf(" (exposed: two-batch overlap split %d of %d steps)", es.OverlapSteps, l.stats.Steps)
 			if es.CommSMs > 0 {
-				tbo = fmt.Sprintf(" (exposed, with the compute slowed %.3f× beside it on %d SMs fewer: two-batch overlap split %d of %d steps)", es.CommSlowdown, es.CommSMs, es.OverlapSteps, l.stats.Steps)
+				tbo = fmt.Sprintf(" (exposed, the compute beside it slowed %.3f× by the %d SMs it holds: two-batch overlap split %d of %d steps)", es.CommSlowdown, es.CommSMs, es.OverlapSteps, l.stats.Steps)
 			}
 		}
 		if _, err := fmt.Fprintf(w, "%sExpert parallel: %.1f tokens per rank step; all-to-all %.3f ms a step, %.1f %% of step time%s; busiest rank at %.3f × the mean routed rows.\n",

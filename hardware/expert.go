@@ -35,10 +35,9 @@ var All2AllBackends = []string{AllGatherReduceScatter, DeepEPHighThroughput, Dee
 // direction: one 400 Gb/s ConnectX-7 InfiniBand NIC per GPU, as on DGX
 // H100 (NVIDIA DGX H100 datasheet: 8 × single-port ConnectX-7, 400 Gb/s)
 // and GB200 NVL72's compute trays (ConnectX-7 400 Gb/s per GPU, NVIDIA
-// GB200 NVL72 reference architecture). DeepEP's README measures its
-// normal kernels at 43–58 GB/s RDMA and 153–158 GB/s NVLink on H800 with
-// the same NIC, so the nominal figures here are within ~15 % of what the
-// best kernels reach, on the optimistic side.
+// GB200 NVL72 reference architecture). The all-gather backend's
+// inter-node traffic takes it as is; the DeepEP backends take DeepEP's
+// measured bandwidths instead (deepep.go), scaled by ScaleOutBW / 50 GB/s.
 const ScaleOutBW = 50e9
 
 // ExpertStep prices the steps of an expert-parallel instance: the step
@@ -60,15 +59,21 @@ const ScaleOutBW = 50e9
 // nodes, nodes) a token's TopK experts fall on, under uniform placement:
 // (n − 1)(1 − (1 − 1/G)^K) GPUs inside an NVLink domain of n of the G GPUs,
 // and across domains (G − n)(1 − (1 − 1/G)^K) GPUs (low-latency) or
-// (D − 1)(1 − (1 − 1/D)^K) domains (high-throughput, D domains). Each
-// direction takes
+// (D − 1)(1 − (1 − 1/D)^K) domains (high-throughput, D domains): the
+// bytes that cross a wire (Bytes). The all-gather backend's directions take
 //
 //	latency + max(intra bytes / link_bw, inter bytes / ScaleOutBW)
 //
 // (the NVLink and the NIC run at once), latency the GPU's measured
-// link_latency (NCCL's small-message all-reduce time; no DeepEP latency
-// profile here). With DP = 1 the all-gather backend moves nothing (the TP
-// all-reduce already sums the experts' outputs, as in vLLM).
+// link_latency (NCCL's small-message all-reduce time). The DeepEP backends
+// take DeepEP's measured bandwidths instead (deepep.go: its logical bytes,
+// own GPU and node included, over the figures its README publishes for
+// H800 with a 400 Gb/s NIC, transferred as said there): the same max over
+// the two links, plus the link latency for the normal kernels; for the
+// low-latency kernels across domains the measured latencies hold the fixed
+// cost, and the link latency is only a floor. With DP = 1 the all-gather
+// backend moves nothing (the TP all-reduce already sums the experts'
+// outputs, as in vLLM).
 //
 // Without two-batch overlap (SetTBO) the all-to-all adds to the step; with
 // it, a step above the overlap's threshold is split in two micro-batches
@@ -83,6 +88,7 @@ type ExpertStep struct {
 	// dispatch and combine
 	dIntra, dInter, cIntra, cInter float64
 	lat                            float64
+	floor                          bool // lat is a floor, not a term (DeepEP low-latency across domains: measured latencies)
 	stats                          ExpertStats
 	skip                           int
 	load                           float64   // the DP group's tokens per rank (SetGroupLoad); 0: the rank's own
@@ -136,10 +142,14 @@ func NewExpertStep(s *StepModel, backend string, gpusPerNode int) (*ExpertStep, 
 	e := &ExpertStep{s: s, backend: backend, node: gpusPerNode, lat: g.LinkLatency}
 	ml := m.Layers - m.DenseLayers
 	e.layers = float64(ml)
-	d, c := e.bytesPerToken()
-	intra := d.intra / g.LinkBW
-	e.dIntra, e.dInter = intra, d.inter/ScaleOutBW
-	e.cIntra, e.cInter = c.intra/g.LinkBW, c.inter/ScaleOutBW
+	if backend == AllGatherReduceScatter {
+		d, c := e.bytesPerToken()
+		e.dIntra, e.dInter = d.intra/g.LinkBW, d.inter/ScaleOutBW
+		e.cIntra, e.cInter = c.intra/g.LinkBW, c.inter/ScaleOutBW
+	} else {
+		d, c, floor := e.deepEPSeconds()
+		e.dIntra, e.dInter, e.cIntra, e.cInter, e.floor = d.intra, d.inter, c.intra, c.inter, floor
+	}
 	if err := e.SetCommSMs(-1); err != nil {
 		// No SM count: price the overlap without contention (the
 		// header says so); SetCommSMs with an explicit count refuses.
@@ -212,6 +222,9 @@ func (e *ExpertStep) AllToAll(tokens int) (dispatch, combine float64) {
 	t := float64(tokens)
 	if e.dIntra == 0 && e.dInter == 0 {
 		return 0, 0
+	}
+	if e.floor {
+		return math.Max(e.lat, t*math.Max(e.dIntra, e.dInter)), math.Max(e.lat, t*math.Max(e.cIntra, e.cInter))
 	}
 	return e.lat + t*math.Max(e.dIntra, e.dInter), e.lat + t*math.Max(e.cIntra, e.cInter)
 }

@@ -171,7 +171,9 @@ func TestContended(t *testing.T) {
 // step is longer than the uncontended overlap and never longer than the
 // split halves run back to back; low-latency kernels hold none.
 func TestTBOStepContention(t *testing.T) {
-	p := models.Parallel{TP: 1, Weights: models.FP8, KV: models.BF16, EP: models.ExpertParallel{Size: 32, DP: 32, Skew: 1}}
+	// EP 8 inside one node: the NVLink all-to-all is shorter than the
+	// compute, so the contention shows.
+	p := models.Parallel{TP: 1, Weights: models.FP8, KV: models.BF16, EP: models.ExpertParallel{Size: 8, DP: 8, Skew: 1}}
 	e := testExpertStep(t, "h100", p, DeepEPHighThroughput, 8)
 	if n, f := e.CommSMs(); n != 20 || math.Abs(f-132.0/112) > 1e-15 {
 		t.Fatalf("DeepEP normal on H100: CommSMs = %d, %v; want 20, 132/112", n, f)

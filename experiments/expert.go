@@ -36,14 +36,18 @@ const (
 
 // ExpertSummary is summary.json's "expert_parallel".
 type ExpertSummary struct {
-	DP             int     `json:"dp"`
-	EP             int     `json:"ep"`
-	GPUsPerRank    int     `json:"gpus_per_dp_rank"`
-	GPUs           int     `json:"gpus"`
-	Backend        string  `json:"all2all_backend,omitempty"`
-	LocalExperts   int     `json:"experts_per_gpu"`
-	Redundant      int     `json:"redundant_experts"`
-	Skew           float64 `json:"expert_skew"`
+	DP           int     `json:"dp"`
+	EP           int     `json:"ep"`
+	GPUsPerRank  int     `json:"gpus_per_dp_rank"`
+	GPUs         int     `json:"gpus"`
+	Backend      string  `json:"all2all_backend,omitempty"`
+	LocalExperts int     `json:"experts_per_gpu"`
+	Redundant    int     `json:"redundant_experts"`
+	Skew         float64 `json:"expert_skew"`
+	// SkewLayers and SkewMax: per-layer skews were given (Skew is then
+	// their mean): how many MoE layers, and the largest.
+	SkewLayers     int     `json:"expert_skew_layers,omitempty"`
+	SkewMax        float64 `json:"expert_skew_max,omitempty"`
 	WeightGB       float64 `json:"weight_gb_per_gpu"`
 	KVBlocks       int     `json:"kv_blocks_per_rank"`
 	TokensPerRank  float64 `json:"tokens_per_rank_step"`
@@ -129,7 +133,25 @@ func (s *Scenario) checkDecodeLayout(p *Plan) error {
 
 // checkEP validates the DP and EP fields of a pool and returns its EP
 // layout at TP tp (the zero layout without expert parallelism).
-func (s *Scenario) checkEP(m *models.Model, tp int, pe poolEP) (models.ExpertParallel, error) {
+func (s *Scenario) checkEP(m *models.Model, tp int, pe poolEP) (models.ExpertParallel, []float64, error) {
+	e, err := s.checkEPLayout(m, tp, pe)
+	if err != nil || !e.On() {
+		return e, nil, err
+	}
+	skews, err := s.layerSkews(m, e.Size)
+	if err != nil || skews == nil {
+		return e, nil, err
+	}
+	// The one skew the step model and reports carry: the layers' mean.
+	sum := 0.0
+	for _, v := range skews {
+		sum += v
+	}
+	e.Skew = sum / float64(len(skews))
+	return e, skews, nil
+}
+
+func (s *Scenario) checkEPLayout(m *models.Model, tp int, pe poolEP) (models.ExpertParallel, error) {
 	var e models.ExpertParallel
 	f := func(name string) string { return pe.prefix + name }
 	fl := func(name string) string {
@@ -147,7 +169,7 @@ func (s *Scenario) checkEP(m *models.Model, tp int, pe poolEP) (models.ExpertPar
 		for _, f := range []struct {
 			set  bool
 			name string
-		}{{s.EPLB, "eplb"}, {s.RedundantExperts != 0, "eplb_redundant_experts"}, {s.ExpertSkew != 0, "expert_skew"}, {s.All2All != "", "all2all_backend"}, {s.TwoBatchOverlap, "two_batch_overlap"}, {s.TBOCommSMs != nil, "tbo_comm_sms"}} {
+		}{{s.EPLB, "eplb"}, {s.RedundantExperts != 0, "eplb_redundant_experts"}, {s.ExpertSkew != 0, "expert_skew"}, {s.All2All != "", "all2all_backend"}, {s.TwoBatchOverlap, "two_batch_overlap"}, {s.TBOCommSMs != nil, "tbo_comm_sms"}, {s.ExpertSkewLayers != nil, "expert_skew_layers"}, {s.ExpertSkewFile != "", "expert_skew_file"}} {
 			if f.set {
 				return e, s.fieldError(f.name, strings.ReplaceAll(f.name, "_", "-"), "needs expert_parallel (flag --enable-expert-parallel)")
 			}
@@ -232,6 +254,9 @@ func (s *Scenario) newExpertStep(p *PoolPlan, pe poolEP) error {
 		return fmt.Errorf("%w (field \"all2all_backend\")", err)
 	}
 	p.Expert.SetTBO(s.tbo(pe))
+	if err := p.Expert.SetLayerSkews(p.layerSkews); err != nil {
+		return fmt.Errorf("experiments: %w", err)
+	}
 	if n := s.TBOCommSMs; n != nil {
 		if !s.TwoBatchOverlap && !s.Disagg.DecodeTwoBatchOverlap {
 			return s.fieldError("tbo_comm_sms", "", "needs two_batch_overlap (the SMs the all-to-all holds beside the other micro-batch's compute)")
@@ -310,6 +335,16 @@ func (p *Plan) describePoolExperts(w io.Writer, l poolLayout) error {
 		}
 		fmt.Fprintf(&b, ", %d per GPU whole; all-to-all %s over %s; expert load skew %.3f (busiest rank's rows / mean", m.LocalExperts(pool.Parallel), e.Backend(), s.linkName(pool), ep.Skew)
 		switch {
+		case pool.layerSkews != nil:
+			src := "expert_skew_layers"
+			if s.ExpertSkewFile != "" {
+				src = s.ExpertSkewFile
+			}
+			lo, hi := pool.layerSkews[0], pool.layerSkews[0]
+			for _, v := range pool.layerSkews {
+				lo, hi = math.Min(lo, v), math.Max(hi, v)
+			}
+			fmt.Fprintf(&b, ", the mean of %d MoE layers' own from %s, %.3f to %.3f, each layer priced at its own", len(pool.layerSkews), src, lo, hi)
 		case s.Explicit("expert_skew"):
 			b.WriteString(", given")
 		case s.EPLB:
@@ -378,6 +413,12 @@ func (r *Report) poolExpertSummary(l poolLayout) *ExpertSummary {
 	if e := pool.Expert; e != nil {
 		es.EP, es.Backend, es.Redundant, es.Skew = pool.Parallel.EP.Size, e.Backend(), pool.Parallel.EP.Redundant, pool.Parallel.EP.Skew
 		es.Waves, es.DummySteps = l.waves, l.dummies
+		if ls := pool.layerSkews; ls != nil {
+			es.SkewLayers = len(ls)
+			for _, v := range ls {
+				es.SkewMax = math.Max(es.SkewMax, v)
+			}
+		}
 		if es.Waves > 0 {
 			es.RankSpread = float64(l.rankSteps) / float64(es.Waves*int64(l.dp))
 		}

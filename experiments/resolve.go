@@ -55,7 +55,7 @@ func (s *Scenario) resolvePool(gc *hardware.Catalog, m *models.Model, prefix, gp
 	if prefix != "" {
 		pe = s.decodeEP()
 	}
-	if p.Parallel.EP, err = s.checkEP(m, *tp, pe); err != nil {
+	if p.Parallel.EP, p.layerSkews, err = s.checkEP(m, *tp, pe); err != nil {
 		return nil, err
 	}
 	if err := orDefault(s, &b.BlockSize, 16, f("batch.block_size"), fl("block-size"), "≥ 1", "16"); err != nil {

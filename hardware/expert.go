@@ -94,10 +94,11 @@ type ExpertStep struct {
 	load                           float64   // the DP group's tokens per rank (SetGroupLoad); 0: the rank's own
 	moe                            []float64 // MoE operators' seconds by token count, cached
 	ops                            []models.Op
-	tbo                            *TBO    // two-batch overlap; nil: off
-	commSMs                        int     // SMs the all-to-all holds beside compute under TBO (SetCommSMs)
-	slow                           float64 // the compute's slow-down beside it: SMs / (SMs − commSMs)
-	groupSplit                     int8    // the DP group's split decision (SetGroupBatches): 0 none, 1 split, 2 whole
+	tbo                            *TBO        // two-batch overlap; nil: off
+	commSMs                        int         // SMs the all-to-all holds beside compute under TBO (SetCommSMs)
+	slow                           float64     // the compute's slow-down beside it: SMs / (SMs − commSMs)
+	groupSplit                     int8        // the DP group's split decision (SetGroupBatches): 0 none, 1 split, 2 whole
+	ls                             *layerSkews // per-layer skews (SetLayerSkews); nil: the step model's one skew
 }
 
 // ExpertStats sums the steps an ExpertStep priced.
@@ -250,22 +251,13 @@ func (e *ExpertStep) Bytes(tokens int) (dispatch, combine float64) {
 // 61 layers.)
 func (e *ExpertStep) SetGroupLoad(tokensPerRank float64) { e.load = tokensPerRank }
 
-// moeSec returns the MoE operators' seconds for n tokens per rank.
+// moeSec returns the MoE operators' seconds for n tokens per rank at the
+// step model's one skew.
 func (e *ExpertStep) moeSec(n int) float64 {
 	if n < len(e.moe) && e.moe[n] > 0 {
 		return e.moe[n]
 	}
-	e.ops = e.s.m.Ops(models.Batch{Decodes: n}, e.s.p, e.ops[:0])
-	sec := 0.0
-	for i := range e.ops {
-		op := &e.ops[i]
-		switch op.Kind {
-		case models.OpMoERouter, models.OpMLPUp, models.OpAct, models.OpMLPDown:
-			if op.Count != 0 {
-				sec += float64(op.Count) * e.s.k.OpTime(op)
-			}
-		}
-	}
+	sec := e.moeOps(n, e.s.p)
 	if n < maxCachedTokens {
 		if n >= len(e.moe) {
 			grown := make([]float64, max(n+1, 2*len(e.moe)))
@@ -285,12 +277,12 @@ func (e *ExpertStep) Step(b models.Batch) (sec, flops, bytes float64) {
 	}
 	a2aTokens := b.Tokens()
 	if e.load > 0 {
-		g := max(1, int(math.Round(e.load)))
-		sec += e.moeSec(g) - e.moeSec(b.Tokens())
-		a2aTokens = g
+		a2aTokens = max(1, int(math.Round(e.load)))
 	}
-	d, c := e.AllToAll(a2aTokens)
-	a := e.layers * (d + c)
+	if e.load > 0 || e.ls != nil {
+		sec += e.moeAt(a2aTokens) - e.moeSec(b.Tokens())
+	}
+	a := e.a2aLayers(a2aTokens)
 	split := e.splits(b)
 	if split {
 		var compute float64

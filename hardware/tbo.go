@@ -219,15 +219,16 @@ func (e *ExpertStep) overlapped(b models.Batch) (compute, exposed float64) {
 		sec, _, _ := e.s.Step(h)
 		sec -= o
 		tokens := h.Tokens()
+		n := tokens
 		if e.load > 0 {
 			// Each micro-batch carries half the group's load (vLLM
 			// coordinates the split across the DP ranks, dp_utils.py).
-			g := max(1, int(math.Round(e.load*float64(tokens)/float64(b.Tokens()))))
-			sec += e.moeSec(g) - e.moeSec(tokens)
-			tokens = g
+			n = max(1, int(math.Round(e.load*float64(tokens)/float64(b.Tokens()))))
 		}
-		d, cb := e.AllToAll(tokens)
-		c[i], a[i] = sec/layers, d+cb
+		if e.load > 0 || e.ls != nil {
+			sec += e.moeAt(n) - e.moeSec(tokens)
+		}
+		c[i], a[i] = sec/layers, e.a2aPerLayer(n)
 		compute += sec
 	}
 	return compute, max(0, overlapStep(layers, e.layers, c, a, e.slow)-compute)

@@ -158,6 +158,21 @@ func TestExpertFieldErrors(t *testing.T) {
 	}
 }
 
+// expertHeader resolves s and returns the plan and the header's data- and
+// expert-parallel lines.
+func expertHeader(t *testing.T, s Scenario) (*Plan, string) {
+	t.Helper()
+	p, err := s.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := p.describeExperts(&b); err != nil {
+		t.Fatal(err)
+	}
+	return p, b.String()
+}
+
 // TestTBOCommSMsHeader: the header says how many SMs the all-to-all holds
 // under two-batch overlap and the compute's slow-down beside it (DeepEP
 // normal on H100: 20 of 132, 132/112 = 1.179×; low-latency none; a given
@@ -173,17 +188,9 @@ func TestTBOCommSMsHeader(t *testing.T) {
 		{"all2all_backend = \"deepep_high_throughput\"\ntbo_comm_sms = 32\n", "holds 32 of the GPU's 132 SMs, so the compute beside it runs 1.320× slower", 32},
 		{"all2all_backend = \"deepep_high_throughput\"\ntbo_comm_sms = 0\n", "the all-to-all holds no SMs", 0},
 	} {
-		s := epScenario(t, "qwen3-30b-a3b", "dp = 2\nexpert_parallel = true\ntwo_batch_overlap = true\ntbo_decode_token_threshold = 1\n"+c.head, "")
-		p, err := s.Resolve()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var b strings.Builder
-		if err := p.describeExperts(&b); err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(b.String(), c.want) {
-			t.Errorf("%q: header\n%s\nlacks %q", c.head, b.String(), c.want)
+		p, hdr := expertHeader(t, epScenario(t, "qwen3-30b-a3b", "dp = 2\nexpert_parallel = true\ntwo_batch_overlap = true\ntbo_decode_token_threshold = 1\n"+c.head, ""))
+		if !strings.Contains(hdr, c.want) {
+			t.Errorf("%q: header\n%s\nlacks %q", c.head, hdr, c.want)
 		}
 		r, err := Run(p, t.TempDir())
 		if err != nil {

@@ -119,17 +119,9 @@ func FuzzReadExpertSkew(f *testing.F) {
 func TestExpertSkewLayers(t *testing.T) {
 	hot := strings.Repeat("1.5, ", 47) + "1.5"
 	base := "dp = 2\nexpert_parallel = true\n"
-	s := epScenario(t, "qwen3-30b-a3b", base+"expert_skew_layers = ["+hot+"]\n", "")
-	p, err := s.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var hdr strings.Builder
-	if err := p.describeExperts(&hdr); err != nil {
-		t.Fatal(err)
-	}
-	if want := "expert load skew 1.500 (busiest rank's rows / mean, the mean of 48 MoE layers' own from expert_skew_layers, 1.500 to 1.500, each layer priced at its own)"; !strings.Contains(hdr.String(), want) {
-		t.Errorf("header\n%s\nlacks %q", hdr.String(), want)
+	p, hdr := expertHeader(t, epScenario(t, "qwen3-30b-a3b", base+"expert_skew_layers = ["+hot+"]\n", ""))
+	if want := "expert load skew 1.500 (busiest rank's rows / mean, the mean of 48 MoE layers' own from expert_skew_layers, 1.500 to 1.500, each layer priced at its own)"; !strings.Contains(hdr, want) {
+		t.Errorf("header\n%s\nlacks %q", hdr, want)
 	}
 	flat, err := epScenario(t, "qwen3-30b-a3b", base, "").Resolve()
 	if err != nil {

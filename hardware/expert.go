@@ -258,14 +258,7 @@ func (e *ExpertStep) moeSec(n int) float64 {
 		return e.moe[n]
 	}
 	sec := e.moeOps(n, e.s.p)
-	if n < maxCachedTokens {
-		if n >= len(e.moe) {
-			grown := make([]float64, max(n+1, 2*len(e.moe)))
-			copy(grown, e.moe)
-			e.moe = grown
-		}
-		e.moe[n] = sec
-	}
+	cacheSec(&e.moe, n, sec)
 	return sec
 }
 

@@ -82,15 +82,22 @@ func (e *ExpertStep) moeAt(n int) float64 {
 		sec += ls.counts[i] * e.moeOps(n, p)
 	}
 	sec /= e.layers
-	if n < maxCachedTokens {
-		if n >= len(ls.moe) {
-			grown := make([]float64, max(n+1, 2*len(ls.moe)))
-			copy(grown, ls.moe)
-			ls.moe = grown
-		}
-		ls.moe[n] = sec
-	}
+	cacheSec(&ls.moe, n, sec)
 	return sec
+}
+
+// cacheSec stores sec at index n of a by-token-count cache, growing it
+// (doubling) as needed; counts from maxCachedTokens on are not cached.
+func cacheSec(cache *[]float64, n int, sec float64) {
+	if n >= maxCachedTokens {
+		return
+	}
+	if n >= len(*cache) {
+		grown := make([]float64, max(n+1, 2*len(*cache)))
+		copy(grown, *cache)
+		*cache = grown
+	}
+	(*cache)[n] = sec
 }
 
 // moeOps returns the MoE operators' seconds for n tokens per rank under p.

@@ -239,8 +239,12 @@ func (e *ExpertStep) overlapped(b models.Batch) (compute, exposed float64) {
 // per-MoE-layer all-to-all a (see TBO), with the compute beside an
 // all-to-all slowed by f (1: no SM contention), without the iteration
 // overhead.
+// It is never more than the two micro-batches' compute and all-to-all run
+// back to back (at f = 1 it never is; with heavy contention the edges
+// could make it so).
 func overlapStep(layers, moe float64, c, a [2]float64, f float64) float64 {
-	return (layers-moe)*(c[0]+c[1]) + moe*(contended(c[0], a[0], f)+contended(c[1], a[1], f)) + math.Min(c[0], a[1])
+	serial := layers*(c[0]+c[1]) + moe*(a[0]+a[1])
+	return math.Min(serial, (layers-moe)*(c[0]+c[1])+moe*(contended(c[0], a[0], f)+contended(c[1], a[1], f))+math.Min(c[0], a[1]))
 }
 
 // contended is a stage of compute c beside an all-to-all of a whose

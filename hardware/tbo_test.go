@@ -2,6 +2,8 @@ package hardware
 
 import (
 	"math"
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/servesim/servesim/models"
@@ -166,6 +168,27 @@ func TestContended(t *testing.T) {
 	}
 }
 
+// TestOverlapStepBounds: on seeded random layers, compute, all-to-all and
+// slow-downs, an overlapped step is never shorter than either resource's
+// total (all compute, all all-to-all) nor longer than both back to back.
+// Replay a failure with its seed in the message.
+func TestOverlapStepBounds(t *testing.T) {
+	r := rand.New(rand.NewPCG(22, 1))
+	for i := 0; i < 10000; i++ {
+		moe := float64(1 + r.IntN(60))
+		layers := moe + float64(r.IntN(4))
+		c := [2]float64{r.Float64(), r.Float64()}
+		a := [2]float64{3 * r.Float64(), 3 * r.Float64()}
+		f := 1 + 3*r.Float64()
+		got := overlapStep(layers, moe, c, a, f)
+		lo := math.Max(layers*(c[0]+c[1]), moe*(a[0]+a[1]))
+		hi := layers*(c[0]+c[1]) + moe*(a[0]+a[1])
+		if got < lo*(1-1e-12) || got > hi*(1+1e-12) {
+			t.Fatalf("seed 22 draw %d: overlapStep(%v, %v, %v, %v, %v) = %v outside [%v, %v]", i, layers, moe, c, a, f, got, lo, hi)
+		}
+	}
+}
+
 // TestTBOStepContention: with DeepEP's normal kernels holding 20 of the
 // H100's 132 SMs, each MoE layer's stage is contended(c, a, 132/112), the
 // step is longer than the uncontended overlap and never longer than the
@@ -213,6 +236,33 @@ func TestTBOStepContention(t *testing.T) {
 	ll := testExpertStep(t, "h100", p, DeepEPLowLatency, 8)
 	if n, f := ll.CommSMs(); n != 0 || f != 1 {
 		t.Errorf("DeepEP low-latency: CommSMs = %d, %v; want 0, 1", n, f)
+	}
+}
+
+// TestCommSMsUnknownGPU: a GPU without an SM count prices the overlap
+// without contention by default and refuses an explicit count.
+func TestCommSMsUnknownGPU(t *testing.T) {
+	m := mustModel(t, "deepseek-v3")
+	g, err := Builtin().Get("h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g0 := *g
+	g0.SMs = 0
+	p := models.Parallel{TP: 1, Weights: models.FP8, KV: models.BF16, EP: models.ExpertParallel{Size: 8, DP: 8, Skew: 1}}
+	s, err := newStepModel(m, &g0, p, Roofline{GPU: &g0, Eff: DefaultEfficiency(), TP: 1}, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := NewExpertStep(s, DeepEPHighThroughput, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, f := e.CommSMs(); n != 0 || f != 1 {
+		t.Errorf("no SM count: CommSMs = %d, %v; want 0, 1", n, f)
+	}
+	if err := e.SetCommSMs(20); err == nil || !strings.Contains(err.Error(), "has no SM count") {
+		t.Errorf("SetCommSMs(20) without an SM count: %v", err)
 	}
 }
 

@@ -36,14 +36,18 @@ const (
 
 // ExpertSummary is summary.json's "expert_parallel".
 type ExpertSummary struct {
-	DP             int     `json:"dp"`
-	EP             int     `json:"ep"`
-	GPUsPerRank    int     `json:"gpus_per_dp_rank"`
-	GPUs           int     `json:"gpus"`
-	Backend        string  `json:"all2all_backend,omitempty"`
-	LocalExperts   int     `json:"experts_per_gpu"`
-	Redundant      int     `json:"redundant_experts"`
-	Skew           float64 `json:"expert_skew"`
+	DP           int     `json:"dp"`
+	EP           int     `json:"ep"`
+	GPUsPerRank  int     `json:"gpus_per_dp_rank"`
+	GPUs         int     `json:"gpus"`
+	Backend      string  `json:"all2all_backend,omitempty"`
+	LocalExperts int     `json:"experts_per_gpu"`
+	Redundant    int     `json:"redundant_experts"`
+	Skew         float64 `json:"expert_skew"`
+	// SkewLayers and SkewMax: per-layer skews were given (Skew is then
+	// their mean): how many MoE layers, and the largest.
+	SkewLayers     int     `json:"expert_skew_layers,omitempty"`
+	SkewMax        float64 `json:"expert_skew_max,omitempty"`
 	WeightGB       float64 `json:"weight_gb_per_gpu"`
 	KVBlocks       int     `json:"kv_blocks_per_rank"`
 	TokensPerRank  float64 `json:"tokens_per_rank_step"`
@@ -56,6 +60,10 @@ type ExpertSummary struct {
 	// OverlapSteps of them were split (AllToAll* then count the exposed part).
 	TwoBatchOverlap bool  `json:"two_batch_overlap,omitempty"`
 	OverlapSteps    int64 `json:"tbo_steps,omitempty"`
+	// CommSMs: the SMs the all-to-all holds beside the other micro-batch's
+	// compute under two-batch overlap, and the compute's slow-down there.
+	CommSMs      int     `json:"tbo_comm_sms,omitempty"`
+	CommSlowdown float64 `json:"tbo_compute_slowdown,omitempty"`
 }
 
 // dp returns the scenario's data-parallel ranks, 1 when omitted.
@@ -125,7 +133,25 @@ func (s *Scenario) checkDecodeLayout(p *Plan) error {
 
 // checkEP validates the DP and EP fields of a pool and returns its EP
 // layout at TP tp (the zero layout without expert parallelism).
-func (s *Scenario) checkEP(m *models.Model, tp int, pe poolEP) (models.ExpertParallel, error) {
+func (s *Scenario) checkEP(m *models.Model, tp int, pe poolEP) (models.ExpertParallel, []float64, error) {
+	e, err := s.checkEPLayout(m, tp, pe)
+	if err != nil || !e.On() {
+		return e, nil, err
+	}
+	skews, err := s.layerSkews(m, e.Size)
+	if err != nil || skews == nil {
+		return e, nil, err
+	}
+	// The one skew the step model and reports carry: the layers' mean.
+	sum := 0.0
+	for _, v := range skews {
+		sum += v
+	}
+	e.Skew = sum / float64(len(skews))
+	return e, skews, nil
+}
+
+func (s *Scenario) checkEPLayout(m *models.Model, tp int, pe poolEP) (models.ExpertParallel, error) {
 	var e models.ExpertParallel
 	f := func(name string) string { return pe.prefix + name }
 	fl := func(name string) string {
@@ -143,7 +169,7 @@ func (s *Scenario) checkEP(m *models.Model, tp int, pe poolEP) (models.ExpertPar
 		for _, f := range []struct {
 			set  bool
 			name string
-		}{{s.EPLB, "eplb"}, {s.RedundantExperts != 0, "eplb_redundant_experts"}, {s.ExpertSkew != 0, "expert_skew"}, {s.All2All != "", "all2all_backend"}, {s.TwoBatchOverlap, "two_batch_overlap"}} {
+		}{{s.EPLB, "eplb"}, {s.RedundantExperts != 0, "eplb_redundant_experts"}, {s.ExpertSkew != 0, "expert_skew"}, {s.All2All != "", "all2all_backend"}, {s.TwoBatchOverlap, "two_batch_overlap"}, {s.TBOCommSMs != nil, "tbo_comm_sms"}, {s.ExpertSkewLayers != nil, "expert_skew_layers"}, {s.ExpertSkewFile != "", "expert_skew_file"}} {
 			if f.set {
 				return e, s.fieldError(f.name, strings.ReplaceAll(f.name, "_", "-"), "needs expert_parallel (flag --enable-expert-parallel)")
 			}
@@ -232,6 +258,20 @@ func (s *Scenario) newExpertStep(p *PoolPlan, pe poolEP) error {
 		return fmt.Errorf("%w (field \"all2all_backend\")", err)
 	}
 	p.Expert.SetTBO(s.tbo(pe))
+	if err := p.Expert.SetLayerSkews(p.layerSkews); err != nil {
+		return fmt.Errorf("experiments: %w", err)
+	}
+	if n := s.TBOCommSMs; n != nil {
+		if !s.TwoBatchOverlap && !s.Disagg.DecodeTwoBatchOverlap {
+			return s.fieldError("tbo_comm_sms", "", "needs two_batch_overlap (the SMs the all-to-all holds beside the other micro-batch's compute)")
+		}
+		if *n < 0 {
+			return s.fieldError("tbo_comm_sms", "", "%d must be ≥ 0; omit it for the backend's default (%d for %s)", *n, hardware.DefaultCommSMs(p.Expert.Backend()), p.Expert.Backend())
+		}
+		if err := p.Expert.SetCommSMs(*n); err != nil {
+			return s.fieldError("tbo_comm_sms", "", "%v", err)
+		}
+	}
 	return nil
 }
 
@@ -302,6 +342,16 @@ func (p *Plan) describePoolExperts(w io.Writer, l poolLayout) error {
 		}
 		fmt.Fprintf(&b, ", %d per GPU whole; all-to-all %s over %s; expert load skew %.3f (busiest rank's rows / mean", m.LocalExperts(pool.Parallel), e.Backend(), s.linkName(pool, e), ep.Skew)
 		switch {
+		case pool.layerSkews != nil:
+			src := "expert_skew_layers"
+			if s.ExpertSkewFile != "" {
+				src = s.ExpertSkewFile
+			}
+			lo, hi := pool.layerSkews[0], pool.layerSkews[0]
+			for _, v := range pool.layerSkews {
+				lo, hi = math.Min(lo, v), math.Max(hi, v)
+			}
+			fmt.Fprintf(&b, ", the mean of %d MoE layers' own from %s, %.3f to %.3f, each layer priced at its own", len(pool.layerSkews), src, lo, hi)
 		case s.Explicit("expert_skew"):
 			b.WriteString(", given")
 		case s.EPLB:
@@ -317,7 +367,16 @@ func (p *Plan) describePoolExperts(w io.Writer, l poolLayout) error {
 			b.WriteString("; the DP ranks step in lock-step (a step ends with the slowest rank's, idle ranks run a dummy batch; MoE layers and all-to-all at the group's mean tokens per rank)")
 		}
 		if t := e.TBO(); t != nil {
-			fmt.Fprintf(&b, "; two-batch overlap above %d decode / %d prefill tokens (each MoE layer max(compute, all-to-all) a micro-batch plus the edges)", t.DecodeThreshold, t.PrefillThreshold)
+			fmt.Fprintf(&b, "; two-batch overlap above %d decode / %d prefill tokens (each MoE layer max(compute, all-to-all) a micro-batch plus the edges", t.DecodeThreshold, t.PrefillThreshold)
+			switch n, f := e.CommSMs(); {
+			case n > 0:
+				fmt.Fprintf(&b, "; the all-to-all holds %d of the GPU's %d SMs, so the compute beside it runs %.3f× slower", n, pool.GPU.SMs, f)
+			case hardware.DefaultCommSMs(e.Backend()) > 0 && pool.GPU.SMs == 0 && s.TBOCommSMs == nil:
+				b.WriteString("; no SM count for this GPU, so no SM contention priced")
+			default:
+				b.WriteString("; the all-to-all holds no SMs")
+			}
+			b.WriteString(")")
 		}
 		b.WriteString(".\n")
 	}
@@ -330,6 +389,9 @@ func (p *Plan) describePoolExperts(w io.Writer, l poolLayout) error {
 func (s *Scenario) linkName(pool *PoolPlan, e *hardware.ExpertStep) string {
 	node, _ := s.gpusPerNode(pool.GPU)
 	if _, dom := e.Placement(); dom > 1 {
+		if d, c, ok := e.ScaleOutBWs(); ok {
+			return fmt.Sprintf("NVLink and the scale-out NIC (%d domains of %d GPUs; DeepEP's measured %.1f / %.1f GB/s dispatch / combine per GPU at EP %d, H800 with a 400 Gb/s NIC)", dom, node, d/1e9, c/1e9, pool.Parallel.EP.Size)
+		}
 		return fmt.Sprintf("NVLink and the scale-out NIC (%d domains of %d GPUs, %.0f GB/s per GPU)", dom, node, hardware.ScaleOutBW/1e9)
 	}
 	return fmt.Sprintf("NVLink (one %d-GPU domain)", node)
@@ -395,6 +457,12 @@ func (r *Report) poolExpertSummary(l poolLayout) *ExpertSummary {
 	if e := pool.a2a(); e != nil {
 		es.EP, es.Backend, es.Redundant, es.Skew = pool.Parallel.EP.Size, e.Backend(), pool.Parallel.EP.Redundant, pool.Parallel.EP.Skew
 		es.Waves, es.DummySteps = l.waves, l.dummies
+		if ls := pool.layerSkews; ls != nil {
+			es.SkewLayers = len(ls)
+			for _, v := range ls {
+				es.SkewMax = math.Max(es.SkewMax, v)
+			}
+		}
 		if es.Waves > 0 {
 			es.RankSpread = float64(l.rankSteps) / float64(es.Waves*int64(l.dp))
 		}
@@ -406,6 +474,9 @@ func (r *Report) poolExpertSummary(l poolLayout) *ExpertSummary {
 		}
 		if e.TBO() != nil {
 			es.TwoBatchOverlap, es.OverlapSteps = true, st.OverlapSteps
+			if n, f := e.CommSMs(); n > 0 {
+				es.CommSMs, es.CommSlowdown = n, f
+			}
 		}
 	}
 	return es
@@ -421,6 +492,9 @@ func (r *Report) writeExpertResults(w io.Writer) error {
 		tbo := ""
 		if es.TwoBatchOverlap {
 			tbo = fmt.Sprintf(" (exposed: two-batch overlap split %d of %d steps)", es.OverlapSteps, l.stats.Steps)
+			if es.CommSMs > 0 {
+				tbo = fmt.Sprintf(" (exposed, the compute beside it slowed %.3f× by the %d SMs it holds: two-batch overlap split %d of %d steps)", es.CommSlowdown, es.CommSMs, es.OverlapSteps, l.stats.Steps)
+			}
 		}
 		step, time := "step", "step time"
 		if l.pool.Pipeline != nil {

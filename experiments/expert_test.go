@@ -146,11 +146,59 @@ func TestExpertFieldErrors(t *testing.T) {
 		{"qwen3-30b-a3b", "expert_parallel = true\npp = 2\n", "dp × tp = 1 GPU"},
 		{"qwen3-30b-a3b", "dp = 2\nexpert_parallel = true\neplb_redundant_experts = 8\n", "needs eplb"},
 		{"qwen3-30b-a3b", "dp = 256\nexpert_parallel = true\n", "more GPUs than its 128 experts"},
+		{"qwen3-30b-a3b", "tbo_comm_sms = 20\n", "needs expert_parallel"},
+		{"qwen3-30b-a3b", "dp = 2\nexpert_parallel = true\ntbo_comm_sms = 20\n", "ep.toml line 3: field \"tbo_comm_sms\": needs two_batch_overlap"},
+		{"qwen3-30b-a3b", "dp = 2\nexpert_parallel = true\ntwo_batch_overlap = true\ntbo_comm_sms = -1\n", "must be ≥ 0"},
+		{"qwen3-30b-a3b", "dp = 2\nexpert_parallel = true\ntwo_batch_overlap = true\ntbo_comm_sms = 132\n", "fewer than GPU \"h100\"'s 132"},
 	}
 	for _, c := range cases {
 		_, err := epScenario(t, c.model, c.head, "").Resolve()
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "experiments: ") {
 			t.Errorf("%q: %v, want %q", c.head, err, c.want)
+		}
+	}
+}
+
+// expertHeader resolves s and returns the plan and the header's data- and
+// expert-parallel lines.
+func expertHeader(t *testing.T, s Scenario) (*Plan, string) {
+	t.Helper()
+	p, err := s.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := p.describeExperts(&b); err != nil {
+		t.Fatal(err)
+	}
+	return p, b.String()
+}
+
+// TestTBOCommSMsHeader: the header says how many SMs the all-to-all holds
+// under two-batch overlap and the compute's slow-down beside it (DeepEP
+// normal on H100: 20 of 132, 132/112 = 1.179×; low-latency none; a given
+// tbo_comm_sms in place of the backend's), and summary.json carries them.
+func TestTBOCommSMsHeader(t *testing.T) {
+	for _, c := range []struct {
+		head, want string
+		sms        int
+	}{
+		{"all2all_backend = \"deepep_high_throughput\"\n", "the all-to-all holds 20 of the GPU's 132 SMs, so the compute beside it runs 1.179× slower", 20},
+		{"all2all_backend = \"deepep_low_latency\"\n", "the all-to-all holds no SMs", 0},
+		// 32 of 132: 132/100 = 1.320.
+		{"all2all_backend = \"deepep_high_throughput\"\ntbo_comm_sms = 32\n", "holds 32 of the GPU's 132 SMs, so the compute beside it runs 1.320× slower", 32},
+		{"all2all_backend = \"deepep_high_throughput\"\ntbo_comm_sms = 0\n", "the all-to-all holds no SMs", 0},
+	} {
+		p, hdr := expertHeader(t, epScenario(t, "qwen3-30b-a3b", "dp = 2\nexpert_parallel = true\ntwo_batch_overlap = true\ntbo_decode_token_threshold = 1\n"+c.head, ""))
+		if !strings.Contains(hdr, c.want) {
+			t.Errorf("%q: header\n%s\nlacks %q", c.head, hdr, c.want)
+		}
+		r, err := Run(p, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if es := r.expertSummary(); es == nil || es.CommSMs != c.sms || es.OverlapSteps == 0 {
+			t.Errorf("%q: summary %+v, want %d communication SMs and split steps", c.head, es, c.sms)
 		}
 	}
 }

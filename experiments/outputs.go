@@ -17,7 +17,7 @@ func (p *Plan) InputFiles() []string {
 	if s.file != "" && s.dir != "" { // read from a file (LoadScenario), not from text
 		in = append(in, s.file)
 	}
-	for _, f := range []string{s.ModelsFile, s.GPUsFile, s.ModelConfig} {
+	for _, f := range []string{s.ModelsFile, s.GPUsFile, s.ModelConfig, s.ExpertSkewFile} {
 		if f != "" {
 			in = append(in, s.path(f))
 		}

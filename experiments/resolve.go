@@ -55,8 +55,15 @@ func (s *Scenario) resolvePool(gc *hardware.Catalog, m *models.Model, prefix, gp
 	if prefix != "" {
 		pe = s.decodeEP()
 	}
-	if p.Parallel.EP, err = s.checkEP(m, *tp, pe); err != nil {
+	if p.Parallel.EP, p.layerSkews, err = s.checkEP(m, *tp, pe); err != nil {
 		return nil, err
+	}
+	if p.layerSkews != nil && s.poolPPOf(pe) > 1 {
+		field := "expert_skew_layers"
+		if s.ExpertSkewFile != "" {
+			field = "expert_skew_file"
+		}
+		return nil, s.fieldError(field, "", "per-layer expert skews are modelled without pipeline stages (pp = %d here): give one expert_skew for every stage's MoE layers", s.poolPPOf(pe))
 	}
 	if err := orDefault(s, &b.BlockSize, 16, f("batch.block_size"), fl("block-size"), "≥ 1", "16"); err != nil {
 		return nil, err

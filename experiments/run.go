@@ -77,8 +77,9 @@ type PoolPlan struct {
 	chunked  bool // the pipeline runs SGLang's chunked pipelining
 	// Expert prices the steps of an expert-parallel instance (Step with
 	// the all-to-all); nil without expert parallelism.
-	Expert   *hardware.ExpertStep
-	kernelID string // digest of the kernel-time model's definition
+	Expert     *hardware.ExpertStep
+	layerSkews []float64 // per-MoE-layer skews (expert_skew_layers or _file); nil: Parallel.EP.Skew for all
+	kernelID   string    // digest of the kernel-time model's definition
 }
 
 func (s Scenario) path(p string) string {

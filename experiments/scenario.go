@@ -58,6 +58,11 @@ type Scenario struct {
 	RedundantExperts int     `toml:"eplb_redundant_experts,omitzero" json:"eplb_redundant_experts,omitempty"`
 	ExpertSkew       float64 `toml:"expert_skew,omitzero" json:"expert_skew,omitempty"`
 	All2All          string  `toml:"all2all_backend,omitempty" json:"all2all_backend,omitempty"`
+	// ExpertSkewLayers gives each MoE layer its own skew (one value a MoE
+	// layer, in order) and ExpertSkewFile reads them from a CSV
+	// (expertskew.go); either replaces ExpertSkew's one value.
+	ExpertSkewLayers []float64 `toml:"expert_skew_layers,omitempty" json:"expert_skew_layers,omitempty"`
+	ExpertSkewFile   string    `toml:"expert_skew_file,omitempty" json:"expert_skew_file,omitempty"`
 	// TwoBatchOverlap splits an expert-parallel step in two micro-batches
 	// whose all-to-all overlaps the other's compute (SGLang
 	// --enable-two-batch-overlap, vLLM --enable-dbo), for batches above
@@ -67,6 +72,11 @@ type Scenario struct {
 	TwoBatchOverlap     bool `toml:"two_batch_overlap,omitempty" json:"two_batch_overlap,omitempty"`
 	TBODecodeThreshold  int  `toml:"tbo_decode_token_threshold,omitzero" json:"tbo_decode_token_threshold,omitempty"`
 	TBOPrefillThreshold int  `toml:"tbo_prefill_token_threshold,omitzero" json:"tbo_prefill_token_threshold,omitempty"`
+	// TBOCommSMs is the SMs the all-to-all kernels hold beside the other
+	// micro-batch's compute under two-batch overlap (SGLang --deepep-config
+	// num_sms, vLLM VLLM_DBO_COMM_SMS); omitted: the backend's default
+	// (hardware.DefaultCommSMs: 20 for DeepEP normal, 0 for low-latency).
+	TBOCommSMs *int `toml:"tbo_comm_sms,omitempty" json:"tbo_comm_sms,omitempty"`
 
 	Workload  Workload  `toml:"workload" json:"workload"`
 	Batch     Batch     `toml:"batch" json:"batch"`

@@ -90,9 +90,13 @@
 // all-to-all for vLLM's backends ([AllGatherReduceScatter],
 // [DeepEPHighThroughput], [DeepEPLowLatency]): bytes per GPU from the
 // routing's expected remote GPUs (or nodes), over NVLink inside the
-// domain and the scale-out NIC ([ScaleOutBW]) across. Under DP lock-step
-// its SetGroupLoad prices the MoE operators and the all-to-all at the
-// group's mean tokens per rank ([ExpertStats] sums the steps).
+// domain and the scale-out NIC ([ScaleOutBW]) across, the DeepEP backends
+// at DeepEP's measured bandwidths and latencies (deepep.go). Under DP
+// lock-step its SetGroupLoad prices the MoE operators and the all-to-all
+// at the group's mean tokens per rank ([ExpertStats] sums the steps);
+// SetLayerSkews gives each MoE layer its own load skew; SetTBO splits a
+// step in two overlapped micro-batches ([TBO]), the compute beside an
+// all-to-all slowed by the SMs its kernels hold (SetCommSMs).
 //
 // # What is ignored
 //

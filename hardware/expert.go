@@ -35,10 +35,9 @@ var All2AllBackends = []string{AllGatherReduceScatter, DeepEPHighThroughput, Dee
 // direction: one 400 Gb/s ConnectX-7 InfiniBand NIC per GPU, as on DGX
 // H100 (NVIDIA DGX H100 datasheet: 8 × single-port ConnectX-7, 400 Gb/s)
 // and GB200 NVL72's compute trays (ConnectX-7 400 Gb/s per GPU, NVIDIA
-// GB200 NVL72 reference architecture). DeepEP's README measures its
-// normal kernels at 43–58 GB/s RDMA and 153–158 GB/s NVLink on H800 with
-// the same NIC, so the nominal figures here are within ~15 % of what the
-// best kernels reach, on the optimistic side.
+// GB200 NVL72 reference architecture). The all-gather backend's
+// inter-node traffic takes it as is; the DeepEP backends take DeepEP's
+// measured bandwidths instead (deepep.go), scaled by ScaleOutBW / 50 GB/s.
 const ScaleOutBW = 50e9
 
 // ExpertStep prices the steps of an expert-parallel instance: the step
@@ -60,15 +59,21 @@ const ScaleOutBW = 50e9
 // nodes, nodes) a token's TopK experts fall on, under uniform placement:
 // (n − 1)(1 − (1 − 1/G)^K) GPUs inside an NVLink domain of n of the G GPUs,
 // and across domains (G − n)(1 − (1 − 1/G)^K) GPUs (low-latency) or
-// (D − 1)(1 − (1 − 1/D)^K) domains (high-throughput, D domains). Each
-// direction takes
+// (D − 1)(1 − (1 − 1/D)^K) domains (high-throughput, D domains): the
+// bytes that cross a wire (Bytes). The all-gather backend's directions take
 //
 //	latency + max(intra bytes / link_bw, inter bytes / ScaleOutBW)
 //
 // (the NVLink and the NIC run at once), latency the GPU's measured
-// link_latency (NCCL's small-message all-reduce time; no DeepEP latency
-// profile here). With DP = 1 the all-gather backend moves nothing (the TP
-// all-reduce already sums the experts' outputs, as in vLLM).
+// link_latency (NCCL's small-message all-reduce time). The DeepEP backends
+// take DeepEP's measured bandwidths instead (deepep.go: its logical bytes,
+// own GPU and node included, over the figures its README publishes for
+// H800 with a 400 Gb/s NIC, transferred as said there): the same max over
+// the two links, plus the link latency for the normal kernels; for the
+// low-latency kernels across domains the measured latencies hold the fixed
+// cost, and the link latency is only a floor. With DP = 1 the all-gather
+// backend moves nothing (the TP all-reduce already sums the experts'
+// outputs, as in vLLM).
 //
 // Without two-batch overlap (SetTBO) the all-to-all adds to the step; with
 // it, a step above the overlap's threshold is split in two micro-batches
@@ -83,14 +88,18 @@ type ExpertStep struct {
 	// dispatch and combine
 	dIntra, dInter, cIntra, cInter float64
 	lat                            float64
+	floor                          bool // lat is a floor, not a term (DeepEP low-latency across domains: measured latencies)
 	stats                          ExpertStats
 	skip                           int
 	load                           float64   // the DP group's tokens per rank (SetGroupLoad); 0: the rank's own
 	moe                            []float64 // MoE operators' seconds by token count, cached
 	ops                            []models.Op
-	tbo                            *TBO // two-batch overlap; nil: off
-	groupSplit                     int8 // the DP group's split decision (SetGroupBatches): 0 none, 1 split, 2 whole
-	span, domains                  int  // the group's GPUs in its fullest NVLink domain and the domains it spans (place); 0: contiguous
+	tbo                            *TBO        // two-batch overlap; nil: off
+	commSMs                        int         // SMs the all-to-all holds beside compute under TBO (SetCommSMs)
+	slow                           float64     // the compute's slow-down beside it: SMs / (SMs − commSMs)
+	groupSplit                     int8        // the DP group's split decision (SetGroupBatches): 0 none, 1 split, 2 whole
+	ls                             *layerSkews // per-layer skews (SetLayerSkews); nil: the step model's one skew
+	span, domains                  int         // the group's GPUs in its fullest NVLink domain and the domains it spans (place); 0: contiguous
 }
 
 // ExpertStats sums the steps an ExpertStep priced.
@@ -135,14 +144,31 @@ func NewExpertStep(s *StepModel, backend string, gpusPerNode int) (*ExpertStep, 
 	e := &ExpertStep{s: s, backend: backend, node: gpusPerNode, lat: g.LinkLatency}
 	ml := m.Layers - m.DenseLayers
 	e.layers = float64(ml)
-	d, c := e.bytesPerToken()
-	intra := d.intra / g.LinkBW
-	e.dIntra, e.dInter = intra, d.inter/ScaleOutBW
-	e.cIntra, e.cInter = c.intra/g.LinkBW, c.inter/ScaleOutBW
+	e.price()
+	if err := e.SetCommSMs(-1); err != nil {
+		// No SM count: price the overlap without contention (the
+		// header says so); SetCommSMs with an explicit count refuses.
+		e.commSMs, e.slow = 0, 1
+	}
 	return e, nil
 }
 
 type linkBytes struct{ intra, inter float64 }
+
+// price sets the all-to-all's seconds per token by link from the backend
+// and the group's placement: bytes over the links' bandwidths for
+// allgather-reducescatter, DeepEP's measured rates for its backends.
+func (e *ExpertStep) price() {
+	if e.backend == AllGatherReduceScatter {
+		g := e.s.g
+		d, c := e.bytesPerToken()
+		e.dIntra, e.dInter = d.intra/g.LinkBW, d.inter/ScaleOutBW
+		e.cIntra, e.cInter = c.intra/g.LinkBW, c.inter/ScaleOutBW
+		return
+	}
+	d, c, floor := e.deepEPSeconds()
+	e.dIntra, e.dInter, e.cIntra, e.cInter, e.floor = d.intra, d.inter, c.intra, c.inter, floor
+}
 
 // bytesPerToken returns the dispatch and combine bytes per GPU per MoE
 // layer per token of the DP rank, split by link (see ExpertStep).
@@ -206,6 +232,9 @@ func (e *ExpertStep) AllToAll(tokens int) (dispatch, combine float64) {
 	if e.dIntra == 0 && e.dInter == 0 {
 		return 0, 0
 	}
+	if e.floor {
+		return math.Max(e.lat, t*math.Max(e.dIntra, e.dInter)), math.Max(e.lat, t*math.Max(e.cIntra, e.cInter))
+	}
 	return e.lat + t*math.Max(e.dIntra, e.dInter), e.lat + t*math.Max(e.cIntra, e.cInter)
 }
 
@@ -230,30 +259,14 @@ func (e *ExpertStep) Bytes(tokens int) (dispatch, combine float64) {
 // 61 layers.)
 func (e *ExpertStep) SetGroupLoad(tokensPerRank float64) { e.load = tokensPerRank }
 
-// moeSec returns the MoE operators' seconds for n tokens per rank.
+// moeSec returns the MoE operators' seconds for n tokens per rank at the
+// step model's one skew.
 func (e *ExpertStep) moeSec(n int) float64 {
 	if n < len(e.moe) && e.moe[n] > 0 {
 		return e.moe[n]
 	}
-	e.ops = e.s.m.Ops(models.Batch{Decodes: n}, e.s.p, e.ops[:0])
-	sec := 0.0
-	for i := range e.ops {
-		op := &e.ops[i]
-		switch op.Kind {
-		case models.OpMoERouter, models.OpMLPUp, models.OpAct, models.OpMLPDown:
-			if op.Count != 0 {
-				sec += float64(op.Count) * e.s.k.OpTime(op)
-			}
-		}
-	}
-	if n < maxCachedTokens {
-		if n >= len(e.moe) {
-			grown := make([]float64, max(n+1, 2*len(e.moe)))
-			copy(grown, e.moe)
-			e.moe = grown
-		}
-		e.moe[n] = sec
-	}
+	sec := e.moeOps(n, e.s.p)
+	cacheSec(&e.moe, n, sec)
 	return sec
 }
 
@@ -265,12 +278,12 @@ func (e *ExpertStep) Step(b models.Batch) (sec, flops, bytes float64) {
 	}
 	a2aTokens := b.Tokens()
 	if e.load > 0 {
-		g := max(1, int(math.Round(e.load)))
-		sec += e.moeSec(g) - e.moeSec(b.Tokens())
-		a2aTokens = g
+		a2aTokens = max(1, int(math.Round(e.load)))
 	}
-	d, c := e.AllToAll(a2aTokens)
-	a := e.layers * (d + c)
+	if e.load > 0 || e.ls != nil {
+		sec += e.moeAt(a2aTokens) - e.moeSec(b.Tokens())
+	}
+	a := e.a2aLayers(a2aTokens)
 	split := e.splits(b)
 	if split {
 		var compute float64

@@ -46,10 +46,7 @@ func (e *ExpertStep) placement() (span int, domains float64) {
 // domains NVLink domains) and reprices the all-to-all per token.
 func (e *ExpertStep) place(span, domains int) {
 	e.span, e.domains = span, domains
-	d, c := e.bytesPerToken()
-	g := e.s.g
-	e.dIntra, e.dInter = d.intra/g.LinkBW, d.inter/ScaleOutBW
-	e.cIntra, e.cInter = c.intra/g.LinkBW, c.inter/ScaleOutBW
+	e.price()
 }
 
 // Placement returns the EP group's GPUs in its fullest NVLink domain and the

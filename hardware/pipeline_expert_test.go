@@ -50,19 +50,25 @@ func epPipeline(t *testing.T, dp, tp int, k KernelModel) (*PipelineStep, *GPU) {
 
 // TestPipelineExpertAllToAll checks a stage's all-to-all for a given
 // routing, by hand. With a kernel that costs nothing, a stage's time is its
-// 24 MoE layers × (dispatch + combine).
+// 24 MoE layers × (dispatch + combine), at DeepEP's measured low-latency
+// costs (deepep.go): one copy a (token, expert) selection, FP8 dispatch of
+// hidden + hidden/128 × 4 + 16 = 2048 + 64 + 16 = 2,128 B and BF16 combine
+// of 2048 × 2 = 4,096 B, × top-8, for the GPU's share of the rank's tokens.
 //
-// DP 2 × TP 1: a stage's group is GPUs 0 and 2 (one node). A token's 8
-// experts miss the other GPU with probability (1/2)^8, so it goes there
-// with 255/256; at FP8 dispatch (1 + 4/128 B an element, DeepEP
-// low-latency) over hidden 2048 that is 255/256 × 2048 × 1.03125 =
-// 2,103.75 B, and the BF16 combine 255/256 × 2048 × 2 = 4,080 B, per token
-// per layer, over NVLink.
+// DP 2 × TP 1: a stage's group is GPUs 0 and 2 (one node): 8 × 2,128 =
+// 17,024 B dispatch and 8 × 4,096 = 32,768 B combine a token over NVLink
+// at DeepEP's measured fractions of link_bw (0.765, 0.79), plus the link
+// latency.
 //
 // DP 2 × TP 4: stage 0's group is GPUs 0–3 and 8–11, four in each of two
-// nodes (at pp 1 the 8 GPUs would share one). A GPU's 1/4 of the rank's
-// tokens goes to 3 × h NVLink peers and 4 × h over the NIC, h = 1 −
-// (7/8)^8; each direction takes the longer of the two links.
+// nodes (at pp 1 the 8 GPUs would share one), so the kernels cross the
+// NIC: a GPU's 1/4 of the rank's tokens, 4,256 B and 8,192 B a token, at
+// the measured EP 8 rates (98 and 127 GB/s), the link latency a floor.
+//
+// The byte counts (Bytes, for reports) stay the per-link copies: DP 2 × TP
+// 1 255/256 × 2048 × (1 + 4/128) = 2,103.75 B dispatch, 255/256 × 2048 × 2
+// = 4,080 B combine; DP 2 × TP 4 3 × h NVLink peers and 4 × h over the NIC
+// for 1/4 of the tokens, h = 1 − (7/8)^8.
 func TestPipelineExpertAllToAll(t *testing.T) {
 	zero := KernelFunc(func(*models.Op) float64 { return 0 })
 	const T = 10
@@ -70,17 +76,19 @@ func TestPipelineExpertAllToAll(t *testing.T) {
 	for _, c := range []struct {
 		name                   string
 		dp, tp                 int
-		dIntra, dInter, cIntra float64 // bytes per token per layer
+		layer                  func(g *GPU) float64 // one layer's dispatch + combine seconds for T tokens
+		dIntra, dInter, cIntra float64              // bytes per token per layer
 		cInter                 float64
 	}{
-		{"dp2 tp1", 2, 1, 2103.75, 0, 4080, 0},
-		{"dp2 tp4", 2, 4, 0.25 * 3 * h * 2048 * 1.03125, 0.25 * 4 * h * 2048 * 1.03125, 0.25 * 3 * h * 2048 * 2, 0.25 * 4 * h * 2048 * 2},
+		{"dp2 tp1", 2, 1, func(g *GPU) float64 {
+			return g.LinkLatency + T*17024/(0.765*g.LinkBW) + g.LinkLatency + T*32768/(0.79*g.LinkBW)
+		}, 2103.75, 0, 4080, 0},
+		{"dp2 tp4", 2, 4, func(g *GPU) float64 {
+			return math.Max(g.LinkLatency, T*4256/98e9) + math.Max(g.LinkLatency, T*8192/127e9)
+		}, 0.25 * 3 * h * 2048 * 1.03125, 0.25 * 4 * h * 2048 * 1.03125, 0.25 * 3 * h * 2048 * 2, 0.25 * 4 * h * 2048 * 2},
 	} {
 		ps, g := epPipeline(t, c.dp, c.tp, zero)
-		per := func(intra, inter float64) float64 {
-			return g.LinkLatency + T*math.Max(intra/g.LinkBW, inter/ScaleOutBW)
-		}
-		want := 24 * (per(c.dIntra, c.dInter) + per(c.cIntra, c.cInter))
+		want := 24 * c.layer(g)
 		tt, send, a2a := make([]float64, 2), make([]float64, 2), make([]float64, 2)
 		ps.stageTimes(models.Batch{Decodes: T, DecodeCtx: T * 100}, 0, tt, send, a2a)
 		for s := range 2 {

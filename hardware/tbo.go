@@ -1,6 +1,7 @@
 package hardware
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/servesim/servesim/models"
@@ -25,6 +26,25 @@ import (
 // resource). The per-layer compute is the micro-batch's step compute
 // spread evenly over the layers. A batch at or below the threshold runs
 // whole, as the engines do.
+//
+// SM contention: the communication kernels of some backends run on SMs
+// while the other micro-batch computes (CommSMs), and the engines hand the
+// compute the rest (vLLM gpu_ubatch_wrapper.py SMControlContextManager:
+// DeepGEMM set_num_sms(total − comm_sms) for the overlapped span; SGLang
+// operations_strategy.py _compute_moe_deepseek_blog_prefill:
+// deep_gemm_num_sms = total − DeepEPConfig.num_sms). Compute that runs
+// beside an all-to-all is slowed by f = SMs / (SMs − comm SMs) for as long
+// as the all-to-all lasts, and runs at full speed after it, so a stage of
+// compute c beside communication a takes
+//
+//	a                    if c·f ≤ a (the compute ends inside the all-to-all)
+//	c + a·(1 − 1/f)      otherwise (a/f of the work done in the span a)
+//
+// which is max(c, a) at f = 1, never less than max(c, a) and never more
+// than c + a. The GEMMs, attention and the rest alike (a kernel given
+// fewer SMs takes proportionally longer: the simplest form, exact for a
+// compute-bound kernel, pessimistic for a memory-bound one that still
+// saturates HBM on the remaining SMs). The edges run alone.
 type TBO struct {
 	// DecodeThreshold: a batch of decodes only is split when its tokens
 	// exceed it; PrefillThreshold: a batch with a prefill chunk is split
@@ -61,6 +81,66 @@ func (t TBO) Splits(b models.Batch) bool {
 
 // SetTBO turns two-batch overlap on with the thresholds of t (nil: off).
 func (e *ExpertStep) SetTBO(t *TBO) { e.tbo = t }
+
+// SMs the all-to-all kernels hold while they run beside the other
+// micro-batch's compute, by backend (DefaultCommSMs):
+//   - DeepEP high-throughput (normal) kernels: 20, DeepEP V1's
+//     Buffer.num_sms default (deep_ep/buffers/legacy.py, DeepEP dd758ca),
+//     which vLLM's DeepEPHTAll2AllManager keeps ("This is the DeepEP
+//     default") and caps VLLM_DBO_COMM_SMS = 20 with (vllm/envs.py,
+//     all2all.py max_sms_used), and SGLang's DeepEPConfig.num_sms without
+//     --deepep-config (token_dispatcher/deepep.py);
+//   - DeepEP low-latency kernels: 0 (pure RDMA with a receive hook, "does
+//     not occupy any SM resource", DeepEP docs/legacy.md; vLLM
+//     DeepEPLLAll2AllManager.max_sms_used returns 0; SGLang's decode
+//     strategy leaves deep_gemm_num_sms None);
+//   - all-gather/reduce-scatter (NCCL): 20, vLLM's VLLM_DBO_COMM_SMS
+//     reserve, which still takes the SMs from DeepGEMM when the manager
+//     reports no count (gpu_ubatch_wrapper.py; vLLM asserts a DeepEP
+//     backend for DBO, so this pairing is servesim's, not an engine's).
+const (
+	DeepEPNormalSMs = 20
+	DBOCommSMs      = 20
+)
+
+// DefaultCommSMs returns the SMs a backend's kernels hold under two-batch
+// overlap (see DeepEPNormalSMs).
+func DefaultCommSMs(backend string) int {
+	switch backend {
+	case DeepEPLowLatency:
+		return 0
+	case DeepEPHighThroughput:
+		return DeepEPNormalSMs
+	}
+	return DBOCommSMs
+}
+
+// SetCommSMs sets the SMs the all-to-all kernels hold beside the other
+// micro-batch's compute (SGLang --deepep-config num_sms, vLLM
+// VLLM_DBO_COMM_SMS); n < 0 restores the backend's default. A GPU whose
+// SM count is unknown (0) or n ≥ its SMs is an error.
+func (e *ExpertStep) SetCommSMs(n int) error {
+	if n < 0 {
+		n = DefaultCommSMs(e.backend)
+	}
+	sms := e.s.g.SMs
+	switch {
+	case n == 0:
+		e.commSMs, e.slow = 0, 1
+		return nil
+	case sms <= 0:
+		e.commSMs, e.slow = 0, 1
+		return fmt.Errorf("hardware: %d communication SMs: GPU %q has no SM count (sms), so the contention cannot be priced", n, e.s.g.Name)
+	case n >= sms:
+		return fmt.Errorf("hardware: %d communication SMs must be fewer than GPU %q's %d", n, e.s.g.Name, sms)
+	}
+	e.commSMs, e.slow = n, float64(sms)/float64(sms-n)
+	return nil
+}
+
+// CommSMs returns the SMs the all-to-all holds under two-batch overlap and
+// the slow-down f of the compute beside it.
+func (e *ExpertStep) CommSMs() (sms int, slowdown float64) { return e.commSMs, e.slow }
 
 // SetGroupBatches makes the steps priced next split only if every rank of
 // a DP lock-step group splits: the working ranks' batches and idle ranks
@@ -139,23 +219,43 @@ func (e *ExpertStep) overlapped(b models.Batch) (compute, exposed float64) {
 		sec, _, _ := e.s.Step(h)
 		sec -= o
 		tokens := h.Tokens()
+		n := tokens
 		if e.load > 0 {
 			// Each micro-batch carries half the group's load (vLLM
 			// coordinates the split across the DP ranks, dp_utils.py).
-			g := max(1, int(math.Round(e.load*float64(tokens)/float64(b.Tokens()))))
-			sec += e.moeSec(g) - e.moeSec(tokens)
-			tokens = g
+			n = max(1, int(math.Round(e.load*float64(tokens)/float64(b.Tokens()))))
 		}
-		d, cb := e.AllToAll(tokens)
-		c[i], a[i] = sec/layers, d+cb
+		if e.load > 0 || e.ls != nil {
+			sec += e.moeAt(n) - e.moeSec(tokens)
+		}
+		c[i], a[i] = sec/layers, e.a2aPerLayer(n)
 		compute += sec
 	}
-	return compute, max(0, overlapStep(layers, e.layers, c, a)-compute)
+	return compute, max(0, overlapStep(layers, e.layers, c, a, e.slow)-compute)
 }
 
 // overlapStep is the length of a step of layers layers, moe of them MoE
 // layers, run as two overlapped micro-batches of per-layer compute c and
-// per-MoE-layer all-to-all a (see TBO), without the iteration overhead.
-func overlapStep(layers, moe float64, c, a [2]float64) float64 {
-	return (layers-moe)*(c[0]+c[1]) + moe*(math.Max(c[0], a[0])+math.Max(c[1], a[1])) + math.Min(c[0], a[1])
+// per-MoE-layer all-to-all a (see TBO), with the compute beside an
+// all-to-all slowed by f (1: no SM contention), without the iteration
+// overhead.
+// It is never more than the two micro-batches' compute and all-to-all run
+// back to back (at f = 1 it never is; with heavy contention the edges
+// could make it so).
+func overlapStep(layers, moe float64, c, a [2]float64, f float64) float64 {
+	serial := layers*(c[0]+c[1]) + moe*(a[0]+a[1])
+	return math.Min(serial, (layers-moe)*(c[0]+c[1])+moe*(contended(c[0], a[0], f)+contended(c[1], a[1], f))+math.Min(c[0], a[1]))
+}
+
+// contended is a stage of compute c beside an all-to-all of a whose
+// kernels slow the compute by f while they run (see TBO); max(c, a) at
+// f ≤ 1.
+func contended(c, a, f float64) float64 {
+	if f <= 1 || a <= 0 {
+		return math.Max(c, a)
+	}
+	if c*f <= a {
+		return a
+	}
+	return c + a*(1-1/f)
 }

@@ -2,6 +2,8 @@ package hardware
 
 import (
 	"math"
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/servesim/servesim/models"
@@ -83,7 +85,7 @@ func TestOverlapStep(t *testing.T) {
 		{"unequal", 1, 1, [2]float64{2, 1}, [2]float64{1, 4}, 8},
 	}
 	for _, c := range cases {
-		if got := overlapStep(c.layers, c.moe, c.c, c.a); math.Abs(got-c.want) > 1e-12 {
+		if got := overlapStep(c.layers, c.moe, c.c, c.a, 1); math.Abs(got-c.want) > 1e-12 {
 			t.Errorf("%s: overlapStep = %v, want %v", c.name, got, c.want)
 		}
 	}
@@ -128,6 +130,139 @@ func TestTBOStep(t *testing.T) {
 	}
 	if exp := want - o - 2*(sh-o); math.Abs(st.AllToAllSecond-(exp+plainA2A(plain, 32))) > 1e-9 {
 		t.Errorf("exposed all-to-all %v, want %v", st.AllToAllSecond, exp+plainA2A(plain, 32))
+	}
+}
+
+// TestContended checks a compute stage beside an all-to-all whose kernels
+// slow it by f while they run, and its bounds max(c, a) ≤ stage ≤ c + a.
+func TestContended(t *testing.T) {
+	cases := []struct {
+		name    string
+		c, a, f float64
+		want    float64
+	}{
+		// f = 1: no contention, max(c, a).
+		{"no contention", 3, 1, 1, 3},
+		{"no contention comm bound", 1, 3, 1, 3},
+		// H100, DeepEP normal: f = 132 / (132 − 20) = 33/28. c = 1, a = 3:
+		// c·f = 1.18 ≤ 3, the compute ends inside the all-to-all: 3.
+		{"comm bound", 1, 3, 132.0 / 112, 3},
+		// c = 3, a = 1: 1/f = 28/33 of the work in the span, then
+		// 3 − 28/33 at full speed: 3 + 1 × (1 − 28/33) = 3 + 5/33.
+		{"compute bound", 3, 1, 132.0 / 112, 3 + 5.0/33},
+		// Equal c = a = 2: c·f > a, 2 + 2 × 5/33.
+		{"equal", 2, 2, 132.0 / 112, 2 + 10.0/33},
+		// No all-to-all: c.
+		{"no comm", 2, 0, 132.0 / 112, 2},
+		// Half the SMs (f = 2), c = 2, a = 2: c·f = 4 > 2: 2 + 2 × 1/2 = 3.
+		{"half the SMs", 2, 2, 2, 3},
+	}
+	for _, c := range cases {
+		got := contended(c.c, c.a, c.f)
+		if math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("%s: contended(%v, %v, %v) = %v, want %v", c.name, c.c, c.a, c.f, got, c.want)
+		}
+		if got < math.Max(c.c, c.a)-1e-12 || got > c.c+c.a+1e-12 {
+			t.Errorf("%s: %v outside [max(c, a), c + a] = [%v, %v]", c.name, got, math.Max(c.c, c.a), c.c+c.a)
+		}
+	}
+}
+
+// TestOverlapStepBounds: on seeded random layers, compute, all-to-all and
+// slow-downs, an overlapped step is never shorter than either resource's
+// total (all compute, all all-to-all) nor longer than both back to back.
+// Replay a failure with its seed in the message.
+func TestOverlapStepBounds(t *testing.T) {
+	r := rand.New(rand.NewPCG(22, 1))
+	for i := 0; i < 10000; i++ {
+		moe := float64(1 + r.IntN(60))
+		layers := moe + float64(r.IntN(4))
+		c := [2]float64{r.Float64(), r.Float64()}
+		a := [2]float64{3 * r.Float64(), 3 * r.Float64()}
+		f := 1 + 3*r.Float64()
+		got := overlapStep(layers, moe, c, a, f)
+		lo := math.Max(layers*(c[0]+c[1]), moe*(a[0]+a[1]))
+		hi := layers*(c[0]+c[1]) + moe*(a[0]+a[1])
+		if got < lo*(1-1e-12) || got > hi*(1+1e-12) {
+			t.Fatalf("seed 22 draw %d: overlapStep(%v, %v, %v, %v, %v) = %v outside [%v, %v]", i, layers, moe, c, a, f, got, lo, hi)
+		}
+	}
+}
+
+// TestTBOStepContention: with DeepEP's normal kernels holding 20 of the
+// H100's 132 SMs, each MoE layer's stage is contended(c, a, 132/112), the
+// step is longer than the uncontended overlap and never longer than the
+// split halves run back to back; low-latency kernels hold none.
+func TestTBOStepContention(t *testing.T) {
+	// EP 8 inside one node: the NVLink all-to-all is shorter than the
+	// compute, so the contention shows.
+	p := models.Parallel{TP: 1, Weights: models.FP8, KV: models.BF16, EP: models.ExpertParallel{Size: 8, DP: 8, Skew: 1}}
+	e := testExpertStep(t, "h100", p, DeepEPHighThroughput, 8)
+	if n, f := e.CommSMs(); n != 20 || math.Abs(f-132.0/112) > 1e-15 {
+		t.Fatalf("DeepEP normal on H100: CommSMs = %d, %v; want 20, 132/112", n, f)
+	}
+	e.SetTBO(&SGLangTBO)
+	b := models.Batch{Prefills: 8, PrefillTokens: 16000, PrefillPairs: 8 * 2000 * 2001 / 2}
+	got, _, _ := e.Step(b)
+	mA, mB := halves(b)
+	o := e.s.IterOverhead()
+	var c, a [2]float64
+	for i, h := range [2]models.Batch{mA, mB} {
+		sh, _, _ := e.s.Step(h)
+		d, cb := e.AllToAll(h.Tokens())
+		c[i], a[i] = (sh-o)/61, d+cb
+	}
+	// DeepSeek-V3: 61 layers, 3 dense, 58 MoE.
+	want := o + 3*(c[0]+c[1]) + 58*(contended(c[0], a[0], 132.0/112)+contended(c[1], a[1], 132.0/112)) + math.Min(c[0], a[1])
+	if math.Abs(got-want) > 1e-12*want {
+		t.Errorf("16,000-token prefill: step %v, want %v", got, want)
+	}
+	free := o + overlapStep(61, 58, c, a, 1)
+	serial := o + 61*(c[0]+c[1]) + 58*(a[0]+a[1])
+	if !(got > free && got <= serial) {
+		t.Errorf("contended step %v not in (%v uncontended, %v serial]", got, free, serial)
+	}
+	if err := e.SetCommSMs(0); err != nil {
+		t.Fatal(err)
+	}
+	if g0, _, _ := e.Step(b); math.Abs(g0-free) > 1e-12*free {
+		t.Errorf("0 communication SMs: step %v, want the uncontended %v", g0, free)
+	}
+	for _, n := range []int{132, 500} {
+		if err := e.SetCommSMs(n); err == nil {
+			t.Errorf("SetCommSMs(%d) on a 132-SM GPU: no error", n)
+		}
+	}
+	ll := testExpertStep(t, "h100", p, DeepEPLowLatency, 8)
+	if n, f := ll.CommSMs(); n != 0 || f != 1 {
+		t.Errorf("DeepEP low-latency: CommSMs = %d, %v; want 0, 1", n, f)
+	}
+}
+
+// TestCommSMsUnknownGPU: a GPU without an SM count prices the overlap
+// without contention by default and refuses an explicit count.
+func TestCommSMsUnknownGPU(t *testing.T) {
+	m := mustModel(t, "deepseek-v3")
+	g, err := Builtin().Get("h100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g0 := *g
+	g0.SMs = 0
+	p := models.Parallel{TP: 1, Weights: models.FP8, KV: models.BF16, EP: models.ExpertParallel{Size: 8, DP: 8, Skew: 1}}
+	s, err := newStepModel(m, &g0, p, Roofline{GPU: &g0, Eff: DefaultEfficiency(), TP: 1}, 0, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := NewExpertStep(s, DeepEPHighThroughput, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, f := e.CommSMs(); n != 0 || f != 1 {
+		t.Errorf("no SM count: CommSMs = %d, %v; want 0, 1", n, f)
+	}
+	if err := e.SetCommSMs(20); err == nil || !strings.Contains(err.Error(), "has no SM count") {
+		t.Errorf("SetCommSMs(20) without an SM count: %v", err)
 	}
 }
 

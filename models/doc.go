@@ -136,7 +136,8 @@
 //     their FLOPs and bytes are added to the routed operators' (one
 //     operator per class, the routed experts' shape). The all-to-all is
 //     the hardware's (hardware.ExpertStep). Expert load is one skew for
-//     every layer (no per-layer distribution).
+//     every layer here; hardware.ExpertStep.SetLayerSkews prices each MoE
+//     layer at its own by re-running the routed operators at each skew.
 //   - MLA (DeepSeek-V3, see mla.go): qkv is the fused q_a+kv_a projection
 //     plus q_b; attention FLOPs and bytes follow vLLM: prefill non-absorbed
 //     (kv_b up-projects the latents of context and new tokens, then

@@ -302,8 +302,11 @@ func sortedKeys[V any](m map[string]V) []string {
 // attentionFor returns the attention of a built-in profile of gpu from the
 // bundles' fits: measured where the GPU has a bundle, else transferred
 // from the GPU of the same kernels (attnTransfer), with the source text
-// and a note saying which. It returns false for a GPU with neither.
-func attentionFor(gpu string, fits map[string]Attention, table *ErrTable) (Attention, string, bool) {
+// and a note saying which. A transfer in attnComputeScaled scales the
+// compute efficiencies by the GEMMs' (attention_scale.go): dst is gpu's
+// profile, srcOf the profile of the GPU the fit comes from (nil or not
+// found: unscaled). It returns false for a GPU with neither.
+func attentionFor(gpu string, fits map[string]Attention, table *ErrTable, dst *Profile, srcOf func(string) (*Profile, bool)) (Attention, string, bool) {
 	from := gpu
 	if _, ok := fits[gpu]; !ok {
 		from = attnTransfer[gpu].from
@@ -336,7 +339,24 @@ func attentionFor(gpu string, fits map[string]Attention, table *ErrTable) (Atten
 		return a, attnTransfer[gpu].why, true
 	}
 	a, resid := a.onSMs(gf.SMs, gt.SMs, from, gpu)
-	return a, attnTransfer[gpu].why + resid, true
+	why := attnTransfer[gpu].why + resid
+	if src, ok := lookup(srcOf, from); ok && dst != nil && attnComputeScaled[gpu] {
+		s, note := attnScale(src, dst)
+		a = a.scaleCompute(s)
+		why += note
+		if note != "" {
+			a.Source += fmt.Sprintf(", compute efficiencies × %.3f (the BF16 GEMMs' compute efficiency, %s over %s)", s, gpu, from)
+		}
+	}
+	return a, why, true
+}
+
+// lookup returns srcOf(gpu), false where srcOf is nil.
+func lookup(srcOf func(string) (*Profile, bool), gpu string) (*Profile, bool) {
+	if srcOf == nil {
+		return nil, false
+	}
+	return srcOf(gpu)
 }
 
 // attnBundleNote says what each GPU's attention fit was measured on.
@@ -428,13 +448,21 @@ func WithBundleAttention(p *Profile, dir string, cat *hardware.Catalog) (*Profil
 // AttachAttention sets p's attention as the built-in profiles' is: fitted
 // to the bundles under dir (EvaluateAttention) where p's GPU has some,
 // else transferred from the GPU of the same kernels, with a note saying
-// which. It returns false, leaving p alone, for a GPU with neither.
+// which (its compute scaled by the GEMMs' against that GPU's built-in
+// profile, attention_scale.go). It returns false, leaving p alone, for a
+// GPU with neither.
 func AttachAttention(p *Profile, dir string) (bool, error) {
+	return attachAttention(p, dir, Builtin)
+}
+
+// attachAttention is AttachAttention with the transfer source's profile
+// from srcOf (GenerateBuiltin passes the profiles it is fitting).
+func attachAttention(p *Profile, dir string, srcOf func(string) (*Profile, bool)) (bool, error) {
 	t, fits, err := EvaluateAttention(dir)
 	if err != nil {
 		return false, err
 	}
-	a, note, ok := attentionFor(p.GPU, fits, t)
+	a, note, ok := attentionFor(p.GPU, fits, t, p, srcOf)
 	if !ok {
 		return false, nil
 	}

@@ -105,6 +105,14 @@ func attnCells(a *Attention, g *hardware.GPU, ss []AttnSample) []ErrStats {
 	return out
 }
 
+// attnKVHeads is the KV heads per GPU of a call's model and TP degree.
+func attnKVHeads(s *AttnSample) int {
+	if s.HasD {
+		return s.Decode.KVHeads
+	}
+	return s.Prefill.KVHeads
+}
+
 // attnMaxKV is the largest KV axis value of a call.
 func attnMaxKV(s *AttnSample) int { return max(s.Row.KVPrefill, s.Row.KVDecode) }
 
@@ -259,6 +267,18 @@ func evaluateAttention(dir string) (*ErrTable, map[string]Attention, error) {
 		if err := byContext("rtx-pro-6000", s, 1024); err != nil {
 			return nil, nil, err
 		}
+		// Held out by KV heads per GPU, the decode grid's other axis: a
+		// GQA model with fewer KV heads than the fit's (attention_residual.go).
+		kv8 := func(x *AttnSample) bool { return attnKVHeads(x) == 8 }
+		fitOn, pred := s.all("", 0, kv8), s.all("", 0, func(x *AttnSample) bool { return !kv8(x) })
+		if a, err = fit(fitOn, s.gpu); err != nil {
+			return nil, nil, err
+		}
+		row := "rtx-pro-6000 8 KV heads per GPU → 4 and 2 (Llama-3.1-8B, Qwen3-32B TP1 → their TP2, Qwen3-30B-A3B)"
+		add(row, a, s.gpu, pred)
+		if err := older(row, fitOn, s.gpu, pred); err != nil {
+			return nil, nil, err
+		}
 	}
 	if s := sets["rtx-4090"]; s != nil {
 		if err := byContext("rtx-4090", s, 1024); err != nil {
@@ -286,6 +306,15 @@ func evaluateAttention(dir string) (*ErrTable, map[string]Attention, error) {
 		a, _ := fits[pair[0]].onSMs(from.gpu.SMs, to.gpu.SMs, pair[0], pair[1])
 		short := func(x *AttnSample) bool { return attnMaxKV(x) <= 1024 }
 		add(fmt.Sprintf("%s → %s (transfer; KV ≤ 1024)", pair[0], pair[1]), &a, to.gpu, to.all("", 0, short))
+		// The rule the built-in transfers follow (attention_scale.go),
+		// with the shipped profiles' GEMM fits.
+		src, ok1 := Builtin(pair[0])
+		dst, ok2 := Builtin(pair[1])
+		if ok1 && ok2 {
+			sc, _ := attnScale(src, dst)
+			b := a.scaleCompute(sc)
+			add(fmt.Sprintf("%s → %s (transfer, compute × %.3f, the GEMMs'; KV ≤ 1024)", pair[0], pair[1], sc), &b, to.gpu, to.all("", 0, short))
+		}
 	}
 	return t, fits, nil
 }

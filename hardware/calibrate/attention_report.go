@@ -105,6 +105,14 @@ func attnCells(a *Attention, g *hardware.GPU, ss []AttnSample) []ErrStats {
 	return out
 }
 
+// attnKVHeads is the KV heads per GPU of a call's model and TP degree.
+func attnKVHeads(s *AttnSample) int {
+	if s.HasD {
+		return s.Decode.KVHeads
+	}
+	return s.Prefill.KVHeads
+}
+
 // attnMaxKV is the largest KV axis value of a call.
 func attnMaxKV(s *AttnSample) int { return max(s.Row.KVPrefill, s.Row.KVDecode) }
 
@@ -259,6 +267,18 @@ func evaluateAttention(dir string) (*ErrTable, map[string]Attention, error) {
 		if err := byContext("rtx-pro-6000", s, 1024); err != nil {
 			return nil, nil, err
 		}
+		// Held out by KV heads per GPU, the decode grid's other axis: a
+		// GQA model with fewer KV heads than the fit's (attention_residual.go).
+		kv8 := func(x *AttnSample) bool { return attnKVHeads(x) == 8 }
+		fitOn, pred := s.all("", 0, kv8), s.all("", 0, func(x *AttnSample) bool { return !kv8(x) })
+		if a, err = fit(fitOn, s.gpu); err != nil {
+			return nil, nil, err
+		}
+		row := "rtx-pro-6000 8 KV heads per GPU → 4 and 2 (Llama-3.1-8B, Qwen3-32B TP1 → their TP2, Qwen3-30B-A3B)"
+		add(row, a, s.gpu, pred)
+		if err := older(row, fitOn, s.gpu, pred); err != nil {
+			return nil, nil, err
+		}
 	}
 	if s := sets["rtx-4090"]; s != nil {
 		if err := byContext("rtx-4090", s, 1024); err != nil {
@@ -286,6 +306,15 @@ func evaluateAttention(dir string) (*ErrTable, map[string]Attention, error) {
 		a, _ := fits[pair[0]].onSMs(from.gpu.SMs, to.gpu.SMs, pair[0], pair[1])
 		short := func(x *AttnSample) bool { return attnMaxKV(x) <= 1024 }
 		add(fmt.Sprintf("%s → %s (transfer; KV ≤ 1024)", pair[0], pair[1]), &a, to.gpu, to.all("", 0, short))
+		// The rule the built-in transfers follow (attention_scale.go),
+		// with the shipped profiles' GEMM fits.
+		src, ok1 := Builtin(pair[0])
+		dst, ok2 := Builtin(pair[1])
+		if ok1 && ok2 {
+			sc, _ := attnScale(src, dst)
+			b := a.scaleCompute(sc)
+			add(fmt.Sprintf("%s → %s (transfer, compute × %.3f, the GEMMs'; KV ≤ 1024)", pair[0], pair[1], sc), &b, to.gpu, to.all("", 0, short))
+		}
 	}
 	return t, fits, nil
 }
@@ -302,8 +331,11 @@ func sortedKeys[V any](m map[string]V) []string {
 // attentionFor returns the attention of a built-in profile of gpu from the
 // bundles' fits: measured where the GPU has a bundle, else transferred
 // from the GPU of the same kernels (attnTransfer), with the source text
-// and a note saying which. It returns false for a GPU with neither.
-func attentionFor(gpu string, fits map[string]Attention, table *ErrTable) (Attention, string, bool) {
+// and a note saying which. A transfer in attnComputeScaled scales the
+// compute efficiencies by the GEMMs' (attention_scale.go): dst is gpu's
+// profile, srcOf the profile of the GPU the fit comes from (nil or not
+// found: unscaled). It returns false for a GPU with neither.
+func attentionFor(gpu string, fits map[string]Attention, table *ErrTable, dst *Profile, srcOf func(string) (*Profile, bool)) (Attention, string, bool) {
 	from := gpu
 	if _, ok := fits[gpu]; !ok {
 		from = attnTransfer[gpu].from
@@ -336,7 +368,24 @@ func attentionFor(gpu string, fits map[string]Attention, table *ErrTable) (Atten
 		return a, attnTransfer[gpu].why, true
 	}
 	a, resid := a.onSMs(gf.SMs, gt.SMs, from, gpu)
-	return a, attnTransfer[gpu].why + resid, true
+	why := attnTransfer[gpu].why + resid
+	if src, ok := lookup(srcOf, from); ok && dst != nil && attnComputeScaled[gpu] {
+		s, note := attnScale(src, dst)
+		a = a.scaleCompute(s)
+		why += note
+		if note != "" {
+			a.Source += fmt.Sprintf(", compute efficiencies × %.3f (the BF16 GEMMs' compute efficiency, %s over %s)", s, gpu, from)
+		}
+	}
+	return a, why, true
+}
+
+// lookup returns srcOf(gpu), false where srcOf is nil.
+func lookup(srcOf func(string) (*Profile, bool), gpu string) (*Profile, bool) {
+	if srcOf == nil {
+		return nil, false
+	}
+	return srcOf(gpu)
 }
 
 // attnBundleNote says what each GPU's attention fit was measured on.
@@ -430,13 +479,21 @@ func WithBundleAttention(p *Profile, dir string, cat *hardware.Catalog) (*Profil
 // AttachAttention sets p's attention as the built-in profiles' is: fitted
 // to the bundles under dir (EvaluateAttention) where p's GPU has some,
 // else transferred from the GPU of the same kernels, with a note saying
-// which. It returns false, leaving p alone, for a GPU with neither.
+// which (its compute scaled by the GEMMs' against that GPU's built-in
+// profile, attention_scale.go). It returns false, leaving p alone, for a
+// GPU with neither.
 func AttachAttention(p *Profile, dir string) (bool, error) {
+	return attachAttention(p, dir, Builtin)
+}
+
+// attachAttention is AttachAttention with the transfer source's profile
+// from srcOf (GenerateBuiltin passes the profiles it is fitting).
+func attachAttention(p *Profile, dir string, srcOf func(string) (*Profile, bool)) (bool, error) {
 	t, fits, err := EvaluateAttention(dir)
 	if err != nil {
 		return false, err
 	}
-	a, note, ok := attentionFor(p.GPU, fits, t)
+	a, note, ok := attentionFor(p.GPU, fits, t, p, srcOf)
 	if !ok {
 		return false, nil
 	}

@@ -67,8 +67,18 @@ func GenerateBuiltin(dir string, measured []string) (map[string][]byte, error) {
 	tt := table("", []string{"a100 → h100"}, [][]labelled{l})
 	gemm, _ := tt.Cell(RowGEMMs, "a100 → h100")
 	all, _ := tt.Cell(RowAll, "a100 → h100")
+	// The profiles fitted here are the attention transfers' sources
+	// (attention_scale.go), so the bundle GPUs are fitted first.
+	bundled := map[string]*Profile{}
+	srcOf := func(gpu string) (*Profile, bool) {
+		if p, ok := fitted[gpu]; ok {
+			return p, true
+		}
+		p, ok := bundled[gpu]
+		return p, ok
+	}
 	withAttention := func(p *Profile) error {
-		ok, err := AttachAttention(p, BundlesDir(dir))
+		ok, err := attachAttention(p, BundlesDir(dir), srcOf)
 		if err != nil {
 			return fmt.Errorf("%w (the built-in profiles' attention is fitted to ../shared/data/llmservingsim/profiles, beside %s)", err, dir)
 		}
@@ -78,17 +88,6 @@ func GenerateBuiltin(dir string, measured []string) (map[string][]byte, error) {
 		return nil
 	}
 	out := map[string][]byte{}
-	for _, name := range traceGPUs {
-		if err := withAttention(fitted[name]); err != nil {
-			return nil, err
-		}
-		// [moe] from the bundles' moe.csv where the GPU has one (H100;
-		// moe.go), before H200 and B200 take the H100 fit.
-		if _, err := AttachMoE(fitted[name], BundlesDir(dir)); err != nil {
-			return nil, err
-		}
-		out[name] = fitted[name].WriteTOML()
-	}
 	// RTX PRO 6000 and RTX 4090: every class fitted to the bundles' dense
 	// operators (bundle_dense.go), with the H100's (A100 host's) iteration
 	// overhead: the bundles time kernels only.
@@ -96,7 +95,6 @@ func GenerateBuiltin(dir string, measured []string) (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	bundled := map[string]*Profile{}
 	for _, name := range bundleGPUs {
 		g, err := hardware.Builtin().Get(name)
 		if err != nil {
@@ -114,6 +112,17 @@ func GenerateBuiltin(dir string, measured []string) (map[string][]byte, error) {
 		}
 		out[name] = p.WriteTOML()
 		bundled[name] = p
+	}
+	for _, name := range traceGPUs {
+		if err := withAttention(fitted[name]); err != nil {
+			return nil, err
+		}
+		// [moe] from the bundles' moe.csv where the GPU has one (H100;
+		// moe.go), before H200 and B200 take the H100 fit.
+		if _, err := AttachMoE(fitted[name], BundlesDir(dir)); err != nil {
+			return nil, err
+		}
+		out[name] = fitted[name].WriteTOML()
 	}
 	for _, name := range []string{"h200", "b200"} {
 		g, err := hardware.Builtin().Get(name)

@@ -130,7 +130,9 @@
 // per unit (decode_residual; attention_residual.go), kept by a transfer
 // only to a GPU with the same SM count. A GPU without attention timings takes the fit of the
 // GPU that runs the same kernels ([AttachAttention]: A100 the RTX 4090's,
-// H200 and B200 the H100's) and its [Attention] says so. A fitted profile
+// H200 and B200 the H100's; A100, A100 PCIe, L40S and H100 PCIe with its
+// compute scaled by the GEMMs', attention_scale.go) and its [Attention]
+// says so. A fitted profile
 // with neither (a native trace without attention rows, a GPU nobody
 // measured) prices attention by roofline with a FlashAttention-like
 // efficiency: 50 % of the BF16 peak on FLOPs, 80 % of HBM bandwidth on

@@ -55,6 +55,10 @@ type Plan struct {
 	// assumed default; frontEndRequest), for the run header; "" under other
 	// engines or with the front end off.
 	FrontEnd string
+	// EngineNotes are the engine model's defaults applied (with their
+	// sources) and its assumptions, for the run header; nil under vllm-v1
+	// and ideal.
+	EngineNotes []string
 }
 
 // PoolPlan is one pool's resolved instance: GPU, parallelism, batch policy,
@@ -78,6 +82,9 @@ type PoolPlan struct {
 	// the all-to-all); nil without expert parallelism.
 	Expert   *hardware.ExpertStep
 	kernelID string // digest of the kernel-time model's definition
+
+	// TRTLLMMemory is the trtllm memory plan's terms, nil under other plans.
+	TRTLLMMemory *hardware.TRTLLMMemoryPlan
 }
 
 func (s Scenario) path(p string) string {

@@ -187,6 +187,9 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	override(fs, &base, &s)
+	if *config == "" {
+		base.TRTLLMBase() // the embedded default's vLLM batch settings give way to TensorRT-LLM's
+	}
 	if err := sglang.post(*config, &base); err != nil {
 		return err
 	}

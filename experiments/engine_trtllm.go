@@ -87,6 +87,13 @@ func (s *Scenario) trtllmBatchDefaults(b *Batch, f func(string) string) {
 // mechanisms are refused with TensorRT-LLM's equivalent.
 func (s *Scenario) trtllmPool(p *PoolPlan, b *Batch, f func(string) string) error {
 	t := s.trtllmTable()
+	if !(t.FreeGPUMemoryFraction >= 0 && t.FreeGPUMemoryFraction < 1) || (t.FreeGPUMemoryFraction == 0 && s.Explicit("engine.trtllm.free_gpu_memory_fraction")) {
+		// kvCacheManager.cpp: "freeMemFraction (%f) must be smaller than 1.0f".
+		return s.fieldError("engine.trtllm.free_gpu_memory_fraction", "kv_cache_free_gpu_memory_fraction", "%g must be in (0, 1) (TensorRT-LLM refuses 1.0)", t.FreeGPUMemoryFraction)
+	}
+	if t.MaxTokens < 0 || t.CUDAGraphMaxBatchSize < 0 {
+		return s.fieldError("engine.trtllm", "", "max_tokens %d and cuda_graph_max_batch_size %d must be ≥ 0 (0: not set)", t.MaxTokens, t.CUDAGraphMaxBatchSize)
+	}
 	for _, c := range []struct{ field, why string }{
 		{"batch.policy", "the scheduler is TensorRT-LLM's capacity and micro-batch schedulers: set engine.trtllm.capacity_scheduler_policy and enable_chunked_prefill"},
 		{"batch.gpu_memory_utilization", "TensorRT-LLM sizes the KV cache as a fraction of the memory left after the weights and the profiling run: set engine.trtllm.free_gpu_memory_fraction (--kv_cache_free_gpu_memory_fraction)"},
@@ -201,10 +208,6 @@ func (s *Scenario) resolveTRTLLM(p *Plan, e *Engine) error {
 		return s.fieldError("disagg.decode_replicas", "decode-replicas", "disaggregated serving under engine \"trtllm\" is not modelled")
 	}
 	t := s.trtllmTable()
-	if t.FreeGPUMemoryFraction < 0 || t.FreeGPUMemoryFraction >= 1 || t.MaxTokens < 0 || t.CUDAGraphMaxBatchSize < 0 {
-		return s.fieldError("engine.trtllm", "", "free_gpu_memory_fraction %g must be in (0, 1), max_tokens %d and cuda_graph_max_batch_size %d ≥ 0",
-			t.FreeGPUMemoryFraction, t.MaxTokens, t.CUDAGraphMaxBatchSize)
-	}
 	if t.NoCUDAGraphs && (t.CUDAGraphMaxBatchSize != 0 || t.CUDAGraphPadding) {
 		return s.fieldError("engine.trtllm.no_cuda_graphs", "", "no_cuda_graphs with cuda_graph_max_batch_size or cuda_graph_padding: give one")
 	}

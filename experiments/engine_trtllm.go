@@ -261,6 +261,9 @@ func (s *Scenario) resolveTRTLLM(p *Plan, e *Engine) error {
 	note("max_new_tokens assumed equal to each request's output length (a benchmark client's max_tokens)")
 	note("kernels: %s (vLLM/PyTorch-measured), TensorRT-LLM kernels not measured", strings.SplitN(p.Kernel, ";", 2)[0])
 	note("step CPU: the kernel profile's per-iteration overhead and %.3g µs/request (Sarathi-Serve's vLLM-stack fit), transferred; launches %g µs each (assumption)", v.PerRequestCPU*1e6, launchUs(e))
+	if p.Parallel.TP > 1 && !e.NoCustomAllReduce {
+		note("TP all-reduces priced as vLLM's custom all-reduce inside an NVLink domain, standing in for TensorRT-LLM's own (AllReduceStrategy AUTO): assumption")
+	}
 	note("non-torch memory %.2f GiB: vLLM's published median, transferred", hardware.DefaultNonTorch(p.Parallel.TP)/(1<<30))
 	p.EngineNotes = notes
 	return nil

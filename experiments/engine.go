@@ -19,7 +19,7 @@ import (
 const DefaultEngine = "vllm-v1"
 
 // EngineNames lists the engine models.
-const EngineNames = "ideal, vllm-v1"
+const EngineNames = "ideal, vllm-v1, trtllm"
 
 // Engine is a scenario's [engine] table: which engine model serves the
 // requests (serve.Engine), and for vllm-v1 a switch per mechanism and its
@@ -74,6 +74,8 @@ type Engine struct {
 	// CPU per request in a step's batch (default: the kernel profile's
 	// per_request_s).
 	CPUPerRequestUs float64 `toml:"step_cpu_per_request_us" json:"step_cpu_per_request_us"`
+	// TRTLLM is [engine.trtllm], the trtllm engine's options (engine_trtllm.go).
+	TRTLLM *TRTLLMEngine `toml:"trtllm" json:"trtllm,omitempty"`
 }
 
 // Front-end defaults of vllm-v1, fitted to measured data only.
@@ -140,7 +142,12 @@ func (s *Scenario) resolveEngine(p *Plan) error {
 	if err := s.checkSwitches(e); err != nil {
 		return err
 	}
+	if e.TRTLLM != nil && name != serve.TRTLLMVersion {
+		return s.fieldError("engine.trtllm", "engine", "[engine.trtllm] is the trtllm engine's table, but the engine is %q", name)
+	}
 	switch name {
+	case serve.TRTLLMVersion:
+		return s.resolveTRTLLM(p, e)
 	case "ideal":
 		if *e != (Engine{Name: e.Name}) {
 			return s.fieldError("engine.name", "engine", "engine %q has no mechanisms to set (%s given): the switches and parameters of [engine] are for vllm-v1", name, e.setFields())
@@ -257,6 +264,9 @@ func (p *Plan) describeEngine(w io.Writer) error {
 		if _, err := fmt.Fprintf(w, "Front end: %s.\n", p.FrontEnd); err != nil {
 			return err
 		}
+	}
+	if err := p.describeTRTLLM(w); err != nil {
+		return err
 	}
 	for i, pp := range []*PoolPlan{&p.PoolPlan, p.Decode} {
 		if pp != nil && pp.VLLMMemory != nil {

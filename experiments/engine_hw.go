@@ -58,7 +58,7 @@ func (e *Engine) customAllReduce() (hardware.CustomAllReduce, error) {
 // desc and id say so.
 func (s *Scenario) engineKernel(k hardware.KernelModel, desc, id string, g *hardware.GPU, tp int) (hardware.KernelModel, string, string, error) {
 	e, vllm := s.vllmTable()
-	if !vllm {
+	if !vllm && !s.isTRTLLM() {
 		return k, desc, id, nil
 	}
 	if !e.NoFusedAddNorm {
@@ -95,6 +95,9 @@ func (s *Scenario) planMemory(p *PoolPlan, m *models.Model, b *Batch, prefix str
 	}
 	if b.NumGPUBlocksOverride < 0 {
 		return s.fieldError(f("batch.num_gpu_blocks_override"), "num-gpu-blocks-override", "%d must be ≥ 0 (0 = not set)", b.NumGPUBlocksOverride)
+	}
+	if s.isTRTLLM() {
+		return s.planMemoryTRTLLM(p, m, b, f)
 	}
 	e, vllm := s.vllmTable()
 	if vllm && !e.NoMemoryProfile {
@@ -196,6 +199,9 @@ func (s *Scenario) cudaGraphs(p *Plan, e *Engine) *serve.CUDAGraphs {
 // 17885). The device memory is the total CUDA reports
 // (hardware.GPU.DeviceMemory), as current_platform.get_device_total_memory.
 func (s *Scenario) vllmBatchDefaults(g *hardware.GPU) (seqs, tokens int, desc string) {
+	if s.isTRTLLM() {
+		return TRTLLMMaxBatchSize, TRTLLMMaxNumTokens, "TensorRT-LLM's default (BuildConfig)"
+	}
 	e, vllm := s.vllmTable()
 	if !vllm || e.NoVLLMDefaults {
 		return 256, 8192, ""

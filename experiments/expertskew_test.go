@@ -179,7 +179,6 @@ func TestExpertSkewLayers(t *testing.T) {
 		{base + "expert_skew_file = \"/nonexistent/skew.csv\"\n", "field \"expert_skew_file\": open /nonexistent/skew.csv"},
 		{"expert_skew_layers = [1.1]\n", "field \"expert_skew_layers\""}, // needs expert_parallel
 		{"pp = 2\n" + base + "expert_skew_layers = [" + hot + "]\n", "field \"expert_skew_layers\": per-layer expert skews are modelled without pipeline stages (pp = 2 here)"},
-
 	} {
 		_, err := epScenario(t, "qwen3-30b-a3b", c.head, "").Resolve()
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "experiments: ") {

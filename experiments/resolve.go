@@ -65,6 +65,7 @@ func (s *Scenario) resolvePool(gc *hardware.Catalog, m *models.Model, prefix, gp
 		}
 		return nil, s.fieldError(field, "", "per-layer expert skews are modelled without pipeline stages (pp = %d here): give one expert_skew for every stage's MoE layers", s.poolPPOf(pe))
 	}
+	s.trtllmBatchDefaults(b, f)
 	if err := orDefault(s, &b.BlockSize, 16, f("batch.block_size"), fl("block-size"), "≥ 1", "16"); err != nil {
 		return nil, err
 	}
@@ -113,6 +114,9 @@ func (s *Scenario) resolvePool(gc *hardware.Catalog, m *models.Model, prefix, gp
 	}
 	var ok bool
 	p.Batcher, ok = policies.ByName(b.Policy, policies.BatchParams{Refill: b.Refill, MaxWait: maxWait})
+	if s.isTRTLLM() {
+		p.Batcher, ok = policies.TRTLLM{}, true // trtllmPool sets its options once the limits are known
+	}
 	if !ok {
 		return nil, s.fieldError(f("batch.policy"), fl("policy"), "unknown policy %q (known: %s)", b.Policy, policies.BatcherNames)
 	}
@@ -120,7 +124,7 @@ func (s *Scenario) resolvePool(gc *hardware.Catalog, m *models.Model, prefix, gp
 	if b.MaxNumBatchedTokens < 0 || (b.MaxNumBatchedTokens == 0 && s.Explicit(budget)) {
 		return nil, s.fieldError(budget, budgetFlag, "%d must be ≥ 1; omit it for the default (%d with chunked prefill%s, else max(max_model_len, 2048))", b.MaxNumBatchedTokens, defTokens, defWhy)
 	}
-	if _, whole := p.Batcher.(interface{ MaxPrompt(policies.Limits) int }); whole {
+	if _, whole := p.Batcher.(interface{ MaxPrompt(policies.Limits) int }); whole && !s.isTRTLLM() {
 		if b.MaxNumBatchedTokens == 0 {
 			// vLLM's default with chunked prefill off.
 			b.MaxNumBatchedTokens = max(b.MaxModelLen, 2048)
@@ -134,6 +138,11 @@ func (s *Scenario) resolvePool(gc *hardware.Catalog, m *models.Model, prefix, gp
 		b.MaxNumBatchedTokens = defTokens
 	}
 	p.Limits = policies.Limits{MaxNumSeqs: b.MaxNumSeqs, MaxNumBatchedTokens: b.MaxNumBatchedTokens}
+	if s.isTRTLLM() {
+		if err := s.trtllmPool(p, b, f); err != nil {
+			return nil, err
+		}
+	}
 	var stages []int
 	if prefix == "" {
 		stages, err = s.checkPP(m)

@@ -55,6 +55,10 @@ type Plan struct {
 	// assumed default; frontEndRequest), for the run header; "" under other
 	// engines or with the front end off.
 	FrontEnd string
+	// EngineNotes are the engine model's defaults applied (with their
+	// sources) and its assumptions, for the run header; nil under vllm-v1
+	// and ideal.
+	EngineNotes []string
 }
 
 // PoolPlan is one pool's resolved instance: GPU, parallelism, batch policy,
@@ -80,6 +84,9 @@ type PoolPlan struct {
 	Expert     *hardware.ExpertStep
 	layerSkews []float64 // per-MoE-layer skews (expert_skew_layers or _file); nil: Parallel.EP.Skew for all
 	kernelID   string    // digest of the kernel-time model's definition
+
+	// TRTLLMMemory is the trtllm memory plan's terms, nil under other plans.
+	TRTLLMMemory *hardware.TRTLLMMemoryPlan
 }
 
 func (s Scenario) path(p string) string {

@@ -17,6 +17,10 @@ type Candidate struct {
 	// Pinned is the KV blocks a waiting request's cached prefix takes out of
 	// the evictable pool when it is admitted (BlocksFor includes them).
 	Pinned int
+	// Final is the tokens the request holds when it completes: prompt plus
+	// output (TensorRT-LLM's prompt_len + max_new_tokens, which
+	// policies.TRTLLM reserves); 0 when the view does not know.
+	Final int
 }
 
 // Left returns the tokens still to prefill.

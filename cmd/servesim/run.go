@@ -141,6 +141,8 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	vllmTable := addVLLMTable(fs)
 	// SGLang's launch_server spelling (sglangflags.go, sglangtable.go).
 	sglang := addSGLangFlags(fs, &s)
+	// trtllm-serve's spelling (trtllmflags.go, trtllmtable.go).
+	trtllm := addTRTLLMFlags(fs, &s)
 
 	if err := parseFlags(fs, vllmArgs(args)); err != nil {
 		return err
@@ -153,6 +155,10 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	sglangIgnored, err := sglang.pre()
+	if err != nil {
+		return err
+	}
+	trtllmIgnored, err := trtllm.pre()
 	if err != nil {
 		return err
 	}
@@ -188,7 +194,13 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	override(fs, &base, &s)
+	if *config == "" {
+		base.TRTLLMBase() // the embedded default's vLLM batch settings give way to TensorRT-LLM's
+	}
 	if err := sglang.post(*config, &base); err != nil {
+		return err
+	}
+	if err := trtllm.post(&base); err != nil {
 		return err
 	}
 	goodputLine := goodput.apply(fs, &base)
@@ -271,6 +283,12 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "SGLang flags with no effect in a simulation: %s.\n", strings.Join(sglangIgnored, ", "))
 		}
 		if line := sglang.line(engineName(base)); line != "" {
+			fmt.Fprintln(stdout, line)
+		}
+		if len(trtllmIgnored) > 0 {
+			fmt.Fprintf(stdout, "trtllm-serve flags with no effect in a simulation: %s.\n", strings.Join(trtllmIgnored, ", "))
+		}
+		if line := trtllm.line(); line != "" {
 			fmt.Fprintln(stdout, line)
 		}
 		if len(defaultsChanged) > 0 {

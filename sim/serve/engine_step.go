@@ -56,6 +56,11 @@ type CUDAGraphs struct {
 	EagerLaunches, PiecewiseLaunches int
 	// Launch is the CPU seconds of one launch (a kernel or a graph).
 	Launch float64
+	// DecodeOnly runs every batch with a prefill eagerly (no piecewise
+	// graphs), and ExactOnly replays a graph only for a batch of exactly
+	// a captured size (no padding): TensorRT-LLM's decode CUDA graphs
+	// (serve.TRTLLM). Both false is vLLM's dispatch.
+	DecodeOnly, ExactOnly bool
 }
 
 // CaptureSizes returns vLLM's default cudagraph_capture_sizes
@@ -98,7 +103,13 @@ func (g *CUDAGraphs) dispatch(b models.Batch) (models.Batch, int) {
 	if g.Eager || len(g.Sizes) == 0 || n > g.Sizes[len(g.Sizes)-1] {
 		return b, g.EagerLaunches
 	}
+	if g.DecodeOnly && b.Prefills > 0 {
+		return b, g.EagerLaunches
+	}
 	i := sort.SearchInts(g.Sizes, n)
+	if g.ExactOnly && g.Sizes[i] != n {
+		return b, g.EagerLaunches
+	}
 	b.Decodes += g.Sizes[i] - n
 	if b.Prefills == 0 {
 		return b, 1 // FULL graph

@@ -159,7 +159,7 @@ func (in *Instance) DecodeBlocks() int { return in.phase[in.decCounter%int64(in.
 func (in *Instance) Prefilling() int   { return len(in.prefilling) }
 func (in *Instance) PrefillingAt(i int) policies.Candidate {
 	r := in.prefilling[i]
-	return policies.Candidate{ID: r.id, Arrival: r.arrival, Computed: r.computed, Target: r.target}
+	return policies.Candidate{ID: r.id, Arrival: r.arrival, Computed: r.computed, Target: r.target, Final: r.prompt + r.output}
 }
 
 // Waiting returns the queue length, or 0 while swapped requests wait to
@@ -173,7 +173,7 @@ func (in *Instance) Waiting() int {
 
 func (in *Instance) WaitingAt(i int) policies.Candidate {
 	r := in.waiting.at(i)
-	c := policies.Candidate{ID: r.id, Arrival: r.arrival, Computed: r.computed, Target: r.target}
+	c := policies.Candidate{ID: r.id, Arrival: r.arrival, Computed: r.computed, Target: r.target, Final: r.prompt + r.output}
 	if n, k := in.hits(r); n+k > 0 {
 		c.Computed = n*r.unitToks + k*in.cfg.BlockSize
 		c.Pinned = in.cache.pinnedBlocks(r.hashes, n) + k
@@ -251,6 +251,9 @@ func (in *Instance) admitCheck(r *request) string {
 			// in one piece, so the whole request must fit the budget.
 			return RejectBudget
 		}
+	}
+	if pl, ok := in.cfg.Batcher.(interface{ MaxContext(policies.Limits) int }); ok && r.prompt > pl.MaxContext(in.cfg.Limits) {
+		return RejectBudget // a prompt that no step's token budget holds (TensorRT-LLM without chunked prefill)
 	}
 	return ""
 }

@@ -19,7 +19,7 @@ import (
 const DefaultEngine = "vllm-v1"
 
 // EngineNames lists the engine models.
-const EngineNames = "ideal, vllm-v1"
+const EngineNames = "ideal, vllm-v1, sglang"
 
 // Engine is a scenario's [engine] table: which engine model serves the
 // requests (serve.Engine), and for vllm-v1 a switch per mechanism and its
@@ -74,6 +74,9 @@ type Engine struct {
 	// CPU per request in a step's batch (default: the kernel profile's
 	// per_request_s).
 	CPUPerRequestUs float64 `toml:"step_cpu_per_request_us" json:"step_cpu_per_request_us"`
+	// SGLang's settings (engine "sglang", engine_sglang.go), named as its
+	// launch_server flags.
+	SGLangArgs
 }
 
 // Front-end defaults of vllm-v1, fitted to measured data only.
@@ -148,6 +151,11 @@ func (s *Scenario) resolveEngine(p *Plan) error {
 		p.Serve.Engine = serve.Ideal{}
 		return nil
 	case serve.VLLMV1Version:
+		if set := e.SGLangArgs.setFields(); set != "" {
+			return s.fieldError("engine.name", "engine", "%s are SGLang's settings: they need engine \"sglang\"", set)
+		}
+	case serve.SGLangVersion:
+		return s.resolveSGLang(p, e)
 	default:
 		return s.fieldError("engine.name", "engine", "unknown engine %q (known: %s)", name, EngineNames)
 	}
@@ -255,6 +263,11 @@ func (p *Plan) describeEngine(w io.Writer) error {
 	}
 	if p.FrontEnd != "" {
 		if _, err := fmt.Fprintf(w, "Front end: %s.\n", p.FrontEnd); err != nil {
+			return err
+		}
+	}
+	if sg := p.PoolPlan.SGLang; sg != nil {
+		if _, err := fmt.Fprintf(w, "SGLang memory plan (%s, tp %d): %s.\nSGLang defaults: %s.\n", p.GPU.Name, p.Parallel.TP, sg.Memory, strings.Join(sg.Notes, "; ")); err != nil {
 			return err
 		}
 	}

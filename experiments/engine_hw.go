@@ -58,7 +58,7 @@ func (e *Engine) customAllReduce() (hardware.CustomAllReduce, error) {
 // desc and id say so.
 func (s *Scenario) engineKernel(k hardware.KernelModel, desc, id string, g *hardware.GPU, tp int) (hardware.KernelModel, string, string, error) {
 	e, vllm := s.vllmTable()
-	if !vllm {
+	if _, sg := s.sglangTable(); !vllm && !sg {
 		return k, desc, id, nil
 	}
 	if !e.NoFusedAddNorm {
@@ -95,6 +95,9 @@ func (s *Scenario) planMemory(p *PoolPlan, m *models.Model, b *Batch, prefix str
 	}
 	if b.NumGPUBlocksOverride < 0 {
 		return s.fieldError(f("batch.num_gpu_blocks_override"), "num-gpu-blocks-override", "%d must be ≥ 0 (0 = not set)", b.NumGPUBlocksOverride)
+	}
+	if e, sg := s.sglangTable(); sg && !e.NoMemoryProfile {
+		return s.planMemorySGLang(p, m, b, f)
 	}
 	e, vllm := s.vllmTable()
 	if vllm && !e.NoMemoryProfile {

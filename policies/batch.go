@@ -17,6 +17,9 @@ type Candidate struct {
 	// Pinned is the KV blocks a waiting request's cached prefix takes out of
 	// the evictable pool when it is admitted (BlocksFor includes them).
 	Pinned int
+	// Output is the output tokens it may still generate (its max_new_tokens
+	// less those generated before a preemption).
+	Output int
 }
 
 // Left returns the tokens still to prefill.

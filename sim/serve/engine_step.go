@@ -56,6 +56,10 @@ type CUDAGraphs struct {
 	EagerLaunches, PiecewiseLaunches int
 	// Launch is the CPU seconds of one launch (a kernel or a graph).
 	Launch float64
+	// DecodeOnly captures decode batches only, Sizes in requests (SGLang's
+	// cuda_graph_bs, CudaGraphRunner.can_run): every batch with a prefill
+	// runs eagerly.
+	DecodeOnly bool
 }
 
 // CaptureSizes returns vLLM's default cudagraph_capture_sizes
@@ -95,7 +99,7 @@ func (g *CUDAGraphs) Validate() error {
 // dispatch returns the batch the GPU runs and the step's launches.
 func (g *CUDAGraphs) dispatch(b models.Batch) (models.Batch, int) {
 	n := b.Tokens()
-	if g.Eager || len(g.Sizes) == 0 || n > g.Sizes[len(g.Sizes)-1] {
+	if g.Eager || len(g.Sizes) == 0 || n > g.Sizes[len(g.Sizes)-1] || (g.DecodeOnly && b.Prefills > 0) {
 		return b, g.EagerLaunches
 	}
 	i := sort.SearchInts(g.Sizes, n)

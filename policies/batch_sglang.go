@@ -131,8 +131,8 @@ func (p *SGLang) Batch(v View, lim Limits, d *Decision) {
 		p.seen = n
 	}
 	p.lastDecode = false
-	if p.full && v.Running() < p.fullAt {
-		p.full = false
+	if p.full && (v.Running() < p.fullAt || v.Running() == 0) {
+		p.full = false // the running batch shrank (or is gone)
 	}
 	if p.prefill(v, ov, lim, d) {
 		if p.Mixed && v.Decoding() > 0 {

@@ -149,3 +149,36 @@ func TestSGLangNeverOvercommits(t *testing.T) {
 		}
 	}
 }
+
+// TestSGLangFullClears: a NO_TOKEN marks the batch full, so no prefill is
+// tried while the running requests stay; it clears when they shrink, and
+// when nothing runs (or an idle instance would never admit again).
+func TestSGLangFullClears(t *testing.T) {
+	p := sglangAt(0.7, false)
+	lim := Limits{MaxNumSeqs: 100, MaxNumBatchedTokens: 8192}
+	v := &sgView{fakeView: fakeView{running: 2, decoding: 2, free: 300, waiting: []Candidate{wo(1, 400, 100)}}}
+	var d Decision
+	p.Batch(v, lim, &d) // 501 ≥ 300: NO_TOKEN, full at 2 running
+	v.free = 100000
+	d.Reset()
+	p.Batch(v, lim, &d)
+	if got := d.String(); got != "decode" {
+		t.Errorf("full batch, 2 running: %s, want decode", got)
+	}
+	v.running, v.decoding = 1, 1
+	d.Reset()
+	p.Batch(v, lim, &d)
+	if got := d.String(); got != "prefill[q#1:400]" {
+		t.Errorf("after a request finished: %s, want prefill[q#1:400]", got)
+	}
+	q := sglangAt(0.7, false)
+	v = &sgView{fakeView: fakeView{free: 300, waiting: []Candidate{wo(1, 400, 100)}}}
+	d.Reset()
+	q.Batch(v, lim, &d) // nothing running, the prompt's 400 blocks not free: full at 0
+	v.free = 1000
+	d.Reset()
+	q.Batch(v, lim, &d)
+	if got := d.String(); got != "prefill[q#1:400]" {
+		t.Errorf("idle, then room: %s, want prefill[q#1:400]", got)
+	}
+}

@@ -85,7 +85,7 @@ func (s *Scenario) sglangPoolDefaults(p *PoolPlan, b *Batch, tp int, prefix stri
 	case prefix != "":
 		return s.fieldError("engine.name", "engine", "the sglang engine does not model disaggregated pools (SGLang's PD disaggregation): use vllm-v1 or ideal")
 	case s.pp() > 1:
-		return s.fieldError("engine.name", "engine", "the sglang engine does not model pipeline parallelism (pp %d): use vllm-v1 or ideal", s.pp())
+		return s.fieldError("pp", "pp", "%d: the sglang engine does not model pipeline parallelism: use engine vllm-v1 or ideal", s.pp())
 	case s.Explicit("batch.gpu_memory_utilization"):
 		return s.fieldError("batch.gpu_memory_utilization", "gpu-memory-utilization", "is vLLM's: SGLang sizes its KV pool by engine.mem_fraction_static (--mem-fraction-static)")
 	case b.KVCacheMemoryBytes != 0 || b.NumGPUBlocksOverride != 0:
@@ -96,11 +96,11 @@ func (s *Scenario) sglangPoolDefaults(p *PoolPlan, b *Batch, tp int, prefix stri
 		return s.fieldError("engine.name", "engine", "no_async_scheduling and no_vllm_defaults are vllm-v1's: SGLang's overlap is engine.disable_overlap_schedule")
 	}
 	for _, c := range []struct {
-		v     int
-		field string
-	}{{e.CUDAGraphMaxBS, "cuda_graph_max_bs"}, {e.MaxPrefillTokens, "max_prefill_tokens"}} {
-		if c.v < 0 {
-			return s.fieldError("engine."+c.field, strings.ReplaceAll(c.field, "_", "-"), "%d must be ≥ 1 (0 = SGLang's default)", c.v)
+		v, max int
+		field  string
+	}{{e.CUDAGraphMaxBS, 1 << 16, "cuda_graph_max_bs"}, {e.MaxPrefillTokens, 1 << 30, "max_prefill_tokens"}} {
+		if c.v < 0 || c.v > c.max {
+			return s.fieldError("engine."+c.field, strings.ReplaceAll(c.field, "_", "-"), "%d must be in [1, %d] (0 = SGLang's default)", c.v, c.max)
 		}
 	}
 	if f := e.MemFractionStatic; f != 0 && !(f > 0 && f < 1) {
@@ -118,6 +118,16 @@ func (s *Scenario) sglangPoolDefaults(p *PoolPlan, b *Batch, tp int, prefix stri
 		maxPrefill = policies.SGLangMaxPrefillTokens
 	}
 	d := hardware.SGLangGPUDefaults(p.GPU, tp, s.pp(), chunk, e.CUDAGraphMaxBS, maxPrefill)
+	if e.MemFractionStatic == 0 && !(d.MemFractionStatic > 0) {
+		// SGLang's reserve for activations (1.5 MiB a chunk token) and CUDA
+		// graphs (2 MiB a captured request) takes the whole GPU.
+		field, flag := "batch.max_num_batched_tokens", "max-num-batched-tokens"
+		if float64(d.CUDAGraphMaxBS)*2 > float64(max(chunk, 2048))*1.5 {
+			field, flag = "engine.cuda_graph_max_bs", "cuda-graph-max-bs"
+		}
+		return s.fieldError(field, flag, "SGLang reserves %.0f MiB for activations and CUDA graphs (chunked_prefill_size %d, cuda_graph_max_bs %d), more than the %s's %.0f MiB: mem_fraction_static would be %g; lower it, or give engine.mem_fraction_static (--mem-fraction-static)",
+			d.ReservedMiB, d.ChunkedPrefill, d.CUDAGraphMaxBS, p.GPU.Name, d.GPUMemMiB, d.MemFractionStatic)
+	}
 	sp := &SGLangPlan{Defaults: d}
 	note := func(format string, a ...any) { sp.Notes = append(sp.Notes, fmt.Sprintf(format, a...)) }
 	src := fmt.Sprintf("server_args.py _handle_gpu_memory_settings, %.0f MiB GPU, tp %d", d.GPUMemMiB, tp)
@@ -217,11 +227,8 @@ func (s *Scenario) resolveSGLang(p *Plan, e *Engine) error {
 		g.DecodeOnly = true
 		if !g.Eager {
 			g.Sizes = nil
-			for _, bs := range hardware.SGLangCUDAGraphBS(p.SGLang.Defaults.CUDAGraphMaxBS) {
-				if bs <= p.Limits.MaxNumSeqs { // cuda_graph_runner.py: sizes within the request pool
-					g.Sizes = append(g.Sizes, bs)
-				}
-			}
+			// cuda_graph_runner.py: sizes within the request pool.
+			g.Sizes = hardware.SGLangCUDAGraphBS(min(p.SGLang.Defaults.CUDAGraphMaxBS, p.Limits.MaxNumSeqs))
 		}
 		v.Graphs = g
 	}

@@ -273,9 +273,9 @@ func (g *sglangArgs) post(config string, base *experiments.Scenario) error {
 		engineOf(base).Name = "sglang"
 		base.SetByFlag("engine.name")
 		g.notes = append(g.notes, "--engine sglang (an SGLang command line)")
-		if !anyChanged(fs, "page-size", "block-size") {
-			base.Batch.BlockSize = 0 // SGLang's page_size 1, not the embedded scenario's 16
-		}
+	}
+	if config == "" && base.Engine != nil && base.Engine.Name == "sglang" && !anyChanged(fs, "page-size", "block-size") {
+		base.Batch.BlockSize = 0 // SGLang's page_size 1, not the embedded scenario's (vLLM's) 16
 	}
 	if fs.Changed("max-running-requests") {
 		n := base.Batch.MaxNumSeqs

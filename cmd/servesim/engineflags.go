@@ -39,6 +39,7 @@ func engineFlags(fs *pflag.FlagSet, s *experiments.Scenario) {
 	fs.IntVar(&e.CUDAGraphMaxBS, "cuda-graph-max-bs", 0, "sglang: largest decode batch captured in a CUDA graph (default: SGLang's for the GPU)")
 	fs.IntVar(&e.MaxPrefillTokens, "max-prefill-tokens", 0, "sglang: tokens of a prefill batch at most (default 16384)")
 	fs.BoolVar(&e.DisableOverlapSchedule, "disable-overlap-schedule", false, "sglang: schedule, run and wait in series (no overlap scheduling)")
+	switchVar(fs, boolTo{&e.EnforceEager, true}, "disable-cuda-graph", "SGLang's name of --enforce-eager: no CUDA graphs")
 }
 
 // engineScenarioFlags are the [engine] entries of scenarioFlags: src.Engine
@@ -77,6 +78,7 @@ var engineScenarioFlags = map[string]scenarioFlag{
 	"enable-mixed-chunk":       {"engine.enable_mixed_chunk", func(d, s *experiments.Scenario) { engineOf(d).EnableMixedChunk = s.Engine.EnableMixedChunk }},
 	"cuda-graph-max-bs":        {"engine.cuda_graph_max_bs", func(d, s *experiments.Scenario) { engineOf(d).CUDAGraphMaxBS = s.Engine.CUDAGraphMaxBS }},
 	"max-prefill-tokens":       {"engine.max_prefill_tokens", func(d, s *experiments.Scenario) { engineOf(d).MaxPrefillTokens = s.Engine.MaxPrefillTokens }},
+	"disable-cuda-graph":       {"engine.enforce_eager", func(d, s *experiments.Scenario) { engineOf(d).EnforceEager = s.Engine.EnforceEager }},
 	"disable-overlap-schedule": {"engine.disable_overlap_schedule", func(d, s *experiments.Scenario) { engineOf(d).DisableOverlapSchedule = s.Engine.DisableOverlapSchedule }},
 }
 

@@ -67,4 +67,5 @@ var sglangFlags = []sglangFlag{
 	{name: "schedule-conservativeness", class: honoured, equiv: "engine.schedule_conservativeness", bound: "engineflags.go", note: "scales the sglang engine's new_token_ratio"},
 	{name: "cuda-graph-max-bs", class: honoured, equiv: "engine.cuda_graph_max_bs", bound: "engineflags.go"},
 	{name: "disable-overlap-schedule", kind: vSwitch, class: honoured, equiv: "engine.disable_overlap_schedule", bound: "engineflags.go"},
+	{name: "disable-cuda-graph", kind: vSwitch, class: honoured, equiv: "--enforce-eager", bound: "engineflags.go", vllm: []string{"enforce-eager"}, note: "every step eager, no CUDA-graph padding (and, under vllm-v1, no CUDA-graph memory)"},
 }

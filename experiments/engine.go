@@ -19,7 +19,7 @@ import (
 const DefaultEngine = "vllm-v1"
 
 // EngineNames lists the engine models.
-const EngineNames = "ideal, vllm-v1, trtllm"
+const EngineNames = "ideal, vllm-v1, sglang, trtllm"
 
 // Engine is a scenario's [engine] table: which engine model serves the
 // requests (serve.Engine), and for vllm-v1 a switch per mechanism and its
@@ -76,6 +76,9 @@ type Engine struct {
 	CPUPerRequestUs float64 `toml:"step_cpu_per_request_us" json:"step_cpu_per_request_us"`
 	// TRTLLM is [engine.trtllm], the trtllm engine's options (engine_trtllm.go).
 	TRTLLM *TRTLLMEngine `toml:"trtllm" json:"trtllm,omitempty"`
+	// SGLang's settings (engine "sglang", engine_sglang.go), named as its
+	// launch_server flags.
+	SGLangArgs
 }
 
 // Front-end defaults of vllm-v1, fitted to measured data only.
@@ -145,6 +148,9 @@ func (s *Scenario) resolveEngine(p *Plan) error {
 	if e.TRTLLM != nil && name != serve.TRTLLMVersion {
 		return s.fieldError("engine.trtllm", "engine", "[engine.trtllm] is the trtllm engine's table, but the engine is %q", name)
 	}
+	if set := e.SGLangArgs.setFields(); set != "" && name != serve.SGLangVersion && name != "ideal" {
+		return s.fieldError("engine.name", "engine", "%s are SGLang's settings: they need engine \"sglang\", not %q", set, name)
+	}
 	switch name {
 	case serve.TRTLLMVersion:
 		return s.resolveTRTLLM(p, e)
@@ -155,6 +161,8 @@ func (s *Scenario) resolveEngine(p *Plan) error {
 		p.Serve.Engine = serve.Ideal{}
 		return nil
 	case serve.VLLMV1Version:
+	case serve.SGLangVersion:
+		return s.resolveSGLang(p, e)
 	default:
 		return s.fieldError("engine.name", "engine", "unknown engine %q (known: %s)", name, EngineNames)
 	}
@@ -262,6 +270,11 @@ func (p *Plan) describeEngine(w io.Writer) error {
 	}
 	if p.FrontEnd != "" {
 		if _, err := fmt.Fprintf(w, "Front end: %s.\n", p.FrontEnd); err != nil {
+			return err
+		}
+	}
+	if sg := p.PoolPlan.SGLang; sg != nil {
+		if _, err := fmt.Fprintf(w, "SGLang memory plan (%s, tp %d): %s.\nSGLang defaults: %s.\n", p.GPU.Name, p.Parallel.TP, sg.Memory, strings.Join(sg.Notes, "; ")); err != nil {
 			return err
 		}
 	}

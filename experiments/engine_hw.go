@@ -58,7 +58,7 @@ func (e *Engine) customAllReduce() (hardware.CustomAllReduce, error) {
 // desc and id say so.
 func (s *Scenario) engineKernel(k hardware.KernelModel, desc, id string, g *hardware.GPU, tp int) (hardware.KernelModel, string, string, error) {
 	e, vllm := s.vllmTable()
-	if !vllm && !s.isTRTLLM() {
+	if _, sg := s.sglangTable(); !vllm && !sg && !s.isTRTLLM() {
 		return k, desc, id, nil
 	}
 	if !e.NoFusedAddNorm {
@@ -98,6 +98,9 @@ func (s *Scenario) planMemory(p *PoolPlan, m *models.Model, b *Batch, prefix str
 	}
 	if s.isTRTLLM() {
 		return s.planMemoryTRTLLM(p, m, b, f)
+	}
+	if e, sg := s.sglangTable(); sg && !e.NoMemoryProfile {
+		return s.planMemorySGLang(p, m, b, f)
 	}
 	e, vllm := s.vllmTable()
 	if vllm && !e.NoMemoryProfile {

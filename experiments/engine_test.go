@@ -85,7 +85,7 @@ func TestEngineBadInput(t *testing.T) {
 		e    Engine
 		want string
 	}{
-		{Engine{Name: "sglang"}, `field "engine.name" (flag --engine): unknown engine "sglang"`},
+		{Engine{Name: "tgi"}, `field "engine.name" (flag --engine): unknown engine "tgi"`},
 		{Engine{Name: "ideal", NoAsyncScheduling: true}, `field "engine.name" (flag --engine): engine "ideal" has no mechanisms`},
 		{Engine{Name: "ideal", NoFrontEnd: true}, `engine "ideal" has no mechanisms`},
 		{Engine{Name: "vllm-v1", RequestMs: -1}, `field "engine.front_end_request_ms" (flag --front-end-request-ms)`},

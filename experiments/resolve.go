@@ -66,6 +66,9 @@ func (s *Scenario) resolvePool(gc *hardware.Catalog, m *models.Model, prefix, gp
 		return nil, s.fieldError(field, "", "per-layer expert skews are modelled without pipeline stages (pp = %d here): give one expert_skew for every stage's MoE layers", s.poolPPOf(pe))
 	}
 	s.trtllmBatchDefaults(b, f)
+	if err := s.sglangPoolDefaults(p, b, *tp, prefix); err != nil {
+		return nil, err
+	}
 	if err := orDefault(s, &b.BlockSize, 16, f("batch.block_size"), fl("block-size"), "≥ 1", "16"); err != nil {
 		return nil, err
 	}
@@ -112,10 +115,17 @@ func (s *Scenario) resolvePool(gc *hardware.Catalog, m *models.Model, prefix, gp
 	if err != nil {
 		return nil, err
 	}
-	var ok bool
-	p.Batcher, ok = policies.ByName(b.Policy, policies.BatchParams{Refill: b.Refill, MaxWait: maxWait})
-	if s.isTRTLLM() {
-		p.Batcher, ok = policies.TRTLLM{}, true // trtllmPool sets its options once the limits are known
+	ok := true
+	switch {
+	case p.SGLang != nil:
+		p.Batcher, err = s.sglangBatcher(p, b)
+		if err != nil {
+			return nil, err
+		}
+	case s.isTRTLLM():
+		p.Batcher = policies.TRTLLM{} // trtllmPool sets its options once the limits are known
+	default:
+		p.Batcher, ok = policies.ByName(b.Policy, policies.BatchParams{Refill: b.Refill, MaxWait: maxWait})
 	}
 	if !ok {
 		return nil, s.fieldError(f("batch.policy"), fl("policy"), "unknown policy %q (known: %s)", b.Policy, policies.BatcherNames)
@@ -348,8 +358,8 @@ func (s *Scenario) resolveServe(p *Plan) error {
 	if b.Victim == "" {
 		b.Victim = serve.VictimNewest
 	}
-	if b.Victim != serve.VictimNewest && b.Victim != serve.VictimLowestPriority {
-		return s.fieldError("batch.victim", "victim", "%q: want newest or lowest-priority", b.Victim)
+	if b.Victim != serve.VictimNewest && b.Victim != serve.VictimLowestPriority && b.Victim != serve.VictimFewestOutput {
+		return s.fieldError("batch.victim", "victim", "%q: want newest, lowest-priority or fewest-output", b.Victim)
 	}
 	if b.SwapSpaceGB == 0 && !s.Explicit("batch.swap_space_gb") { // an explicit 0: no host memory to swap to
 		b.SwapSpaceGB = 4 * 1.073741824 // vLLM's default swap_space of 4 GiB per GPU

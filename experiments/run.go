@@ -68,6 +68,7 @@ type PoolPlan struct {
 	Parallel    models.Parallel
 	Memory      hardware.MemoryPlan
 	VLLMMemory  *hardware.VLLMMemoryPlan // the vllm-v1 memory plan's terms, nil under other plans
+	SGLang      *SGLangPlan              // the sglang engine's memory plan and defaults, nil under other engines
 	Step        *hardware.StepModel
 	Batcher     policies.Batcher
 	Limits      policies.Limits

@@ -21,6 +21,9 @@ type Candidate struct {
 	// output (TensorRT-LLM's prompt_len + max_new_tokens, which
 	// policies.TRTLLM reserves); 0 when the view does not know.
 	Final int
+	// Output is the output tokens it may still generate (its max_new_tokens
+	// less those generated before a preemption).
+	Output int
 }
 
 // Left returns the tokens still to prefill.

@@ -14,7 +14,12 @@
 //   - Chunked: Sarathi-Serve / vLLM V1 chunked prefill. Every running decode
 //     takes one token of the per-iteration budget first; prefill chunks of
 //     partially prefilled and then waiting requests (FCFS) fill the rest.
+//   - SGLang: SGLang's scheduler. A prefill batch whenever one forms, else
+//     decode; admission by predicted tokens (PrefillAdder: the free KV less
+//     new_token_ratio × the running requests' output left must hold a new
+//     request's prompt and output). It keeps state of its instance (the
+//     ratio), so the engine takes a copy per instance (PerInstance).
 //
-// Both admit waiting requests in queue order and stop at the first one that
+// They admit waiting requests in queue order and stop at the first one that
 // does not fit, as vLLM does, so a long prompt is never overtaken.
 package policies

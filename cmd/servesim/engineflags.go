@@ -32,6 +32,14 @@ func engineFlags(fs *pflag.FlagSet, s *experiments.Scenario) {
 	fs.Float64Var(&e.NonTorchGiB, "non-torch-memory-gib", 0, "vllm-v1: non-torch memory per GPU in GiB (default 0.32 at any TP)")
 	fs.Float64Var(&s.Batch.KVCacheMemoryBytes, "kv-cache-memory-bytes", 0, "KV-cache bytes per GPU, replacing the memory plan's (vLLM --kv-cache-memory-bytes)")
 	fs.IntVar(&s.Batch.NumGPUBlocksOverride, "num-gpu-blocks-override", 0, "KV blocks per GPU, replacing the memory plan's (vLLM --num-gpu-blocks-override)")
+	// The sglang engine's (SGLang's launch_server spellings, sglangtable.go).
+	fs.Float64Var(&e.MemFractionStatic, "mem-fraction-static", 0, "sglang: fraction of free GPU memory for weights and the KV pool (default: SGLang's for the GPU)")
+	fs.Float64Var(&e.ScheduleConservativeness, "schedule-conservativeness", 0, "sglang: scales new_token_ratio's start (0.7) and floor (default 1)")
+	fs.BoolVar(&e.EnableMixedChunk, "enable-mixed-chunk", false, "sglang: decodes join prefill batches")
+	fs.IntVar(&e.CUDAGraphMaxBS, "cuda-graph-max-bs", 0, "sglang: largest decode batch captured in a CUDA graph (default: SGLang's for the GPU)")
+	fs.IntVar(&e.MaxPrefillTokens, "max-prefill-tokens", 0, "sglang: tokens of a prefill batch at most (default 16384)")
+	fs.BoolVar(&e.DisableOverlapSchedule, "disable-overlap-schedule", false, "sglang: schedule, run and wait in series (no overlap scheduling)")
+	switchVar(fs, boolTo{&e.EnforceEager, true}, "disable-cuda-graph", "SGLang's name of --enforce-eager: no CUDA graphs")
 }
 
 // engineScenarioFlags are the [engine] entries of scenarioFlags: src.Engine
@@ -63,6 +71,15 @@ var engineScenarioFlags = map[string]scenarioFlag{
 	"non-torch-memory-gib":        {"engine.non_torch_memory_gib", func(d, s *experiments.Scenario) { engineOf(d).NonTorchGiB = s.Engine.NonTorchGiB }},
 	"kv-cache-memory-bytes":       {"batch.kv_cache_memory_bytes", func(d, s *experiments.Scenario) { d.Batch.KVCacheMemoryBytes = s.Batch.KVCacheMemoryBytes }},
 	"num-gpu-blocks-override":     {"batch.num_gpu_blocks_override", func(d, s *experiments.Scenario) { d.Batch.NumGPUBlocksOverride = s.Batch.NumGPUBlocksOverride }},
+	"mem-fraction-static":         {"engine.mem_fraction_static", func(d, s *experiments.Scenario) { engineOf(d).MemFractionStatic = s.Engine.MemFractionStatic }},
+	"schedule-conservativeness": {"engine.schedule_conservativeness", func(d, s *experiments.Scenario) {
+		engineOf(d).ScheduleConservativeness = s.Engine.ScheduleConservativeness
+	}},
+	"enable-mixed-chunk":       {"engine.enable_mixed_chunk", func(d, s *experiments.Scenario) { engineOf(d).EnableMixedChunk = s.Engine.EnableMixedChunk }},
+	"cuda-graph-max-bs":        {"engine.cuda_graph_max_bs", func(d, s *experiments.Scenario) { engineOf(d).CUDAGraphMaxBS = s.Engine.CUDAGraphMaxBS }},
+	"max-prefill-tokens":       {"engine.max_prefill_tokens", func(d, s *experiments.Scenario) { engineOf(d).MaxPrefillTokens = s.Engine.MaxPrefillTokens }},
+	"disable-cuda-graph":       {"engine.enforce_eager", func(d, s *experiments.Scenario) { engineOf(d).EnforceEager = s.Engine.EnforceEager }},
+	"disable-overlap-schedule": {"engine.disable_overlap_schedule", func(d, s *experiments.Scenario) { engineOf(d).DisableOverlapSchedule = s.Engine.DisableOverlapSchedule }},
 }
 
 func init() {

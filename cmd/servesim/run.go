@@ -105,7 +105,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&s.Admission.QueueCap, "queue-cap", 0, "queue-cap admission: most requests waiting")
 	fs.BoolVar(&s.Batch.PrefixCaching, "prefix-caching", false, "reuse the KV of shared prompt prefixes")
 	fs.StringVar(&s.Batch.Preemption, "preemption", "", "preemption when KV runs out: recompute or swap")
-	fs.StringVar(&s.Batch.Victim, "victim", "", "preemption victim: newest or lowest-priority")
+	fs.StringVar(&s.Batch.Victim, "victim", "", "preemption victim: newest, lowest-priority or fewest-output (SGLang's retraction order; the sglang engine's default)")
 	fs.Float64Var(&s.Batch.MaxWaitMs, "max-wait-ms", 0, "dynamic batching: the longest a batch waits to fill")
 	fs.IntVar(&s.Batch.Refill, "refill", 0, "decode-first batching: admit prompts while fewer than this many requests decode")
 	fs.IntVar(&w.SharedPrefix, "shared-prefix-tokens", 0, "synthetic shared system prompt length")

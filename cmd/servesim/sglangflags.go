@@ -251,7 +251,7 @@ func (g *sglangArgs) pre() (ignored []string, err error) {
 			if err = set("max-num-batched-tokens", strconv.Itoa(n), "--chunked-prefill-size"); err == nil {
 				err = set("chunked-prefill", "true", "--chunked-prefill-size")
 			}
-			g.notes = append(g.notes, fmt.Sprintf("--chunked-prefill-size %d → --max-num-batched-tokens %d%s (vLLM-V1's budget counts a step's decodes too)", g.chunk, n, per))
+			g.notes = append(g.notes, fmt.Sprintf("--chunked-prefill-size %d → --max-num-batched-tokens %d%s", g.chunk, n, per))
 		default:
 			err = fmt.Errorf("run: --chunked-prefill-size %d: want a positive number of tokens, or -1 (chunked prefill off)", g.chunk)
 		}
@@ -267,6 +267,16 @@ func (g *sglangArgs) pre() (ignored []string, err error) {
 // says otherwise. Called after override.
 func (g *sglangArgs) post(config string, base *experiments.Scenario) error {
 	fs := g.fs
+	if config == "" && len(g.given()) > 0 && !fs.Changed("engine") {
+		// An SGLang command line on the embedded default selects the sglang
+		// engine model (a --config file keeps the engine it names).
+		engineOf(base).Name = "sglang"
+		base.SetByFlag("engine.name")
+		g.notes = append(g.notes, "--engine sglang (an SGLang command line)")
+	}
+	if config == "" && base.Engine != nil && base.Engine.Name == "sglang" && !anyChanged(fs, "page-size", "block-size") {
+		base.Batch.BlockSize = 0 // SGLang's page_size 1, not the embedded scenario's (vLLM's) 16
+	}
 	if fs.Changed("max-running-requests") {
 		n := base.Batch.MaxNumSeqs
 		if max(base.PP, 1) > 1 {
@@ -343,7 +353,7 @@ func (g *sglangArgs) line(engine string) string {
 	for i, n := range given {
 		given[i] = "--" + n
 	}
-	s := fmt.Sprintf("SGLang flags (%s) mapped onto the %s engine model (servesim has no SGLang engine model)", strings.Join(given, ", "), engine)
+	s := fmt.Sprintf("SGLang flags (%s) mapped onto the %s engine model", strings.Join(given, ", "), engine)
 	if len(g.notes) > 0 {
 		s += ": " + strings.Join(g.notes, "; ")
 	}

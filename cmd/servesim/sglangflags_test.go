@@ -49,7 +49,6 @@ func TestSGLangAliases(t *testing.T) {
 		{"--block-size 32", "--page-size 32"},
 		{"--scheduler fcfs", "--schedule-policy fcfs"},
 		{"--prefix-caching=false", "--disable-radix-cache"},
-		{"-n 30", "--max-prefill-tokens 16384 --enable-mixed-chunk"}, // SGLang's default, and no effect
 	} {
 		a, b := summaryOf(t, base+c.servesim), summaryOf(t, base+c.sglang)
 		if !reflect.DeepEqual(a, b) {
@@ -68,9 +67,19 @@ func TestSGLangErrors(t *testing.T) {
 		want []string
 	}{
 		// Refused, with the reason and servesim's equivalent.
-		{"--mem-fraction-static 0.85", []string{"--mem-fraction-static 0.85", "weights and the KV pool only", "--kv-cache-memory-bytes"}},
-		{"--max-prefill-tokens 8192", []string{"--max-prefill-tokens 8192", "one token budget", "--chunked-prefill-size"}},
-		{"--mem-fraction-static 0.8 --max-prefill-tokens 4096", []string{"--mem-fraction-static 0.8", "--max-prefill-tokens 4096"}}, // both in one error
+		// The sglang engine's settings: out of range, vLLM's beside them, or under another engine.
+		{"--mem-fraction-static 1.5", []string{"engine.mem_fraction_static", "must be in (0, 1)"}},
+		{"--mem-fraction-static 0.8 --gpu-memory-utilization 0.9", []string{"--mem-fraction-static", "--gpu-memory-utilization"}},
+		{"--schedule-conservativeness -1", []string{"engine.schedule_conservativeness", "[0, 100]"}},
+		{"--max-prefill-tokens -1", []string{"engine.max_prefill_tokens", "in [1, 1073741824]"}},
+		{"--cuda-graph-max-bs 100000", []string{"engine.cuda_graph_max_bs", "in [1, 65536]"}},
+		{"--chunked-prefill-size 100000", []string{"--max-num-batched-tokens", "reserves", "--mem-fraction-static"}},
+		{"--engine vllm-v1 --mem-fraction-static 0.8", []string{"engine.mem_fraction_static", "need engine \"sglang\""}},
+		// Under trtllm too, chosen by name or by a trtllm-serve flag beside them.
+		{"--engine trtllm --mem-fraction-static 0.8", []string{"engine.mem_fraction_static", "need engine \"sglang\", not \"trtllm\""}},
+		{"--mem-fraction-static 0.8 --max_batch_size 64", []string{"engine.mem_fraction_static", "not \"trtllm\""}},
+		{"--engine sglang --policy static", []string{"batch.policy", "SGLang's scheduler"}},
+		{"--engine sglang --pp 2 --tp 2", []string{"pipeline parallelism"}},
 		{"--schedule-policy lpm", []string{"--schedule-policy", "lpm order is not modelled"}},
 		{"--schedule-policy dfs-weight", []string{"--schedule-policy", "dfs-weight"}},
 		{moe + "--dp 2 --moe-a2a-backend mooncake", []string{"--moe-a2a-backend mooncake", "not modelled"}},
@@ -122,7 +131,7 @@ func TestSGLangErrors(t *testing.T) {
 }
 
 // TestSGLangHeader: an SGLang command line's header says that its flags
-// were mapped onto the vLLM-V1 engine model and what each became; SGLang's
+// selected the sglang engine model and what each became; SGLang's
 // radix cache (on by default, disable_radix_cache = False) turns prefix
 // caching on unless --disable-radix-cache, which a vLLM or servesim
 // command line does not.
@@ -133,11 +142,11 @@ func TestSGLangHeader(t *testing.T) {
 		prefix bool // summary.json's batch.prefix_caching
 	}{
 		{"--model qwen3-30b-a3b --gpu h100 --tp-size 4 --dp-size 4 --enable-dp-attention --ep-size 4 --chunked-prefill-size 2048 --max-prefill-tokens 16384",
-			[]string{"SGLang flags (--tp-size, --dp-size, --enable-dp-attention, --ep-size, --chunked-prefill-size, --max-prefill-tokens) mapped onto the vLLM-V1 (vllm-v1) engine model (servesim has no SGLang engine model)",
+			[]string{"SGLang flags (--tp-size, --dp-size, --enable-dp-attention, --ep-size, --chunked-prefill-size, --max-prefill-tokens) mapped onto the sglang engine model", "--engine sglang (an SGLang command line)",
 				"--tp-size 4 --dp-size 4 --enable-dp-attention → --dp 4 --tp 1", "--ep-size 4 → --expert-parallel=true",
-				"--chunked-prefill-size 2048 → --max-num-batched-tokens 512 a DP rank (SGLang's 2048 // dp_size 4) (vLLM-V1's budget counts a step's decodes too)",
+				"--chunked-prefill-size 2048 → --max-num-batched-tokens 512 a DP rank (SGLang's 2048 // dp_size 4)",
 				"prefix caching on (SGLang's radix cache is on unless --disable-radix-cache)",
-				"SGLang flags with no effect in a simulation: --max-prefill-tokens 16384.",
+				"SGLang memory plan (h100, tp 1)", "max_prefill_tokens 16384",
 				"Data parallel: dp 4 ranks × tp 1 = 4 GPUs per replica", "Expert parallel: ep 4 GPUs"}, true},
 		{"--dp-size 2 --disable-radix-cache", []string{"--dp-size 2 → --replicas 2 (SGLang's DP without --enable-dp-attention: replicas behind the router)", "Policies: 2 replica(s)"}, false},
 		{"--engine ideal --page-size 32", []string{"SGLang flags (--page-size) mapped onto the ideal engine model"}, true},

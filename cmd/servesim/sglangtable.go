@@ -12,9 +12,10 @@ package main
 // (DeepEP sets ep_size = tp_size) and
 // model_executor/model_runner_kv_cache_mixin.py profile_max_num_token.
 //
-// servesim has no sglang engine model: an SGLang command line runs on the
-// vLLM-V1 engine model (its scheduler, its memory plan), and the run
-// header says so, naming what each SGLang flag became. The classes are
+// An SGLang command line runs on the sglang engine model (its scheduler,
+// its memory plan; experiments/engine_sglang.go) unless --engine (or the
+// --config file) names another, and the run header names what each SGLang
+// flag became. The classes are
 // vllmFlags': honoured (the same scenario field as servesim's flag,
 // recorded as set explicitly), no effect, or refused with the reason. A
 // refused flag given SGLang's default value (dflt) changes nothing. A
@@ -52,16 +53,19 @@ var sglangFlags = []sglangFlag{
 	{name: "enable-two-batch-overlap", kind: vSwitch, class: honoured, equiv: "--two-batch-overlap", vllm: []string{"enable-dbo", "no-enable-dbo"}, bound: "run.go", note: "SGLang's split rule, thresholds 1 and 1, unless a threshold is given"},
 	{name: "ep-num-redundant-experts", class: honoured, equiv: "--eplb-redundant-experts", vllm: []string{"num-redundant-experts"}},
 	{name: "chunked-prefill-size", class: honoured, equiv: "--max-num-batched-tokens and --chunked-prefill", vllm: []string{"max-num-batched-tokens", "enable-chunked-prefill", "no-enable-chunked-prefill"},
-		note: "-1 is chunked prefill off (--chunked-prefill=false); N > 0 is vLLM-V1's token budget of N, of N // dp_size a rank under --enable-dp-attention (SGLang divides it: _handle_data_parallelism): SGLang caps a prefill chunk at N and runs the decodes in batches of their own (unless --enable-mixed-chunk), vLLM-V1's budget counts a step's decode tokens too, so beside D decodes a chunk is at most N − D tokens"},
-	{name: "max-running-requests", class: honoured, equiv: "--max-num-seqs", vllm: []string{"max-num-seqs"}, note: "under --enable-dp-attention max_running_requests // dp_size a rank (SGLang PR 20063: a DP-attention worker's request pool); with --pp-size > 1 refused (SGLang caps a micro-batch at max_running_requests // pp_size, scheduler.py); unset, SGLang derives it from the KV pool, servesim takes vLLM's default for the GPU"},
+		note: "-1 is chunked prefill off (--chunked-prefill=false); N > 0 is a chunk of N tokens, of N // dp_size a rank under --enable-dp-attention (SGLang divides it: _handle_data_parallelism): the sglang engine caps a prefill batch's chunk at N as SGLang does; under vllm-v1 N is its token budget, which counts a step's decode tokens too; unset, the sglang engine takes SGLang's default for the GPU"},
+	{name: "max-running-requests", class: honoured, equiv: "--max-num-seqs", vllm: []string{"max-num-seqs"}, note: "under --enable-dp-attention max_running_requests // dp_size a rank (SGLang PR 20063: a DP-attention worker's request pool); with --pp-size > 1 refused (SGLang caps a micro-batch at max_running_requests // pp_size, scheduler.py); unset, the sglang engine derives it from the KV pool as SGLang does (tp_worker.py), vllm-v1 takes vLLM's default for the GPU"},
 	{name: "context-length", class: honoured, equiv: "--max-model-len", vllm: []string{"max-model-len"}},
 	{name: "schedule-policy", class: honoured, equiv: "--scheduler", vllm: []string{"scheduling-policy"}, note: "fcfs (SGLang's default) and priority; lpm and dfs-weight (radix-tree prefix order), lof (longest output first), random and routing-key are refused"},
 	{name: "disable-radix-cache", kind: vSwitch, class: honoured, equiv: "--prefix-caching=false", vllm: []string{"enable-prefix-caching", "no-enable-prefix-caching"},
 		note: "SGLang's radix cache is on by default, so an SGLang command line without this flag turns prefix caching on (as vllm serve's default does); servesim reuses whole KV blocks, the radix cache any token run"},
-	{name: "page-size", class: honoured, equiv: "--block-size", vllm: []string{"block-size"}, note: "unset, SGLang pages one token at a time; servesim keeps vLLM's 16-token blocks"},
-	{name: "enable-mixed-chunk", kind: vSwitch, class: noEffect, note: "vLLM-V1's scheduler, which servesim runs, always mixes decodes into a chunked-prefill step; SGLang does only with this flag"},
-	{name: "max-prefill-tokens", class: refused, equiv: "--chunked-prefill-size", dflt: []string{"16384"},
-		note: "SGLang's cap on a prefill batch's tokens beside the chunk size; vLLM-V1 has one token budget per step"},
-	{name: "mem-fraction-static", class: refused, equiv: "--kv-cache-memory-bytes or --gpu-memory-utilization", vllm: []string{"gpu-memory-utilization"},
-		note: "SGLang's fraction holds the weights and the KV pool only (model_executor/model_runner_kv_cache_mixin.py, profile_max_num_token: KV = free memory after loading − total × (1 − fraction)), the activations and CUDA graphs live outside it; vLLM's utilization holds all of them, so the one is not the other: give the KV pool SGLang logs (max_total_num_tokens × KV bytes a token) as bytes per GPU"},
+	{name: "page-size", class: honoured, equiv: "--block-size", vllm: []string{"block-size"}, note: "unset, the sglang engine pages one token at a time (SGLang's page_size 1); vllm-v1 keeps its 16-token blocks"},
+	{name: "enable-mixed-chunk", kind: vSwitch, class: honoured, equiv: "engine.enable_mixed_chunk", bound: "engineflags.go", note: "the sglang engine's decodes join prefill batches (vllm-v1 always mixes them)"},
+	{name: "max-prefill-tokens", class: honoured, equiv: "engine.max_prefill_tokens", bound: "engineflags.go", note: "the sglang engine's cap on a prefill batch's tokens (PrefillAdder rem_input_tokens)"},
+	{name: "mem-fraction-static", class: honoured, equiv: "engine.mem_fraction_static", bound: "engineflags.go", vllm: []string{"gpu-memory-utilization"},
+		note: "the sglang engine's KV pool: free memory × fraction − weights (model_runner.py profile_max_num_token); vLLM's --gpu-memory-utilization is another budget (it holds the activations and CUDA graphs too)"},
+	{name: "schedule-conservativeness", class: honoured, equiv: "engine.schedule_conservativeness", bound: "engineflags.go", note: "scales the sglang engine's new_token_ratio"},
+	{name: "cuda-graph-max-bs", class: honoured, equiv: "engine.cuda_graph_max_bs", bound: "engineflags.go"},
+	{name: "disable-overlap-schedule", kind: vSwitch, class: honoured, equiv: "engine.disable_overlap_schedule", bound: "engineflags.go"},
+	{name: "disable-cuda-graph", kind: vSwitch, class: honoured, equiv: "--enforce-eager", bound: "engineflags.go", vllm: []string{"enforce-eager"}, note: "every step eager, no CUDA-graph padding (and, under vllm-v1, no CUDA-graph memory)"},
 }

@@ -270,7 +270,9 @@ func TestRunExpertParallel(t *testing.T) {
 		{[]string{"--model", "qwen3-30b-a3b", "--gpu", "h100", "-pp", "2", "-tp", "2", "-dp", "2", "-ep", "--requests", "40"},
 			[]string{"Data parallel: dp 2 ranks × pp 2 × tp 2 = 8 GPUs per replica", "24 MoE layers, their experts over the stage's EP group of 4 GPUs",
 				"ep 4 GPUs hold 128 routed experts of each MoE layer, one EP group per pipeline stage", ", of which all-to-all: 0: "}},
-		{[]string{"--model", "qwen3-30b-a3b", "--gpu", "h100", "--pp-size", "2", "--tp-size", "4", "--dp-size", "2", "--enable-dp-attention", "--ep-size", "4", "--requests", "40"},
+		// (SGLang's spellings select the sglang engine, which refuses
+		// pipeline stages; mapped onto vllm-v1 they run.)
+		{[]string{"--model", "qwen3-30b-a3b", "--gpu", "h100", "--pp-size", "2", "--tp-size", "4", "--dp-size", "2", "--enable-dp-attention", "--ep-size", "4", "--requests", "40", "--engine", "vllm-v1"},
 			[]string{"Data parallel: dp 2 ranks × pp 2 × tp 2 = 8 GPUs per replica", "ep 4 GPUs hold 128 routed experts of each MoE layer"}},
 		{[]string{"--model", "llama-3.1-70b", "--gpu", "h100", "-tp", "2", "-pp", "2", "--decode-replicas", "1", "--decode-pp", "2", "--requests", "20"},
 			[]string{"decode instance(s) of 4× h100, TP 2", "Decode pool: Pipeline: pp 2 × tp 2 = 4 GPUs per instance", "KV leaves each of the prefill pool's 2 stages"}},

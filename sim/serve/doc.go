@@ -11,7 +11,8 @@
 // An Engine models the serving stack around the kernels: when an arriving
 // request reaches the engine core's queue, when the batcher sees it, when a
 // computed token reaches the client, and what CPU time a step adds. Ideal
-// (kernels only) is the default; VLLMV1 models vLLM's V1 engine, each
+// (kernels only) is the default; VLLMV1 models vLLM's V1 engine and SGLang
+// SGLang's serving loop (with policies.SGLang as its scheduler), each
 // mechanism with its source. Request records hold client times (arrival,
 // first and last token as the client sees them); steps hold engine times.
 //

@@ -56,10 +56,12 @@ type CUDAGraphs struct {
 	EagerLaunches, PiecewiseLaunches int
 	// Launch is the CPU seconds of one launch (a kernel or a graph).
 	Launch float64
-	// DecodeOnly runs every batch with a prefill eagerly (no piecewise
-	// graphs), and ExactOnly replays a graph only for a batch of exactly
-	// a captured size (no padding): TensorRT-LLM's decode CUDA graphs
-	// (serve.TRTLLM). Both false is vLLM's dispatch.
+	// DecodeOnly captures decode batches only, so every batch with a
+	// prefill runs eagerly (no piecewise graphs): SGLang's cuda_graph_bs
+	// (CudaGraphRunner.can_run) and TensorRT-LLM's decode CUDA graphs.
+	// ExactOnly replays a graph only for a batch of exactly a captured size
+	// (no padding): TensorRT-LLM's (serve.TRTLLM). Both false is vLLM's
+	// dispatch.
 	DecodeOnly, ExactOnly bool
 }
 
@@ -100,10 +102,7 @@ func (g *CUDAGraphs) Validate() error {
 // dispatch returns the batch the GPU runs and the step's launches.
 func (g *CUDAGraphs) dispatch(b models.Batch) (models.Batch, int) {
 	n := b.Tokens()
-	if g.Eager || len(g.Sizes) == 0 || n > g.Sizes[len(g.Sizes)-1] {
-		return b, g.EagerLaunches
-	}
-	if g.DecodeOnly && b.Prefills > 0 {
+	if g.Eager || len(g.Sizes) == 0 || n > g.Sizes[len(g.Sizes)-1] || (g.DecodeOnly && b.Prefills > 0) {
 		return b, g.EagerLaunches
 	}
 	i := sort.SearchInts(g.Sizes, n)

@@ -26,6 +26,7 @@ const (
 const (
 	VictimNewest         = "newest"          // the most recently admitted request (vLLM)
 	VictimLowestPriority = "lowest-priority" // the request with the largest queue key, newest on ties
+	VictimFewestOutput   = "fewest-output"   // the decoding request with the fewest output tokens, longest prompt on ties (SGLang)
 )
 
 // InstanceConfig describes one serving instance: a model on a TP group of
@@ -41,7 +42,7 @@ type InstanceConfig struct {
 	MaxModelLen int
 
 	// Preempt is PreemptRecompute ("" too) or PreemptSwap; Victim is
-	// VictimNewest ("" too) or VictimLowestPriority.
+	// VictimNewest ("" too), VictimLowestPriority or VictimFewestOutput.
 	Preempt, Victim string
 	// Swap needs the host link's bandwidth (bytes/s per GPU), the host
 	// memory set aside for swapped KV (bytes per GPU; when full, preemption
@@ -121,6 +122,7 @@ type Instance struct {
 	stepReqs  []*request // requests of dec.Prefill, resolved at start
 	batch     models.Batch
 	preempted int
+	retracted int64   // preemptions so far (policies.OutputView)
 	swapSec   float64 // host-link transfer time added to the iteration
 	flops     float64 // per GPU, of the iteration in flight
 	bytes     float64
@@ -132,6 +134,9 @@ type Instance struct {
 }
 
 func newInstance(id int, cfg InstanceConfig, w *World) *Instance {
+	if p, ok := cfg.Batcher.(interface{ PerInstance() policies.Batcher }); ok {
+		cfg.Batcher = p.PerInstance() // a batcher with state of its own instance (policies.SGLang)
+	}
 	in := &Instance{id: id, cfg: cfg, w: w, phase: make([]int, cfg.BlockSize)}
 	in.pipe, _ = cfg.Step.(PipelinedTimer)
 	in.view = in
@@ -159,7 +164,7 @@ func (in *Instance) DecodeBlocks() int { return in.phase[in.decCounter%int64(in.
 func (in *Instance) Prefilling() int   { return len(in.prefilling) }
 func (in *Instance) PrefillingAt(i int) policies.Candidate {
 	r := in.prefilling[i]
-	return policies.Candidate{ID: r.id, Arrival: r.arrival, Computed: r.computed, Target: r.target, Final: r.prompt + r.output}
+	return policies.Candidate{ID: r.id, Arrival: r.arrival, Computed: r.computed, Target: r.target, Final: r.prompt + r.output, Output: r.output - r.generated}
 }
 
 // Waiting returns the queue length, or 0 while swapped requests wait to
@@ -173,7 +178,7 @@ func (in *Instance) Waiting() int {
 
 func (in *Instance) WaitingAt(i int) policies.Candidate {
 	r := in.waiting.at(i)
-	c := policies.Candidate{ID: r.id, Arrival: r.arrival, Computed: r.computed, Target: r.target, Final: r.prompt + r.output}
+	c := policies.Candidate{ID: r.id, Arrival: r.arrival, Computed: r.computed, Target: r.target, Final: r.prompt + r.output, Output: r.output - r.generated}
 	if n, k := in.hits(r); n+k > 0 {
 		c.Computed = n*r.unitToks + k*in.cfg.BlockSize
 		c.Pinned = in.cache.pinnedBlocks(r.hashes, n) + k

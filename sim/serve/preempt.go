@@ -6,6 +6,9 @@ import "github.com/servesim/servesim/sim"
 
 // victim picks the running request to preempt.
 func (in *Instance) victim() *request {
+	if in.cfg.Victim == VictimFewestOutput {
+		return in.fewestOutput()
+	}
 	if in.cfg.Victim != VictimLowestPriority {
 		return in.tail
 	}
@@ -80,6 +83,7 @@ func (in *Instance) preempt(r *request, now sim.Time) {
 	in.unlink(r)
 	r.preemptions++
 	in.preempted++
+	in.retracted++
 	in.w.res.Preemptions++
 	kvBytes := float64(r.computed) * in.cfg.KVBytesPerToken
 	if in.cfg.Preempt == PreemptSwap && in.swapBytes+kvBytes <= in.cfg.SwapSpace {

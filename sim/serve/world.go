@@ -157,8 +157,8 @@ func (c *InstanceConfig) Validate() error {
 		return fmt.Errorf("serve: max_num_batched_tokens %d: must be > 0", c.Limits.MaxNumBatchedTokens)
 	case c.Preempt != "" && c.Preempt != PreemptRecompute && c.Preempt != PreemptSwap:
 		return fmt.Errorf("serve: preemption %q: want %s or %s", c.Preempt, PreemptRecompute, PreemptSwap)
-	case c.Victim != "" && c.Victim != VictimNewest && c.Victim != VictimLowestPriority:
-		return fmt.Errorf("serve: victim %q: want %s or %s", c.Victim, VictimNewest, VictimLowestPriority)
+	case c.Victim != "" && c.Victim != VictimNewest && c.Victim != VictimLowestPriority && c.Victim != VictimFewestOutput:
+		return fmt.Errorf("serve: victim %q: want %s, %s or %s", c.Victim, VictimNewest, VictimLowestPriority, VictimFewestOutput)
 	case c.Preempt == PreemptSwap && !(c.HostBW > 0 && c.KVBytesPerToken > 0 && c.SwapSpace >= 0):
 		return fmt.Errorf("serve: swap preemption needs host bandwidth > 0, KV bytes per token > 0 and swap space ≥ 0")
 	}

@@ -288,6 +288,9 @@ func (s Scenario) Resolve() (*Plan, error) {
 	if err := s.resolveEngine(p); err != nil {
 		return nil, err
 	}
+	if err := s.resolveSpeculative(p); err != nil {
+		return nil, err
+	}
 	parts := []any{p.Model, p.GPU, p.kernelID}
 	if p.Decode != nil {
 		parts = append(parts, p.Decode.GPU, p.Decode.kernelID)

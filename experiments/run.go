@@ -55,6 +55,9 @@ type Plan struct {
 	// assumed default; frontEndRequest), for the run header; "" under other
 	// engines or with the front end off.
 	FrontEnd string
+	// SpecAccept describes speculative decoding's acceptance model and its
+	// source, for the run header; "" with speculation off.
+	SpecAccept string
 }
 
 // PoolPlan is one pool's resolved instance: GPU, parallelism, batch policy,

@@ -32,6 +32,7 @@ func engineFlags(fs *pflag.FlagSet, s *experiments.Scenario) {
 	fs.Float64Var(&e.NonTorchGiB, "non-torch-memory-gib", 0, "vllm-v1: non-torch memory per GPU in GiB (default 0.32 at any TP)")
 	fs.Float64Var(&s.Batch.KVCacheMemoryBytes, "kv-cache-memory-bytes", 0, "KV-cache bytes per GPU, replacing the memory plan's (vLLM --kv-cache-memory-bytes)")
 	fs.IntVar(&s.Batch.NumGPUBlocksOverride, "num-gpu-blocks-override", 0, "KV blocks per GPU, replacing the memory plan's (vLLM --num-gpu-blocks-override)")
+	fs.Var(specConfig{s}, "speculative-config", `speculative decoding, vLLM's JSON: '{"method": "eagle3", "num_speculative_tokens": 3}' (methods `+experiments.SpecMethods+`; also acceptance_rates, acceptance_trace, draft_vocab, proposer_cpu_us)`)
 }
 
 // engineScenarioFlags are the [engine] entries of scenarioFlags: src.Engine
@@ -63,6 +64,12 @@ var engineScenarioFlags = map[string]scenarioFlag{
 	"non-torch-memory-gib":        {"engine.non_torch_memory_gib", func(d, s *experiments.Scenario) { engineOf(d).NonTorchGiB = s.Engine.NonTorchGiB }},
 	"kv-cache-memory-bytes":       {"batch.kv_cache_memory_bytes", func(d, s *experiments.Scenario) { d.Batch.KVCacheMemoryBytes = s.Batch.KVCacheMemoryBytes }},
 	"num-gpu-blocks-override":     {"batch.num_gpu_blocks_override", func(d, s *experiments.Scenario) { d.Batch.NumGPUBlocksOverride = s.Batch.NumGPUBlocksOverride }},
+	"speculative-config": {"speculative", func(d, s *experiments.Scenario) {
+		if s.Speculative != nil {
+			c := *s.Speculative
+			d.Speculative = &c
+		}
+	}},
 }
 
 func init() {

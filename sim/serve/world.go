@@ -103,8 +103,10 @@ type Result struct {
 	// others then count the prefill pool's).
 	DPRankSteps                                          int64
 	DecodeDPWaves, DecodeDPDummySteps, DecodeDPRankSteps int64
-	Events                                               uint64
-	End                                                  sim.Time // time of the last event
+	// Spec counts speculative decoding (nil with it off).
+	Spec   *SpecStats
+	Events uint64
+	End    sim.Time // time of the last event
 }
 
 // World is the serving world of one run: the engine, the arrival stream,
@@ -197,6 +199,12 @@ func Run(cfg Config) (Result, error) {
 	w := &World{src: cfg.Source, cfg: cfg, coll: cfg.Collector, sink: cfg.Sink}
 	w.engine, w.joinLag, w.egress = cfg.Engine, cfg.Engine.JoinLag(), cfg.Engine.Egress()
 	w.predict = rand.New(rand.NewPCG(cfg.Seed, StreamPredictor))
+	if sp := specOf(&cfg); sp != nil {
+		if err := sp.Validate(); err != nil {
+			return Result{}, err
+		}
+		w.res.Spec = &SpecStats{K: sp.K, AcceptedPerPos: make([]int64, sp.K)}
+	}
 	w.front = &pool{w: w, router: cfg.Router, staleness: cfg.RouterStaleness}
 	role := roleColocated
 	if cfg.Disagg != nil {

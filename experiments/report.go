@@ -23,6 +23,8 @@ type SummaryFile struct {
 	// DecodeExperts is the decode pool's (disaggregated, decode_dp ≥ 2 or
 	// expert parallelism).
 	DecodeExperts *ExpertSummary `json:"decode_expert_parallel,omitempty"`
+	// Speculative is speculative decoding's counts (omitted with it off).
+	Speculative *SpecSummary `json:"speculative,omitempty"`
 }
 
 // RunInfo records what produced the results: the servesim version, the
@@ -119,6 +121,7 @@ func (r *Report) summaryJSON() SummaryFile {
 		Pipeline:      r.pipelineSummary(),
 		Experts:       r.expertSummary(),
 		DecodeExperts: r.decodeExpertSummary(),
+		Speculative:   r.specSummary(),
 	}
 }
 
@@ -190,6 +193,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		return err
 	}
 	if err := r.writeExpertResults(w); err != nil {
+		return err
+	}
+	if err := r.writeSpecResults(w); err != nil {
 		return err
 	}
 	return r.writeEngineCounts(w)

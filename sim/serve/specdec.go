@@ -299,6 +299,7 @@ func (in *Instance) specAdvance() {
 		a := sp.Accept.Accepted(r.id, r.specSteps, uniform(r.spec.Uint64()), k)
 		r.specSteps++
 		st.Drafts++
+		st.DraftTokens += int64(k)
 		st.Accepted += int64(a)
 		for i := range a {
 			st.AcceptedPerPos[i]++

@@ -1,0 +1,136 @@
+package experiments
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/servesim/servesim/models"
+)
+
+const specBase = `name = "spec"
+model = "llama-3.1-8b"
+gpu = "h100"
+seed = 3
+[workload]
+rate = 4
+requests = 60
+prompt = "uniform:100,800"
+output = "uniform:20,200"
+`
+
+func specScenario(t *testing.T, extra string) Scenario {
+	t.Helper()
+	s, err := Parse(strings.NewReader(specBase+extra), "spec.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func specText(t *testing.T, s Scenario) (string, *Report) {
+	t.Helper()
+	p, err := s.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(p, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := p.Describe(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.String(), rep
+}
+
+// TestSpeculativeZeroTokensIsOff: num_speculative_tokens = 0 (or no table)
+// reproduces the run without speculation byte for byte.
+func TestSpeculativeZeroTokensIsOff(t *testing.T) {
+	off, _ := specText(t, specScenario(t, ""))
+	zero, rep := specText(t, specScenario(t, "[speculative]\nmethod = \"eagle3\"\nnum_speculative_tokens = 0\n"))
+	if off != zero {
+		t.Errorf("num_speculative_tokens = 0 changed the run:\n%s\nvs\n%s", off, zero)
+	}
+	if rep.Result.Spec != nil || rep.summaryJSON().Speculative != nil {
+		t.Error("speculation counted with 0 tokens")
+	}
+	on, rep := specText(t, specScenario(t, "[speculative]\nmethod = \"eagle3\"\nnum_speculative_tokens = 3\n"))
+	if !strings.Contains(on, "Speculative decoding: eagle3, 3 tokens") || !strings.Contains(on, "Mean acceptance length:") {
+		t.Errorf("no speculative header or results:\n%s", on)
+	}
+	// TPOT falls at this light load (several tokens a step, memory-bound
+	// verification): the EAGLE-3 default expects 2.69 tokens a step.
+	if s := rep.Summary; !(s.TPOT.Mean < 0.7*mustMean(t, off)) {
+		t.Errorf("TPOT mean %g ms with EAGLE-3, not below 0.7 × the plain run's", s.TPOT.Mean)
+	}
+}
+
+func mustMean(t *testing.T, text string) float64 {
+	t.Helper()
+	for _, l := range strings.Split(text, "\n") {
+		if strings.HasPrefix(l, "Mean TPOT (ms):") {
+			var v float64
+			f := strings.Fields(l)
+			if _, err := fmt.Sscan(f[len(f)-1], &v); err == nil {
+				return v // ms, as Summary.TPOT
+			}
+		}
+	}
+	t.Fatal("no Mean TPOT line")
+	return 0
+}
+
+// TestSpeculativeMemory: the EAGLE-3 head's weights come out of the KV
+// budget and its KV joins every block: blocks = floor((KV − draft weights)
+// / (16 × (131072 + 4096) B)) for Llama-3.1-8B BF16 (32 layers × 4096 B a
+// token for the target, one layer for the head).
+func TestSpeculativeMemory(t *testing.T) {
+	p0, err := specScenario(t, "").Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, err := specScenario(t, "[speculative]\nmethod = \"eagle3\"\nnum_speculative_tokens = 3\n").Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := models.Builtin().Lookup("llama-3.1-8b")
+	d, _ := m.DraftHead(models.DraftEagle3, 0)
+	dw := d.WeightBytesPerGPU(p0.Parallel)
+	want := math.Floor((p0.Memory.KVBytesPerGPU - dw) / (16 * (131072 + 4096)))
+	if float64(p1.Memory.Blocks) != want || p1.Memory.WeightBytesPerGPU != p0.Memory.WeightBytesPerGPU+dw {
+		t.Errorf("blocks %d (want %g), weights %g (want %g)", p1.Memory.Blocks, want, p1.Memory.WeightBytesPerGPU, p0.Memory.WeightBytesPerGPU+dw)
+	}
+	if p1.Serve.Instance.Limits.SpecTokens != 3 || p1.Serve.Instance.Blocks != p1.Memory.Blocks {
+		t.Error("limits or instance blocks not set")
+	}
+}
+
+func TestSpeculativeErrors(t *testing.T) {
+	for _, c := range []struct{ table, want string }{
+		{"method = \"medusa\"\nnum_speculative_tokens = 2", `field "speculative.method": unknown method "medusa"`},
+		{"method = \"eagle3\"\nnum_speculative_tokens = -1", `"speculative.num_speculative_tokens": -1 must be in [0, 64]`},
+		{"method = \"ngram\"\nnum_speculative_tokens = 3", `method "ngram" has no published default`},
+		{"method = \"mtp\"\nnum_speculative_tokens = 4", "covers 3 positions"},
+		{"method = \"eagle3\"\nnum_speculative_tokens = 2\nacceptance_rates = [0.5, 0.7]", "cannot rise"},
+		{"method = \"draft_model\"\nnum_speculative_tokens = 2\nacceptance_rates = [0.5, 0.3]", "needs the draft model"},
+		{"method = \"draft_model\"\nnum_speculative_tokens = 2\nmodel = \"qwen2.5-7b\"\nacceptance_rates = [0.5, 0.3]", "vocabulary"},
+		{"method = \"eagle\"\nnum_speculative_tokens = 2\nproposer_cpu_us = 5", `"speculative.proposer_cpu_us"`},
+		{"method = \"ngram\"\nnum_speculative_tokens = 2\nacceptance_trace = \"nope.txt\"", `"speculative.acceptance_trace"`},
+		{"method = \"eagle3\"\nnum_speculative_tokens = 2\nbogus = 1", "bogus"},
+	} {
+		s, err := Parse(strings.NewReader(specBase+"[speculative]\n"+c.table+"\n"), "spec.toml")
+		if err == nil {
+			_, err = s.Resolve()
+		}
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want %q", c.table, err, c.want)
+		}
+	}
+}

@@ -66,9 +66,9 @@ func TestDraftHeadWeights(t *testing.T) {
 		method string
 		want   float64
 	}{
-		{DraftEagle, layer + 2*h*h*2},               // shared head; fc 2h×h
+		{DraftEagle, layer + 2*h*h*2},              // shared head; fc 2h×h
 		{DraftEagle3, layer + 32000*h*2 + 3*h*h*2}, // own 32k head; fc 3h×h
-		{DraftMTP, layer + 2*h*h*2},                 // shared head; eh_proj 2h×h
+		{DraftMTP, layer + 2*h*h*2},                // shared head; eh_proj 2h×h
 	} {
 		d, err := m.DraftHead(c.method, 0)
 		if err != nil {

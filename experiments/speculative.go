@@ -123,9 +123,11 @@ func (s *Scenario) resolveSpeculative(p *Plan) error {
 			return s.fieldError("speculative.model", "speculative-config", "the draft: %v", err)
 		}
 		timer.Draft = ds
-		if err := s.specMemory(p, d.WeightBytesPerGPU(par), d.Model.KVBytesPerTokenPerGPU(par)); err != nil {
+		if err := s.specMemory(p, k, d.WeightBytesPerGPU(par), d.Model.KVBytesPerTokenPerGPU(par)); err != nil {
 			return err
 		}
+	} else if err := s.specMemory(p, k, 0, 0); err != nil {
+		return err
 	}
 	if v, ok := p.Serve.Engine.(serve.VLLMV1); ok && v.Graphs != nil && !v.Graphs.Eager {
 		v.Graphs.Sizes = serve.CaptureSizesSpec(p.Limits.MaxNumSeqs, p.Limits.MaxNumBatchedTokens, k)
@@ -204,11 +206,25 @@ func (s *Scenario) specDraft(sc *Speculative, target *models.Model) (models.Draf
 // layers' KV beside the target's (vLLM allocates the draft's attention
 // layers in the same KV cache groups, one block table). A budget set by
 // kv_cache_memory_bytes stays as given; a block count override stays.
-func (s *Scenario) specMemory(p *Plan, weights, kvPerToken float64) error {
+//
+// Under vllm-v1's memory plan the CUDA graphs are captured up to
+// min(max_num_seqs·(1+k)·2, 512) tokens (VllmConfig._set_cudagraph_sizes
+// with decode_query_len = 1 + k), so their memory is the forward
+// activation at that size.
+func (s *Scenario) specMemory(p *Plan, k int, weights, kvPerToken float64) error {
 	m := &p.Memory
 	m.WeightBytesPerGPU += weights
-	if !s.Explicit("batch.kv_cache_memory_bytes") && s.Batch.KVCacheMemoryBytes == 0 {
+	fixed := s.Explicit("batch.kv_cache_memory_bytes") || s.Batch.KVCacheMemoryBytes != 0
+	if !fixed {
 		m.KVBytesPerGPU -= weights
+	}
+	if v := p.VLLMMemory; v != nil && v.CUDAGraph > 0 {
+		cg := hardware.ForwardActivation(p.Model, p.Parallel.TP, hardware.MaxCUDAGraphSize(p.Limits.MaxNumSeqs*(1+k)))
+		if !fixed {
+			m.KVBytesPerGPU -= cg - v.CUDAGraph
+		}
+		m.ActivationReserve += cg - v.CUDAGraph
+		v.CUDAGraph = cg
 	}
 	m.KVBytesPerTokenPerGPU += kvPerToken
 	if s.Batch.NumGPUBlocksOverride == 0 {

@@ -32,7 +32,7 @@ func TestEngineArgsRefused(t *testing.T) {
 		{"meta elastic ep", metaWith(`"enable_elastic_ep": true`), meta, "engine_kwargs.enable_elastic_ep = true: elastic expert parallelism"},
 		{"meta ep off", metaWith(`"enable_expert_parallel": false`), meta, ""},
 		{"meta both named", metaWith(`"data_parallel_size_local": 2, "enable_elastic_ep": true`), meta, "data_parallel_size_local = 2: one node's share of a multi-node DP launch is not replayed alone; engine_kwargs.enable_elastic_ep = true"},
-		{"meta pp", metaWith(`"pipeline_parallel_size": 2`), meta, ""}, // modelled (TestEngineArgsPP)
+		{"meta pp", metaWith(`"pipeline_parallel_size": 2`), meta, ""},                                              // modelled (TestEngineArgsPP)
 		{"meta spec", metaWith(`"speculative_config": {"method": "ngram", "num_speculative_tokens": 4}`), meta, ""}, // modelled (TestEngineArgsSpeculative)
 		{"meta spec v0", metaWith(`"speculative_model": "m-draft"`), meta, `speculative_model = m-draft: vLLM V0's speculative arguments`},
 		{"meta spec null", metaWith(`"speculative_config": null`), meta, ""},

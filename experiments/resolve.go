@@ -302,6 +302,13 @@ func (s Scenario) Resolve() (*Plan, error) {
 		}
 		parts = append(parts, d)
 	}
+	if p.Serve.Instance.Spec != nil && s.Speculative.AcceptanceTrace != "" {
+		d, err := fileDigest(s.path(s.Speculative.AcceptanceTrace))
+		if err != nil {
+			return nil, fmt.Errorf("%w (field \"speculative.acceptance_trace\")", err)
+		}
+		parts = append(parts, d)
+	}
 	p.Inputs = digestOf(parts...)
 	p.Scenario = s
 	return p, nil

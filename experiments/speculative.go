@@ -3,8 +3,10 @@ package experiments
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/servesim/servesim/hardware"
@@ -28,6 +30,9 @@ type Speculative struct {
 	// AcceptanceRates are vLLM's per-position acceptance rates (the share of
 	// drafts whose i-th token is accepted; non-increasing), one a position.
 	AcceptanceRates []float64 `toml:"acceptance_rates,omitempty" json:"acceptance_rates,omitempty"`
+	// ClassAcceptanceRates are per-position rates by workload class (a
+	// class not listed takes AcceptanceRates or the method's default).
+	ClassAcceptanceRates map[string][]float64 `toml:"class_acceptance_rates,omitempty" json:"class_acceptance_rates,omitempty"`
 	// AcceptanceTrace is a file of accepted-draft counts, a line a request
 	// (serve.ReadAcceptTrace), instead of rates.
 	AcceptanceTrace string `toml:"acceptance_trace,omitempty" json:"acceptance_trace,omitempty"`
@@ -107,6 +112,21 @@ func (s *Scenario) resolveSpeculative(p *Plan) error {
 	var err error
 	if spec.Accept, p.SpecAccept, err = s.specAcceptance(sc); err != nil {
 		return err
+	}
+	if len(sc.ClassAcceptanceRates) > 0 {
+		def, ok := spec.Accept.(serve.PositionRates)
+		if !ok {
+			return s.fieldError("speculative.class_acceptance_rates", "speculative-config", "replaces rates by class: give it with acceptance_rates or a method default, not an acceptance_trace")
+		}
+		cr := serve.ClassRates{Default: def, ByClass: map[string]serve.PositionRates{}}
+		for _, c := range slices.Sorted(maps.Keys(sc.ClassAcceptanceRates)) {
+			if len(s.Workload.Classes) > 0 && !slices.ContainsFunc(s.Workload.Classes, func(w Class) bool { return w.Name == c }) {
+				return s.fieldError("speculative.class_acceptance_rates", "speculative-config", "class %q is not one of the workload's classes", c)
+			}
+			cr.ByClass[c] = serve.PositionRates(sc.ClassAcceptanceRates[c])
+			p.SpecAccept += fmt.Sprintf("; class %s %v", c, sc.ClassAcceptanceRates[c])
+		}
+		spec.Accept = cr
 	}
 	if err := spec.Validate(); err != nil {
 		return s.fieldError("speculative.acceptance_rates", "speculative-config", "%v", err)

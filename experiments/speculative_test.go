@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -158,5 +160,80 @@ func TestRunScenarioSpeculative(t *testing.T) {
 	run.Engine.Speculative = `{"method": "eagle3", "num_speculative_tokens": "3"}`
 	if _, err := RunScenario(run, Scenario{}); err == nil || !strings.Contains(err.Error(), "speculative_config") {
 		t.Errorf("bad config: %v", err)
+	}
+}
+
+const specClasses = `name = "spec-classes"
+model = "llama-3.1-8b"
+gpu = "h100"
+seed = 3
+[workload]
+rate = 4
+requests = 200
+[[workload.classes]]
+name = "chat"
+weight = 0.5
+prompt = "constant:300"
+output = "constant:100"
+[[workload.classes]]
+name = "code"
+weight = 0.5
+prompt = "constant:300"
+output = "constant:100"
+[speculative]
+method = "ngram"
+num_speculative_tokens = 2
+acceptance_rates = [0.2, 0.1]
+`
+
+// TestSpeculativeClassAcceptance: class_acceptance_rates give a class its
+// own rates (here code accepts every draft: 3 tokens a verification; chat
+// the default 0.2, 0.1: 1.3 expected), and the run's measured mean
+// acceptance length lies between; a class the workload lacks is refused.
+func TestSpeculativeClassAcceptance(t *testing.T) {
+	s, err := Parse(strings.NewReader(specClasses+"class_acceptance_rates = {code = [1.0, 1.0]}\n"), "c.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rep := specText(t, s)
+	// Half the requests at 3 tokens a verification, half at 1.3: code
+	// requests finish in fewer verifications, so the mean per draft is
+	// weighted toward chat: between 1.3 and 2.15 (the unweighted mean).
+	if m := rep.Result.Spec.MeanAcceptanceLength(); !(m > 1.3 && m < 2.15) {
+		t.Errorf("mean acceptance length %g, want in (1.3, 2.15)", m)
+	}
+	s, err = Parse(strings.NewReader(specClasses+"class_acceptance_rates = {prose = [1.0, 1.0]}\n"), "c.toml")
+	if err == nil {
+		_, err = s.Resolve()
+	}
+	if err == nil || !strings.Contains(err.Error(), `class "prose" is not one of the workload's classes`) {
+		t.Errorf("unknown class: %v", err)
+	}
+}
+
+// TestSpeculativeAcceptanceTrace: a trace replays its counts (every
+// request's row "3": 4 tokens a verification), and the trace is one of
+// the plan's inputs (its digest moves with its bytes).
+func TestSpeculativeAcceptanceTrace(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "acc.txt")
+	if err := os.WriteFile(path, []byte("# accepted drafts\n3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := specScenario(t, "[speculative]\nmethod = \"ngram\"\nnum_speculative_tokens = 3\nacceptance_trace = \""+filepath.ToSlash(path)+"\"\n")
+	_, rep := specText(t, s)
+	if m := rep.Result.Spec.MeanAcceptanceLength(); m != 4 {
+		t.Errorf("mean acceptance length %g, want 4", m)
+	}
+	in1 := rep.Plan.Inputs
+	if err := os.WriteFile(path, []byte("2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := s.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Inputs == in1 {
+		t.Error("the plan's inputs digest ignores the acceptance trace")
 	}
 }

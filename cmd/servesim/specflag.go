@@ -56,7 +56,7 @@ func (f specConfig) Set(v string) error {
 	}
 	var unknown []string
 	known := map[string]bool{"method": true, "num_speculative_tokens": true, "model": true,
-		"acceptance_rates": true, "acceptance_trace": true, "draft_vocab": true, "proposer_cpu_us": true}
+		"acceptance_rates": true, "class_acceptance_rates": true, "acceptance_trace": true, "draft_vocab": true, "proposer_cpu_us": true}
 	clean := map[string]json.RawMessage{}
 	for k, raw := range keys {
 		switch {
@@ -69,7 +69,7 @@ func (f specConfig) Set(v string) error {
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return fmt.Errorf("unknown key %s (servesim reads method, num_speculative_tokens, model, acceptance_rates, acceptance_trace, draft_vocab, proposer_cpu_us)", strings.Join(unknown, ", "))
+		return fmt.Errorf("unknown key %s (servesim reads method, num_speculative_tokens, model, acceptance_rates, class_acceptance_rates, acceptance_trace, draft_vocab, proposer_cpu_us)", strings.Join(unknown, ", "))
 	}
 	b, _ := json.Marshal(clean)
 	var sp experiments.Speculative

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -39,10 +41,10 @@ type Speculation struct {
 
 // Acceptance says how many of a step's K drafts the target accepts.
 type Acceptance interface {
-	// Accepted returns the accepted drafts (0..k) of request id's step-th
-	// verification (from 0); u is a uniform draw in [0, 1) from the
-	// request's own stream.
-	Accepted(id int64, step int, u float64, k int) int
+	// Accepted returns the accepted drafts (0..k) of request id's (of
+	// workload class class) step-th verification (from 0); u is a uniform
+	// draw in [0, 1) from the request's own stream.
+	Accepted(id int64, class string, step int, u float64, k int) int
 }
 
 // PositionRates are per-position acceptance rates as vLLM reports them
@@ -57,7 +59,7 @@ type Acceptance interface {
 type PositionRates []float64
 
 // Accepted implements Acceptance.
-func (p PositionRates) Accepted(_ int64, _ int, u float64, k int) int {
+func (p PositionRates) Accepted(_ int64, _ string, _ int, u float64, k int) int {
 	n := 0
 	for n < k && n < len(p) && u < p[n] {
 		n++
@@ -92,13 +94,29 @@ func (p PositionRates) ExpectedTokens(k int) float64 {
 	return e
 }
 
+// ClassRates are per-position rates by workload class (acceptance
+// differs by task: SpecDecode-Bench's per-dataset acceptance), with
+// Default for a class not listed.
+type ClassRates struct {
+	Default PositionRates
+	ByClass map[string]PositionRates
+}
+
+// Accepted implements Acceptance.
+func (c ClassRates) Accepted(id int64, class string, step int, u float64, k int) int {
+	if r, ok := c.ByClass[class]; ok {
+		return r.Accepted(id, class, step, u, k)
+	}
+	return c.Default.Accepted(id, class, step, u, k)
+}
+
 // AcceptTrace replays accepted draft counts: one row per request (request
 // id modulo the rows), read in order, a request's step-th verification
 // taking its row's step-th count (cycling).
 type AcceptTrace [][]int
 
 // Accepted implements Acceptance; a count above k is k.
-func (t AcceptTrace) Accepted(id int64, step int, _ float64, k int) int {
+func (t AcceptTrace) Accepted(id int64, _ string, step int, _ float64, k int) int {
 	row := t[int(uint64(id)%uint64(len(t)))]
 	return min(row[step%len(row)], k)
 }
@@ -152,8 +170,18 @@ func (s *Speculation) Validate() error {
 	case s.Accept == nil:
 		return fmt.Errorf("serve: speculative decoding: no acceptance model")
 	}
-	if p, ok := s.Accept.(PositionRates); ok {
-		return p.Validate(s.K)
+	switch a := s.Accept.(type) {
+	case PositionRates:
+		return a.Validate(s.K)
+	case ClassRates:
+		if err := a.Default.Validate(s.K); err != nil {
+			return err
+		}
+		for _, c := range slices.Sorted(maps.Keys(a.ByClass)) {
+			if err := a.ByClass[c].Validate(s.K); err != nil {
+				return fmt.Errorf("%w (class %q)", err, c)
+			}
+		}
 	}
 	return nil
 }
@@ -296,7 +324,7 @@ func (in *Instance) specAdvance() {
 		if r.specSteps == 0 {
 			r.spec.Seed(in.w.cfg.Seed, streamSpec^uint64(r.id))
 		}
-		a := sp.Accept.Accepted(r.id, r.specSteps, uniform(r.spec.Uint64()), k)
+		a := sp.Accept.Accepted(r.id, r.class, r.specSteps, uniform(r.spec.Uint64()), k)
 		r.specSteps++
 		st.Drafts++
 		st.DraftTokens += int64(k)

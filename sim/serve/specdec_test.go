@@ -46,7 +46,7 @@ func TestPositionRatesExpectedTokens(t *testing.T) {
 		const n = 100000
 		sum := 0
 		for i := range n {
-			sum += 1 + rates.Accepted(0, 0, (float64(i)+0.5)/n, k)
+			sum += 1 + rates.Accepted(0, "", 0, (float64(i)+0.5)/n, k)
 		}
 		if got := float64(sum) / n; math.Abs(got-c.want) > 1e-4 {
 			t.Errorf("%v: mean tokens over the u grid %g, want %g", c.cond, got, c.want)
@@ -221,7 +221,7 @@ func TestReadAcceptTrace(t *testing.T) {
 	}
 	// request 0: row 0 cycling 3 2 0 3; request 1: row 1; request 2: row 0.
 	for _, c := range []struct{ id, step, want int }{{0, 0, 3}, {0, 1, 2}, {0, 2, 0}, {0, 3, 3}, {1, 5, 1}, {2, 1, 2}} {
-		if got := tr.Accepted(int64(c.id), c.step, 0, 3); got != c.want {
+		if got := tr.Accepted(int64(c.id), "", c.step, 0, 3); got != c.want {
 			t.Errorf("request %d step %d: %d, want %d", c.id, c.step, got, c.want)
 		}
 	}
@@ -252,10 +252,25 @@ func FuzzReadAcceptTrace(f *testing.F) {
 		}
 		for id := range int64(3) {
 			for step := range 3 {
-				if a := tr.Accepted(id, step, 0, k); a < 0 || a > k {
+				if a := tr.Accepted(id, "", step, 0, k); a < 0 || a > k {
 					t.Fatalf("accepted %d outside [0, %d]", a, k)
 				}
 			}
 		}
 	})
+}
+
+func TestClassRates(t *testing.T) {
+	c := ClassRates{Default: PositionRates{0.5, 0.2}, ByClass: map[string]PositionRates{"code": {1, 1}}}
+	// u = 0.3: the default accepts position 1 only (0.3 < 0.5, not < 0.2); code both.
+	if a := c.Accepted(0, "chat", 0, 0.3, 2); a != 1 {
+		t.Errorf("chat: %d, want 1", a)
+	}
+	if a := c.Accepted(0, "code", 0, 0.3, 2); a != 2 {
+		t.Errorf("code: %d, want 2", a)
+	}
+	bad := &Speculation{K: 2, Accept: ClassRates{Default: PositionRates{0.5, 0.2}, ByClass: map[string]PositionRates{"x": {0.1, 0.5}}}}
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), `class "x"`) {
+		t.Errorf("rising class rates: %v", err)
+	}
 }

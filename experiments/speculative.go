@@ -97,10 +97,10 @@ func (s *Scenario) resolveSpeculative(p *Plan) error {
 	switch {
 	case k < 0 || k > 64:
 		return s.fieldError("speculative.num_speculative_tokens", "speculative-config", "%d must be in [0, 64] (0: off)", k)
-	case k == 0:
-		return nil
 	case !strings.Contains(", "+SpecMethods+",", ", "+sc.Method+","):
 		return s.fieldError("speculative.method", "speculative-config", "unknown method %q (known: %s)", sc.Method, SpecMethods)
+	case k == 0:
+		return nil
 	case s.Disagg.DecodeReplicas > 0 || s.PP > 1 || s.dp() > 1 || p.Parallel.EP.On():
 		return s.fieldError("speculative.method", "speculative-config", "speculative decoding is modelled on colocated instances without pipeline, data or expert parallelism")
 	case sc.ProposerCPUUs < 0 || sc.ProposerCPUUs > 1e6 || math.IsNaN(sc.ProposerCPUUs):

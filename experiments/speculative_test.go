@@ -124,6 +124,7 @@ func TestSpeculativeMemory(t *testing.T) {
 func TestSpeculativeErrors(t *testing.T) {
 	for _, c := range []struct{ table, want string }{
 		{"method = \"medusa\"\nnum_speculative_tokens = 2", `field "speculative.method": unknown method "medusa"`},
+		{"method = \"medusa\"\nnum_speculative_tokens = 0", `unknown method "medusa"`}, // off, but still a typo
 		{"method = \"eagle3\"\nnum_speculative_tokens = -1", `"speculative.num_speculative_tokens": -1 must be in [0, 64]`},
 		{"method = \"ngram\"\nnum_speculative_tokens = 3", `method "ngram" has no published default`},
 		{"method = \"mtp\"\nnum_speculative_tokens = 4", "covers 3 positions"},

@@ -253,7 +253,14 @@ func (in *Instance) admitCheck(r *request) string {
 	}
 	// The longest KV the request ever holds: prompt + output − 1 tokens
 	// (the last token is sampled, never written to the cache).
-	if in.blocksOf(r.prompt+r.output-1) > in.cfg.Blocks {
+	// Under speculation its last verification also holds slots for k
+	// drafts (a request that could never get them would be preempted for
+	// ever).
+	lookahead := 0
+	if in.cfg.Spec != nil {
+		lookahead = in.cfg.Spec.K
+	}
+	if in.blocksOf(r.prompt+r.output-1+lookahead) > in.cfg.Blocks {
 		return RejectKVCapacity
 	}
 	if pl, ok := in.cfg.Batcher.(interface{ MaxPrompt(policies.Limits) int }); ok {

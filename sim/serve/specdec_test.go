@@ -274,3 +274,20 @@ func TestClassRates(t *testing.T) {
 		t.Errorf("rising class rates: %v", err)
 	}
 }
+
+// TestSpecLookaheadAdmission: a request whose last verification's k
+// lookahead slots could never fit is rejected on arrival, not preempted
+// for ever: 4 blocks of 16 tokens hold 64; prompt 40 + output 24 − 1 = 63
+// tokens fit without speculation, 63 + 3 = 66 do not.
+func TestSpecLookaheadAdmission(t *testing.T) {
+	cfg := baseConfig(policies.Chunked{}, 4, 512)
+	reqs := []workload.Request{{ID: 0, PromptTokens: 40, OutputTokens: 24}}
+	if res, _, _ := run(t, cfg, reqs); res.Finished != 1 {
+		t.Fatalf("without speculation: finished %d", res.Finished)
+	}
+	cfg.Spec = &Speculation{K: 3, Accept: PositionRates{0.5, 0.3, 0.1}}
+	cfg.Limits.SpecTokens = 3
+	if res, _, _ := run(t, cfg, reqs); res.Rejected != 1 {
+		t.Errorf("with k = 3: rejected %d, finished %d; want rejected", res.Rejected, res.Finished)
+	}
+}

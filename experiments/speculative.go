@@ -109,6 +109,9 @@ func (s *Scenario) resolveSpeculative(p *Plan) error {
 		return s.fieldError("speculative.proposer_cpu_us", "speculative-config", "is the n-gram proposer's CPU time; method %q drafts on the GPU", sc.Method)
 	}
 	spec := &serve.Speculation{K: k}
+	if sc.Method != "ngram" {
+		spec.Lookahead = k // the drafter caches KV (scheduler.py: use_eagle() or uses_draft_model())
+	}
 	var err error
 	if spec.Accept, p.SpecAccept, err = s.specAcceptance(sc); err != nil {
 		return err

@@ -35,6 +35,11 @@ import (
 type Speculation struct {
 	// K is num_speculative_tokens: drafts per decoding request a step.
 	K int
+	// Lookahead is the scheduler's num_lookahead_tokens: KV slots a
+	// verification reserves past its 1 + K tokens, for a drafter that
+	// caches KV (K for eagle, eagle3, mtp and draft_model; 0 for ngram:
+	// scheduler.py Scheduler.__init__, use_eagle() / uses_draft_model()).
+	Lookahead int
 	// Accept draws the accepted drafts of each verification.
 	Accept Acceptance
 }
@@ -167,6 +172,8 @@ func (s *Speculation) Validate() error {
 	switch {
 	case s.K < 1:
 		return fmt.Errorf("serve: speculative decoding: num_speculative_tokens %d must be ≥ 1", s.K)
+	case s.Lookahead < 0:
+		return fmt.Errorf("serve: speculative decoding: lookahead %d must be ≥ 0", s.Lookahead)
 	case s.Accept == nil:
 		return fmt.Errorf("serve: speculative decoding: no acceptance model")
 	}
@@ -290,11 +297,14 @@ func (s *SpecStats) PositionRates() []float64 {
 // acceptance draws.
 
 // specNeed is the KV blocks a decoding request of kv cached tokens needs
-// for a verification: slots for its 1 + K query tokens (allocate_slots
-// with the spec tokens and num_lookahead_tokens = K).
+// for a verification: slots for its 1 + K query tokens and the lookahead
+// (allocate_slots(request, 1 + K, num_lookahead_tokens)).
 func (in *Instance) specNeed(kv int) int {
-	return in.blocksOf(kv+1+in.cfg.Spec.K) - in.blocksOf(kv)
+	return in.blocksOf(kv+in.specSlots()) - in.blocksOf(kv)
 }
+
+// specSlots is the KV slots a verification takes past the cached KV.
+func (in *Instance) specSlots() int { return 1 + in.cfg.Spec.K + in.cfg.Spec.Lookahead }
 
 // freeLookahead returns n private blocks that held rejected drafts' KV.
 func (in *Instance) freeLookahead(n int) {
@@ -342,7 +352,10 @@ func (in *Instance) specAdvance() {
 			in.phase[in.phaseOf(r)]++
 			in.sumKV += int64(a)
 		}
-		in.freeLookahead(in.blocksOf(cur+k) - in.blocksOf(cur+a)) // slots for kv+1+k were taken, kv = cur−1
+		// Slots for kv + specSlots were taken (kv = cur − 1); those past the
+		// accepted tokens go back, to be taken again by the next
+		// verification (which the batcher counts first: DecodeBlocks).
+		in.freeLookahead(in.blocksOf(cur-1+in.specSlots()) - in.blocksOf(cur+a))
 		need += in.specNeed(cur + a)
 	}
 	in.specBlocks = need

@@ -152,7 +152,7 @@ func TestSpecInvariantsRandom(t *testing.T) {
 	defer func() { checkAll = saved }()
 	for seed := range uint64(6) {
 		cfg := baseConfig(policies.Chunked{}, 60, 256)
-		cfg.Spec = &Speculation{K: 1 + int(seed%4), Accept: PositionRates{0.9, 0.7, 0.5, 0.3}}
+		cfg.Spec = &Speculation{K: 1 + int(seed%4), Lookahead: int(seed%3) * (1 + int(seed%4)) / 2, Accept: PositionRates{0.9, 0.7, 0.5, 0.3}}
 		cfg.Step = &SpecStep{Target: cfg.Step, K: cfg.Spec.K}
 		cfg.Limits.SpecTokens = cfg.Spec.K
 		if seed%2 == 1 {
@@ -289,5 +289,15 @@ func TestSpecLookaheadAdmission(t *testing.T) {
 	cfg.Limits.SpecTokens = 3
 	if res, _, _ := run(t, cfg, reqs); res.Rejected != 1 {
 		t.Errorf("with k = 3: rejected %d, finished %d; want rejected", res.Rejected, res.Finished)
+	}
+	// k = 1 with no lookahead: 63 + 1 = 64 fit; with a lookahead of 1, 65 do not.
+	cfg.Spec = &Speculation{K: 1, Accept: PositionRates{0.5}}
+	cfg.Limits.SpecTokens = 1
+	if res, _, _ := run(t, cfg, reqs); res.Finished != 1 {
+		t.Errorf("k = 1: finished %d, want 1", res.Finished)
+	}
+	cfg.Spec.Lookahead = 1
+	if res, _, _ := run(t, cfg, reqs); res.Rejected != 1 {
+		t.Errorf("k = 1, lookahead 1: rejected %d, want 1", res.Rejected)
 	}
 }

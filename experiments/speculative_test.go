@@ -33,16 +33,11 @@ func specScenario(t *testing.T, extra string) Scenario {
 	return s
 }
 
+// specText runs s (checking that no request is lost) and returns its
+// header and summary text.
 func specText(t *testing.T, s Scenario) (string, *Report) {
 	t.Helper()
-	p, err := s.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := Run(p, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, rep, _ := runConserved(t, s, int64(s.Workload.Requests), s.Name)
 	var b bytes.Buffer
 	if err := p.Describe(&b); err != nil {
 		t.Fatal(err)

@@ -34,7 +34,7 @@ func TestEngineArgsRefused(t *testing.T) {
 		{"meta both named", metaWith(`"data_parallel_size_local": 2, "enable_elastic_ep": true`), meta, "data_parallel_size_local = 2: one node's share of a multi-node DP launch is not replayed alone; engine_kwargs.enable_elastic_ep = true"},
 		{"meta pp", metaWith(`"pipeline_parallel_size": 2`), meta, ""},                                              // modelled (TestEngineArgsPP)
 		{"meta spec", metaWith(`"speculative_config": {"method": "ngram", "num_speculative_tokens": 4}`), meta, ""}, // modelled (TestEngineArgsSpeculative)
-		{"meta spec v0", metaWith(`"speculative_model": "m-draft"`), meta, `speculative_model = m-draft: vLLM V0's speculative arguments`},
+		{"meta spec v0", metaWith(`"speculative_model": "m-draft"`), meta, `speculative_model = m-draft: speculative decoding recorded without speculative_config`},
 		{"meta spec null", metaWith(`"speculative_config": null`), meta, ""},
 		{"meta kv transfer", metaWith(`"kv_transfer_config": {"kv_connector": "NixlConnector"}`), meta, "kv_transfer_config"},
 		{"meta kv offload", metaWith(`"kv_offloading_size": 64`), meta, "kv_offloading_size = 64: a CPU KV-cache offload tier"},

@@ -27,6 +27,10 @@ type SpecSummary struct {
 	// TokensPerStep is the tokens a verification emitted to its request
 	// (accepted + the bonus, less those past the request's last token).
 	TokensPerStep float64 `json:"tokens_per_verification"`
+	// VerifyShare is the target's verification's share of the step time
+	// priced for verification and drafting (SpecDecode-Bench measures
+	// 42–95 %).
+	VerifyShare float64 `json:"verify_share"`
 }
 
 func (r *Report) specSummary() *SpecSummary {
@@ -43,6 +47,7 @@ func (r *Report) specSummary() *SpecSummary {
 		s.AcceptanceRate = float64(st.Accepted) / float64(st.DraftTokens)
 		s.MeanAcceptanceLength = st.MeanAcceptanceLength()
 		s.TokensPerStep = float64(st.Emitted) / float64(st.Drafts)
+		s.VerifyShare = st.VerifyShare()
 	}
 	return s
 }
@@ -64,13 +69,22 @@ func (r *Report) writeSpecResults(w io.Writer) error {
 		}
 		return fmt.Sprintf("%.3f", x)
 	}
-	_, err := fmt.Fprintf(w, "%s\n%-40s %-10d\n%-40s %-10d\n%-40s %-10s\n%-40s %-10s\n%-40s %s\n%-40s %-10s\n",
+	_, err := fmt.Fprintf(w, "%s\n%-40s %-10d\n%-40s %-10d\n%-40s %-10s\n%-40s %-10s\n%-40s %s\n%-40s %-10s\n%-40s %-10s\n",
 		centre("Speculative decoding", 50),
 		"Drafts:", s.Drafts, "Draft tokens:", s.DraftTokens,
 		"Draft acceptance rate:", f(s.AcceptanceRate), "Mean acceptance length:", f(s.MeanAcceptanceLength),
 		"Per-position acceptance rate:", strings.Join(rates, ", "),
-		"Tokens per verification (emitted):", f(s.TokensPerStep))
+		"Tokens per verification (emitted):", f(s.TokensPerStep),
+		"Verification share of spec step (%):", f100(s.VerifyShare))
 	return err
+}
+
+// f100 formats a share as a percentage.
+func f100(x float64) string {
+	if math.IsNaN(x) {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", 100*x)
 }
 
 // centre pads a section title with '-' to width, as the summary's.

@@ -203,11 +203,17 @@ func (s *Speculation) Validate() error {
 // passes on its own kernel times (a StepTimer with no per-iteration
 // overhead of its own). An n-gram drafter (ngram_proposer.py, on the CPU)
 // costs ProposerCPU seconds a decoding request, in series with the step.
+//
+// It sums the seconds it priced for the verification (the target's, less
+// its fixed per-iteration overhead) and for the drafter, which a run
+// reports (SpecStats); a run resets the sums when it starts.
 type SpecStep struct {
 	Target      StepTimer
 	Draft       StepTimer // nil: no GPU drafter
 	K           int
 	ProposerCPU float64
+
+	verify, draft float64 // seconds priced since the last reset
 }
 
 // Step implements StepTimer.
@@ -216,11 +222,15 @@ func (s *SpecStep) Step(b models.Batch) (seconds, flops, bytes float64) {
 	if b.Tokens() == 0 {
 		return
 	}
+	s.verify += seconds - s.IterOverhead()
+	d := s.ProposerCPU * float64(b.Decodes)
 	if s.Draft != nil {
 		sec, f, by := s.draftWork(b)
-		seconds, flops, bytes = seconds+sec, flops+f, bytes+by
+		d += sec
+		flops, bytes = flops+f, bytes+by
 	}
-	return seconds + s.ProposerCPU*float64(b.Decodes), flops, bytes
+	s.draft += d
+	return seconds + d, flops, bytes
 }
 
 // draftWork prices the drafter's K passes over b.
@@ -273,6 +283,16 @@ type SpecStats struct {
 	Accepted       int64   // accepted drafts, as the rejection sampler accepted them
 	AcceptedPerPos []int64 // accepted drafts at each position
 	Emitted        int64   // tokens the verifications emitted (accepted + bonus, less any past a request's end)
+	// VerifySeconds and DraftSeconds are the step time priced for the
+	// target's verification (its kernels) and for the drafter (its passes,
+	// or the n-gram proposer's CPU), summed over the run's steps as the
+	// step model priced them (before CPU/GPU overlap).
+	VerifySeconds, DraftSeconds float64
+}
+
+// VerifyShare is the verification's share of verification + drafting.
+func (s *SpecStats) VerifyShare() float64 {
+	return s.VerifySeconds / (s.VerifySeconds + s.DraftSeconds)
 }
 
 // MeanAcceptanceLength is vLLM's mean acceptance length, 1 + accepted /

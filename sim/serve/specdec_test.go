@@ -301,3 +301,31 @@ func TestSpecLookaheadAdmission(t *testing.T) {
 		t.Errorf("k = 1, lookahead 1: rejected %d, want 1", res.Rejected)
 	}
 }
+
+// TestSpecVerifyDraftSeconds: the run sums the seconds priced for
+// verification and drafting; under the ideal engine a step lasts what the
+// step model priced, so the two sum to the steps' durations (to the
+// clock's nanoseconds), and a drafter of 100 µs + 1 µs a token takes its
+// share.
+func TestSpecVerifyDraftSeconds(t *testing.T) {
+	cfg := baseConfig(policies.Chunked{}, 1000, 512)
+	cfg.Spec = &Speculation{K: 2, Accept: PositionRates{0.6, 0.3}}
+	cfg.Step = &SpecStep{Target: cfg.Step, K: 2, Draft: linearTimer{base: 100, perToken: 1}}
+	cfg.Limits.SpecTokens = 2
+	var reqs []workload.Request
+	for i := range 6 {
+		reqs = append(reqs, workload.Request{ID: int64(i), PromptTokens: 50, OutputTokens: 30})
+	}
+	res, rec, _ := run(t, cfg, reqs)
+	total := 0.0
+	for _, s := range rec.steps {
+		total += s.Duration.Seconds()
+	}
+	st := res.Spec
+	if got := st.VerifySeconds + st.DraftSeconds; math.Abs(got-total) > 1e-9*float64(len(rec.steps)) {
+		t.Errorf("verify %g + draft %g s = %g, steps last %g s", st.VerifySeconds, st.DraftSeconds, got, total)
+	}
+	if sh := st.VerifyShare(); !(sh > 0.5 && sh < 1) {
+		t.Errorf("verification share %g", sh)
+	}
+}

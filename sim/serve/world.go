@@ -195,6 +195,7 @@ func Run(cfg Config) (Result, error) {
 	if !(cfg.PredictError >= 0) || math.IsInf(cfg.PredictError, 0) {
 		return Result{}, fmt.Errorf("serve: predictor error σ %v: must be ≥ 0", cfg.PredictError)
 	}
+	specTimer, _ := cfg.Instance.Step.(*SpecStep) // before the engine wraps it
 	setupEngine(&cfg)
 	w := &World{src: cfg.Source, cfg: cfg, coll: cfg.Collector, sink: cfg.Sink}
 	w.engine, w.joinLag, w.egress = cfg.Engine, cfg.Engine.JoinLag(), cfg.Engine.Egress()
@@ -215,6 +216,9 @@ func Run(cfg Config) (Result, error) {
 		in.role = role
 		w.inst = append(w.inst, in)
 		w.front.insts = append(w.front.insts, in)
+	}
+	if specTimer != nil {
+		specTimer.verify, specTimer.draft = 0, 0 // newInstance priced a probe step
 	}
 	w.setupDPGroups()
 	if err := w.setupDisagg(); err != nil {
@@ -244,6 +248,9 @@ func Run(cfg Config) (Result, error) {
 	}
 	w.res.Events = w.eng.Fired()
 	w.res.End = w.eng.Now()
+	if specTimer != nil && w.res.Spec != nil {
+		w.res.Spec.VerifySeconds, w.res.Spec.DraftSeconds = specTimer.verify, specTimer.draft
+	}
 	for _, g := range w.groups {
 		if g.ranks[0].role == roleDecode {
 			w.res.DecodeDPWaves += g.waves

@@ -254,8 +254,8 @@ func (in *Instance) admitCheck(r *request) string {
 	// The longest KV the request ever holds: prompt + output − 1 tokens
 	// (the last token is sampled, never written to the cache).
 	// Under speculation its last verification also holds slots for k
-	// drafts and the lookahead (a request that could never get them would be preempted for
-	// ever).
+	// drafts and the lookahead (a request that could never get them
+	// would be preempted for ever).
 	lookahead := 0
 	if in.cfg.Spec != nil {
 		lookahead = in.specSlots() - 1

@@ -64,3 +64,14 @@ func benchRun(b *testing.B, s Scenario) {
 	}
 	b.ReportMetric(float64(b.N)*float64(s.Workload.Requests)/b.Elapsed().Seconds(), "req/s")
 }
+
+// BenchmarkSimulate100kEAGLE3 is BenchmarkSimulate100k with EAGLE-3
+// speculative decoding (k = 3): the cost of drawing every decoding
+// request's acceptance each step and pricing the drafter's passes.
+func BenchmarkSimulate100kEAGLE3(b *testing.B) {
+	s := Default()
+	s.Workload.Rate = 17
+	s.Workload.Requests = 100_000
+	s.Speculative = &Speculative{Method: "eagle3", NumSpeculativeTokens: 3}
+	benchRun(b, s)
+}

@@ -281,6 +281,9 @@ func (p *Plan) describeEngine(w io.Writer) error {
 	if err := p.describeTRTLLM(w); err != nil {
 		return err
 	}
+	if err := p.describeSpeculative(w); err != nil {
+		return err
+	}
 	for i, pp := range []*PoolPlan{&p.PoolPlan, p.Decode} {
 		if pp != nil && pp.VLLMMemory != nil {
 			pool := "" // colocated: one pool, no name

@@ -25,6 +25,8 @@ type SummaryFile struct {
 	// DecodeExperts is the decode pool's (disaggregated, decode_dp ≥ 2 or
 	// expert parallelism).
 	DecodeExperts *ExpertSummary `json:"decode_expert_parallel,omitempty"`
+	// Speculative is speculative decoding's counts (omitted with it off).
+	Speculative *SpecSummary `json:"speculative,omitempty"`
 }
 
 // RunInfo records what produced the results: the servesim version, the
@@ -122,6 +124,7 @@ func (r *Report) summaryJSON() SummaryFile {
 		DecodePipeline: r.decodePipelineSummary(),
 		Experts:        r.expertSummary(),
 		DecodeExperts:  r.decodeExpertSummary(),
+		Speculative:    r.specSummary(),
 	}
 }
 
@@ -197,6 +200,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		return err
 	}
 	if err := r.writeExpertResults(w); err != nil {
+		return err
+	}
+	if err := r.writeSpecResults(w); err != nil {
 		return err
 	}
 	return r.writeEngineCounts(w)

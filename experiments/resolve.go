@@ -317,6 +317,9 @@ func (s Scenario) Resolve() (*Plan, error) {
 	if err := s.resolveEngine(p); err != nil {
 		return nil, err
 	}
+	if err := s.resolveSpeculative(p); err != nil {
+		return nil, err
+	}
 	parts := []any{p.Model, p.GPU, p.kernelID}
 	if p.Decode != nil {
 		parts = append(parts, p.Decode.GPU, p.Decode.kernelID)
@@ -325,6 +328,13 @@ func (s Scenario) Resolve() (*Plan, error) {
 		d, err := fileDigest(p.Trace.File)
 		if err != nil {
 			return nil, fmt.Errorf("%w (field \"workload.trace.file\")", err)
+		}
+		parts = append(parts, d)
+	}
+	if p.Serve.Instance.Spec != nil && s.Speculative.AcceptanceTrace != "" {
+		d, err := fileDigest(s.path(s.Speculative.AcceptanceTrace))
+		if err != nil {
+			return nil, fmt.Errorf("%w (field \"speculative.acceptance_trace\")", err)
 		}
 		parts = append(parts, d)
 	}

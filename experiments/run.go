@@ -59,6 +59,9 @@ type Plan struct {
 	// sources) and its assumptions, for the run header; nil under vllm-v1
 	// and ideal.
 	EngineNotes []string
+	// SpecAccept describes speculative decoding's acceptance model and its
+	// source, for the run header; "" with speculation off.
+	SpecAccept string
 }
 
 // PoolPlan is one pool's resolved instance: GPU, parallelism, batch policy,

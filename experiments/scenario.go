@@ -87,6 +87,8 @@ type Scenario struct {
 	Hardware  Hardware  `toml:"hardware" json:"hardware"`
 	Disagg    Disagg    `toml:"disagg" json:"disagg"`
 	Engine    *Engine   `toml:"engine,omitempty" json:"engine,omitempty"` // the serving stack (engine.go); nil: DefaultEngine
+	// Speculative is speculative decoding (speculative.go); nil: off.
+	Speculative *Speculative `toml:"speculative,omitempty" json:"speculative,omitempty"`
 
 	dir  string         // directory of the scenario file, for relative paths
 	file string         // the scenario file's name in errors

@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -101,6 +102,22 @@ func RunScenario(run *realrun.Run, base Scenario) (Scenario, error) {
 		// The run's own switches of the vllm-v1 engine model (nil, the
 		// default engine, when it sets none).
 		s.Engine = &Engine{EnforceEager: e.EnforceEager, NoCustomAllReduce: e.NoCustomAllReduce, NoAsyncScheduling: noAsync}
+	}
+	if e.Speculative != "" {
+		// vLLM's SpeculativeConfig JSON: method, num_speculative_tokens and
+		// model are read; its other keys change no simulated cost.
+		var sp struct {
+			Method string `json:"method"`
+			K      int    `json:"num_speculative_tokens"`
+			Model  string `json:"model"`
+		}
+		if err := json.Unmarshal([]byte(e.Speculative), &sp); err != nil {
+			return s, fmt.Errorf("experiments: run %s: speculative_config %s: %v", run.Name, e.Speculative, err)
+		}
+		s.Speculative = &Speculative{Method: sp.Method, NumSpeculativeTokens: sp.K}
+		if sp.Method == "draft_model" {
+			s.Speculative.Model = sp.Model // the draft, looked up in the catalog; an EAGLE head's repository is not needed
+		}
 	}
 	return s, nil
 }

@@ -126,13 +126,13 @@ func (m *Model) mlaAttention(b Batch, tp int, kvb, wb float64, dst []Op) []Op {
 			Compute: BF16, KVHeads: 1})
 	}
 	if b.Decodes > 0 {
-		n := float64(b.Decodes)
-		keys := float64(b.DecodeCtx) + n
+		n := float64(b.DecodeTokens()) // query rows: one a decode, 1 + k under speculation
+		pairs, keys := decodePairs(b)
 		dst = append(dst, Op{Kind: OpAttnDecode, Count: L, Tokens: b.Decodes,
 			// W_UK absorption (nope→KVLoRARank per head), MQA over the
 			// latent (keys of KVLoRARank+RopeHeadDim, values of KVLoRARank),
 			// W_UV (KVLoRARank→VHeadDim per head).
-			FLOPs: 2*n*qHeads*m.nopeDim()*kvl + 2*qHeads*(m.latentDim()+kvl)*keys + 2*n*qHeads*kvl*v,
+			FLOPs: 2*n*qHeads*m.nopeDim()*kvl + 2*qHeads*(m.latentDim()+kvl)*pairs + 2*n*qHeads*kvl*v,
 			// Latents read and the new ones written; W_UK and W_UV (the kv_b
 			// weights); Q read and O written.
 			Bytes:   keys*lat + n*lat + kvbW + n*qHeads*(d+v)*actBytes,

@@ -277,11 +277,15 @@ func (m *Model) appendAttention(b Batch, tp int, kvb, wb float64, dst []Op) []Op
 			Compute: BF16, KVHeads: m.kvHeadsPerGPU(tp)})
 	}
 	if b.Decodes > 0 {
-		d := float64(b.Decodes)
-		keys := float64(b.DecodeCtx) + d // each decode attends to its context and itself
+		dt := float64(b.DecodeTokens())
+		// Each decode's i-th query token attends to its context and the
+		// query tokens up to itself (i = 1 without speculation): the
+		// query–key pairs are q·DecodeCtx + Decodes·q(q+1)/2; the KV of
+		// DecodeCtx + q tokens a decode is read once.
+		pairs, keys := decodePairs(b)
 		dst = append(dst, Op{Kind: OpAttnDecode, Count: L, Tokens: b.Decodes,
-			FLOPs:   4 * qHeads * hd * keys,
-			Bytes:   2*d*qd*actBytes + keys*kvTok + d*kvTok,
+			FLOPs:   4 * qHeads * hd * pairs,
+			Bytes:   2*dt*qd*actBytes + keys*kvTok + dt*kvTok,
 			Compute: BF16, Mixed: b.PrefillTokens > 0, KVHeads: m.kvHeadsPerGPU(tp)})
 	}
 	return dst
@@ -296,7 +300,11 @@ func (m *Model) appendLMHead(b Batch, tp int, wb float64, wc DType, dst []Op) []
 	normF := m.normFLOPs() * tok * h // FLOPs of one norm over the batch
 	// Final norm over every token, then the LM head over the rows that
 	// sample: one per decode and (at most) one per prefill chunk.
-	if sampled := b.Decodes + b.Prefills; sampled > 0 {
+	// Under speculation every query token of a decode is scored (the
+	// rejection sampler compares the target's distribution at each draft
+	// position and samples the bonus token: vllm/v1/worker/gpu_model_runner.py
+	// _calc_spec_decode_metadata's logits_indices).
+	if sampled := b.DecodeTokens() + b.Prefills; sampled > 0 {
 		s := float64(sampled)
 		vd := float64(m.Vocab) / t
 		op := gemm(OpLMHead, 1, sampled, s, h, vd, h*vd, wb, wc)
@@ -305,6 +313,17 @@ func (m *Model) appendLMHead(b Batch, tp int, wb float64, wc DType, dst []Op) []
 		dst = append(dst, op)
 	}
 	return dst
+}
+
+// decodePairs returns the decodes' query–key pairs under the causal mask
+// and the KV tokens they read: q·DecodeCtx + Decodes·q(q+1)/2 and
+// DecodeCtx + Decodes·q, for q = b.Query() (DecodeCtx + Decodes both
+// without speculation).
+func decodePairs(b Batch) (pairs, keys float64) {
+	q := float64(b.Query())
+	d := float64(b.Decodes)
+	c := float64(b.DecodeCtx)
+	return q*c + d*q*(q+1)/2, c + d*q
 }
 
 // actOp is the MLP activation over out output elements per GPU: SiLU-and-mul

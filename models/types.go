@@ -27,10 +27,25 @@ type Batch struct {
 	PrefillPairs  float64 // Σ p_i·(c_i + (p_i+1)/2): query–key pairs under the causal mask
 	Decodes       int     // number of decode requests (one token each)
 	DecodeCtx     int64   // Σ c_j: KV tokens read by decodes
+	// DecodeQuery is the query tokens of each decode (0 or 1: one token, no
+	// speculation; 1 + k when k drafted tokens are verified).
+	DecodeQuery int
 }
 
-// Tokens returns the tokens processed by the iteration: Σ p_i + decodes.
-func (b Batch) Tokens() int { return b.PrefillTokens + b.Decodes }
+// Query returns the query tokens of each decode: DecodeQuery, at least 1.
+func (b Batch) Query() int { return max(b.DecodeQuery, 1) }
+
+// DecodeTokens returns the tokens the decodes process: Decodes × Query().
+func (b Batch) DecodeTokens() int {
+	if b.DecodeQuery > 1 {
+		return b.Decodes * b.DecodeQuery
+	}
+	return b.Decodes
+}
+
+// Tokens returns the tokens processed by the iteration: Σ p_i + the
+// decodes' tokens.
+func (b Batch) Tokens() int { return b.PrefillTokens + b.DecodeTokens() }
 
 // Parallel is how one instance runs a model: tensor-parallel degree, the
 // precisions of weights and KV cache and, for an MoE model, an

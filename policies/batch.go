@@ -62,7 +62,15 @@ type View interface {
 type Limits struct {
 	MaxNumSeqs          int // running requests at most
 	MaxNumBatchedTokens int // tokens per iteration at most
+	// SpecTokens is the draft tokens each decode carries under speculative
+	// decoding (num_speculative_tokens; 0: none): a decode then takes
+	// 1 + SpecTokens of the token budget, as vLLM's scheduler counts a
+	// running request's spec tokens among its new tokens.
+	SpecTokens int
 }
+
+// DecodeTokens returns the budget n decodes take: n × (1 + SpecTokens).
+func (l Limits) DecodeTokens(n int) int { return n * (1 + l.SpecTokens) }
 
 // Chunk is one prefill chunk of a decision.
 type Chunk struct {
@@ -181,7 +189,7 @@ func (Chunked) Batch(v View, lim Limits, d *Decision) {
 	free := v.FreeBlocks()
 	if n := v.Decoding(); n > 0 {
 		d.Decode = true
-		budget -= n
+		budget -= lim.DecodeTokens(n)
 		free -= v.DecodeBlocks() // may go negative: the engine preempts, nothing new is admitted
 	}
 	for i := 0; i < v.Prefilling() && budget > 0; i++ {

@@ -118,7 +118,7 @@ func admitWhole(v View, lim Limits, d *Decision, decode bool) {
 	free := v.FreeBlocks()
 	if decode && v.Decoding() > 0 {
 		d.Decode = true
-		budget -= v.Decoding()
+		budget -= lim.DecodeTokens(v.Decoding())
 		free -= v.DecodeBlocks()
 	}
 	seqs := v.Running()

@@ -40,6 +40,7 @@ func engineFlags(fs *pflag.FlagSet, s *experiments.Scenario) {
 	fs.IntVar(&e.MaxPrefillTokens, "max-prefill-tokens", 0, "sglang: tokens of a prefill batch at most (default 16384)")
 	fs.BoolVar(&e.DisableOverlapSchedule, "disable-overlap-schedule", false, "sglang: schedule, run and wait in series (no overlap scheduling)")
 	switchVar(fs, boolTo{&e.EnforceEager, true}, "disable-cuda-graph", "SGLang's name of --enforce-eager: no CUDA graphs")
+	fs.Var(specConfig{s}, "speculative-config", `speculative decoding, vLLM's JSON: '{"method": "eagle3", "num_speculative_tokens": 3}' (methods `+experiments.SpecMethods+`; also acceptance_rates, acceptance_trace, draft_vocab, proposer_cpu_us)`)
 }
 
 // engineScenarioFlags are the [engine] entries of scenarioFlags: src.Engine
@@ -80,6 +81,12 @@ var engineScenarioFlags = map[string]scenarioFlag{
 	"max-prefill-tokens":       {"engine.max_prefill_tokens", func(d, s *experiments.Scenario) { engineOf(d).MaxPrefillTokens = s.Engine.MaxPrefillTokens }},
 	"disable-cuda-graph":       {"engine.enforce_eager", func(d, s *experiments.Scenario) { engineOf(d).EnforceEager = s.Engine.EnforceEager }},
 	"disable-overlap-schedule": {"engine.disable_overlap_schedule", func(d, s *experiments.Scenario) { engineOf(d).DisableOverlapSchedule = s.Engine.DisableOverlapSchedule }},
+	"speculative-config": {"speculative", func(d, s *experiments.Scenario) {
+		if s.Speculative != nil {
+			c := *s.Speculative
+			d.Speculative = &c
+		}
+	}},
 }
 
 func init() {

@@ -31,6 +31,9 @@ pixels unless --width/--height say otherwise. Kinds and their inputs:
                              throughput (each the median when not given)
   provider-fit RESULTS.csv   TTFT against throughput, colour = cost per million
                              output tokens, the cheapest within the SLO ringed
+  speedup RESULTS.csv        each group's mean-TPOT speedup over the group
+                             "off" against request rate (a speculative-decoding
+                             sweep: x workload.rate, group speculative)
   cdf RUNDIR...              TTFT and TPOT CDFs, one curve per run directory
   dashboard RUNDIR           goodput and throughput over time, TTFT and TPOT
                              histograms, SLO-compliance gauge ("no SLO" when
@@ -59,7 +62,7 @@ Examples:
   servesim plot dashboard runs/chunked --window 10 --numbers
 `
 
-var plotKinds = []string{"batch-latency", "goodput", "perception", "provider-fit", "cdf", "dashboard"}
+var plotKinds = []string{"batch-latency", "goodput", "perception", "provider-fit", "speedup", "cdf", "dashboard"}
 
 func plotCmd(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
@@ -130,7 +133,7 @@ func plotCmd(args []string, stdout, stderr io.Writer) error {
 	var d plots.Drawer
 	var nums fmt.Stringer
 	switch kind {
-	case "batch-latency", "goodput", "perception", "provider-fit":
+	case "batch-latency", "goodput", "perception", "provider-fit", "speedup":
 		res, err := plots.ReadResultsFile(inputs[0])
 		if err != nil {
 			return err
@@ -159,6 +162,8 @@ func plotCmd(args []string, stdout, stderr io.Writer) error {
 			d, nums, err = pair(plots.Perception(res, mo))
 		case "provider-fit":
 			d, nums, err = pair(plots.ProviderFit(res, mo))
+		case "speedup":
+			d, nums, err = pair(plots.Speedup(res, plots.SpeedupOptions{X: *x, Group: *group}))
 		}
 		if err != nil {
 			return err

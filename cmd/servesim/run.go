@@ -38,8 +38,8 @@ Examples:
 vLLM's flags carry over: each flag of vllm serve and vllm bench serve is
 honoured (the same servesim field: -tp is --tp), accepted with no effect
 in a simulation (--host, --port, --tokenizer, ...; the header lists them),
-or refused with a message naming it and servesim's equivalent (-pp,
---speculative-config, ...). README.md, "From vllm serve and vllm bench
+or refused with a message naming it and servesim's equivalent
+(--kv-transfer-config, ...). README.md, "From vllm serve and vllm bench
 serve", has the table; only the honoured ones are listed below.
 `
 

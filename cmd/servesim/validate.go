@@ -36,10 +36,11 @@ in the stage in which they arrived.
 
 A run's engine arguments go through servesim's table
 (experiments/realrun/engineargs.go): one that changes the deployment and is
-not modelled (context parallelism, speculative decoding, KV transfer or
-offload, ...) is an error naming it; pipeline_parallel_size,
-data_parallel_size and enable_expert_parallel are read, together too (the
-replay runs the run's stages, DP ranks and each stage's EP group). A CPU KV offload tier (the
+not modelled (context parallelism, KV transfer or offload, ...) is an
+error naming it; pipeline_parallel_size, data_parallel_size and
+enable_expert_parallel are read, together too (the replay runs the run's
+stages, DP ranks and each stage's EP group), and speculative_config (its
+method and num_speculative_tokens, acceptance from the method's default). A CPU KV offload tier (the
 sim2real tables' cpu_kv_blocks_logged) is replayed GPU-only with
 --ignore-kv-offload, a note saying so. A run over 100×
 the largest real run in ../shared/data is refused unless --allow-large.

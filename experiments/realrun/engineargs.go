@@ -89,7 +89,8 @@ func init() {
 	add(Refused, one, "context parallelism is not modelled", "decode_context_parallel_size", "prefill_context_parallel_size")
 	add(Refused, off, "elastic expert parallelism (the EP group resized while serving) is not modelled", "enable_elastic_ep")
 	add(Modelled, nil, "dual batch overlap: an expert-parallel step above the threshold as two micro-batches whose all-to-all overlaps the other's compute (servesim's --two-batch-overlap)", "enable_dbo", "dbo_decode_token_threshold", "dbo_prefill_token_threshold")
-	add(Refused, none, "speculative decoding is not modelled", "speculative_config", "speculative_model", "num_speculative_tokens")
+	add(Modelled, nil, "speculative decoding: the config's method, num_speculative_tokens and model (servesim's [speculative]; acceptance from the method's sourced default, which the run does not record)", "speculative_config")
+	add(Refused, none, "speculative decoding recorded without speculative_config (vLLM's JSON: method, num_speculative_tokens), which is what the replay reads", "speculative_model", "num_speculative_tokens")
 	add(Refused, none, "KV-cache transfer (disaggregated prefill through a KV connector) is not modelled in a replay", "kv_transfer_config")
 	add(Refused, zero, "a CPU KV-cache offload tier is not modelled in a replay", "kv_offloading_size", "cpu_kv_blocks_logged")
 	add(Refused, zero, "weights offloaded to CPU memory are not modelled", "cpu_offload_gb")
@@ -245,6 +246,14 @@ func applyArg(e *Engine, name, v string) error {
 		default:
 			e.NoCustomAllReduce = b
 		}
+	case "speculative_config":
+		if v == "{}" {
+			return nil
+		}
+		if !strings.HasPrefix(strings.TrimSpace(v), "{") {
+			return fmt.Errorf("%q: want vLLM's speculative config, a JSON object", v)
+		}
+		e.Speculative = v
 	default:
 		return fmt.Errorf("not an argument the reader sets (a programmer error in the table)")
 	}

@@ -32,8 +32,9 @@ func TestEngineArgsRefused(t *testing.T) {
 		{"meta elastic ep", metaWith(`"enable_elastic_ep": true`), meta, "engine_kwargs.enable_elastic_ep = true: elastic expert parallelism"},
 		{"meta ep off", metaWith(`"enable_expert_parallel": false`), meta, ""},
 		{"meta both named", metaWith(`"data_parallel_size_local": 2, "enable_elastic_ep": true`), meta, "data_parallel_size_local = 2: one node's share of a multi-node DP launch is not replayed alone; engine_kwargs.enable_elastic_ep = true"},
-		{"meta pp", metaWith(`"pipeline_parallel_size": 2`), meta, ""}, // modelled (TestEngineArgsPP)
-		{"meta spec", metaWith(`"speculative_config": {"method": "ngram", "num_speculative_tokens": 4}`), meta, `speculative_config = {"method": "ngram", "num_speculative_tokens": 4}: speculative decoding`},
+		{"meta pp", metaWith(`"pipeline_parallel_size": 2`), meta, ""},                                              // modelled (TestEngineArgsPP)
+		{"meta spec", metaWith(`"speculative_config": {"method": "ngram", "num_speculative_tokens": 4}`), meta, ""}, // modelled (TestEngineArgsSpeculative)
+		{"meta spec v0", metaWith(`"speculative_model": "m-draft"`), meta, `speculative_model = m-draft: speculative decoding recorded without speculative_config`},
 		{"meta spec null", metaWith(`"speculative_config": null`), meta, ""},
 		{"meta kv transfer", metaWith(`"kv_transfer_config": {"kv_connector": "NixlConnector"}`), meta, "kv_transfer_config"},
 		{"meta kv offload", metaWith(`"kv_offloading_size": 64`), meta, "kv_offloading_size = 64: a CPU KV-cache offload tier"},
@@ -41,7 +42,7 @@ func TestEngineArgsRefused(t *testing.T) {
 		{"meta priority", metaWith(`"scheduling_policy": "priority"`), meta, "scheduling_policy = priority"},
 		{"meta fcfs", metaWith(`"scheduling_policy": "fcfs"`), meta, ""},
 		{"resolved dp local", `{"engine_kwargs": {"model": "m"}, "resolved_config": {"parallel_config": {"data_parallel_size_local": 4}, "speculative_config": null}}`, meta, "resolved_config.parallel_config.data_parallel_size_local = 4"},
-		{"resolved spec", `{"engine_kwargs": {"model": "m"}, "resolved_config": {"speculative_config": {"method": "eagle"}}}`, meta, "resolved_config.speculative_config = "},
+		{"resolved spec", `{"engine_kwargs": {"model": "m"}, "resolved_config": {"speculative_config": {"method": "eagle"}}}`, meta, ""}, // modelled
 		{"bench metadata dp local", benchWith(`"data_parallel_size_local": "2"`), bench, "data_parallel_size_local = 2: one node's share"},
 		{"bench metadata ep python bool", benchWith(`"enable_expert_parallel": "True"`), bench, ""},
 		{"bench metadata ep off", benchWith(`"enable_expert_parallel": "False"`), bench, ""},
@@ -192,5 +193,22 @@ func TestEngineArgsDPEP(t *testing.T) {
 	}
 	if err := applyArg(&b, "dbo_prefill_token_threshold", "0"); err == nil {
 		t.Error("bench metadata dbo_prefill_token_threshold 0: no error")
+	}
+}
+
+// TestEngineArgsSpeculative: speculative_config reaches the Engine as its
+// JSON from meta.json's engine_kwargs, from resolved_config where
+// engine_kwargs has none, and null or {} is none.
+func TestEngineArgsSpeculative(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{`{"engine_kwargs": {"model": "m", "speculative_config": {"method": "eagle3", "num_speculative_tokens": 3}}}`, `{"method": "eagle3", "num_speculative_tokens": 3}`},
+		{`{"engine_kwargs": {"model": "m"}, "resolved_config": {"speculative_config": {"method": "mtp", "num_speculative_tokens": 1}}}`, `{"method": "mtp", "num_speculative_tokens": 1}`},
+		{`{"engine_kwargs": {"model": "m", "speculative_config": null}}`, ""},
+		{`{"engine_kwargs": {"model": "m", "speculative_config": {}}}`, ""},
+	} {
+		e, err := ReadMeta(strings.NewReader(c.in), "meta.json")
+		if err != nil || e.Speculative != c.want {
+			t.Errorf("%s: speculative %q, %v; want %q", c.in, e.Speculative, err, c.want)
+		}
 	}
 }

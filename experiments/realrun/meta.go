@@ -20,29 +20,30 @@ type metaJSON struct {
 	Model        string `json:"model"`
 	VLLMVersion  string `json:"vllm_version"`
 	EngineKwargs *struct {
-		Model               *string  `json:"model"`
-		TensorParallelSize  *int     `json:"tensor_parallel_size"`
-		DataParallelSize    *int     `json:"data_parallel_size"`
-		PipelineParallel    *int     `json:"pipeline_parallel_size"`
-		MaxNumSeqs          *int     `json:"max_num_seqs"`
-		MaxNumBatchedTokens *int     `json:"max_num_batched_tokens"`
-		MaxModelLen         *int     `json:"max_model_len"`
-		DType               *string  `json:"dtype"`
-		KVCacheDType        *string  `json:"kv_cache_dtype"`
-		Quantization        *string  `json:"quantization"`
-		BlockSize           *int     `json:"block_size"`
-		GPUMemUtil          *float64 `json:"gpu_memory_utilization"`
-		NumGPUBlocks        *int     `json:"num_gpu_blocks_override"`
-		EnablePrefixCaching *bool    `json:"enable_prefix_caching"`
-		EnableChunked       *bool    `json:"enable_chunked_prefill"`
-		EnforceEager        *bool    `json:"enforce_eager"`
-		NoCustomAllReduce   *bool    `json:"disable_custom_all_reduce"`
-		AsyncScheduling     *bool    `json:"async_scheduling"`
-		ExpertParallel      *bool    `json:"enable_expert_parallel"`
-		EPLB                *bool    `json:"enable_eplb"`
-		DBO                 *bool    `json:"enable_dbo"`
-		DBODecode           *int     `json:"dbo_decode_token_threshold"`
-		DBOPrefill          *int     `json:"dbo_prefill_token_threshold"`
+		Model               *string         `json:"model"`
+		TensorParallelSize  *int            `json:"tensor_parallel_size"`
+		DataParallelSize    *int            `json:"data_parallel_size"`
+		PipelineParallel    *int            `json:"pipeline_parallel_size"`
+		MaxNumSeqs          *int            `json:"max_num_seqs"`
+		MaxNumBatchedTokens *int            `json:"max_num_batched_tokens"`
+		MaxModelLen         *int            `json:"max_model_len"`
+		DType               *string         `json:"dtype"`
+		KVCacheDType        *string         `json:"kv_cache_dtype"`
+		Quantization        *string         `json:"quantization"`
+		BlockSize           *int            `json:"block_size"`
+		GPUMemUtil          *float64        `json:"gpu_memory_utilization"`
+		NumGPUBlocks        *int            `json:"num_gpu_blocks_override"`
+		EnablePrefixCaching *bool           `json:"enable_prefix_caching"`
+		EnableChunked       *bool           `json:"enable_chunked_prefill"`
+		EnforceEager        *bool           `json:"enforce_eager"`
+		NoCustomAllReduce   *bool           `json:"disable_custom_all_reduce"`
+		AsyncScheduling     *bool           `json:"async_scheduling"`
+		ExpertParallel      *bool           `json:"enable_expert_parallel"`
+		EPLB                *bool           `json:"enable_eplb"`
+		DBO                 *bool           `json:"enable_dbo"`
+		DBODecode           *int            `json:"dbo_decode_token_threshold"`
+		DBOPrefill          *int            `json:"dbo_prefill_token_threshold"`
+		Speculative         json.RawMessage `json:"speculative_config"`
 	} `json:"engine_kwargs"`
 	KVCache *struct {
 		NumGPUBlocks        *int     `json:"num_gpu_blocks"`
@@ -129,6 +130,11 @@ func ReadMeta(r io.Reader, name string) (Engine, error) {
 	e.ExpertParallel = k.ExpertParallel != nil && *k.ExpertParallel
 	e.EPLB = k.EPLB != nil && *k.EPLB
 	e.DBO = k.DBO != nil && *k.DBO
+	if sp := argText(k.Speculative); len(k.Speculative) > 0 && !isNull(sp) {
+		if err := applyArg(&e, "speculative_config", sp); err != nil {
+			return Engine{}, fieldErr(name, 0, "engine_kwargs.speculative_config", "%v", err)
+		}
+	}
 	util := func(field string, v *float64) error {
 		if v != nil {
 			if !(*v > 0 && *v <= 1) {
@@ -216,6 +222,15 @@ func ReadMeta(r io.Reader, name string) (Engine, error) {
 			}
 		}
 	}
+	// resolved_config.speculative_config is what vLLM ran (its resolved
+	// SpeculativeConfig): it stands where engine_kwargs gives none.
+	if sc, ok := raw.ResolvedConfig["speculative_config"]; ok && e.Speculative == "" {
+		if v := argText(sc); !isNull(v) {
+			if err := applyArg(&e, "speculative_config", v); err != nil {
+				return Engine{}, fieldErr(name, 0, "resolved_config.speculative_config", "%v", err)
+			}
+		}
+	}
 	if h := m.Hardware; h != nil {
 		if h.DeviceName != nil {
 			e.GPU = *h.DeviceName
@@ -251,8 +266,8 @@ func checkMetaArgs(name string, raw metaRaw, e *Engine) error {
 		v := raw.ResolvedConfig[sec]
 		c.check("resolved_config."+sec, sec, argText(v))
 		var fields map[string]json.RawMessage
-		if json.Unmarshal(v, &fields) != nil {
-			continue // not a section
+		if json.Unmarshal(v, &fields) != nil || sec == "speculative_config" {
+			continue // not a section, or one read whole (speculative_config's own keys are not engine arguments)
 		}
 		for _, key := range sortedKeys(fields) {
 			c.check("resolved_config."+sec+"."+key, key, argText(fields[key]))

@@ -65,6 +65,9 @@ type Engine struct {
 	// (vLLM's default: on).
 	ChunkedPrefill, AsyncScheduling *bool
 	EnforceEager, NoCustomAllReduce bool
+	// Speculative is speculative_config's JSON ("" none): vLLM's
+	// SpeculativeConfig (method, num_speculative_tokens, model, ...).
+	Speculative string
 	// Notes are what the reader assumed about the arguments (those not in
 	// the engine-argument table), for the report.
 	Notes []string

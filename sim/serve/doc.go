@@ -6,7 +6,10 @@
 // package hardware); each request's and iteration's record goes to a
 // metrics.Collector and an optional Sink that streams them to files.
 //
-// The per-iteration cost does not grow with the batch: see Instance.
+// The per-iteration cost does not grow with the batch: see Instance. With
+// speculative decoding (InstanceConfig.Spec, specdec.go) it does: each
+// step draws every decoding request's accepted drafts from the request's
+// own seeded stream and advances it by them, O(decodes) a step.
 //
 // An Engine models the serving stack around the kernels: when an arriving
 // request reaches the engine core's queue, when the batcher sees it, when a

@@ -87,6 +87,34 @@ func CaptureSizes(maxNumSeqs, maxNumBatchedTokens int) []int {
 	return s
 }
 
+// CaptureSizesSpec returns vLLM's capture sizes under speculative decoding
+// with k drafts a request: the default sizes for a maximum of
+// min(max_num_seqs·(1+k)·2, 512, max_num_batched_tokens)
+// (VllmConfig._set_cudagraph_sizes, decode_query_len = 1 + k), each rounded
+// up to a multiple of 1 + k and kept if still within that maximum, or
+// [1 + k] if none is (vllm/config/compilation.py
+// CompilationConfig.adjust_cudagraph_sizes_for_spec_decode). k = 0 gives
+// CaptureSizes.
+func CaptureSizesSpec(maxNumSeqs, maxNumBatchedTokens, k int) []int {
+	q := 1 + k
+	m := min(maxNumSeqs*q*2, 512, maxNumBatchedTokens)
+	base := CaptureSizes(m/2+m%2, m) // CaptureSizes caps at min(2·seqs, 512, tokens) = m
+	if q == 1 {
+		return base
+	}
+	var s []int
+	for _, v := range base {
+		r := (v + q - 1) / q * q
+		if r <= m && (len(s) == 0 || s[len(s)-1] != r) {
+			s = append(s, r)
+		}
+	}
+	if len(s) == 0 && q <= m {
+		s = []int{q}
+	}
+	return s
+}
+
 // Validate checks the sizes ascend and are ≥ 1 and the costs are ≥ 0.
 func (g *CUDAGraphs) Validate() error {
 	if !sort.IntsAreSorted(g.Sizes) || (len(g.Sizes) > 0 && g.Sizes[0] < 1) {
@@ -109,7 +137,14 @@ func (g *CUDAGraphs) dispatch(b models.Batch) (models.Batch, int) {
 	if g.ExactOnly && g.Sizes[i] != n {
 		return b, g.EagerLaunches
 	}
-	b.Decodes += g.Sizes[i] - n
+	pad := g.Sizes[i] - n
+	if q := b.Query(); q > 1 {
+		// Under speculation a padded row is a request of q tokens (the
+		// sizes are multiples of q: CaptureSizesSpec); a mixed batch
+		// pads to the next whole request.
+		pad = (pad + q - 1) / q
+	}
+	b.Decodes += pad
 	if b.Prefills == 0 {
 		return b, 1 // FULL graph
 	}

@@ -52,6 +52,10 @@ type InstanceConfig struct {
 	// PrefixCache enables prefix caching (requests with prefix hashes
 	// reuse cached KV of equal leading blocks).
 	PrefixCache bool
+
+	// Spec turns on speculative decoding (specdec.go); nil: off. Step
+	// should then price the drafter too (SpecStep).
+	Spec *Speculation
 }
 
 // Rejection reasons of the engine.
@@ -131,6 +135,8 @@ type Instance struct {
 	view      policies.View
 	grp       *dpGroup // the DP lock-step group (Config.DPLockstep); nil: steps on its own
 	back      bool     // the step in flight follows the previous one at once (for the group's pricing)
+
+	specBlocks int // with speculation: KV blocks the decodes' next verification needs (specNeed summed)
 }
 
 func newInstance(id int, cfg InstanceConfig, w *World) *Instance {
@@ -157,11 +163,16 @@ func newInstance(id int, cfg InstanceConfig, w *World) *Instance {
 
 // policies.View and policies.AdmitView.
 
-func (in *Instance) Now() sim.Time     { return in.w.eng.Now() }
-func (in *Instance) Running() int      { return in.running }
-func (in *Instance) Decoding() int     { return in.decodes }
-func (in *Instance) DecodeBlocks() int { return in.phase[in.decCounter%int64(in.cfg.BlockSize)] }
-func (in *Instance) Prefilling() int   { return len(in.prefilling) }
+func (in *Instance) Now() sim.Time { return in.w.eng.Now() }
+func (in *Instance) Running() int  { return in.running }
+func (in *Instance) Decoding() int { return in.decodes }
+func (in *Instance) DecodeBlocks() int {
+	if in.cfg.Spec != nil {
+		return in.specBlocks
+	}
+	return in.phase[in.decCounter%int64(in.cfg.BlockSize)]
+}
+func (in *Instance) Prefilling() int { return len(in.prefilling) }
 func (in *Instance) PrefillingAt(i int) policies.Candidate {
 	r := in.prefilling[i]
 	return policies.Candidate{ID: r.id, Arrival: r.arrival, Computed: r.computed, Target: r.target, Final: r.prompt + r.output, Output: r.output - r.generated}
@@ -247,7 +258,14 @@ func (in *Instance) admitCheck(r *request) string {
 	}
 	// The longest KV the request ever holds: prompt + output − 1 tokens
 	// (the last token is sampled, never written to the cache).
-	if in.blocksOf(r.prompt+r.output-1) > in.cfg.Blocks {
+	// Under speculation its last verification also holds slots for k
+	// drafts and the lookahead (a request that could never get them
+	// would be preempted for ever).
+	lookahead := 0
+	if in.cfg.Spec != nil {
+		lookahead = in.specSlots() - 1
+	}
+	if in.blocksOf(r.prompt+r.output-1+lookahead) > in.cfg.Blocks {
 		return RejectKVCapacity
 	}
 	if pl, ok := in.cfg.Batcher.(interface{ MaxPrompt(policies.Limits) int }); ok {
@@ -383,6 +401,10 @@ func (in *Instance) startStep(now sim.Time) {
 		in.allocate(in.DecodeBlocks())
 		b.Decodes = in.decodes
 		b.DecodeCtx = in.sumKV + int64(in.decodes) // each decode attends over its KV plus its new token
+		if in.cfg.Spec != nil {
+			// A verification: each decode's sampled token and its K drafts.
+			b.DecodeQuery = 1 + in.cfg.Spec.K
+		}
 	}
 	for i, c := range in.dec.Prefill {
 		r := in.stepReqs[i]
@@ -499,6 +521,9 @@ func (in *Instance) endStep(now sim.Time) {
 		}
 		in.newcomers = in.newcomers[:0]
 		in.lastDecode = now
+		if in.cfg.Spec != nil {
+			in.specAdvance()
+		}
 		for len(in.heap) > 0 && in.heap[0].finishAt == in.decCounter {
 			r := in.heap.remove(0)
 			in.leaveDecode(r)

@@ -1,6 +1,8 @@
 package serve
 
 import (
+	"math/rand/v2"
+
 	"github.com/servesim/servesim/sim"
 )
 
@@ -67,6 +69,11 @@ type request struct {
 
 	prev, next *request // running list, in admission order
 	pidx       int      // index in Instance.prefilling
+
+	// Speculative decoding: the request's own acceptance stream and its
+	// verifications so far (specdec.go).
+	spec      rand.PCG
+	specSteps int
 
 	ingressEv *sim.Event // crossing the front end (kept across reuse)
 	visibleAt int64      // held: the step count at whose end the batcher sees it

@@ -87,6 +87,9 @@ func (in *Instance) enterDecode(r *request) {
 	in.phase[in.phaseOf(r)]++
 	in.decodes++
 	in.sumKV += int64(r.k0)
+	if in.cfg.Spec != nil {
+		in.specBlocks += in.specNeed(r.k0)
+	}
 	if r.lastToken != in.lastDecode {
 		r.newcomer = true
 		in.newcomers = append(in.newcomers, r)
@@ -102,6 +105,9 @@ func (in *Instance) leaveDecode(r *request) {
 	in.phase[in.phaseOf(r)]--
 	in.decodes--
 	in.sumKV -= int64(r.computed)
+	if in.cfg.Spec != nil {
+		in.specBlocks -= in.specNeed(r.computed)
+	}
 	if r.newcomer {
 		for i, x := range in.newcomers {
 			if x == r {

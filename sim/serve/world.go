@@ -103,8 +103,10 @@ type Result struct {
 	// others then count the prefill pool's).
 	DPRankSteps                                          int64
 	DecodeDPWaves, DecodeDPDummySteps, DecodeDPRankSteps int64
-	Events                                               uint64
-	End                                                  sim.Time // time of the last event
+	// Spec counts speculative decoding (nil with it off).
+	Spec   *SpecStats
+	Events uint64
+	End    sim.Time // time of the last event
 }
 
 // World is the serving world of one run: the engine, the arrival stream,
@@ -193,10 +195,17 @@ func Run(cfg Config) (Result, error) {
 	if !(cfg.PredictError >= 0) || math.IsInf(cfg.PredictError, 0) {
 		return Result{}, fmt.Errorf("serve: predictor error σ %v: must be ≥ 0", cfg.PredictError)
 	}
+	specTimer, _ := cfg.Instance.Step.(*SpecStep) // before the engine wraps it
 	setupEngine(&cfg)
 	w := &World{src: cfg.Source, cfg: cfg, coll: cfg.Collector, sink: cfg.Sink}
 	w.engine, w.joinLag, w.egress = cfg.Engine, cfg.Engine.JoinLag(), cfg.Engine.Egress()
 	w.predict = rand.New(rand.NewPCG(cfg.Seed, StreamPredictor))
+	if sp := specOf(&cfg); sp != nil {
+		if err := sp.Validate(); err != nil {
+			return Result{}, err
+		}
+		w.res.Spec = &SpecStats{K: sp.K, AcceptedPerPos: make([]int64, sp.K)}
+	}
 	w.front = &pool{w: w, router: cfg.Router, staleness: cfg.RouterStaleness}
 	role := roleColocated
 	if cfg.Disagg != nil {
@@ -207,6 +216,9 @@ func Run(cfg Config) (Result, error) {
 		in.role = role
 		w.inst = append(w.inst, in)
 		w.front.insts = append(w.front.insts, in)
+	}
+	if specTimer != nil {
+		specTimer.verify, specTimer.draft = 0, 0 // newInstance priced a probe step
 	}
 	w.setupDPGroups()
 	if err := w.setupDisagg(); err != nil {
@@ -236,6 +248,9 @@ func Run(cfg Config) (Result, error) {
 	}
 	w.res.Events = w.eng.Fired()
 	w.res.End = w.eng.Now()
+	if specTimer != nil && w.res.Spec != nil {
+		w.res.Spec.VerifySeconds, w.res.Spec.DraftSeconds = specTimer.verify, specTimer.draft
+	}
 	for _, g := range w.groups {
 		if g.ranks[0].role == roleDecode {
 			w.res.DecodeDPWaves += g.waves

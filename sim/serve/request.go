@@ -11,6 +11,7 @@ const (
 	stateDecode        // running, one token per decode iteration
 	stateSwapped       // preempted by swap: KV in host memory
 	stateHandoff       // prefilled on a prefill instance; its KV waits for or crosses the link
+	stateLoading       // admitted, loading its prefix from an offload tier (kvtier_engine.go)
 	stateDone
 )
 
@@ -47,6 +48,11 @@ type request struct {
 	// left in the cache as self units, and the KV tokens it dropped.
 	selfLo, selfHi int
 	dropped        int
+	// Loading from an offload tier: the units after its GPU hits (−1: its
+	// loaded KV was dropped, it looks in no tier again) and when the load
+	// ends.
+	loadUnits int
+	loadEnd   sim.Time
 
 	// Decode bookkeeping: at decode counter value d0 the request had g0
 	// tokens generated and k0 tokens of KV. finishAt is the counter value

@@ -17,6 +17,7 @@ type SummaryFile struct {
 	Instance InstanceInfo     `json:"instance"`
 	Counts   Counts           `json:"counts"`
 	Trace    *TraceCounts     `json:"trace,omitempty"`
+	Tiers    []TierCounts     `json:"kv_tiers,omitempty"` // KV offload tiers (offload.go)
 	Metrics  metrics.Summary  `json:"metrics"`
 	Pipeline *PipelineSummary `json:"pipeline,omitempty"`        // pp ≥ 2
 	Experts  *ExpertSummary   `json:"expert_parallel,omitempty"` // dp ≥ 2 or expert parallelism
@@ -119,6 +120,7 @@ func (r *Report) summaryJSON() SummaryFile {
 		Pipeline:      r.pipelineSummary(),
 		Experts:       r.expertSummary(),
 		DecodeExperts: r.decodeExpertSummary(),
+		Tiers:         r.tierCounts(),
 	}
 }
 
@@ -284,6 +286,7 @@ func (r *Report) writeEngineCounts(w io.Writer) error {
 		line("Prefix cache hit rate (% of prompt):", fmt.Sprintf("%.2f", 100*c.PrefixHitRate))
 		line("Prefix cache evictions (units):", c.PrefixEvictions)
 	}
+	r.writeTierCounts(line)
 	return err
 }
 

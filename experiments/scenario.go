@@ -76,7 +76,8 @@ type Scenario struct {
 	SLO       SLO       `toml:"slo" json:"slo"`
 	Hardware  Hardware  `toml:"hardware" json:"hardware"`
 	Disagg    Disagg    `toml:"disagg" json:"disagg"`
-	Engine    *Engine   `toml:"engine,omitempty" json:"engine,omitempty"` // the serving stack (engine.go); nil: DefaultEngine
+	Engine    *Engine   `toml:"engine,omitempty" json:"engine,omitempty"`   // the serving stack (engine.go); nil: DefaultEngine
+	Offload   *Offload  `toml:"offload,omitempty" json:"offload,omitempty"` // KV offload tiers (offload.go); nil: none
 
 	dir  string         // directory of the scenario file, for relative paths
 	file string         // the scenario file's name in errors

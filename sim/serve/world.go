@@ -443,13 +443,38 @@ func (p *pool) PrefixMatch(i int) int {
 	return in.cache.match(r.hashes, len(r.hashes))
 }
 
-var _ policies.RouteView = (*pool)(nil)
+// TierMatch returns the request's prefix units after instance i's GPU
+// match that its offload tiers hold (always current, as PrefixMatch).
+func (p *pool) TierMatch(i int) int {
+	in, r := p.insts[i], p.routeReq
+	if in.tiers == nil || r == nil || r.unitToks == 0 {
+		return 0
+	}
+	n := in.cache.match(r.hashes, len(r.hashes))
+	return in.tiers.match(r.hashes[n:], len(r.hashes)-n)
+}
+
+// UnitTokens returns the tokens per prefix unit of the request being
+// routed (0 without hashes).
+func (p *pool) UnitTokens() int {
+	if p.routeReq == nil {
+		return 0
+	}
+	return p.routeReq.unitToks
+}
+
+// BlockSize returns the instances' KV block size.
+func (p *pool) BlockSize() int { return p.insts[0].cfg.BlockSize }
+
+var _ policies.CacheView = (*pool)(nil)
 
 func (in *Instance) state() policies.InstanceState {
+	used := in.cfg.Blocks - in.FreeBlocks()
 	return policies.InstanceState{
-		Outstanding: in.outstanding + in.pulls.len() + in.incoming,
-		Waiting:     in.waiting.len() + in.swapped.len() + in.pulls.len() + in.held.len(),
-		KVUse:       float64(in.cfg.Blocks-in.FreeBlocks()) / float64(in.cfg.Blocks),
+		Outstanding:  in.outstanding + in.pulls.len() + in.incoming,
+		Waiting:      in.waiting.len() + in.swapped.len() + in.pulls.len() + in.held.len(),
+		KVUse:        float64(used) / float64(in.cfg.Blocks),
+		KVBlocksUsed: used,
 	}
 }
 

@@ -157,11 +157,12 @@ func (r *Report) tierCounts() []TierCounts {
 		return nil
 	}
 	res := r.Result
-	span := r.Summary.Duration * float64(r.Plan.Replicas)
+	inst := float64(r.Plan.Replicas)
+	span := r.Summary.Duration * inst
 	out := make([]TierCounts, len(tiers))
 	for i, t := range tiers {
-		c := TierCounts{Name: t.Name, HitTokens: res.TierHitTokens[i], StoredGB: res.TierStoreBytes[i] / 1e9,
-			LoadedGB: res.TierLoadBytes[i] / 1e9, Evictions: res.TierEvictions[i]}
+		c := TierCounts{Name: t.Name, HitTokens: res.TierHitTokens[i], StoredGB: res.TierStoreBytes[i] / 1e9 / inst,
+			LoadedGB: res.TierLoadBytes[i] / 1e9 / inst, Evictions: res.TierEvictions[i]}
 		if res.PromptTokensAdmitted > 0 {
 			c.HitRate = float64(c.HitTokens) / float64(res.PromptTokensAdmitted)
 		}
@@ -189,4 +190,23 @@ func (r *Report) writeTierCounts(line func(label string, v any)) {
 			line("KV tier loads dropped for room:", res.TierLoadsDropped)
 		}
 	}
+}
+
+// tierHitRate is the share of admitted prompt tokens loaded from any
+// offload tier (the sweep column kv_tier_hit_rate).
+func (r *Report) tierHitRate() float64 {
+	h := int64(0)
+	for _, n := range r.Result.TierHitTokens {
+		h += n
+	}
+	if r.Result.PromptTokensAdmitted == 0 {
+		return 0
+	}
+	return float64(h) / float64(r.Result.PromptTokensAdmitted)
+}
+
+// hostLinkLoadGB is the KV loaded over the host link into the GPU, GB per
+// GPU (the mean over the instances; the sweep column kv_tier_load_gb).
+func (r *Report) hostLinkLoadGB() float64 {
+	return r.Result.TierLoadBytes[0] / 1e9 / float64(r.Plan.Replicas)
 }

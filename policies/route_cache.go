@@ -19,6 +19,11 @@ type CacheView interface {
 	// has no prefix hashes); BlockSize the instances' KV block size.
 	UnitTokens() int
 	BlockSize() int
+	// ActiveBlocks is the KV blocks of every request routed to instance i
+	// and not finished: those in use, and those its queued requests'
+	// prompts will need (current: Dynamo's router counts them itself as it
+	// routes and as requests finish).
+	ActiveBlocks(i int) int
 }
 
 // cacheMatch returns the units of the request's prefix instance i holds
@@ -107,8 +112,10 @@ func (PrecisePrefix) Name() string { return "precise-prefix" }
 //
 // where the prefill blocks are the request's prompt blocks the worker
 // does not hold (prompt tokens − overlap blocks × block size, over the
-// block size), the active blocks the KV blocks in use on the worker (the
-// request's own are the same on every worker and drop out), the weight
+// block size), the active blocks those of every request routed to the
+// worker and not finished (CacheView.ActiveBlocks; Dynamo's router-local
+// ActiveSequences; the request's own are the same on every worker and
+// drop out; a view without it: the blocks in use), the weight
 // 1.0 (Dynamo's default --kv-overlap-score-weight), and the lowest index
 // on ties (Dynamo's --router-temperature 0: deterministic). Blocks held in
 // an offload tier count as overlap (Dynamo's KVBM reports the blocks of
@@ -121,14 +128,19 @@ const dynamoOverlapWeight = 1.0
 // Route returns the instance with the lowest cost.
 func (KVRouter) Route(v RouteView, q QueueItem) int {
 	bs := 16 // vLLM's default block size, for a view that does not say
-	if cv, ok := v.(CacheView); ok && cv.BlockSize() > 0 {
+	cv, ok := v.(CacheView)
+	if ok && cv.BlockSize() > 0 {
 		bs = cv.BlockSize()
 	}
 	best, bestCost := 0, 0.0
 	for i := range v.Instances() {
 		m, unit := cacheMatch(v, i)
 		prefill := float64(max(0, q.Prompt-m*unit)) / float64(bs)
-		cost := dynamoOverlapWeight*prefill + float64(v.State(i).KVBlocksUsed)
+		active := v.State(i).KVBlocksUsed
+		if ok {
+			active = cv.ActiveBlocks(i)
+		}
+		cost := dynamoOverlapWeight*prefill + float64(active)
 		if i == 0 || cost < bestCost {
 			best, bestCost = i, cost
 		}

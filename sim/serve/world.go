@@ -466,6 +466,24 @@ func (p *pool) UnitTokens() int {
 // BlockSize returns the instances' KV block size.
 func (p *pool) BlockSize() int { return p.insts[0].cfg.BlockSize }
 
+// ActiveBlocks returns instance i's KV blocks in use and those its queued,
+// held and swapped requests will need (their tokens still to compute or
+// bring back): O(queue).
+func (p *pool) ActiveBlocks(i int) int {
+	in := p.insts[i]
+	n := in.cfg.Blocks - in.FreeBlocks()
+	for _, q := range []*queue{&in.waiting, &in.held, &in.swapped, &in.pulls} {
+		for j := 0; j < q.len(); j++ {
+			r := q.at(j)
+			n += in.blocksOf(max(r.target, r.prompt)) - in.blocksOf(r.computed)
+			if r.state == stateSwapped {
+				n += in.blocksOf(r.computed) // its KV comes back
+			}
+		}
+	}
+	return n
+}
+
 var _ policies.CacheView = (*pool)(nil)
 
 func (in *Instance) state() policies.InstanceState {

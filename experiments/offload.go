@@ -26,6 +26,10 @@ type Offload struct {
 	// DiskGiB is LMCache's local disk tier, GiB per instance
 	// (LMCACHE_LOCAL_DISK with LMCACHE_MAX_LOCAL_DISK_SIZE).
 	DiskGiB float64 `toml:"disk_gib,omitzero" json:"disk_gib,omitempty"`
+	// PerRank makes CPUGiB and DiskGiB sizes per GPU rather than per
+	// instance (LMCache's max_local_cpu_size and max_local_disk_size are a
+	// rank's).
+	PerRank bool `toml:"per_rank,omitempty" json:"per_rank,omitempty"`
 	// DiskStore is "evict" (the disk tier stores what the host tier
 	// evicts; the default) or "through" (every unit stored in host memory
 	// is written to disk as well: LMCache's StorageManager puts a chunk in
@@ -115,6 +119,9 @@ func (s *Scenario) offloadTiers(gpus int, hostBW float64) ([]serve.KVTier, error
 		return nil, fmt.Errorf("experiments: the GPU has no host link rate (host_bw) for a KV offload tier")
 	}
 	g := float64(gpus)
+	if o.PerRank {
+		g = 1
+	}
 	host := hostBW * eff
 	tiers := []serve.KVTier{{Name: "cpu", Bytes: o.CPUGiB * GiB / g, ReadBW: host, WriteBW: host}}
 	if o.DiskGiB > 0 {

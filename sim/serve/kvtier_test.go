@@ -224,3 +224,35 @@ func TestTierConfigErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestQueueInsertOrder checks the waiting queue's ordered insert (shifting
+// the shorter side) against a sorted reference on random keys, with
+// removals from the front mixed in so that the ring wraps.
+func TestQueueInsertOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 5))
+	var q queue
+	var ref []*request
+	for i := range 3000 {
+		if len(ref) > 0 && r.IntN(3) == 0 {
+			if got := q.removeAt(0); got != ref[0] {
+				t.Fatalf("step %d: front %d, want %d", i, got.id, ref[0].id)
+			}
+			ref = ref[1:]
+			continue
+		}
+		x := &request{id: int64(i), key: int64(r.IntN(500))}
+		q.insert(x)
+		j, _ := slices.BinarySearchFunc(ref, x, func(a, b *request) int {
+			if a.less(b) {
+				return -1
+			}
+			return 1
+		})
+		ref = slices.Insert(ref, j, x)
+		for k := range ref {
+			if q.at(k) != ref[k] {
+				t.Fatalf("step %d: position %d holds %d, want %d", i, k, q.at(k).id, ref[k].id)
+			}
+		}
+	}
+}

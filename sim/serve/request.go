@@ -169,7 +169,8 @@ func (h finishHeap) down(i0 int) bool {
 
 // queue holds requests sorted by request.less on a ring buffer: O(1) to add
 // at the back (arrivals in key order, the FCFS case) and to remove at the
-// front, O(n) to insert or remove in the middle.
+// front, O(min(i, n − i)) to insert at position i, O(n) to remove in the
+// middle.
 type queue struct {
 	buf  []*request
 	head int
@@ -222,6 +223,17 @@ func (q *queue) insert(r *request) {
 		} else {
 			lo = mid
 		}
+	}
+	if hi < q.n/2 {
+		// Nearer the front (a readmitted or loaded request, older than
+		// most of the queue): shift the front part one place back.
+		q.head = (q.head - 1 + len(q.buf)) % len(q.buf)
+		for j := 0; j < hi; j++ {
+			q.set(j, q.at(j+1))
+		}
+		q.set(hi, r)
+		q.n++
+		return
 	}
 	for j := q.n; j > hi; j-- {
 		q.set(j, q.at(j-1))

@@ -75,3 +75,26 @@ func BenchmarkSimulate100kEAGLE3(b *testing.B) {
 	s.Speculative = &Speculative{Method: "eagle3", NumSpeculativeTokens: 3}
 	benchRun(b, s)
 }
+
+// BenchmarkSimulate100kKVTier is BenchmarkSimulate100k with prefix caching
+// on shared system prompts (1,024 tokens, 200 of them) and a 4,000-block
+// GPU cache, without and with a 100 GiB host-memory offload tier: the
+// cost of the tier's stores, lookups and loads.
+func BenchmarkSimulate100kKVTier(b *testing.B) {
+	for _, cpu := range []float64{0, 100} {
+		name := "off"
+		if cpu > 0 {
+			name = "cpu"
+		}
+		b.Run(name, func(b *testing.B) {
+			s := Default()
+			s.Workload.Rate = 17
+			s.Workload.Requests = 100_000
+			s.Workload.SharedPrefix, s.Workload.PrefixGroups = 1024, 200
+			s.Batch.PrefixCaching = true
+			s.Batch.NumGPUBlocksOverride = 4000
+			s.Offload = &Offload{CPUGiB: cpu}
+			benchRun(b, s)
+		})
+	}
+}

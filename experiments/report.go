@@ -17,6 +17,7 @@ type SummaryFile struct {
 	Instance InstanceInfo     `json:"instance"`
 	Counts   Counts           `json:"counts"`
 	Trace    *TraceCounts     `json:"trace,omitempty"`
+	Tiers    []TierCounts     `json:"kv_tiers,omitempty"` // KV offload tiers (offload.go)
 	Metrics  metrics.Summary  `json:"metrics"`
 	Pipeline *PipelineSummary `json:"pipeline,omitempty"` // pp ≥ 2
 	// DecodePipeline is the decode pool's (disaggregated, decode_pp ≥ 2).
@@ -125,6 +126,7 @@ func (r *Report) summaryJSON() SummaryFile {
 		Experts:        r.expertSummary(),
 		DecodeExperts:  r.decodeExpertSummary(),
 		Speculative:    r.specSummary(),
+		Tiers:          r.tierCounts(),
 	}
 }
 
@@ -297,6 +299,7 @@ func (r *Report) writeEngineCounts(w io.Writer) error {
 		line("Prefix cache hit rate (% of prompt):", fmt.Sprintf("%.2f", 100*c.PrefixHitRate))
 		line("Prefix cache evictions (units):", c.PrefixEvictions)
 	}
+	r.writeTierCounts(line)
 	return err
 }
 

@@ -432,6 +432,9 @@ func (s *Scenario) resolveServe(p *Plan) error {
 		RouterStaleness: staleness, PredictError: sc.PredictError,
 		TTFTSLO: p.SLO.TTFT, Seed: s.Seed,
 	}
+	if p.Serve.Instance.Tiers, err = s.offloadTiers(p.Parallel.TP*s.pp(), p.GPU.HostBW); err != nil {
+		return err
+	}
 	if p.Pipeline != nil {
 		// A round runs up to pp micro-batches, each with the token budget.
 		p.Serve.Instance.Step = p.Pipeline

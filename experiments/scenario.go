@@ -89,6 +89,8 @@ type Scenario struct {
 	Engine    *Engine   `toml:"engine,omitempty" json:"engine,omitempty"` // the serving stack (engine.go); nil: DefaultEngine
 	// Speculative is speculative decoding (speculative.go); nil: off.
 	Speculative *Speculative `toml:"speculative,omitempty" json:"speculative,omitempty"`
+	// Offload is the KV offload tiers (offload.go); nil: none.
+	Offload *Offload `toml:"offload,omitempty" json:"offload,omitempty"`
 
 	dir  string         // directory of the scenario file, for relative paths
 	file string         // the scenario file's name in errors

@@ -452,6 +452,8 @@ var Columns = slices.Concat(
 		{"offered_output_tok_per_s", func(r *Report) float64 { return r.Summary.Saturation.OfferedOutputRate }},
 		{"capacity_req_per_s", func(r *Report) float64 { return r.Summary.Saturation.CapacityRate }},
 		{"steady_output_tok_per_s", func(r *Report) float64 { return r.SteadyOutputThroughput() }},
+		{"kv_tier_hit_rate", func(r *Report) float64 { return r.tierHitRate() }},
+		{"kv_tier_load_gb", func(r *Report) float64 { return r.hostLinkLoadGB() }},
 	},
 )
 

@@ -11,6 +11,9 @@ type InstanceState struct {
 	Outstanding int     // requests routed to it and not yet finished (waiting + running)
 	Waiting     int     // requests in its queue
 	KVUse       float64 // fraction of KV blocks in use
+	// KVBlocksUsed is the KV blocks in use (cached blocks no request holds
+	// count as free).
+	KVBlocksUsed int
 }
 
 // RouteView is a router's view of the cluster.
@@ -167,6 +170,10 @@ func RouterByName(name string, rng *rand.Rand) (Router, error) {
 		return PrefixAffinity{}, nil
 	case "dp-coordinator":
 		return DPCoordinator{}, nil
+	case "precise-prefix":
+		return PrecisePrefix{}, nil
+	case "kv-router":
+		return KVRouter{}, nil
 	}
-	return nil, fmt.Errorf("policies: unknown router %q (known: round-robin, least-outstanding, least-kv, power-of-two, prefix-affinity, dp-coordinator)", name)
+	return nil, fmt.Errorf("policies: unknown router %q (known: round-robin, least-outstanding, least-kv, power-of-two, prefix-affinity, dp-coordinator, precise-prefix, kv-router)", name)
 }

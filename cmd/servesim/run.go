@@ -131,6 +131,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	// vLLM's spelling (vllmflags.go) and vllm bench serve's datasets and
 	// result file (dataset.go, vllmresult.go).
 	vllmEngineAliases(fs, &s)
+	vllmOffloadFlags(fs, &s)
 	var goodput goodputValue
 	vllmRunAliases(fs, &s, chunked, &goodput)
 	var ds datasetFlags

@@ -56,6 +56,9 @@ type InstanceConfig struct {
 	// Spec turns on speculative decoding (specdec.go); nil: off. Step
 	// should then price the drafter too (SpecStep).
 	Spec *Speculation
+	// Tiers are KV offload tiers below the GPU (host memory, then disk;
+	// kvtier.go); none: the GPU's cache only.
+	Tiers []KVTier
 }
 
 // Rejection reasons of the engine.
@@ -110,6 +113,9 @@ type Instance struct {
 
 	usedBlocks int // occupied: requests' private blocks and all cached prefix units
 	cache      *prefixCache
+	tiers      *kvTiers   // offload tiers (cfg.Tiers); nil: none
+	loading    []*request // admitted, loading their prefix from a tier (kvtier_engine.go)
+	loadEv     *sim.Event
 	swapBytes  float64 // host memory holding swapped KV
 	decodes    int     // requests decoding
 	decCounter int64   // D: decode iterations run
@@ -151,6 +157,10 @@ func newInstance(id int, cfg InstanceConfig, w *World) *Instance {
 	if cfg.PrefixCache {
 		in.cache = newPrefixCache()
 	}
+	if len(cfg.Tiers) > 0 {
+		in.tiers = newKVTiers(cfg.Tiers, &w.res)
+		in.loadEv = sim.NewEvent(prioStepEnd, sim.HandlerFunc(in.loadDone))
+	}
 	// Prefill throughput at a full token budget of one long prompt, for
 	// admission's TTFT prediction.
 	b := min(cfg.Limits.MaxNumBatchedTokens, 8192)
@@ -164,7 +174,7 @@ func newInstance(id int, cfg InstanceConfig, w *World) *Instance {
 // policies.View and policies.AdmitView.
 
 func (in *Instance) Now() sim.Time { return in.w.eng.Now() }
-func (in *Instance) Running() int  { return in.running }
+func (in *Instance) Running() int  { return in.running + len(in.loading) }
 func (in *Instance) Decoding() int { return in.decodes }
 func (in *Instance) DecodeBlocks() int {
 	if in.cfg.Spec != nil {
@@ -190,9 +200,13 @@ func (in *Instance) Waiting() int {
 func (in *Instance) WaitingAt(i int) policies.Candidate {
 	r := in.waiting.at(i)
 	c := policies.Candidate{ID: r.id, Arrival: r.arrival, Computed: r.computed, Target: r.target, Final: r.prompt + r.output, Output: r.output - r.generated}
-	if n, k := in.hits(r); n+k > 0 {
-		c.Computed = n*r.unitToks + k*in.cfg.BlockSize
-		c.Pinned = in.cache.pinnedBlocks(r.hashes, n) + k
+	if n, k := in.hits(r); n+k > 0 || in.tiers != nil {
+		// Units found in an offload tier count as computed; the blocks
+		// their load fills are needed now.
+		if m := in.tierHits(r, n, k); n+k+m > 0 {
+			c.Computed = (n+m)*r.unitToks + k*in.cfg.BlockSize
+			c.Pinned = in.cache.pinnedBlocks(r.hashes, n) + k + m*r.unitToks/in.cfg.BlockSize
+		}
 	}
 	return c
 }
@@ -341,11 +355,16 @@ func (in *Instance) startStep(now sim.Time) {
 			in.startStep(now)
 			return
 		}
+		if in.tiers != nil && len(in.loading) == 0 && (in.running == 1 || in.running == 0 && in.waiting.len() > 0 && in.dec.WakeAt <= now) && in.dropLoaded() {
+			in.startStep(now) // loaded requests in the queue held the blocks needed
+			return
+		}
 		if in.running > 0 {
-			if len(in.handoffs) > 0 || in.incoming > 0 {
+			if len(in.handoffs) > 0 || in.incoming > 0 || len(in.loading) > 0 {
 				// Blocks are held by finished prefills awaiting transfer
-				// (prefill instance) or reserved for incoming transfers
-				// (decode instance): the next delivery wakes it.
+				// (prefill instance), reserved for incoming transfers
+				// (decode instance) or by loads from an offload tier: the
+				// next delivery, or the load's end, wakes it.
 				in.busy = false
 				return
 			}
@@ -408,6 +427,9 @@ func (in *Instance) startStep(now sim.Time) {
 	}
 	for i, c := range in.dec.Prefill {
 		r := in.stepReqs[i]
+		if r.state == stateLoading && r.blocks == 0 {
+			in.allocLoad(r) // out of this step's batch until loaded
+		}
 		if r.state != statePrefill {
 			in.stepReqs[i] = nil // preempted above
 			continue
@@ -426,6 +448,12 @@ func (in *Instance) startStep(now sim.Time) {
 	if b.Tokens() == 0 {
 		// Everything chosen was preempted: an empty iteration of only the
 		// swap traffic would be odd; start over.
+		if in.tiers != nil && in.running == 0 && !in.dropLoaded() && len(in.loading) > 0 {
+			// Loads hold the blocks the swapped or queued requests need:
+			// the first load's end wakes the instance.
+			in.busy = false
+			return
+		}
 		in.busy = false
 		in.startStep(now)
 		return
@@ -490,12 +518,20 @@ func (in *Instance) allocate(n int) {
 // prefix.
 func (in *Instance) admit(r *request) {
 	in.waiting.remove(r)
-	if in.cache != nil {
+	loaded := r.loadUnits > 0 // back from a tier load, with its prefix in place
+	if in.cache != nil && !loaded {
 		in.takeHits(r)
 	}
+	r.loadUnits = min(r.loadUnits, 0)
 	if !r.wasScheduled {
 		r.scheduled, r.wasScheduled = in.Now(), true
 		in.w.res.PromptTokensAdmitted += int64(r.prompt)
+	}
+	if in.tiers != nil && !loaded {
+		if m := in.tierHits(r, len(r.units), r.nSelf); m > 0 {
+			in.beginLoad(r, m, in.Now())
+			return
+		}
 	}
 	r.state = statePrefill
 	r.pidx = len(in.prefilling)
@@ -538,6 +574,9 @@ func (in *Instance) endStep(now sim.Time) {
 		}
 		completed = true // r leaves in.prefilling below, all at once
 		in.cachePrefix(r)
+		if in.tiers != nil {
+			in.storeTiers(r)
+		}
 		// The prefill's last chunk samples a token.
 		if r.generated == 0 {
 			r.firstToken = now

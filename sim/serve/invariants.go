@@ -43,6 +43,17 @@ func (in *Instance) checkInvariants() {
 		}
 	}
 	used += in.incomingBlocks
+	for i := 0; i < in.waiting.len(); i++ {
+		if r := in.waiting.at(i); r.loadUnits > 0 {
+			used += r.blocks // loaded from an offload tier, back in the queue
+		}
+	}
+	for _, r := range in.loading {
+		if r.state != stateLoading || r.blocks+in.sharedBlocks(r) != in.blocksOf(r.computed) {
+			panic(fmt.Sprintf("serve: loading request %d in state %d holds %d+%d blocks for %d tokens", r.id, r.state, r.blocks, in.sharedBlocks(r), r.computed))
+		}
+		used += r.blocks
+	}
 	for _, r := range in.handoffs {
 		if r.state != stateHandoff || r.src != in {
 			panic(fmt.Sprintf("serve: handoff %d in state %d", r.id, r.state))
@@ -59,6 +70,16 @@ func (in *Instance) checkInvariants() {
 		for _, r := range in.handoffs {
 			for _, u := range r.units {
 				refs[u]++
+			}
+		}
+		for _, r := range in.loading {
+			for _, u := range r.units {
+				refs[u]++
+			}
+		}
+		for i := 0; i < in.waiting.len(); i++ {
+			for _, u := range in.waiting.at(i).units {
+				refs[u]++ // a loaded request back in the queue
 			}
 		}
 		unrefs := 0
@@ -128,8 +149,15 @@ func (in *Instance) checkInvariants() {
 			panic(fmt.Sprintf("serve: phase %d has %d requests, counter %d", i, phase[i], in.phase[i]))
 		}
 	}
+	if in.tiers != nil {
+		in.tiers.check()
+	}
 	for i := 0; i < in.waiting.len(); i++ {
-		if r := in.waiting.at(i); r.state != stateWaiting || r.blocks != 0 || len(r.units) != 0 {
+		r := in.waiting.at(i)
+		if r.loadUnits > 0 && r.state == stateWaiting && r.blocks+in.sharedBlocks(r) == in.blocksOf(r.computed) {
+			continue // loaded from a tier, holding its prefix (counted above)
+		}
+		if r.state != stateWaiting || r.blocks != 0 || len(r.units) != 0 {
 			panic(fmt.Sprintf("serve: waiting request %d in state %d with %d blocks", r.id, r.state, r.blocks))
 		}
 	}

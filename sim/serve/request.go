@@ -13,6 +13,7 @@ const (
 	stateDecode        // running, one token per decode iteration
 	stateSwapped       // preempted by swap: KV in host memory
 	stateHandoff       // prefilled on a prefill instance; its KV waits for or crosses the link
+	stateLoading       // admitted, loading its prefix from an offload tier (kvtier_engine.go)
 	stateDone
 )
 
@@ -49,6 +50,11 @@ type request struct {
 	// left in the cache as self units, and the KV tokens it dropped.
 	selfLo, selfHi int
 	dropped        int
+	// Loading from an offload tier: the units after its GPU hits (−1: its
+	// loaded KV was dropped, it looks in no tier again) and when the load
+	// ends.
+	loadUnits int
+	loadEnd   sim.Time
 
 	// Decode bookkeeping: at decode counter value d0 the request had g0
 	// tokens generated and k0 tokens of KV. finishAt is the counter value
@@ -170,7 +176,8 @@ func (h finishHeap) down(i0 int) bool {
 
 // queue holds requests sorted by request.less on a ring buffer: O(1) to add
 // at the back (arrivals in key order, the FCFS case) and to remove at the
-// front, O(n) to insert or remove in the middle.
+// front, O(min(i, n − i)) to insert at position i, O(n) to remove in the
+// middle.
 type queue struct {
 	buf  []*request
 	head int
@@ -223,6 +230,17 @@ func (q *queue) insert(r *request) {
 		} else {
 			lo = mid
 		}
+	}
+	if hi < q.n/2 {
+		// Nearer the front (a readmitted or loaded request, older than
+		// most of the queue): shift the front part one place back.
+		q.head = (q.head - 1 + len(q.buf)) % len(q.buf)
+		for j := 0; j < hi; j++ {
+			q.set(j, q.at(j+1))
+		}
+		q.set(hi, r)
+		q.n++
+		return
 	}
 	for j := q.n; j > hi; j-- {
 		q.set(j, q.at(j-1))

@@ -91,10 +91,25 @@ type Result struct {
 	PrefixHitTokens             int64   // prompt tokens served from the prefix cache
 	PreemptHitTokens            int64   // tokens a recompute-preempted request found in its own cached blocks
 	PrefixEvictions             int64   // cached prefix units evicted
-	TransferBytes               float64 // KV bytes moved from the prefill to the decode pool
-	Transfers                   int64
-	LinkBusySeconds             float64 // Σ over links of the time with a transfer in flight
-	Steps                       int64
+	// KV offload tiers (InstanceConfig.Tiers; kvtier.go), per tier: prompt
+	// tokens loaded from it, bytes written into it (the first tier: from
+	// the GPU over the host link's device-to-host direction) and that
+	// write link's seconds, bytes read over its read link (the first
+	// tier's: every load's bytes, the host link into the GPU) and those
+	// seconds, and units evicted. TierLoads counts the requests that
+	// loaded, TierLoadWaitSeconds their time from admission to the load's
+	// end.
+	TierHitTokens                    [MaxTiers]int64
+	TierStoreBytes, TierStoreSeconds [MaxTiers]float64
+	TierLoadBytes, TierLoadSeconds   [MaxTiers]float64
+	TierEvictions                    [MaxTiers]int64
+	TierLoads                        int64
+	TierLoadsDropped                 int64 // loaded KV freed again before its prefill (kvtier_engine.go dropLoaded)
+	TierLoadWaitSeconds              float64
+	TransferBytes                    float64 // KV bytes moved from the prefill to the decode pool
+	Transfers                        int64
+	LinkBusySeconds                  float64 // Σ over links of the time with a transfer in flight
+	Steps                            int64
 	// DPWaves and DPDummySteps count the DP lock-step groups' waves (each
 	// one step on every rank) and the dummy batches idle ranks ran.
 	DPWaves, DPDummySteps int64
@@ -164,7 +179,7 @@ func (c *InstanceConfig) Validate() error {
 	case c.Preempt == PreemptSwap && !(c.HostBW > 0 && c.KVBytesPerToken > 0 && c.SwapSpace >= 0):
 		return fmt.Errorf("serve: swap preemption needs host bandwidth > 0, KV bytes per token > 0 and swap space ≥ 0")
 	}
-	return nil
+	return validateTiers(c)
 }
 
 // Run simulates cfg to the end of its workload and returns what happened.
@@ -182,6 +197,9 @@ func Run(cfg Config) (Result, error) {
 	}
 	if cfg.Replicas < 0 {
 		return Result{}, fmt.Errorf("serve: %d replicas", cfg.Replicas)
+	}
+	if len(cfg.Instance.Tiers) > 0 && (cfg.Disagg != nil || cfg.DPLockstep.Ranks > 1) {
+		return Result{}, fmt.Errorf("serve: KV offload tiers are modelled on colocated instances that step on their own (not disaggregated, not DP lock-step)")
 	}
 	if cfg.Router == nil {
 		cfg.Router = &policies.RoundRobin{}
@@ -440,13 +458,56 @@ func (p *pool) PrefixMatch(i int) int {
 	return in.cache.match(r.hashes, len(r.hashes))
 }
 
-var _ policies.RouteView = (*pool)(nil)
+// TierMatch returns the request's prefix units after instance i's GPU
+// match that its offload tiers hold (always current, as PrefixMatch).
+func (p *pool) TierMatch(i int) int {
+	in, r := p.insts[i], p.routeReq
+	if in.tiers == nil || r == nil || r.unitToks == 0 {
+		return 0
+	}
+	n := in.cache.match(r.hashes, len(r.hashes))
+	return in.tiers.match(r.hashes[n:], len(r.hashes)-n)
+}
+
+// UnitTokens returns the tokens per prefix unit of the request being
+// routed (0 without hashes).
+func (p *pool) UnitTokens() int {
+	if p.routeReq == nil {
+		return 0
+	}
+	return p.routeReq.unitToks
+}
+
+// BlockSize returns the instances' KV block size.
+func (p *pool) BlockSize() int { return p.insts[0].cfg.BlockSize }
+
+// ActiveBlocks returns instance i's KV blocks in use and those its queued,
+// held and swapped requests will need (their tokens still to compute or
+// bring back): O(queue).
+func (p *pool) ActiveBlocks(i int) int {
+	in := p.insts[i]
+	n := in.cfg.Blocks - in.FreeBlocks()
+	for _, q := range []*queue{&in.waiting, &in.held, &in.swapped, &in.pulls} {
+		for j := 0; j < q.len(); j++ {
+			r := q.at(j)
+			n += in.blocksOf(max(r.target, r.prompt)) - in.blocksOf(r.computed)
+			if r.state == stateSwapped {
+				n += in.blocksOf(r.computed) // its KV comes back
+			}
+		}
+	}
+	return n
+}
+
+var _ policies.CacheView = (*pool)(nil)
 
 func (in *Instance) state() policies.InstanceState {
+	used := in.cfg.Blocks - in.FreeBlocks()
 	return policies.InstanceState{
-		Outstanding: in.outstanding + in.pulls.len() + in.incoming,
-		Waiting:     in.waiting.len() + in.swapped.len() + in.pulls.len() + in.held.len(),
-		KVUse:       float64(in.cfg.Blocks-in.FreeBlocks()) / float64(in.cfg.Blocks),
+		Outstanding:  in.outstanding + in.pulls.len() + in.incoming,
+		Waiting:      in.waiting.len() + in.swapped.len() + in.pulls.len() + in.held.len(),
+		KVUse:        float64(used) / float64(in.cfg.Blocks),
+		KVBlocksUsed: used,
 	}
 }
 

@@ -82,7 +82,11 @@ func Speedup(res *Results, o SpeedupOptions) (*plot.Plot, *SpeedupNumbers, error
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("Speedup of %s over %s = %q", o.Metric, o.Group, o.Baseline)
 	p.X.Label.Text = o.X
-	p.Y.Label.Text = "speedup (×)"
+	if o.X == "workload.rate" {
+		p.X.Label.Text = "request rate (req/s, workload.rate)"
+	}
+	p.Y.Label.Text = fmt.Sprintf("speedup (×): %s at %q / with the method", o.Metric, o.Baseline)
+	p.X.Tick.Marker, p.Y.Tick.Marker = linearTicks{}, linearTicks{}
 	var curves []SpeedupCurve
 	for i, g := range groups {
 		c := SpeedupCurve{Label: g}

@@ -126,6 +126,8 @@ func Speedup(res *Results, o SpeedupOptions) (*plot.Plot, *SpeedupNumbers, error
 	one := plotter.NewFunction(func(float64) float64 { return 1 })
 	one.Dashes = []vg.Length{vg.Points(4), vg.Points(4)}
 	p.Add(one)
+	// Keep 1× (no gain) in view: a reader judges a speedup against it.
+	p.Y.Min, p.Y.Max = math.Min(p.Y.Min, 0.95), math.Max(p.Y.Max, 1.05)
 	p.Legend.Top = true
 	return p, &SpeedupNumbers{Metric: o.Metric, Baseline: o.Baseline, Curves: curves}, nil
 }

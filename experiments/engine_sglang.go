@@ -60,6 +60,8 @@ type SGLangPlan struct {
 	Defaults    hardware.SGLangDefaults
 	Memory      hardware.SGLangMemoryPlan
 	Notes       []string
+	PPChunked   bool // pp > 1: SGLang's chunked pipelining
+	ctxGiB      float64
 	seqsDefault bool // max_running_requests is SGLang's default, set once the pool is sized
 }
 
@@ -84,8 +86,10 @@ func (s *Scenario) sglangPoolDefaults(p *PoolPlan, b *Batch, tp int, prefix stri
 	switch {
 	case prefix != "":
 		return s.fieldError("engine.name", "engine", "the sglang engine does not model disaggregated pools (SGLang's PD disaggregation): use vllm-v1 or ideal")
-	case s.pp() > 1:
-		return s.fieldError("pp", "pp", "%d: the sglang engine does not model pipeline parallelism: use engine vllm-v1 or ideal", s.pp())
+	case s.pp() > 1 && b.Policy == "prefill-first":
+		return s.fieldError("pp", "pp", "%d with chunked_prefill_size -1: the sglang engine's pipeline is SGLang's chunked pipelining (event_loop_pp), which needs chunked prefill", s.pp())
+	case s.pp() > 1 && s.Explicit("pp_chunked") && !s.PPChunked:
+		return s.fieldError("pp_chunked", "pp-chunked", "false: SGLang's pipeline loop (scheduler_pp_mixin.py event_loop_pp) always feeds a prefill's chunks to successive micro-batches")
 	case s.Explicit("batch.gpu_memory_utilization"):
 		return s.fieldError("batch.gpu_memory_utilization", "gpu-memory-utilization", "is vLLM's: SGLang sizes its KV pool by engine.mem_fraction_static (--mem-fraction-static)")
 	case b.KVCacheMemoryBytes != 0 || b.NumGPUBlocksOverride != 0:
@@ -154,6 +158,14 @@ func (s *Scenario) sglangPoolDefaults(p *PoolPlan, b *Batch, tp int, prefix stri
 		note("retraction victim: fewest output tokens, longest prompt on ties (ScheduleBatch.retract_decode)")
 	}
 	sp.seqsDefault = b.MaxNumSeqs == 0
+	if s.pp() > 1 {
+		// scheduler_pp_mixin.py event_loop_pp: pp_loop_size micro-batches,
+		// each formed by get_next_batch_to_run while the others run; the
+		// chunked request is shared, so its next chunk goes to the next
+		// micro-batch (chunked pipelining).
+		sp.PPChunked = true
+		note("chunked pipelining over pp %d (scheduler_pp_mixin.py event_loop_pp)", s.pp())
+	}
 	p.SGLang = sp
 	return nil
 }
@@ -172,9 +184,17 @@ func (s *Scenario) sglangBatcher(p *PoolPlan, b *Batch) (policies.Batcher, error
 	}
 	p.SGLang.Notes = append(p.SGLang.Notes, fmt.Sprintf("new_token_ratio from %.3g to %.3g, −%.3g a decode step (schedule_conservativeness %g; environ.py SGLANG_INIT_NEW_TOKEN_RATIO 0.7, MIN_NEW_TOKEN_RATIO_FACTOR 0.14, DECAY_STEPS 600)",
 		bt.Ratio.Init, bt.Ratio.Min, bt.Ratio.Decay, c), fmt.Sprintf("max_prefill_tokens %d", bt.MaxPrefillTokens))
-	if bt.Mixed {
+	switch {
+	case bt.Mixed:
 		p.SGLang.Notes = append(p.SGLang.Notes, "mixed chunked prefill (--enable-mixed-chunk)")
-	} else {
+	case p.SGLang.PPChunked:
+		// event_loop_pp: each micro-batch has its own running batch and
+		// get_next_batch_to_run, so while one carries a prefill chunk the
+		// others carry decodes; servesim's round (the pp micro-batches of
+		// one batcher decision, hardware.PipelineStep) holds both.
+		bt.Mixed = true
+		p.SGLang.Notes = append(p.SGLang.Notes, "a round's micro-batches carry prefill chunks and decodes together (event_loop_pp: a running batch and a batch choice per micro-batch; servesim decides a round at once)")
+	default:
 		p.SGLang.Notes = append(p.SGLang.Notes, "prefill and decode in separate batches (get_next_batch_to_run)")
 	}
 	p.SGLang.Notes = append(p.SGLang.Notes, "max_new_tokens = each request's output length (as sglang.bench_serving sends it)")
@@ -202,14 +222,35 @@ func (s *Scenario) planMemorySGLang(p *PoolPlan, m *models.Model, b *Batch, f fu
 		return fmt.Errorf("%w (fields %q, %q, %q: flags --tp, --mem-fraction-static, --page-size)", err, f("tp"), "engine.mem_fraction_static", f("batch.block_size"))
 	}
 	sp.Memory, p.Memory = plan, plan.MemoryPlan
-	sp.Notes = append(sp.Notes, fmt.Sprintf("%.2f GiB taken before SGLang reads free memory (CUDA context; assumed: vLLM's non-torch default)", ctx/(1<<30)))
-	if sp.seqsDefault {
-		n := hardware.SGLangMaxRunning(plan.MaxTotalTokens, b.MaxModelLen)
-		b.MaxNumSeqs, p.Limits.MaxNumSeqs = n, n
-		sp.Notes = append(sp.Notes, fmt.Sprintf("max_running_requests %d = min(max_total_num_tokens // 2, request pool min(max(%d / context %d × 512, 2048), 4096)) (tp_worker.py, model_runner.py init_memory_pool)",
-			n, plan.MaxTotalTokens, b.MaxModelLen))
-	}
+	sp.ctxGiB = ctx / (1 << 30)
+	if len(p.Stages) == 0 {
+		s.sglangRunning(p, b)
+	} // a pipeline stage: planStages keeps the fewest tokens, then calls sglangRunning
 	return nil
+}
+
+// sglangRunning notes the pool's memory plan and sets max_running_requests'
+// default from its tokens: SGLang's, and under pp a micro-batch's share
+// pp_max_micro_batch_size = max_running_requests // pp_size (scheduler.py)
+// on each of the pp micro-batches a round carries.
+func (s *Scenario) sglangRunning(p *PoolPlan, b *Batch) {
+	sp := p.SGLang
+	sp.Notes = append(sp.Notes, fmt.Sprintf("%.2f GiB taken before SGLang reads free memory (CUDA context; assumed: vLLM's non-torch default)", sp.ctxGiB))
+	if pp := p.pp(); pp > 1 {
+		sp.Notes = append(sp.Notes, fmt.Sprintf("every stage runs the fewest tokens any stage's pool holds (%d; assumed: each PP rank's scheduler repeats the first rank's decisions, so the pools must agree)", sp.Memory.MaxTotalTokens))
+	}
+	if !sp.seqsDefault {
+		return
+	}
+	n := hardware.SGLangMaxRunning(sp.Memory.MaxTotalTokens, b.MaxModelLen)
+	sp.Notes = append(sp.Notes, fmt.Sprintf("max_running_requests %d = min(max_total_num_tokens // 2, request pool min(max(%d / context %d × 512, 2048), 4096)) (tp_worker.py, model_runner.py init_memory_pool)",
+		n, sp.Memory.MaxTotalTokens, b.MaxModelLen))
+	if pp := p.pp(); pp > 1 {
+		micro := max(n/pp, 1)
+		sp.Notes = append(sp.Notes, fmt.Sprintf("pp_max_micro_batch_size %d = max_running_requests // pp_size, %d running over the %d micro-batches (scheduler.py)", micro, micro*pp, pp))
+		n = micro * pp
+	}
+	b.MaxNumSeqs, p.Limits.MaxNumSeqs = n, n
 }
 
 // SGLangDetokenizeShare is the part of the profile's per-request step CPU

@@ -46,6 +46,7 @@ func TestSGLangResolve(t *testing.T) {
 		{func(s *Scenario) { s.Batch.Policy = "decode-first" }, "SGLang's scheduler"},
 		{func(s *Scenario) { s.Engine.NoAsyncScheduling = true }, "disable_overlap_schedule"},
 		{func(s *Scenario) { s.Engine.MemFractionStatic = 0.15 }, "less than one"},
+		{func(s *Scenario) { s.PP = 2; s.Batch.Policy = "prefill-first" }, "needs chunked prefill"},
 	} {
 		s := base()
 		c.edit(s)

@@ -178,7 +178,7 @@ func (s *Scenario) resolvePool(gc *hardware.Catalog, m *models.Model, prefix, gp
 	}
 	p.Kernel, p.kernelID = desc, id
 	if stages != nil {
-		if err := s.newPipeline(p, m, kern, overhead, stages, prefix == "" && s.PPChunked, pe); err != nil {
+		if err := s.newPipeline(p, m, kern, overhead, stages, prefix == "" && (s.PPChunked || (p.SGLang != nil && p.SGLang.PPChunked)), pe); err != nil {
 			return nil, err
 		}
 		return p, nil

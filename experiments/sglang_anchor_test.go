@@ -1,6 +1,7 @@
 package experiments
 
 import (
+	"fmt"
 	"math"
 	"path/filepath"
 	"testing"
@@ -92,4 +93,49 @@ func TestSGLangPR1060Prefill(t *testing.T) {
 	t.Logf("req/s %.2f (published %.2f, %+.1f %%); input tok/s %.0f (%.0f, %+.1f %%); mean TTFT %.0f ms (%.0f, %+.1f %%)",
 		sum.RequestThroughput, reqPerS, 100*(sum.RequestThroughput/reqPerS-1), in, inputTokPerS, 100*(in/inputTokPerS-1),
 		sum.TTFT.Mean, meanTTFTms, 100*(sum.TTFT.Mean/meanTTFTms-1))
+}
+
+// TestSGLangPPUnderSGLang runs the chunked-pipelining anchor of
+// experiments/validation/published/sglang-pp-h20 (LMSYS 2026-01-15: PP4 × TP8
+// 3.31× TP8's prefill throughput on H20, DeepSeek-V3.1, batch size 1) under
+// the sglang engine (sglang-*.toml) beside vllm-v1 (tp8.toml, pp4-tp8.toml),
+// and checks that the pipeline runs as SGLang's: chunked pipelining without
+// pp_chunked, max_running_requests // pp a micro-batch. One request at a
+// time and one output token leave no scheduling choice, so the two engines
+// must agree within 1 % (the same kernels and stage pricing).
+func TestSGLangPPUnderSGLang(t *testing.T) {
+	dir := filepath.Join("validation", "published", "sglang-pp-h20")
+	ttft := func(file string, prompt int) (float64, *Plan) {
+		s, err := LoadScenario(filepath.Join(dir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Workload.Prompt = fmt.Sprintf("constant:%d", prompt)
+		p, err := s.Resolve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := Run(p, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := r.counts(); c.Finished != c.Arrived || c.Arrived != 3 {
+			t.Fatalf("%s at %d tokens: %d of %d requests finished", file, prompt, c.Finished, c.Arrived)
+		}
+		return r.Summary.TTFT.Mean, p
+	}
+	for _, prompt := range []int{32768, 65536, 131072} {
+		tp8, _ := ttft("sglang-tp8.toml", prompt)
+		pp4, p := ttft("sglang-pp4-tp8.toml", prompt)
+		vtp8, _ := ttft("tp8.toml", prompt)
+		vpp4, _ := ttft("pp4-tp8.toml", prompt)
+		t.Logf("%6d-token prompt: sglang TTFT TP8 %.2f s, PP4×TP8 %.2f s: %.2f× (published %.2f×, error %+.1f %%); vllm-v1 %.2f×",
+			prompt, tp8/1e3, pp4/1e3, tp8/pp4, sglangPPSpeedup, 100*(tp8/pp4/sglangPPSpeedup-1), vtp8/vpp4)
+		if !p.PoolPlan.chunked || p.Limits.MaxNumSeqs%4 != 0 {
+			t.Errorf("sglang pp 4: chunked pipelining %t, max running %d (want true, a multiple of 4)", p.PoolPlan.chunked, p.Limits.MaxNumSeqs)
+		}
+		if r := (tp8 / pp4) / (vtp8 / vpp4); math.Abs(r-1) > 0.01 {
+			t.Errorf("%d tokens: sglang speedup %.3f, vllm-v1's %.3f", prompt, tp8/pp4, vtp8/vpp4)
+		}
+	}
 }

@@ -34,6 +34,44 @@ type SGLangArgs struct {
 	MaxPrefillTokens int `toml:"max_prefill_tokens" json:"max_prefill_tokens,omitempty"`
 	// DisableOverlapSchedule is --disable-overlap-schedule.
 	DisableOverlapSchedule bool `toml:"disable_overlap_schedule" json:"disable_overlap_schedule,omitempty"`
+	// NumReservedDecodeTokens is SGLANG_NUM_RESERVED_DECODE_TOKENS, the KV
+	// a PD decode server keeps free per request before it preallocates
+	// another (default SGLangReservedDecodeTokens; an explicit 0: none).
+	NumReservedDecodeTokens int `toml:"num_reserved_decode_tokens" json:"num_reserved_decode_tokens,omitempty"`
+}
+
+// SGLangReservedDecodeTokens is SGLang's default num_reserved_decode_tokens
+// (disaggregation/decode.py DecodePreallocQueue: the environment variable
+// SGLANG_NUM_RESERVED_DECODE_TOKENS, default 512).
+const SGLangReservedDecodeTokens = 512
+
+// sglangDisagg sets, under the sglang engine, what SGLang's PD
+// disaggregation does differently from the pull servesim models for vLLM
+// (disaggregation/decode.py, sgl-router mini_lb.py): the decode server
+// preallocates a request's KV only when num_reserved_decode_tokens for
+// each request it holds stays free besides, and the client's tokens,
+// the first included, are the decode server's stream.
+func (s *Scenario) sglangDisagg(p *Plan) error {
+	d := p.Serve.Disagg
+	e, sg := s.sglangTable()
+	if !sg {
+		if e.NumReservedDecodeTokens != 0 {
+			return s.fieldError("engine.num_reserved_decode_tokens", "", "is SGLang's: it needs engine \"sglang\"")
+		}
+		return nil
+	}
+	n := e.NumReservedDecodeTokens
+	if n < 0 || n > 1<<20 {
+		return s.fieldError("engine.num_reserved_decode_tokens", "", "%d must be in [0, %d]", n, 1<<20)
+	}
+	if n == 0 && !s.Explicit("engine.num_reserved_decode_tokens") {
+		n = SGLangReservedDecodeTokens
+	}
+	d.DecodeReserveTokens, d.FirstTokenAtDecode = n, true
+	if sp := p.PoolPlan.SGLang; sp != nil {
+		sp.Notes = append(sp.Notes, fmt.Sprintf("PD: the decode server preallocates a request's KV while %d tokens stay free for each request it holds (decode.py DecodePreallocQueue, SGLANG_NUM_RESERVED_DECODE_TOKENS); the client's tokens, the first included, come from the decode server (mini_lb.py relays its stream)", n))
+	}
+	return nil
 }
 
 // setFields names the SGLang fields set, for the error under another engine.
@@ -46,6 +84,7 @@ func (a SGLangArgs) setFields() string {
 		{a.MemFractionStatic != 0, "mem_fraction_static"}, {a.ScheduleConservativeness != 0, "schedule_conservativeness"},
 		{a.EnableMixedChunk, "enable_mixed_chunk"}, {a.CUDAGraphMaxBS != 0, "cuda_graph_max_bs"},
 		{a.MaxPrefillTokens != 0, "max_prefill_tokens"}, {a.DisableOverlapSchedule, "disable_overlap_schedule"},
+		{a.NumReservedDecodeTokens != 0, "num_reserved_decode_tokens"},
 	} {
 		if f.on {
 			set = append(set, "engine."+f.name)
@@ -84,8 +123,6 @@ func (s *Scenario) sglangPoolDefaults(p *PoolPlan, b *Batch, tp int, prefix stri
 		return nil
 	}
 	switch {
-	case prefix != "":
-		return s.fieldError("engine.name", "engine", "the sglang engine does not model disaggregated pools (SGLang's PD disaggregation): use vllm-v1 or ideal")
 	case s.pp() > 1 && b.Policy == "prefill-first":
 		return s.fieldError("pp", "pp", "%d with chunked_prefill_size -1: the sglang engine's pipeline is SGLang's chunked pipelining (event_loop_pp), which needs chunked prefill", s.pp())
 	case s.pp() > 1 && s.Explicit("pp_chunked") && !s.PPChunked:
@@ -149,7 +186,9 @@ func (s *Scenario) sglangPoolDefaults(p *PoolPlan, b *Batch, tp int, prefix stri
 	if e.MemFractionStatic == 0 {
 		note("mem_fraction_static %.3g = (%.0f − reserved %.0f MiB) / %.0f MiB (%s)", d.MemFractionStatic, d.GPUMemMiB, d.ReservedMiB, d.GPUMemMiB, src)
 	}
-	if !b.PrefixCaching && !s.Explicit("batch.prefix_caching") {
+	if prefix != "" {
+		note("PD decode server: no radix cache (decode.py: \"Upstream PD Decode normally uses ChunkCache\", unless server_args.disaggregation_decode_enable_radix_cache)")
+	} else if !b.PrefixCaching && !s.Explicit("batch.prefix_caching") {
 		b.PrefixCaching = true
 		note("radix cache on (ServerArgs disable_radix_cache false; reused at the workload's prefix-block granularity, LRU eviction)")
 	}

@@ -552,7 +552,7 @@ func (s *Scenario) resolveDisagg(p *Plan) error {
 		Layers:          p.Model.Layers,
 		MaxPending:      d.MaxPending,
 	}
-	return nil
+	return s.sglangDisagg(p)
 }
 
 // checkPriorities checks scheduler.priorities against the workload's

@@ -123,6 +123,8 @@ func (s *Scenario) sglangPoolDefaults(p *PoolPlan, b *Batch, tp int, prefix stri
 		return nil
 	}
 	switch {
+	case s.pp() > models.MaxPP:
+		return s.fieldError("pp", "pp", "%d must be in [1, %d]; omit it for the default (1, no pipeline)", s.PP, models.MaxPP)
 	case s.pp() > 1 && b.Policy == "prefill-first":
 		return s.fieldError("pp", "pp", "%d with chunked_prefill_size -1: the sglang engine's pipeline is SGLang's chunked pipelining (event_loop_pp), which needs chunked prefill", s.pp())
 	case s.pp() > 1 && s.Explicit("pp_chunked") && !s.PPChunked:

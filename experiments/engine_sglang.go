@@ -205,7 +205,7 @@ func (s *Scenario) sglangPoolDefaults(p *PoolPlan, b *Batch, tp int, prefix stri
 		// chunked request is shared, so its next chunk goes to the next
 		// micro-batch (chunked pipelining).
 		sp.PPChunked = true
-		note("chunked pipelining over pp %d (scheduler_pp_mixin.py event_loop_pp)", s.pp())
+		note("chunked pipelining over pp %d (scheduler_pp_mixin.py event_loop_pp); layers split by distributed/utils.py get_pp_indices (vLLM's; SGLANG_PP_LAYER_PARTITION is pp_layers)", s.pp())
 	}
 	p.SGLang = sp
 	return nil

@@ -278,6 +278,11 @@ func (p *Plan) describeEngine(w io.Writer) error {
 			return err
 		}
 	}
+	if p.Decode != nil && p.Decode.SGLang != nil {
+		if _, err := fmt.Fprintf(w, "SGLang memory plan (decode pool, %s, tp %d): %s.\nSGLang defaults (decode pool): %s.\n", p.Decode.GPU.Name, p.Decode.Parallel.TP, p.Decode.SGLang.Memory, strings.Join(p.Decode.SGLang.Notes, "; ")); err != nil {
+			return err
+		}
+	}
 	if err := p.describeTRTLLM(w); err != nil {
 		return err
 	}

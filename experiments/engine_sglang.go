@@ -34,6 +34,44 @@ type SGLangArgs struct {
 	MaxPrefillTokens int `toml:"max_prefill_tokens" json:"max_prefill_tokens,omitempty"`
 	// DisableOverlapSchedule is --disable-overlap-schedule.
 	DisableOverlapSchedule bool `toml:"disable_overlap_schedule" json:"disable_overlap_schedule,omitempty"`
+	// NumReservedDecodeTokens is SGLANG_NUM_RESERVED_DECODE_TOKENS, the KV
+	// a PD decode server keeps free per request before it preallocates
+	// another (default SGLangReservedDecodeTokens; an explicit 0: none).
+	NumReservedDecodeTokens int `toml:"num_reserved_decode_tokens" json:"num_reserved_decode_tokens,omitempty"`
+}
+
+// SGLangReservedDecodeTokens is SGLang's default num_reserved_decode_tokens
+// (disaggregation/decode.py DecodePreallocQueue: the environment variable
+// SGLANG_NUM_RESERVED_DECODE_TOKENS, default 512).
+const SGLangReservedDecodeTokens = 512
+
+// sglangDisagg sets, under the sglang engine, what SGLang's PD
+// disaggregation does differently from the pull servesim models for vLLM
+// (disaggregation/decode.py, sgl-router mini_lb.py): the decode server
+// preallocates a request's KV only when num_reserved_decode_tokens for
+// each request it holds stays free besides, and the client's tokens,
+// the first included, are the decode server's stream.
+func (s *Scenario) sglangDisagg(p *Plan) error {
+	d := p.Serve.Disagg
+	e, sg := s.sglangTable()
+	if !sg {
+		if e.NumReservedDecodeTokens != 0 {
+			return s.fieldError("engine.num_reserved_decode_tokens", "", "is SGLang's: it needs engine \"sglang\"")
+		}
+		return nil
+	}
+	n := e.NumReservedDecodeTokens
+	if n < 0 || n > 1<<20 {
+		return s.fieldError("engine.num_reserved_decode_tokens", "", "%d must be in [0, %d]", n, 1<<20)
+	}
+	if n == 0 && !s.Explicit("engine.num_reserved_decode_tokens") {
+		n = SGLangReservedDecodeTokens
+	}
+	d.DecodeReserveTokens, d.FirstTokenAtDecode = n, true
+	if sp := p.PoolPlan.SGLang; sp != nil {
+		sp.Notes = append(sp.Notes, fmt.Sprintf("PD: the decode server preallocates a request's KV while %d tokens stay free for each request it holds (decode.py DecodePreallocQueue, SGLANG_NUM_RESERVED_DECODE_TOKENS); the client's tokens, the first included, come from the decode server (mini_lb.py relays its stream)", n))
+	}
+	return nil
 }
 
 // setFields names the SGLang fields set, for the error under another engine.
@@ -46,6 +84,7 @@ func (a SGLangArgs) setFields() string {
 		{a.MemFractionStatic != 0, "mem_fraction_static"}, {a.ScheduleConservativeness != 0, "schedule_conservativeness"},
 		{a.EnableMixedChunk, "enable_mixed_chunk"}, {a.CUDAGraphMaxBS != 0, "cuda_graph_max_bs"},
 		{a.MaxPrefillTokens != 0, "max_prefill_tokens"}, {a.DisableOverlapSchedule, "disable_overlap_schedule"},
+		{a.NumReservedDecodeTokens != 0, "num_reserved_decode_tokens"},
 	} {
 		if f.on {
 			set = append(set, "engine."+f.name)
@@ -60,6 +99,8 @@ type SGLangPlan struct {
 	Defaults    hardware.SGLangDefaults
 	Memory      hardware.SGLangMemoryPlan
 	Notes       []string
+	PPChunked   bool // pp > 1: SGLang's chunked pipelining
+	ctxGiB      float64
 	seqsDefault bool // max_running_requests is SGLang's default, set once the pool is sized
 }
 
@@ -82,10 +123,12 @@ func (s *Scenario) sglangPoolDefaults(p *PoolPlan, b *Batch, tp int, prefix stri
 		return nil
 	}
 	switch {
-	case prefix != "":
-		return s.fieldError("engine.name", "engine", "the sglang engine does not model disaggregated pools (SGLang's PD disaggregation): use vllm-v1 or ideal")
-	case s.pp() > 1:
-		return s.fieldError("pp", "pp", "%d: the sglang engine does not model pipeline parallelism: use engine vllm-v1 or ideal", s.pp())
+	case s.pp() > models.MaxPP:
+		return s.fieldError("pp", "pp", "%d must be in [1, %d]; omit it for the default (1, no pipeline)", s.PP, models.MaxPP)
+	case s.pp() > 1 && b.Policy == "prefill-first":
+		return s.fieldError("pp", "pp", "%d with chunked_prefill_size -1: the sglang engine's pipeline is SGLang's chunked pipelining (event_loop_pp), which needs chunked prefill", s.pp())
+	case s.pp() > 1 && s.Explicit("pp_chunked") && !s.PPChunked:
+		return s.fieldError("pp_chunked", "pp-chunked", "false: SGLang's pipeline loop (scheduler_pp_mixin.py event_loop_pp) always feeds a prefill's chunks to successive micro-batches")
 	case s.Explicit("batch.gpu_memory_utilization"):
 		return s.fieldError("batch.gpu_memory_utilization", "gpu-memory-utilization", "is vLLM's: SGLang sizes its KV pool by engine.mem_fraction_static (--mem-fraction-static)")
 	case b.KVCacheMemoryBytes != 0 || b.NumGPUBlocksOverride != 0:
@@ -145,7 +188,9 @@ func (s *Scenario) sglangPoolDefaults(p *PoolPlan, b *Batch, tp int, prefix stri
 	if e.MemFractionStatic == 0 {
 		note("mem_fraction_static %.3g = (%.0f − reserved %.0f MiB) / %.0f MiB (%s)", d.MemFractionStatic, d.GPUMemMiB, d.ReservedMiB, d.GPUMemMiB, src)
 	}
-	if !b.PrefixCaching && !s.Explicit("batch.prefix_caching") {
+	if prefix != "" {
+		note("PD decode server: no radix cache (decode.py: \"Upstream PD Decode normally uses ChunkCache\", unless server_args.disaggregation_decode_enable_radix_cache)")
+	} else if !b.PrefixCaching && !s.Explicit("batch.prefix_caching") {
 		b.PrefixCaching = true
 		note("radix cache on (ServerArgs disable_radix_cache false; reused at the workload's prefix-block granularity, LRU eviction)")
 	}
@@ -154,6 +199,14 @@ func (s *Scenario) sglangPoolDefaults(p *PoolPlan, b *Batch, tp int, prefix stri
 		note("retraction victim: fewest output tokens, longest prompt on ties (ScheduleBatch.retract_decode)")
 	}
 	sp.seqsDefault = b.MaxNumSeqs == 0
+	if s.pp() > 1 {
+		// scheduler_pp_mixin.py event_loop_pp: pp_loop_size micro-batches,
+		// each formed by get_next_batch_to_run while the others run; the
+		// chunked request is shared, so its next chunk goes to the next
+		// micro-batch (chunked pipelining).
+		sp.PPChunked = true
+		note("chunked pipelining over pp %d (scheduler_pp_mixin.py event_loop_pp); layers split by distributed/utils.py get_pp_indices (vLLM's; SGLANG_PP_LAYER_PARTITION is pp_layers)", s.pp())
+	}
 	p.SGLang = sp
 	return nil
 }
@@ -172,9 +225,17 @@ func (s *Scenario) sglangBatcher(p *PoolPlan, b *Batch) (policies.Batcher, error
 	}
 	p.SGLang.Notes = append(p.SGLang.Notes, fmt.Sprintf("new_token_ratio from %.3g to %.3g, −%.3g a decode step (schedule_conservativeness %g; environ.py SGLANG_INIT_NEW_TOKEN_RATIO 0.7, MIN_NEW_TOKEN_RATIO_FACTOR 0.14, DECAY_STEPS 600)",
 		bt.Ratio.Init, bt.Ratio.Min, bt.Ratio.Decay, c), fmt.Sprintf("max_prefill_tokens %d", bt.MaxPrefillTokens))
-	if bt.Mixed {
+	switch {
+	case bt.Mixed:
 		p.SGLang.Notes = append(p.SGLang.Notes, "mixed chunked prefill (--enable-mixed-chunk)")
-	} else {
+	case p.SGLang.PPChunked:
+		// event_loop_pp: each micro-batch has its own running batch and
+		// get_next_batch_to_run, so while one carries a prefill chunk the
+		// others carry decodes; servesim's round (the pp micro-batches of
+		// one batcher decision, hardware.PipelineStep) holds both.
+		bt.Mixed = true
+		p.SGLang.Notes = append(p.SGLang.Notes, "a round's micro-batches carry prefill chunks and decodes together (event_loop_pp: a running batch and a batch choice per micro-batch; servesim decides a round at once)")
+	default:
 		p.SGLang.Notes = append(p.SGLang.Notes, "prefill and decode in separate batches (get_next_batch_to_run)")
 	}
 	p.SGLang.Notes = append(p.SGLang.Notes, "max_new_tokens = each request's output length (as sglang.bench_serving sends it)")
@@ -202,15 +263,54 @@ func (s *Scenario) planMemorySGLang(p *PoolPlan, m *models.Model, b *Batch, f fu
 		return fmt.Errorf("%w (fields %q, %q, %q: flags --tp, --mem-fraction-static, --page-size)", err, f("tp"), "engine.mem_fraction_static", f("batch.block_size"))
 	}
 	sp.Memory, p.Memory = plan, plan.MemoryPlan
-	sp.Notes = append(sp.Notes, fmt.Sprintf("%.2f GiB taken before SGLang reads free memory (CUDA context; assumed: vLLM's non-torch default)", ctx/(1<<30)))
-	if sp.seqsDefault {
-		n := hardware.SGLangMaxRunning(plan.MaxTotalTokens, b.MaxModelLen)
-		b.MaxNumSeqs, p.Limits.MaxNumSeqs = n, n
-		sp.Notes = append(sp.Notes, fmt.Sprintf("max_running_requests %d = min(max_total_num_tokens // 2, request pool min(max(%d / context %d × 512, 2048), 4096)) (tp_worker.py, model_runner.py init_memory_pool)",
-			n, plan.MaxTotalTokens, b.MaxModelLen))
-	}
+	sp.ctxGiB = ctx / (1 << 30)
+	if len(p.Stages) == 0 {
+		s.sglangRunning(p, b)
+	} // a pipeline stage: planStages keeps the fewest tokens, then calls sglangRunning
 	return nil
 }
+
+// sglangRunning notes the pool's memory plan and sets max_running_requests'
+// default from its tokens: SGLang's, and under pp a micro-batch's share
+// pp_max_micro_batch_size = max_running_requests // pp_size (scheduler.py)
+// on each of the pp micro-batches a round carries.
+func (s *Scenario) sglangRunning(p *PoolPlan, b *Batch) {
+	sp := p.SGLang
+	sp.Notes = append(sp.Notes, fmt.Sprintf("%.2f GiB taken before SGLang reads free memory (CUDA context; assumed: vLLM's non-torch default)", sp.ctxGiB))
+	if pp := p.pp(); pp > 1 {
+		sp.Notes = append(sp.Notes, fmt.Sprintf("every stage runs the fewest tokens any stage's pool holds (%d; assumed: each PP rank's scheduler repeats the first rank's decisions, so the pools must agree)", sp.Memory.MaxTotalTokens))
+	}
+	if !sp.seqsDefault {
+		return
+	}
+	n := hardware.SGLangMaxRunning(sp.Memory.MaxTotalTokens, b.MaxModelLen)
+	sp.Notes = append(sp.Notes, fmt.Sprintf("max_running_requests %d = min(max_total_num_tokens // 2, request pool min(max(%d / context %d × 512, 2048), 4096)) (tp_worker.py, model_runner.py init_memory_pool)",
+		n, sp.Memory.MaxTotalTokens, b.MaxModelLen))
+	if pp := p.pp(); pp > 1 {
+		micro := max(n/pp, 1)
+		sp.Notes = append(sp.Notes, fmt.Sprintf("pp_max_micro_batch_size %d = max_running_requests // pp_size, %d running over the %d micro-batches (scheduler.py)", micro, micro*pp, pp))
+		n = micro * pp
+	}
+	b.MaxNumSeqs, p.Limits.MaxNumSeqs = n, n
+}
+
+// SGLangDetokenizeShare is the part of the profile's per-request step CPU
+// that SGLang's scheduler does not run. Every built-in per_request_s is
+// fitted on sarathi-serve's A100 cpu_overheads.csv as schedule + sampler_e2e
+// + prepare_inputs_e2e + process_model_outputs (medians, 26 rows at TP 1:
+// 42.314 µs a request); process_model_outputs alone fits 15.439 µs a request
+// (TestSGLangDetokenizeShare refits both). In sarathi-serve (a vLLM v0 fork)
+// that phase is EngineSequenceManager.on_step_completed: append the token,
+// _decode_seq (detokenize_incrementally), check stop, build the outputs, on
+// the engine's critical path. SGLang's scheduler only appends token ids and
+// checks finish (scheduler_output_processor_mixin.py
+// process_batch_result_decode) and sends the ids to the DetokenizerManager,
+// a process of its own (managers/detokenizer_manager.py), so the share is
+// left out: 15.439 / 42.314. SGLang's own append and check_finish are then
+// assumed free (no SGLang timing here): the remaining 26.875 µs is
+// scheduling, sampling and input preparation, which SGLang's scheduler does
+// (get_next_batch_to_run, ForwardBatch.init_new, the sampler) as vLLM's does.
+const SGLangDetokenizeShare = 15.439 / 42.314
 
 // resolveSGLang fills p.Serve.Engine for the sglang engine.
 func (s *Scenario) resolveSGLang(p *Plan, e *Engine) error {
@@ -243,10 +343,13 @@ func (s *Scenario) resolveSGLang(p *Plan, e *Engine) error {
 	if e.CPUPerRequestUs > 0 || s.Explicit("engine.step_cpu_per_request_us") {
 		v.PerRequestCPU = e.CPUPerRequestUs / 1e6
 	} else {
-		var err error
-		if v.PerRequestCPU, err = s.profilePerRequest(p); err != nil {
+		prof, err := s.profilePerRequest(p)
+		if err != nil {
 			return err
 		}
+		v.PerRequestCPU = prof * (1 - SGLangDetokenizeShare)
+		p.SGLang.Notes = append(p.SGLang.Notes, fmt.Sprintf("step CPU %.3g µs a request = the profile's %.3g µs less sarathi-serve's process_model_outputs share %.3f (detokenization: SGLang's DetokenizerManager process)",
+			v.PerRequestCPU*1e6, prof*1e6, SGLangDetokenizeShare))
 	}
 	if err := v.Validate(); err != nil {
 		return fmt.Errorf("experiments: field \"engine\": %w", err)

@@ -110,6 +110,7 @@ func (s *Scenario) checkPP(m *models.Model) ([]int, error) {
 func (s *Scenario) planStages(p *PoolPlan, m *models.Model, b *Batch, layers []int, prefix string) error {
 	p.Stages = make([]StagePlan, len(layers))
 	start, best := 0, -1
+	var sg hardware.SGLangMemoryPlan
 	for i, n := range layers {
 		sp := *p
 		sm := m.StageModel(start, n, i == 0, i == len(layers)-1)
@@ -121,8 +122,15 @@ func (s *Scenario) planStages(p *PoolPlan, m *models.Model, b *Batch, layers []i
 		if best < 0 || sp.Memory.Blocks < p.Memory.Blocks {
 			best = i
 			p.Memory, p.VLLMMemory = sp.Memory, sp.VLLMMemory
+			if p.SGLang != nil {
+				sg = p.SGLang.Memory // planMemorySGLang set this stage's on the shared plan
+			}
 		}
 		start += n
+	}
+	if p.SGLang != nil {
+		p.SGLang.Memory = sg
+		s.sglangRunning(p, b)
 	}
 	return nil
 }

@@ -178,7 +178,7 @@ func (s *Scenario) resolvePool(gc *hardware.Catalog, m *models.Model, prefix, gp
 	}
 	p.Kernel, p.kernelID = desc, id
 	if stages != nil {
-		if err := s.newPipeline(p, m, kern, overhead, stages, prefix == "" && s.PPChunked, pe); err != nil {
+		if err := s.newPipeline(p, m, kern, overhead, stages, prefix == "" && (s.PPChunked || (p.SGLang != nil && p.SGLang.PPChunked)), pe); err != nil {
 			return nil, err
 		}
 		return p, nil
@@ -552,7 +552,7 @@ func (s *Scenario) resolveDisagg(p *Plan) error {
 		Layers:          p.Model.Layers,
 		MaxPending:      d.MaxPending,
 	}
-	return nil
+	return s.sglangDisagg(p)
 }
 
 // checkPriorities checks scheduler.priorities against the workload's

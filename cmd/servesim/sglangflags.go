@@ -279,9 +279,14 @@ func (g *sglangArgs) post(config string, base *experiments.Scenario) error {
 	}
 	if fs.Changed("max-running-requests") {
 		n := base.Batch.MaxNumSeqs
-		if max(base.PP, 1) > 1 {
+		if pp := max(base.PP, 1); pp > 1 {
 			// scheduler.py: pp_max_micro_batch_size = max(max_running_requests // pp_size, 1).
-			return fmt.Errorf("run: --max-running-requests %d with pipeline parallelism (pp %d): SGLang caps each micro-batch at max_running_requests // pp_size, servesim's --max-num-seqs is vLLM's cap a step: give --max-num-seqs", n, base.PP)
+			if base.Engine == nil || base.Engine.Name != "sglang" {
+				return fmt.Errorf("run: --max-running-requests %d with pipeline parallelism (pp %d): SGLang caps each micro-batch at max_running_requests // pp_size, which only the sglang engine models; servesim's --max-num-seqs is vLLM's cap a step: give --max-num-seqs", n, base.PP)
+			}
+			micro := max(n/pp, 1)
+			base.Batch.MaxNumSeqs = micro * pp
+			g.notes = append(g.notes, fmt.Sprintf("--max-running-requests %d → --max-num-seqs %d (pp_max_micro_batch_size %d // pp_size %d = %d a micro-batch, %d micro-batches a round)", n, micro*pp, n, pp, micro, pp))
 		}
 		if g.ranks > 1 {
 			// A DP-attention worker holds max_running_requests // dp_size

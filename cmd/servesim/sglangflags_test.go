@@ -79,7 +79,7 @@ func TestSGLangErrors(t *testing.T) {
 		{"--engine trtllm --mem-fraction-static 0.8", []string{"engine.mem_fraction_static", "need engine \"sglang\", not \"trtllm\""}},
 		{"--mem-fraction-static 0.8 --max_batch_size 64", []string{"engine.mem_fraction_static", "not \"trtllm\""}},
 		{"--engine sglang --policy static", []string{"batch.policy", "SGLang's scheduler"}},
-		{"--engine sglang --pp 2 --tp 2", []string{"pipeline parallelism"}},
+		{"--engine sglang --pp 2 --tp 2 --chunked-prefill-size -1", []string{"chunked pipelining", "needs chunked prefill"}},
 		{"--schedule-policy lpm", []string{"--schedule-policy", "lpm order is not modelled"}},
 		{"--schedule-policy dfs-weight", []string{"--schedule-policy", "dfs-weight"}},
 		{moe + "--dp 2 --moe-a2a-backend mooncake", []string{"--moe-a2a-backend mooncake", "not modelled"}},
@@ -95,7 +95,7 @@ func TestSGLangErrors(t *testing.T) {
 		{"--chunked-prefill-size 0", []string{"--chunked-prefill-size 0", "-1"}},
 		{moe + "--tp-size 2 --dp-size 2 --enable-dp-attention --chunked-prefill-size 1", []string{"--chunked-prefill-size 1", "divides it by --dp-size 2"}},
 		{moe + "--tp-size 2 --dp-size 2 --enable-dp-attention --max-running-requests 1", []string{"--max-running-requests 1", "divides it by --dp-size 2"}},
-		{"--pp-size 2 --tp 2 --max-running-requests 8", []string{"--max-running-requests 8", "max_running_requests // pp_size", "--max-num-seqs"}},
+		{"--engine vllm-v1 --pp-size 2 --tp 2 --max-running-requests 8", []string{"--max-running-requests 8", "max_running_requests // pp_size", "only the sglang engine"}},
 		{"--tp-size 2 --tensor-parallel-size 2", []string{"--tp-size", "--tensor-parallel-size"}},
 		{"--tp-size 2 --tp 2", []string{"--tp-size", "--tp"}},
 		{"--pp-size 2 -pp 2", []string{"--pp-size", "--pipeline-parallel-size"}},
@@ -267,4 +267,16 @@ func sglangFlagTableMarkdown() string {
 // sglangFlagTableMarkdown's (SERVESIM_UPDATE_README=1 prints it to paste).
 func TestSGLangFlagTableInREADME(t *testing.T) {
 	readmeHasTable(t, sglangFlagTableMarkdown(), "SGLang flags rendered from sglangFlags")
+}
+
+// TestSGLangPPMaxRunning: on the embedded default (the sglang engine),
+// --max-running-requests 9 over --pp-size 2 runs (9 // 2) × 2 = 8 requests,
+// pp_max_micro_batch_size 4 on each of the two micro-batches, as
+// --max-num-seqs 8 does.
+func TestSGLangPPMaxRunning(t *testing.T) {
+	const base = "run --prompt-len constant:200 --output-len constant:20 -n 30 --tp-size 2 --pp-size 2 "
+	a, b := summaryOf(t, base+"--max-num-seqs 8"), summaryOf(t, base+"--max-running-requests 9")
+	if !reflect.DeepEqual(a["scenario"], b["scenario"]) {
+		t.Errorf("--max-num-seqs 8 and --max-running-requests 9 under pp 2 differ:\n%v\n%v", a["scenario"], b["scenario"])
+	}
 }

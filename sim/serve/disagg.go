@@ -35,6 +35,17 @@ type Disagg struct {
 	// while their KV waits for or crosses the link; past it the instance
 	// admits no new prompts (backpressure). 0 means its max_num_seqs.
 	MaxPending int
+	// DecodeReserveTokens is KV, in tokens, a decode instance keeps free
+	// for each request it runs, waits on or pulls before it starts another
+	// pull (SGLang's DecodePreallocQueue._allocatable_tokens:
+	// num_reserved_decode_tokens × (running + transfer + waiting)); 0 is
+	// none (vLLM's pull takes what fits).
+	DecodeReserveTokens int
+	// FirstTokenAtDecode streams the first token from the decode instance
+	// once the KV has arrived, as SGLang's PD router does (it relays the
+	// decode server's stream, and the decode server sends the prefill's
+	// token with its first batch), instead of from the prefill instance.
+	FirstTokenAtDecode bool
 }
 
 // Link is a KV transfer link.
@@ -69,6 +80,8 @@ func (w *World) setupDisagg() error {
 		return fmt.Errorf("serve: streaming KV transfer needs the model's layer count")
 	case d.MaxPending < 0:
 		return fmt.Errorf("serve: max pending transfers %d: want ≥ 0", d.MaxPending)
+	case d.DecodeReserveTokens < 0:
+		return fmt.Errorf("serve: decode reserve of %d tokens a request: want ≥ 0", d.DecodeReserveTokens)
 	}
 	router := d.DecodeRouter
 	if router == nil {
@@ -116,10 +129,14 @@ func (in *Instance) tryPulls(now sim.Time) {
 	for in.pulls.len() > 0 {
 		r := in.pulls.at(0)
 		need := in.blocksOf(r.computed)
+		if t := in.w.cfg.Disagg.DecodeReserveTokens; t > 0 {
+			need += in.blocksOf(t * (in.running + in.incoming + len(in.ready)))
+		}
 		if need > in.FreeBlocks() || in.running+in.incoming >= in.cfg.Limits.MaxNumSeqs {
 			return
 		}
 		in.pulls.removeAt(0)
+		need = in.blocksOf(r.computed) // the reserve stays free
 		in.allocate(need)
 		in.incoming++
 		in.incomingBlocks += need
@@ -153,6 +170,9 @@ func (w *World) deliver(r *request, now sim.Time) {
 	}
 	r.src, r.dst = nil, nil
 	r.xferEnd = now
+	if w.cfg.Disagg.FirstTokenAtDecode {
+		r.firstToken, r.lastToken = now, now
+	}
 	// The request leaves the prefill instance's outstanding count for the
 	// decode instance's (routers read both: least-outstanding and vLLM's DP
 	// load balancer would otherwise see prefill ranks fill up forever and

@@ -184,3 +184,44 @@ func TestDisaggDecodeRoutingCounts(t *testing.T) {
 		t.Errorf("decode instances %d and %d, want 1 and 2", recs[0].Instance, recs[1].Instance)
 	}
 }
+
+// TestDisaggSGLangPrealloc: SGLang's PD mechanisms (experiments' sglang
+// engine sets both).
+//   - FirstTokenAtDecode: a lone 2,048-token request's first token is the
+//     decode instance's at the transfer's end (2048 × 327,680 B at 50 GB/s
+//   - 20 µs = 13.44 ms after the prefill), not the prefill's; its last
+//     token is the same either way (the decodes follow the transfer).
+//   - DecodeReserveTokens 512: two 300-token prompts (19 blocks of 16 each)
+//     finish their prefill together; a decode instance of 60 blocks takes
+//     the first (19 + 0 ≤ 60) but not the second while the first runs
+//     (19 + ⌈512 / 16⌉ = 51 > 60 − 19 − its growth), so the second's
+//     transfer starts when the first has finished; without the reserve
+//     both transfers start at once.
+func TestDisaggSGLangPrealloc(t *testing.T) {
+	cfg := func(reserve int, atDecode bool, decBlocks int) Config {
+		c := disaggConfig(baseConfig(policies.Chunked{}, 1000, 4096), baseConfig(policies.Chunked{}, decBlocks, 4096), 50e9, 20*sim.Microsecond, 327680)
+		c.Disagg.DecodeReserveTokens, c.Disagg.FirstTokenAtDecode = reserve, atDecode
+		return c
+	}
+	lone := []workload.Request{{ID: 0, PromptTokens: 2048, OutputTokens: 5}}
+	_, vllm := runCfg(t, cfg(0, false, 1000), lone)
+	_, sgl := runCfg(t, cfg(0, true, 1000), lone)
+	v, s := vllm.recs[0], sgl.recs[0]
+	if s.FirstToken != s.TransferEnd || !(v.FirstToken <= v.TransferStart) {
+		t.Errorf("first token at %v (transfer %v–%v) at the decode, %v (transfer from %v) at the prefill", s.FirstToken, s.TransferStart, s.TransferEnd, v.FirstToken, v.TransferStart)
+	}
+	if s.FirstToken-v.FirstToken != sim.FromSeconds(2048*327680/50e9)+20*sim.Microsecond || s.Finish != v.Finish {
+		t.Errorf("TTFT moved by %v, finish %v and %v: want the transfer (13.44 ms) and the same finish", s.FirstToken-v.FirstToken, s.Finish, v.Finish)
+	}
+	two := []workload.Request{{ID: 0, PromptTokens: 300, OutputTokens: 50}, {ID: 1, PromptTokens: 300, OutputTokens: 50}}
+	for _, reserve := range []int{0, 512} {
+		_, rec := runCfg(t, cfg(reserve, true, 60), two)
+		a, b := rec.recs[0], rec.recs[1]
+		if a.TransferStart > b.TransferStart {
+			a, b = b, a
+		}
+		if waited := b.TransferStart >= a.Finish; waited != (reserve > 0) {
+			t.Errorf("reserve %d: second transfer at %v, first request done at %v", reserve, b.TransferStart, a.Finish)
+		}
+	}
+}

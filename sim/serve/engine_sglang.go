@@ -35,11 +35,16 @@ const SGLangVersion = "sglang"
 //  2. Front end (FrontEnd). SGLang's HTTP server and TokenizerManager
 //     (managers/tokenizer_manager.py) tokenize in the server process and send
 //     to the scheduler over ZMQ; the DetokenizerManager
-//     (managers/detokenizer_manager.py) detokenizes in its own process. No
-//     data here times SGLang's, so the costs are vllm-v1's front end
-//     transferred (fitted on an H100 host), and the run header says so.
-//  3. CPU work per step (StepCPU): as VLLMV1's, the kernel profile's
-//     per-request slope (SGLang's own per-request CPU is not measured here).
+//     (managers/detokenizer_manager.py) detokenizes in its own process. That
+//     is vLLM V1's layout (the API server's AsyncLLM tokenizes, and its
+//     OutputProcessor detokenizes, off the EngineCore process), so the
+//     request cost, vllm-v1's front end fitted on an H100 host, is
+//     transferred, and the run header says so.
+//  3. CPU work per step (StepCPU): the kernel profile's per-request slope
+//     less the part that is detokenization in the data it was fitted on
+//     (experiments.SGLangDetokenizeShare): SGLang's scheduler sends token
+//     ids, and its DetokenizerManager, another process, turns them into text
+//     off the scheduler's critical path.
 //  4. CUDA graphs (Graphs, DecodeOnly set). model_executor/cuda_graph_runner.py
 //     CudaGraphRunner.can_run: a decode batch of at most cuda_graph_max_bs
 //     requests replays the graph captured for the next size in cuda_graph_bs

@@ -50,5 +50,5 @@ func mergeCmd(args []string, stdout, stderr io.Writer) error {
 	if dst == "" {
 		dst = dirs[0]
 	}
-	return finishSweep(sw, pts, dst, dirs, *table, stdout, *quiet)
+	return finishSweep(sw, pts, dst, dirs, *table, 0, stdout, *quiet)
 }

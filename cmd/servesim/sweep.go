@@ -64,7 +64,7 @@ func sweepCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	pts, err := sw.Points()
+	pts, err := sw.PointsJ(*workers)
 	if err != nil {
 		return err
 	}
@@ -93,12 +93,12 @@ func sweepCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(unlessQuiet(stdout, *quiet), "Shard %d/%d done; join the shards with: servesim merge %s DIR...\n", o.Shard, o.Of, fs.Arg(0))
 		return nil
 	}
-	return finishSweep(sw, pts, dir, []string{dir}, *table, stdout, *quiet)
+	return finishSweep(sw, pts, dir, []string{dir}, *table, *workers, stdout, *quiet)
 }
 
 // finishSweep collects the points, writes the result files and prints the
 // table (and, unless quiet, the files written).
-func finishSweep(sw *experiments.Sweep, pts []experiments.Point, out string, dirs []string, table string, stdout io.Writer, quiet bool) error {
+func finishSweep(sw *experiments.Sweep, pts []experiments.Point, out string, dirs []string, table string, workers int, stdout io.Writer, quiet bool) error {
 	pfs, err := experiments.Collect(pts, dirs...)
 	if err != nil {
 		return err
@@ -114,7 +114,7 @@ func finishSweep(sw *experiments.Sweep, pts []experiments.Point, out string, dir
 	}
 	fmt.Fprintf(unlessQuiet(stdout, quiet), "\nWrote %s and %s.\n", filepath.Join(out, "results.csv"), filepath.Join(out, "results.json"))
 	slo := sw.Base.SLO
-	files, err := plots.DrawSweep(out, filepath.Join(out, "results.csv"), plots.SweepOptions{SLO: plots.SLO{TTFTms: slo.TTFTms, TPOTms: slo.TPOTms, E2Ems: slo.E2Ems}})
+	files, err := plots.DrawSweep(out, filepath.Join(out, "results.csv"), plots.SweepOptions{SLO: plots.SLO{TTFTms: slo.TTFTms, TPOTms: slo.TPOTms, E2Ems: slo.E2Ems}, Workers: workers})
 	if len(files) > 0 {
 		fmt.Fprintf(unlessQuiet(stdout, quiet), "Plots: %s\n", strings.Join(files, ", "))
 	}

@@ -280,3 +280,35 @@ func TestK8sSweepJob(t *testing.T) {
 		t.Error("the Job's shards merged differ from the unsharded run")
 	}
 }
+
+// --shard auto outside a batch system, or with a bad value, exits 1 with an
+// error naming the variable, before any point runs.
+func TestSweepShardAutoErrors(t *testing.T) {
+	sweepFile := filepath.Join(t.TempDir(), "cluster.toml")
+	if err := os.WriteFile(sweepFile, []byte(clusterSweep), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		shard string
+		env   map[string]string
+		want  string
+	}{
+		{"auto", nil, "neither SLURM_ARRAY_TASK_ID (a Slurm array job) nor JOB_COMPLETION_INDEX"},
+		{"auto", map[string]string{"SLURM_ARRAY_TASK_ID": "two", "SLURM_ARRAY_TASK_COUNT": "4"}, `SLURM_ARRAY_TASK_ID="two"`},
+		{"auto", map[string]string{"JOB_COMPLETION_INDEX": "1"}, "give --shard auto/N"},
+		{"auto/4", map[string]string{"JOB_COMPLETION_INDEX": "4"}, "JOB_COMPLETION_INDEX=4"},
+	} {
+		for _, k := range []string{"SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "JOB_COMPLETION_INDEX"} {
+			t.Setenv(k, tc.env[k])
+		}
+		out := filepath.Join(t.TempDir(), "out")
+		var buf bytes.Buffer
+		code := exitCode(dispatch([]string{"sweep", sweepFile, "--shard", tc.shard, "-o", out}, &buf, &buf), &buf)
+		if code != exitBadInput || !strings.Contains(buf.String(), tc.want) {
+			t.Errorf("--shard %s with %v: exit %d, output %q; want exit %d naming %q", tc.shard, tc.env, code, buf.String(), exitBadInput, tc.want)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("--shard %s with %v: %s was created", tc.shard, tc.env, out)
+		}
+	}
+}

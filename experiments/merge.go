@@ -64,7 +64,9 @@ func FindShardFiles(paths []string) ([]string, error) {
 	var out []string
 	for _, p := range paths {
 		st, err := os.Stat(p)
-		if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("experiments: merge: %s does not exist", p)
+		} else if err != nil {
 			return nil, fmt.Errorf("experiments: merge: %w", err)
 		}
 		if !st.IsDir() {

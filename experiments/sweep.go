@@ -63,6 +63,7 @@ type Point struct {
 	Labels []string // one per axis: the value's label, or the value formatted
 	Seed   uint64
 	Plan   *Plan
+	key    string // Key, computed once by Points (a TOML encoding of the plan's scenario)
 }
 
 // LoadSweep reads an experiment file strictly.
@@ -153,8 +154,13 @@ func ParseSweep(data []byte, file, name, dir string) (*Sweep, error) {
 }
 
 // Points expands the grid and resolves every point, so that a bad value in
-// any point is an error before anything runs.
-func (sw *Sweep) Points() ([]Point, error) {
+// any point is an error before anything runs. It resolves on all cores;
+// PointsJ on a given number of workers.
+func (sw *Sweep) Points() ([]Point, error) { return sw.PointsJ(0) }
+
+// PointsJ is Points resolving on workers goroutines (≤ 0: all cores): the
+// points, their keys and the error reported do not depend on workers.
+func (sw *Sweep) PointsJ(workers int) ([]Point, error) {
 	for i, a := range sw.Axes {
 		at := sw.at(sw.axisLine(i))
 		if a.Field == "" {
@@ -203,6 +209,9 @@ func (sw *Sweep) Points() ([]Point, error) {
 	for _, a := range sw.Axes {
 		n *= len(a.Values)
 	}
+	// The grid is expanded in point order; each point's scenario is then
+	// built and resolved on the workers (each writes only its own slot), and
+	// the first error in point order is the one reported, whatever -j.
 	pts := make([]Point, 0, n)
 	idx := make([]int, len(sw.Axes))
 	for {
@@ -216,15 +225,7 @@ func (sw *Sweep) Points() ([]Point, error) {
 					labels[k] = a.Labels[idx[k]]
 				}
 			}
-			s, err := sw.scenario(vals, seed)
-			if err != nil {
-				return nil, err
-			}
-			plan, err := resolveGuarded(s)
-			if err != nil {
-				return nil, sw.resolveError(vals, err)
-			}
-			pts = append(pts, Point{Index: len(pts), Values: vals, Labels: labels, Seed: seed, Plan: plan})
+			pts = append(pts, Point{Index: len(pts), Values: vals, Labels: labels, Seed: seed})
 		}
 		k := len(idx) - 1
 		for ; k >= 0; k-- {
@@ -235,9 +236,29 @@ func (sw *Sweep) Points() ([]Point, error) {
 			idx[k] = 0
 		}
 		if k < 0 {
-			return pts, sw.checkKeys(pts)
+			break
 		}
 	}
+	errs := make([]error, len(pts))
+	parallel(len(pts), workers, func(i int) {
+		p := &pts[i]
+		s, err := sw.scenario(p.Values, p.Seed)
+		if err != nil {
+			errs[i] = err
+			return
+		}
+		if p.Plan, err = resolveGuarded(s); err != nil {
+			errs[i] = sw.resolveError(p.Values, err)
+			return
+		}
+		p.key = p.computeKey()
+	}, nil)
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return pts, sw.checkKeys(pts)
 }
 
 // scenario applies axis values to the base through its TOML form, so that

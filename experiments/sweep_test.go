@@ -467,3 +467,44 @@ func TestResultsCountsAreIntegers(t *testing.T) {
 		}
 	}
 }
+
+// Points resolved on one worker and on eight are the same points with the
+// same keys, and bad values give the same error: the first in point order
+// (every point's rate is bad here; point 0's is −1, point 2's −2).
+func TestPointsWorkersIdentical(t *testing.T) {
+	sw, err := LoadSweep(writeSweep(t, smallSweep))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys [2][]string
+	for k, workers := range []int{1, 8} {
+		pts, err := sw.PointsJ(workers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pts {
+			keys[k] = append(keys[k], fmt.Sprintf("%d %v %d %s", p.Index, p.Labels, p.Seed, p.Key()))
+			if p.Key() != p.computeKey() {
+				t.Errorf("point %d: cached key %s, computed %s", p.Index, p.Key(), p.computeKey())
+			}
+		}
+	}
+	if strings.Join(keys[0], "\n") != strings.Join(keys[1], "\n") {
+		t.Fatalf("1 worker:\n%s\n8 workers:\n%s", strings.Join(keys[0], "\n"), strings.Join(keys[1], "\n"))
+	}
+	bad, err := LoadSweep(writeSweep(t, strings.Replace(smallSweep, "values = [3, 9.5]", "values = [-1, -2]", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs [2]string
+	for k, workers := range []int{1, 8} {
+		_, err := bad.PointsJ(workers)
+		if err == nil {
+			t.Fatal("no error for a negative rate")
+		}
+		msgs[k] = err.Error()
+	}
+	if msgs[0] != msgs[1] || !strings.Contains(msgs[0], "workload.rate=-1") {
+		t.Errorf("errors: 1 worker %q, 8 workers %q (want both about workload.rate=-1)", msgs[0], msgs[1])
+	}
+}

@@ -35,6 +35,13 @@ type PointFile struct {
 // (Plan.Inputs: model, GPU and kernel-profile definitions, a trace's bytes):
 // a hash of the scenario's TOML form and the inputs' digest.
 func (p Point) Key() string {
+	if p.key != "" {
+		return p.key
+	}
+	return p.computeKey()
+}
+
+func (p Point) computeKey() string {
 	var buf bytes.Buffer
 	if err := toml.NewEncoder(&buf).Encode(p.Plan.Scenario); err != nil {
 		panic("experiments: encoding a resolved scenario: " + err.Error())

@@ -150,11 +150,21 @@ func Length(px int) vg.Length { return vg.Length(px) * vg.Inch / DPI }
 // size in points). The file is written under a temporary name and renamed,
 // so it is whole or absent.
 func Save(d Drawer, path string, widthPx, heightPx int) error {
+	canvas, err := renderCanvas(d, path, widthPx, heightPx)
+	if err != nil {
+		return err
+	}
+	return writeCanvas(canvas, path)
+}
+
+// renderCanvas draws d on a canvas of path's format (Save's first half: the
+// rasterizing, for a PNG; writeCanvas encodes and writes it).
+func renderCanvas(d Drawer, path string, widthPx, heightPx int) (vg.CanvasWriterTo, error) {
 	if widthPx <= 0 || heightPx <= 0 {
-		return fmt.Errorf("plots: %s: image size %d×%d: want positive pixels", path, widthPx, heightPx)
+		return nil, fmt.Errorf("plots: %s: image size %d×%d: want positive pixels", path, widthPx, heightPx)
 	}
 	if widthPx > 20000 || heightPx > 20000 {
-		return fmt.Errorf("plots: %s: image size %d×%d: at most 20000 pixels a side", path, widthPx, heightPx)
+		return nil, fmt.Errorf("plots: %s: image size %d×%d: at most 20000 pixels a side", path, widthPx, heightPx)
 	}
 	ext := strings.ToLower(strings.TrimPrefix(filepath.Ext(path), "."))
 	var canvas vg.CanvasWriterTo
@@ -167,13 +177,19 @@ func Save(d Drawer, path string, widthPx, heightPx int) error {
 	case "svg", "pdf":
 		c, err := draw.NewFormattedCanvas(Length(widthPx), Length(heightPx), ext)
 		if err != nil {
-			return fmt.Errorf("plots: %s: %v", path, err)
+			return nil, fmt.Errorf("plots: %s: %v", path, err)
 		}
 		drawMargin(d, draw.New(c))
 		canvas = c
 	default:
-		return fmt.Errorf("plots: %s: unknown image format %q (want .png, .svg or .pdf)", path, filepath.Ext(path))
+		return nil, fmt.Errorf("plots: %s: unknown image format %q (want .png, .svg or .pdf)", path, filepath.Ext(path))
 	}
+	return canvas, nil
+}
+
+// writeCanvas encodes canvas into path under a temporary name and renames
+// it, so the file is whole or absent.
+func writeCanvas(canvas vg.CanvasWriterTo, path string) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("plots: %w", err)

@@ -787,3 +787,34 @@ func TestValidationSuiteFigure(t *testing.T) {
 		t.Errorf("no drawable point: err = %v", err)
 	}
 }
+
+// The plots drawn at once (Workers) are the same bytes as drawn one after
+// the other, listed in the same order.
+func TestDrawSweepWorkersIdentical(t *testing.T) {
+	var names [2][]string
+	var bytes [2]map[string]string
+	for k, workers := range []int{1, 3} {
+		dir := t.TempDir()
+		files, err := DrawSweep(dir, filepath.Join("testdata", "goodput.csv"), SweepOptions{SLO: SLO{TTFTms: 300, TPOTms: 30}, Width: 400, Height: 250, Workers: workers})
+		if err != nil {
+			t.Fatal(err)
+		}
+		bytes[k] = map[string]string{}
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			names[k] = append(names[k], filepath.Base(f))
+			bytes[k][filepath.Base(f)] = string(b)
+		}
+	}
+	if fmt.Sprint(names[0]) != fmt.Sprint(names[1]) || len(names[0]) != 3 {
+		t.Fatalf("files %v with 1 worker, %v with 3", names[0], names[1])
+	}
+	for _, n := range names[0] {
+		if bytes[0][n] != bytes[1][n] {
+			t.Errorf("%s differs between 1 and 3 workers", n)
+		}
+	}
+}

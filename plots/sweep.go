@@ -4,7 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"slices"
+	"sync"
+
+	"gonum.org/v1/plot/vg"
 )
 
 // SweepOptions configure DrawSweep.
@@ -13,6 +17,10 @@ type SweepOptions struct {
 	Target           float64 // attainment target of the max-goodput rate (default 0.9)
 	TargetThroughput float64 // output tokens/s for the matrices (0: see MatrixOptions)
 	Width, Height    int     // pixels (default DefaultWidth × DefaultHeight)
+	// Workers is how many plots are drawn at once (≤ 0: all cores; 1: one
+	// after the other). Each plot is drawn and written on its own canvas,
+	// so the files do not depend on it.
+	Workers int
 }
 
 // DrawSweep draws the default plots of a sweep's results file into dir
@@ -63,20 +71,50 @@ func DrawSweep(dir, resultsFile string, o SweepOptions) ([]string, error) {
 			p, _, err := ProviderFit(res, mo)
 			return p, err
 		}})
+	workers := o.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	// One goroutine a plot, at most workers of them working at once. A plot
+	// takes a worker's slot to draw and rasterize, and again to encode its
+	// PNG (about as long), so that with 2 workers and 3 plots the third's
+	// drawing overlaps the first's encoding. Each goroutine writes only its
+	// own slot; the files and errors are listed in job order.
+	paths := make([]string, len(jobs))
+	errs := make([]error, len(jobs))
+	sem := make(chan struct{}, workers)
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			path := filepath.Join(dir, j.name)
+			sem <- struct{}{}
+			d, err := j.draw()
+			var canvas vg.CanvasWriterTo
+			if err == nil {
+				canvas, err = renderCanvas(d, path, w, h)
+			} else {
+				err = fmt.Errorf("%s: %w", j.name, err)
+			}
+			<-sem
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if errs[i] = writeCanvas(canvas, path); errs[i] == nil {
+				paths[i] = path
+			}
+		}()
+	}
+	wg.Wait()
 	var files []string
-	var errs []error
-	for _, j := range jobs {
-		d, err := j.draw()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", j.name, err))
-			continue
+	for _, p := range paths {
+		if p != "" {
+			files = append(files, p)
 		}
-		path := filepath.Join(dir, j.name)
-		if err := Save(d, path, w, h); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		files = append(files, path)
 	}
 	return files, errors.Join(errs...)
 }

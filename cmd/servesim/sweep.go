@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -28,8 +29,11 @@ points are present, DIR/results.csv (one row per point, every metric) and
 DIR/results.json are written and a Markdown table is printed.
 
 --shard i/n runs every n-th point starting at i, for array jobs on a batch
-system (Slurm job arrays, Kubernetes indexed Jobs: i = the task index);
-'servesim merge FILE DIR...' then joins the shards' directories.
+system, and writes DIR/results.shard-i-of-n.json. --shard auto reads i and
+n from a Slurm array job (SLURM_ARRAY_TASK_ID, _MIN, _STEP, _COUNT or _MAX);
+--shard auto/N reads i from a Kubernetes Indexed Job (JOB_COMPLETION_INDEX;
+N = the Job's completions). 'servesim merge FILE DIR...' then joins the
+shards' outputs, gathered anywhere (docs/sweeps-cluster.md).
 
 On a terminal a progress bar with an ETA counts the points; -q prints the
 table only (no bar, no count of points run, no "Wrote" and "Plots" lines).
@@ -38,6 +42,7 @@ Examples:
   servesim sweep experiments/batching.toml
   servesim sweep experiments/batching.toml -j 1 --table request_throughput,ttft_p99_ms,itl_p99_ms
   servesim sweep experiments/batching.toml -o out --shard $SLURM_ARRAY_TASK_ID/8
+  servesim sweep experiments/batching.toml -o out/$JOB_COMPLETION_INDEX --shard auto/8
 `
 
 const defaultTable = "request_throughput,ttft_p50_ms,ttft_p99_ms,tpot_p50_ms,itl_p99_ms,e2e_p50_ms"
@@ -64,13 +69,13 @@ func sweepCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	pts, err := sw.Points()
+	pts, err := sw.PointsJ(*workers)
 	if err != nil {
 		return err
 	}
 	o := experiments.DirOptions{Workers: *workers, KeepRecords: *keep}
 	if *shard != "" {
-		if o.Shard, o.Of, err = experiments.ParseShard(*shard); err != nil {
+		if o.Shard, o.Of, err = parseShard(*shard, stderr, *quiet); err != nil {
 			return err
 		}
 	}
@@ -90,19 +95,36 @@ func sweepCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(unlessQuiet(stderr, *quiet), "servesim: sweep %s: %d points ran, %d already done, in %s\n", sw.Name, ran, found, dir)
 	if o.Of > 1 {
-		fmt.Fprintf(unlessQuiet(stdout, *quiet), "Shard %d/%d done; join the shards with: servesim merge %s DIR...\n", o.Shard, o.Of, fs.Arg(0))
+		if err := experiments.WriteShardResults(dir, sw.Name, sw.Axes, pts, o.Shard, o.Of); err != nil {
+			return err
+		}
+		fmt.Fprintf(unlessQuiet(stdout, *quiet), "Shard %d/%d done (%s); gather the shards' outputs anywhere and join them with: servesim merge %s DIR...\n",
+			o.Shard, o.Of, filepath.Join(dir, experiments.ShardFileName(o.Shard, o.Of)), fs.Arg(0))
 		return nil
 	}
-	return finishSweep(sw, pts, dir, []string{dir}, *table, stdout, *quiet)
+	pfs, err := experiments.Collect(pts, dir)
+	if err != nil {
+		return err
+	}
+	return finishSweep(sw, pfs, dir, *table, *workers, stdout, *quiet)
+}
+
+// parseShard reads --shard: "i/n", or "auto" and "auto/N" from a Slurm
+// array job's or a Kubernetes Indexed Job's environment (said on stderr).
+func parseShard(s string, stderr io.Writer, quiet bool) (i, n int, err error) {
+	if !strings.HasPrefix(s, "auto") {
+		return experiments.ParseShard(s)
+	}
+	i, n, from, err := experiments.ShardFromEnv(s, os.Getenv)
+	if err == nil {
+		fmt.Fprintf(unlessQuiet(stderr, quiet), "servesim: shard %d/%d (from %s)\n", i, n, from)
+	}
+	return i, n, err
 }
 
 // finishSweep collects the points, writes the result files and prints the
 // table (and, unless quiet, the files written).
-func finishSweep(sw *experiments.Sweep, pts []experiments.Point, out string, dirs []string, table string, stdout io.Writer, quiet bool) error {
-	pfs, err := experiments.Collect(pts, dirs...)
-	if err != nil {
-		return err
-	}
+func finishSweep(sw *experiments.Sweep, pfs []experiments.PointFile, out string, table string, workers int, stdout io.Writer, quiet bool) error {
 	if err := experiments.MkdirAll(out); err != nil {
 		return err
 	}
@@ -114,7 +136,7 @@ func finishSweep(sw *experiments.Sweep, pts []experiments.Point, out string, dir
 	}
 	fmt.Fprintf(unlessQuiet(stdout, quiet), "\nWrote %s and %s.\n", filepath.Join(out, "results.csv"), filepath.Join(out, "results.json"))
 	slo := sw.Base.SLO
-	files, err := plots.DrawSweep(out, filepath.Join(out, "results.csv"), plots.SweepOptions{SLO: plots.SLO{TTFTms: slo.TTFTms, TPOTms: slo.TPOTms, E2Ems: slo.E2Ems}})
+	files, err := plots.DrawSweep(out, filepath.Join(out, "results.csv"), plots.SweepOptions{SLO: plots.SLO{TTFTms: slo.TTFTms, TPOTms: slo.TPOTms, E2Ems: slo.E2Ems}, Workers: workers})
 	if len(files) > 0 {
 		fmt.Fprintf(unlessQuiet(stdout, quiet), "Plots: %s\n", strings.Join(files, ", "))
 	}

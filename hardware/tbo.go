@@ -214,7 +214,7 @@ func (e *ExpertStep) overlapped(b models.Batch) (compute, exposed float64) {
 	mA, mB := halves(b)
 	layers := float64(e.s.m.Layers)
 	o := e.s.IterOverhead()
-	var c, a [2]float64
+	var p, c, x, d, k [2]float64
 	for i, h := range [2]models.Batch{mA, mB} {
 		sec, _, _ := e.s.Step(h)
 		sec -= o
@@ -225,13 +225,21 @@ func (e *ExpertStep) overlapped(b models.Batch) (compute, exposed float64) {
 			// coordinates the split across the DP ranks, dp_utils.py).
 			n = max(1, int(math.Round(e.load*float64(tokens)/float64(b.Tokens()))))
 		}
+		moe := e.moeSec(tokens)
 		if e.load > 0 || e.ls != nil {
-			sec += e.moeAt(n) - e.moeSec(tokens)
+			sec += e.moeAt(n) - moe
+			moe = e.moeAt(n)
 		}
-		c[i], a[i] = sec/layers, e.a2aPerLayer(n)
+		p[i], c[i], x[i] = e.stageParts(h, sec, moe, layers)
+		d[i], k[i] = e.AllToAll(n)
+		if a := e.a2aPerLayer(n); d[i]+k[i] > 0 {
+			// per-layer skews: the mean layer's, in the same proportion
+			r := a / (d[i] + k[i])
+			d[i], k[i] = d[i]*r, k[i]*r
+		}
 		compute += sec
 	}
-	return compute, max(0, overlapStep(layers, e.layers, c, a, e.slow)-compute)
+	return compute, max(0, stagedStep(layers, e.layers, p, c, x, d, k, e.slow, b.PrefillTokens > 0)-compute)
 }
 
 // overlapStep is the length of a step of layers layers, moe of them MoE

@@ -50,7 +50,16 @@ type TBO struct {
 	// exceed it; PrefillThreshold: a batch with a prefill chunk is split
 	// when its tokens exceed it.
 	DecodeThreshold, PrefillThreshold int
+	// Schedule is the engine's stage schedule (tbo_stages.go):
+	// TBOScheduleVLLM (also "") or TBOScheduleSGLang.
+	Schedule string
 }
+
+// The two-batch overlap schedules (tbo_stages.go).
+const (
+	TBOScheduleVLLM   = "vllm"
+	TBOScheduleSGLang = "sglang"
+)
 
 // vLLM's defaults (vllm/config/parallel.py: dbo_decode_token_threshold =
 // 32, dbo_prefill_token_threshold = 512; "if the number of tokens in the
@@ -66,7 +75,7 @@ const (
 // tbo_token_distribution_threshold, so one long prompt is cut in two); a
 // split leaving one micro-batch empty runs whole ("TODO: may smartly
 // disable TBO when batch size is too small"): a batch needs 2 tokens.
-var SGLangTBO = TBO{DecodeThreshold: 1, PrefillThreshold: 1}
+var SGLangTBO = TBO{DecodeThreshold: 1, PrefillThreshold: 1, Schedule: TBOScheduleSGLang}
 
 // VLLMDBO is vLLM's rule at its default thresholds.
 var VLLMDBO = TBO{DecodeThreshold: DBODecodeThreshold, PrefillThreshold: DBOPrefillThreshold}
@@ -239,7 +248,7 @@ func (e *ExpertStep) overlapped(b models.Batch) (compute, exposed float64) {
 		}
 		compute += sec
 	}
-	return compute, max(0, stagedStep(layers, e.layers, p, c, x, d, k, e.slow, b.PrefillTokens > 0)-compute)
+	return compute, max(0, stagedStep(layers, e.layers, p, c, x, d, k, e.slow, b.PrefillTokens > 0 || e.tbo.Schedule != TBOScheduleSGLang)-compute)
 }
 
 // overlapStep is the length of a step of layers layers, moe of them MoE

@@ -99,7 +99,9 @@ func TestTBOStep(t *testing.T) {
 	p := models.Parallel{TP: 1, Weights: models.FP8, KV: models.BF16, EP: models.ExpertParallel{Size: 16, DP: 16, Skew: 1}}
 	plain := testExpertStep(t, "h100", p, DeepEPLowLatency, 8)
 	tbo := testExpertStep(t, "h100", p, DeepEPLowLatency, 8)
-	tbo.SetTBO(&VLLMDBO)
+	rule := VLLMDBO // vLLM's thresholds on SGLang's decode schedule
+	rule.Schedule = TBOScheduleSGLang
+	tbo.SetTBO(&rule)
 	small := models.Batch{Decodes: 32, DecodeCtx: 32 * 2000}
 	s1, _, _ := plain.Step(small)
 	s2, _, _ := tbo.Step(small)

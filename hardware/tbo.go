@@ -216,10 +216,17 @@ func halves(b models.Batch) (a, c models.Batch) {
 	return a, c
 }
 
-// overlapped prices b split in two overlapped micro-batches: the compute
-// seconds (both micro-batches, without the iteration overhead) and the
-// all-to-all seconds left exposed (the step less overhead and compute).
-func (e *ExpertStep) overlapped(b models.Batch) (compute, exposed float64) {
+// overlapped prices b split in two overlapped micro-batches, whole the
+// compute of b run whole (without the iteration overhead): the compute
+// seconds (without the iteration overhead) and the all-to-all seconds
+// left exposed (the step less overhead and compute). On SGLang's schedule
+// the leading dense layers run whole, before the split
+// (DeepseekV2Model.forward runs layers [start_layer,
+// first_k_dense_replace) unsplit and hands the rest to
+// model_forward_maybe_tbo; operations_strategy.py: "dense layer TBO not
+// yet implemented"), at the whole batch's per-layer compute; vLLM's
+// UBatchWrapper splits the whole forward (gpu_ubatch_wrapper.py).
+func (e *ExpertStep) overlapped(b models.Batch, whole float64) (compute, exposed float64) {
 	mA, mB := halves(b)
 	layers := float64(e.s.m.Layers)
 	o := e.s.IterOverhead()
@@ -248,7 +255,15 @@ func (e *ExpertStep) overlapped(b models.Batch) (compute, exposed float64) {
 		}
 		compute += sec
 	}
-	return compute, max(0, stagedStep(layers, e.layers, p, c, x, d, k, e.slow, b.PrefillTokens > 0 || e.tbo.Schedule != TBOScheduleSGLang)-compute)
+	sglang := e.tbo.Schedule == TBOScheduleSGLang
+	step := stagedStep(layers, e.layers, p, c, x, d, k, e.slow, b.PrefillTokens > 0 || !sglang)
+	if sglang && layers > e.layers {
+		// the dense layers: whole, not the two halves
+		dense := (layers - e.layers) / layers
+		step += dense * (whole - compute)
+		compute += dense * (whole - compute)
+	}
+	return compute, max(0, step-compute)
 }
 
 // overlapStep is the length of a step of layers layers, moe of them MoE

@@ -124,7 +124,10 @@ func TestTBOStep(t *testing.T) {
 	pr, co, x := tbo.stageParts(half, sh-o, tbo.moeSec(128), 61)
 	d, cb := tbo.AllToAll(128)
 	a := d + cb
-	want := o + 3*2*c + 58*(2*x+2*math.Max(pr, d)+2*math.Max(co, cb)) + pr - math.Max(pr, d) + co - math.Max(co, cb) + d + cb
+	// The 3 dense layers run whole on SGLang's schedule: cw a layer.
+	sw, _, _ := tbo.s.Step(big)
+	cw := (sw - o) / 61
+	want := o + 3*cw + 58*(2*x+2*math.Max(pr, d)+2*math.Max(co, cb)) + pr - math.Max(pr, d) + co - math.Max(co, cb) + d + cb
 	if math.Abs(pr+co+x-c) > 1e-12*c {
 		t.Errorf("stage parts %v + %v + %v != a layer's compute %v", pr, co, x, c)
 	}
@@ -138,7 +141,9 @@ func TestTBOStep(t *testing.T) {
 	if st.OverlapSteps != 1 || st.Steps != 2 {
 		t.Errorf("stats %+v: want 2 steps, 1 overlapped", st)
 	}
-	if exp := want - o - 2*(sh-o); math.Abs(st.AllToAllSecond-(exp+plainA2A(plain, 32))) > 1e-9 {
+	// exposed: the step less the compute (the halves' in the MoE layers,
+	// the whole batch's in the dense ones)
+	if exp := want - o - (2*(sh-o) + 3*(cw-2*c)); math.Abs(st.AllToAllSecond-(exp+plainA2A(plain, 32))) > 1e-9 {
 		t.Errorf("exposed all-to-all %v, want %v", st.AllToAllSecond, exp+plainA2A(plain, 32))
 	}
 }
@@ -230,12 +235,15 @@ func TestTBOStepContention(t *testing.T) {
 	// attention; A's first attention alone, B's last combine exposed.
 	f := 132.0 / 112
 	s := func(c, a float64) float64 { return contended(c, a, f) }
-	want := o + 3*(c[0]+c[1]) + 58*(s(xa[1], d[0])+s(x[0], d[1])+s(x[1], k[0])+s(xa[0], k[1])) + xa[0] - s(xa[0], k[1]) + k[1]
+	// The 3 dense layers run whole: cw a layer.
+	sw, _, _ := e.s.Step(b)
+	cw := (sw - o) / 61
+	want := o + 3*cw + 58*(s(xa[1], d[0])+s(x[0], d[1])+s(x[1], k[0])+s(xa[0], k[1])) + xa[0] - s(xa[0], k[1]) + k[1]
 	if math.Abs(got-want) > 1e-12*want {
 		t.Errorf("16,000-token prefill: step %v, want %v", got, want)
 	}
 	var pz [2]float64
-	free := o + stagedStep(61, 58, pz, xa, x, d, k, 1, true)
+	free := o + 3*cw + stagedStep(58, 58, pz, xa, x, d, k, 1, true)
 	serial := o + 61*(c[0]+c[1]) + 58*(a[0]+a[1])
 	if !(got > free && got <= serial) {
 		t.Errorf("contended step %v not in (%v uncontended, %v serial]", got, free, serial)

@@ -224,7 +224,7 @@ func (s *Scenario) checkEPLayout(m *models.Model, tp int, pe poolEP) (models.Exp
 	switch s.TBOSchedule {
 	case "", hardware.TBOScheduleVLLM, hardware.TBOScheduleSGLang:
 	default:
-		return e, s.fieldError("tbo_schedule", "tbo-schedule", "unknown schedule %q (known: %s, %s)", s.TBOSchedule, hardware.TBOScheduleVLLM, hardware.TBOScheduleSGLang)
+		return e, s.fieldError("tbo_schedule", "", "unknown schedule %q (known: %s, %s)", s.TBOSchedule, hardware.TBOScheduleVLLM, hardware.TBOScheduleSGLang)
 	}
 	e = models.ExpertParallel{Size: dp * tp, DP: dp, Redundant: s.RedundantExperts, Skew: skew}
 	if !e.On() {

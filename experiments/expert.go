@@ -221,6 +221,11 @@ func (s *Scenario) checkEPLayout(m *models.Model, tp int, pe poolEP) (models.Exp
 			return e, s.fieldError(th.name, strings.ReplaceAll(th.name, "_", "-"), "%d must be ≥ 1 (a batch of more tokens is split); omit it for vLLM's default", th.v)
 		}
 	}
+	switch s.TBOSchedule {
+	case "", hardware.TBOScheduleVLLM, hardware.TBOScheduleSGLang:
+	default:
+		return e, s.fieldError("tbo_schedule", "", "unknown schedule %q (known: %s, %s)", s.TBOSchedule, hardware.TBOScheduleVLLM, hardware.TBOScheduleSGLang)
+	}
 	e = models.ExpertParallel{Size: dp * tp, DP: dp, Redundant: s.RedundantExperts, Skew: skew}
 	if !e.On() {
 		return e, s.fieldError(f("expert_parallel"), fl("enable-expert-parallel"), "the EP group is dp × tp = 1 GPU: expert parallelism needs at least 2 (raise dp or tp)")
@@ -243,6 +248,7 @@ func (s *Scenario) tbo(pe poolEP) *hardware.TBO {
 	if s.TBOPrefillThreshold > 0 {
 		t.PrefillThreshold = s.TBOPrefillThreshold
 	}
+	t.Schedule = s.TBOSchedule
 	return &t
 }
 

@@ -146,6 +146,7 @@ func TestExpertFieldErrors(t *testing.T) {
 		{"qwen3-30b-a3b", "expert_parallel = true\npp = 2\n", "dp × tp = 1 GPU"},
 		{"qwen3-30b-a3b", "dp = 2\nexpert_parallel = true\neplb_redundant_experts = 8\n", "needs eplb"},
 		{"qwen3-30b-a3b", "dp = 256\nexpert_parallel = true\n", "more GPUs than its 128 experts"},
+		{"qwen3-30b-a3b", "dp = 2\nexpert_parallel = true\ntwo_batch_overlap = true\ntbo_schedule = \"trtllm\"\n", `field "tbo_schedule": unknown schedule "trtllm"`},
 		{"qwen3-30b-a3b", "tbo_comm_sms = 20\n", "needs expert_parallel"},
 		{"qwen3-30b-a3b", "dp = 2\nexpert_parallel = true\ntbo_comm_sms = 20\n", "ep.toml line 3: field \"tbo_comm_sms\": needs two_batch_overlap"},
 		{"qwen3-30b-a3b", "dp = 2\nexpert_parallel = true\ntwo_batch_overlap = true\ntbo_comm_sms = -1\n", "must be ≥ 0"},

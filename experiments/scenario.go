@@ -72,6 +72,9 @@ type Scenario struct {
 	TwoBatchOverlap     bool `toml:"two_batch_overlap,omitempty" json:"two_batch_overlap,omitempty"`
 	TBODecodeThreshold  int  `toml:"tbo_decode_token_threshold,omitzero" json:"tbo_decode_token_threshold,omitempty"`
 	TBOPrefillThreshold int  `toml:"tbo_prefill_token_threshold,omitzero" json:"tbo_prefill_token_threshold,omitempty"`
+	// TBOSchedule is the engine whose stage schedule the overlap follows:
+	// "vllm" (the default) or "sglang" (hardware/tbo_stages.go).
+	TBOSchedule string `toml:"tbo_schedule,omitempty" json:"tbo_schedule,omitempty"`
 	// TBOCommSMs is the SMs the all-to-all kernels hold beside the other
 	// micro-batch's compute under two-batch overlap (SGLang --deepep-config
 	// num_sms, vLLM VLLM_DBO_COMM_SMS); omitted: the backend's default

@@ -287,7 +287,7 @@ func (e *ExpertStep) Step(b models.Batch) (sec, flops, bytes float64) {
 	split := e.splits(b)
 	if split {
 		var compute float64
-		compute, a = e.overlapped(b)
+		compute, a = e.overlapped(b, sec-e.s.IterOverhead())
 		sec = e.s.IterOverhead() + compute + a
 	} else {
 		sec += a

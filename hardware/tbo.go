@@ -50,7 +50,16 @@ type TBO struct {
 	// exceed it; PrefillThreshold: a batch with a prefill chunk is split
 	// when its tokens exceed it.
 	DecodeThreshold, PrefillThreshold int
+	// Schedule is the engine's stage schedule (tbo_stages.go):
+	// TBOScheduleVLLM (also "") or TBOScheduleSGLang.
+	Schedule string
 }
+
+// The two-batch overlap schedules (tbo_stages.go).
+const (
+	TBOScheduleVLLM   = "vllm"
+	TBOScheduleSGLang = "sglang"
+)
 
 // vLLM's defaults (vllm/config/parallel.py: dbo_decode_token_threshold =
 // 32, dbo_prefill_token_threshold = 512; "if the number of tokens in the
@@ -66,7 +75,7 @@ const (
 // tbo_token_distribution_threshold, so one long prompt is cut in two); a
 // split leaving one micro-batch empty runs whole ("TODO: may smartly
 // disable TBO when batch size is too small"): a batch needs 2 tokens.
-var SGLangTBO = TBO{DecodeThreshold: 1, PrefillThreshold: 1}
+var SGLangTBO = TBO{DecodeThreshold: 1, PrefillThreshold: 1, Schedule: TBOScheduleSGLang}
 
 // VLLMDBO is vLLM's rule at its default thresholds.
 var VLLMDBO = TBO{DecodeThreshold: DBODecodeThreshold, PrefillThreshold: DBOPrefillThreshold}
@@ -207,14 +216,21 @@ func halves(b models.Batch) (a, c models.Batch) {
 	return a, c
 }
 
-// overlapped prices b split in two overlapped micro-batches: the compute
-// seconds (both micro-batches, without the iteration overhead) and the
-// all-to-all seconds left exposed (the step less overhead and compute).
-func (e *ExpertStep) overlapped(b models.Batch) (compute, exposed float64) {
+// overlapped prices b split in two overlapped micro-batches, whole the
+// compute of b run whole (without the iteration overhead): the compute
+// seconds (without the iteration overhead) and the all-to-all seconds
+// left exposed (the step less overhead and compute). On SGLang's schedule
+// the leading dense layers run whole, before the split
+// (DeepseekV2Model.forward runs layers [start_layer,
+// first_k_dense_replace) unsplit and hands the rest to
+// model_forward_maybe_tbo; operations_strategy.py: "dense layer TBO not
+// yet implemented"), at the whole batch's per-layer compute; vLLM's
+// UBatchWrapper splits the whole forward (gpu_ubatch_wrapper.py).
+func (e *ExpertStep) overlapped(b models.Batch, whole float64) (compute, exposed float64) {
 	mA, mB := halves(b)
 	layers := float64(e.s.m.Layers)
 	o := e.s.IterOverhead()
-	var c, a [2]float64
+	var p, c, x, d, k [2]float64
 	for i, h := range [2]models.Batch{mA, mB} {
 		sec, _, _ := e.s.Step(h)
 		sec -= o
@@ -225,13 +241,29 @@ func (e *ExpertStep) overlapped(b models.Batch) (compute, exposed float64) {
 			// coordinates the split across the DP ranks, dp_utils.py).
 			n = max(1, int(math.Round(e.load*float64(tokens)/float64(b.Tokens()))))
 		}
+		moe := e.moeSec(tokens)
 		if e.load > 0 || e.ls != nil {
-			sec += e.moeAt(n) - e.moeSec(tokens)
+			sec += e.moeAt(n) - moe
+			moe = e.moeAt(n)
 		}
-		c[i], a[i] = sec/layers, e.a2aPerLayer(n)
+		p[i], c[i], x[i] = e.stageParts(h, sec, moe, layers)
+		d[i], k[i] = e.AllToAll(n)
+		if a := e.a2aPerLayer(n); d[i]+k[i] > 0 {
+			// per-layer skews: the mean layer's, in the same proportion
+			r := a / (d[i] + k[i])
+			d[i], k[i] = d[i]*r, k[i]*r
+		}
 		compute += sec
 	}
-	return compute, max(0, overlapStep(layers, e.layers, c, a, e.slow)-compute)
+	sglang := e.tbo.Schedule == TBOScheduleSGLang
+	step := stagedStep(layers, e.layers, p, c, x, d, k, e.slow, b.PrefillTokens > 0 || !sglang)
+	if sglang && layers > e.layers {
+		// the dense layers: whole, not the two halves
+		dense := (layers - e.layers) / layers
+		step += dense * (whole - compute)
+		compute += dense * (whole - compute)
+	}
+	return compute, max(0, step-compute)
 }
 
 // overlapStep is the length of a step of layers layers, moe of them MoE

@@ -99,7 +99,9 @@ func TestTBOStep(t *testing.T) {
 	p := models.Parallel{TP: 1, Weights: models.FP8, KV: models.BF16, EP: models.ExpertParallel{Size: 16, DP: 16, Skew: 1}}
 	plain := testExpertStep(t, "h100", p, DeepEPLowLatency, 8)
 	tbo := testExpertStep(t, "h100", p, DeepEPLowLatency, 8)
-	tbo.SetTBO(&VLLMDBO)
+	rule := VLLMDBO // vLLM's thresholds on SGLang's decode schedule
+	rule.Schedule = TBOScheduleSGLang
+	tbo.SetTBO(&rule)
 	small := models.Batch{Decodes: 32, DecodeCtx: 32 * 2000}
 	s1, _, _ := plain.Step(small)
 	s2, _, _ := tbo.Step(small)
@@ -109,15 +111,26 @@ func TestTBOStep(t *testing.T) {
 	big := models.Batch{Decodes: 256, DecodeCtx: 256 * 2000}
 	whole, _, _ := plain.Step(big)
 	got, _, _ := tbo.Step(big)
-	// The bound by hand: each half of 128 decodes priced alone, c its
-	// compute over 61 layers, a its all-to-all per MoE layer (58).
+	// By hand, SGLang's decode schedule (tbo_stages.go): each half of 128
+	// decodes priced alone, its compute over 61 layers split in attention
+	// prepare pr, core co and MoE operators x; per MoE layer (58) both
+	// halves' experts plus each dispatch d beside the other's prepare and
+	// each combine cb beside the other's core; the edges: A's first
+	// prepare and core alone, B's last dispatch and combine exposed.
 	half := models.Batch{Decodes: 128, DecodeCtx: 128 * 2000}
 	sh, _, _ := tbo.s.Step(half)
 	o := tbo.s.IterOverhead()
 	c := (sh - o) / 61
+	pr, co, x := tbo.stageParts(half, sh-o, tbo.moeSec(128), 61)
 	d, cb := tbo.AllToAll(128)
 	a := d + cb
-	want := o + 3*2*c + 58*2*math.Max(c, a) + math.Min(c, a)
+	// The 3 dense layers run whole on SGLang's schedule: cw a layer.
+	sw, _, _ := tbo.s.Step(big)
+	cw := (sw - o) / 61
+	want := o + 3*cw + 58*(2*x+2*math.Max(pr, d)+2*math.Max(co, cb)) + pr - math.Max(pr, d) + co - math.Max(co, cb) + d + cb
+	if math.Abs(pr+co+x-c) > 1e-12*c {
+		t.Errorf("stage parts %v + %v + %v != a layer's compute %v", pr, co, x, c)
+	}
 	if math.Abs(got-want) > 1e-12*want {
 		t.Errorf("256 decodes: TBO step %v, want %v", got, want)
 	}
@@ -128,7 +141,9 @@ func TestTBOStep(t *testing.T) {
 	if st.OverlapSteps != 1 || st.Steps != 2 {
 		t.Errorf("stats %+v: want 2 steps, 1 overlapped", st)
 	}
-	if exp := want - o - 2*(sh-o); math.Abs(st.AllToAllSecond-(exp+plainA2A(plain, 32))) > 1e-9 {
+	// exposed: the step less the compute (the halves' in the MoE layers,
+	// the whole batch's in the dense ones)
+	if exp := want - o - (2*(sh-o) + 3*(cw-2*c)); math.Abs(st.AllToAllSecond-(exp+plainA2A(plain, 32))) > 1e-9 {
 		t.Errorf("exposed all-to-all %v, want %v", st.AllToAllSecond, exp+plainA2A(plain, 32))
 	}
 }
@@ -206,18 +221,29 @@ func TestTBOStepContention(t *testing.T) {
 	got, _, _ := e.Step(b)
 	mA, mB := halves(b)
 	o := e.s.IterOverhead()
-	var c, a [2]float64
+	var c, a, x, xa, d, k [2]float64
 	for i, h := range [2]models.Batch{mA, mB} {
 		sh, _, _ := e.s.Step(h)
-		d, cb := e.AllToAll(h.Tokens())
-		c[i], a[i] = (sh-o)/61, d+cb
+		d[i], k[i] = e.AllToAll(h.Tokens())
+		c[i], a[i] = (sh-o)/61, d[i]+k[i]
+		pr, co, ex := e.stageParts(h, sh-o, e.moeSec(h.Tokens()), 61)
+		xa[i], x[i] = pr+co, ex
 	}
-	// DeepSeek-V3: 61 layers, 3 dense, 58 MoE.
-	want := o + 3*(c[0]+c[1]) + 58*(contended(c[0], a[0], 132.0/112)+contended(c[1], a[1], 132.0/112)) + math.Min(c[0], a[1])
+	// DeepSeek-V3: 61 layers, 3 dense, 58 MoE; SGLang's prefill schedule
+	// (tbo_stages.go): A's dispatch beside B's attention, B's beside A's
+	// experts, A's combine beside B's experts, B's beside A's next
+	// attention; A's first attention alone, B's last combine exposed.
+	f := 132.0 / 112
+	s := func(c, a float64) float64 { return contended(c, a, f) }
+	// The 3 dense layers run whole: cw a layer.
+	sw, _, _ := e.s.Step(b)
+	cw := (sw - o) / 61
+	want := o + 3*cw + 58*(s(xa[1], d[0])+s(x[0], d[1])+s(x[1], k[0])+s(xa[0], k[1])) + xa[0] - s(xa[0], k[1]) + k[1]
 	if math.Abs(got-want) > 1e-12*want {
 		t.Errorf("16,000-token prefill: step %v, want %v", got, want)
 	}
-	free := o + overlapStep(61, 58, c, a, 1)
+	var pz [2]float64
+	free := o + 3*cw + stagedStep(58, 58, pz, xa, x, d, k, 1, true)
 	serial := o + 61*(c[0]+c[1]) + 58*(a[0]+a[1])
 	if !(got > free && got <= serial) {
 		t.Errorf("contended step %v not in (%v uncontended, %v serial]", got, free, serial)

@@ -362,6 +362,9 @@ var scenarioFlags = map[string]scenarioFlag{
 		// SGLang splits any batch it can (two_batch_overlap.py), not at
 		// vLLM's thresholds: 1 and 1 unless a threshold is given.
 		d.TwoBatchOverlap = true
+		if d.TBOSchedule == "" {
+			d.TBOSchedule = hardware.TBOScheduleSGLang // operations_strategy.py
+		}
 		if d.TBODecodeThreshold == 0 {
 			d.TBODecodeThreshold = hardware.SGLangTBO.DecodeThreshold
 		}

@@ -152,14 +152,17 @@ func (s *Scenario) offloadTiers(gpus int, hostBW float64) ([]serve.KVTier, error
 
 // TierCounts are what the offload tiers did (Report.Counts.Tiers).
 type TierCounts struct {
-	Name         string  `json:"name"`
-	HitTokens    int64   `json:"hit_tokens"`     // prompt tokens loaded from the tier
-	HitRate      float64 `json:"hit_rate"`       // of the prompt tokens admitted
-	StoredGB     float64 `json:"stored_gb"`      // written into it, per GPU
-	LoadedGB     float64 `json:"loaded_gb"`      // read over its link towards the GPU, per GPU
-	LinkBusyPct  float64 `json:"link_busy_pct"`  // its read link's busy time over the run, per instance
-	WriteBusyPct float64 `json:"write_busy_pct"` // its write link's
-	Evictions    int64   `json:"evictions"`
+	Name      string `json:"name"`
+	HitTokens int64  `json:"hit_tokens"` // prompt tokens loaded from the tier
+	// PreemptHitTokens are recompute-preempted requests' own tokens
+	// loaded back from the tier on readmission instead of recomputed.
+	PreemptHitTokens int64   `json:"preempt_hit_tokens,omitempty"`
+	HitRate          float64 `json:"hit_rate"`       // of the prompt tokens admitted
+	StoredGB         float64 `json:"stored_gb"`      // written into it, per GPU
+	LoadedGB         float64 `json:"loaded_gb"`      // read over its link towards the GPU, per GPU
+	LinkBusyPct      float64 `json:"link_busy_pct"`  // its read link's busy time over the run, per instance
+	WriteBusyPct     float64 `json:"write_busy_pct"` // its write link's
+	Evictions        int64   `json:"evictions"`
 }
 
 // tierCounts returns the tiers' counts, nil without tiers.
@@ -173,7 +176,7 @@ func (r *Report) tierCounts() []TierCounts {
 	span := r.Summary.Duration * inst
 	out := make([]TierCounts, len(tiers))
 	for i, t := range tiers {
-		c := TierCounts{Name: t.Name, HitTokens: res.TierHitTokens[i], StoredGB: res.TierStoreBytes[i] / 1e9 / inst,
+		c := TierCounts{Name: t.Name, HitTokens: res.TierHitTokens[i], PreemptHitTokens: res.TierPreemptHitTokens[i], StoredGB: res.TierStoreBytes[i] / 1e9 / inst,
 			LoadedGB: res.TierLoadBytes[i] / 1e9 / inst, Evictions: res.TierEvictions[i]}
 		if res.PromptTokensAdmitted > 0 {
 			c.HitRate = float64(c.HitTokens) / float64(res.PromptTokensAdmitted)
@@ -194,10 +197,16 @@ func (r *Report) writeTierCounts(line func(label string, v any)) {
 		line(fmt.Sprintf("KV tier %s stored/loaded (GB per GPU):", c.Name), fmt.Sprintf("%.2f / %.2f", c.StoredGB, c.LoadedGB))
 		line(fmt.Sprintf("KV tier %s read/write link busy (%%):", c.Name), fmt.Sprintf("%.2f / %.2f", c.LinkBusyPct, c.WriteBusyPct))
 		line(fmt.Sprintf("KV tier %s evictions (units):", c.Name), c.Evictions)
+		if c.PreemptHitTokens > 0 {
+			line(fmt.Sprintf("KV tier %s preempted tokens loaded back:", c.Name), c.PreemptHitTokens)
+		}
 	}
 	if res := r.Result; res.TierLoads > 0 {
 		line("KV tier loads (requests):", res.TierLoads)
 		line("KV tier load wait mean (ms):", fmt.Sprintf("%.2f", 1e3*res.TierLoadWaitSeconds/float64(res.TierLoads)))
+		if res.TierPreemptLoads > 0 {
+			line("KV tier loads after preemption (requests):", res.TierPreemptLoads)
+		}
 		if res.TierLoadsDropped > 0 {
 			line("KV tier loads dropped for room:", res.TierLoadsDropped)
 		}

@@ -21,8 +21,14 @@ type Offload struct {
 	// local disk tier when DiskGiB > 0).
 	Backend string `toml:"backend,omitempty" json:"backend,omitempty"`
 	// CPUGiB is the host-memory tier, GiB per instance (over its GPUs);
-	// 0 with no disk: no tiers.
+	// 0 with no disk and no CPUBlocks: no tiers.
 	CPUGiB float64 `toml:"cpu_gib" json:"cpu_gib"`
+	// CPUBlocks sizes the host tier in KV blocks instead (the count vLLM
+	// logs for its CPU offload tier, the sim2real tables'
+	// cpu_kv_blocks_logged: kv_offloading_size ÷ the bytes of one
+	// block_size-token block of the whole model's KV, e.g. Llama-2-7B's
+	// 1023 = ⌊8 GiB / 8 MiB⌋); each GPU holds its share of every block.
+	CPUBlocks int `toml:"cpu_blocks,omitzero" json:"cpu_blocks,omitempty"`
 	// DiskGiB is LMCache's local disk tier, GiB per instance
 	// (LMCACHE_LOCAL_DISK with LMCACHE_MAX_LOCAL_DISK_SIZE).
 	DiskGiB float64 `toml:"disk_gib,omitzero" json:"disk_gib,omitempty"`
@@ -68,11 +74,15 @@ const (
 const GiB = 1 << 30
 
 // offloadTiers resolves the [offload] table into the tiers of an instance
-// of gpus GPUs whose host link runs hostBW bytes/s per direction per GPU.
-func (s *Scenario) offloadTiers(gpus int, hostBW float64) ([]serve.KVTier, error) {
+// of gpus GPUs whose host link runs hostBW bytes/s per direction per GPU,
+// with KV blocks of blockBytes per GPU.
+func (s *Scenario) offloadTiers(gpus int, hostBW, blockBytes float64) ([]serve.KVTier, error) {
 	o := s.Offload
-	if o == nil || o.CPUGiB == 0 && o.DiskGiB == 0 {
+	if o == nil || o.CPUGiB == 0 && o.DiskGiB == 0 && o.CPUBlocks == 0 {
 		return nil, nil // no tier (vLLM without --kv-offloading-size)
+	}
+	if o.CPUBlocks < 0 || o.CPUBlocks > 0 && o.CPUGiB != 0 {
+		return nil, s.fieldError("offload.cpu_blocks", "", "%d: want a block count > 0, and not with cpu_gib", o.CPUBlocks)
 	}
 	switch o.Backend {
 	case "", "native":
@@ -99,7 +109,7 @@ func (s *Scenario) offloadTiers(gpus int, hostBW float64) ([]serve.KVTier, error
 		v     float64
 		pos   bool
 	}{
-		{"offload.cpu_gib", o.CPUGiB, true},
+		{"offload.cpu_gib", o.CPUGiB, o.CPUBlocks == 0},
 		{"offload.disk_gib", o.DiskGiB, false},
 		{"offload.host_link_efficiency", o.HostLinkEfficiency, false},
 		{"offload.disk_read_gb_per_s", o.DiskReadGBps, false},
@@ -128,7 +138,11 @@ func (s *Scenario) offloadTiers(gpus int, hostBW float64) ([]serve.KVTier, error
 		g = 1
 	}
 	host := hostBW * eff
-	tiers := []serve.KVTier{{Name: "cpu", Bytes: o.CPUGiB * GiB / g, ReadBW: host, WriteBW: host}}
+	cpu := o.CPUGiB * GiB / g
+	if o.CPUBlocks > 0 {
+		cpu = float64(o.CPUBlocks) * blockBytes
+	}
+	tiers := []serve.KVTier{{Name: "cpu", Bytes: cpu, ReadBW: host, WriteBW: host}}
 	if o.DiskGiB > 0 {
 		rd, wr := o.DiskReadGBps, o.DiskWriteGBps
 		if rd == 0 {
@@ -211,6 +225,17 @@ func (r *Report) writeTierCounts(line func(label string, v any)) {
 			line("KV tier loads dropped for room:", res.TierLoadsDropped)
 		}
 	}
+}
+
+// tierNote says what a replay's offload tiers did ("" without tiers).
+func tierNote(p *Plan, res serve.Result) string {
+	tiers := p.Serve.Instance.Tiers
+	if len(tiers) == 0 {
+		return ""
+	}
+	inst := float64(max(p.Replicas, 1))
+	return fmt.Sprintf("simulated KV tier %s (%.2f GB a GPU): %.2f GB stored a GPU, %d prompt tokens loaded, %d preempted tokens loaded back in %d loads (%d preemptions, %d KV tokens recomputed)",
+		tiers[0].Name, tiers[0].Bytes/1e9, res.TierStoreBytes[0]/1e9/inst, res.TierHitTokens[0], res.TierPreemptHitTokens[0], res.TierPreemptLoads, res.Preemptions, res.RecomputeTokens)
 }
 
 // tierHitRate is the share of admitted prompt tokens loaded from any

@@ -10,9 +10,10 @@ import (
 // KV offload tiers below the GPU's prefix cache, as vLLM's
 // OffloadingConnector and LMCache run them.
 //
-//   - What is stored, when: every full prefix unit a request computed is
-//     written to the first tier (host memory) when its prefill ends
-//     (write-through of computed KV: vLLM's OffloadingConnectorScheduler
+//   - What is stored, when: every full prefix unit a request computed, and
+//     its own full blocks after them (below), are written to the first
+//     tier (host memory) when its prefill ends, and its own blocks again
+//     when it is preempted or finishes (write-through of computed KV: vLLM's OffloadingConnectorScheduler
 //     stores each request's new full blocks as they are computed,
 //     vllm/distributed/kv_transfer/kv_connector/v1/offloading_connector.py
 //     _get_reqs_to_store; LMCache's LMCacheConnectorV1 stores a request's

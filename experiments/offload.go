@@ -21,8 +21,14 @@ type Offload struct {
 	// local disk tier when DiskGiB > 0).
 	Backend string `toml:"backend,omitempty" json:"backend,omitempty"`
 	// CPUGiB is the host-memory tier, GiB per instance (over its GPUs);
-	// 0 with no disk: no tiers.
+	// 0 with no disk and no CPUBlocks: no tiers.
 	CPUGiB float64 `toml:"cpu_gib" json:"cpu_gib"`
+	// CPUBlocks sizes the host tier in KV blocks instead (the count vLLM
+	// logs for its CPU offload tier, the sim2real tables'
+	// cpu_kv_blocks_logged: kv_offloading_size ÷ the bytes of one
+	// block_size-token block of the whole model's KV, e.g. Llama-2-7B's
+	// 1023 = ⌊8 GiB / 8 MiB⌋); each GPU holds its share of every block.
+	CPUBlocks int `toml:"cpu_blocks,omitzero" json:"cpu_blocks,omitempty"`
 	// DiskGiB is LMCache's local disk tier, GiB per instance
 	// (LMCACHE_LOCAL_DISK with LMCACHE_MAX_LOCAL_DISK_SIZE).
 	DiskGiB float64 `toml:"disk_gib,omitzero" json:"disk_gib,omitempty"`
@@ -68,11 +74,15 @@ const (
 const GiB = 1 << 30
 
 // offloadTiers resolves the [offload] table into the tiers of an instance
-// of gpus GPUs whose host link runs hostBW bytes/s per direction per GPU.
-func (s *Scenario) offloadTiers(gpus int, hostBW float64) ([]serve.KVTier, error) {
+// of gpus GPUs whose host link runs hostBW bytes/s per direction per GPU,
+// with KV blocks of blockBytes per GPU.
+func (s *Scenario) offloadTiers(gpus int, hostBW, blockBytes float64) ([]serve.KVTier, error) {
 	o := s.Offload
-	if o == nil || o.CPUGiB == 0 && o.DiskGiB == 0 {
+	if o == nil || o.CPUGiB == 0 && o.DiskGiB == 0 && o.CPUBlocks == 0 {
 		return nil, nil // no tier (vLLM without --kv-offloading-size)
+	}
+	if o.CPUBlocks < 0 || o.CPUBlocks > 0 && o.CPUGiB != 0 {
+		return nil, s.fieldError("offload.cpu_blocks", "", "%d: want a block count > 0, and not with cpu_gib", o.CPUBlocks)
 	}
 	switch o.Backend {
 	case "", "native":
@@ -99,7 +109,7 @@ func (s *Scenario) offloadTiers(gpus int, hostBW float64) ([]serve.KVTier, error
 		v     float64
 		pos   bool
 	}{
-		{"offload.cpu_gib", o.CPUGiB, true},
+		{"offload.cpu_gib", o.CPUGiB, o.CPUBlocks == 0},
 		{"offload.disk_gib", o.DiskGiB, false},
 		{"offload.host_link_efficiency", o.HostLinkEfficiency, false},
 		{"offload.disk_read_gb_per_s", o.DiskReadGBps, false},
@@ -128,7 +138,11 @@ func (s *Scenario) offloadTiers(gpus int, hostBW float64) ([]serve.KVTier, error
 		g = 1
 	}
 	host := hostBW * eff
-	tiers := []serve.KVTier{{Name: "cpu", Bytes: o.CPUGiB * GiB / g, ReadBW: host, WriteBW: host}}
+	cpu := o.CPUGiB * GiB / g
+	if o.CPUBlocks > 0 {
+		cpu = float64(o.CPUBlocks) * blockBytes
+	}
+	tiers := []serve.KVTier{{Name: "cpu", Bytes: cpu, ReadBW: host, WriteBW: host}}
 	if o.DiskGiB > 0 {
 		rd, wr := o.DiskReadGBps, o.DiskWriteGBps
 		if rd == 0 {
@@ -152,14 +166,17 @@ func (s *Scenario) offloadTiers(gpus int, hostBW float64) ([]serve.KVTier, error
 
 // TierCounts are what the offload tiers did (Report.Counts.Tiers).
 type TierCounts struct {
-	Name         string  `json:"name"`
-	HitTokens    int64   `json:"hit_tokens"`     // prompt tokens loaded from the tier
-	HitRate      float64 `json:"hit_rate"`       // of the prompt tokens admitted
-	StoredGB     float64 `json:"stored_gb"`      // written into it, per GPU
-	LoadedGB     float64 `json:"loaded_gb"`      // read over its link towards the GPU, per GPU
-	LinkBusyPct  float64 `json:"link_busy_pct"`  // its read link's busy time over the run, per instance
-	WriteBusyPct float64 `json:"write_busy_pct"` // its write link's
-	Evictions    int64   `json:"evictions"`
+	Name      string `json:"name"`
+	HitTokens int64  `json:"hit_tokens"` // prompt tokens loaded from the tier
+	// PreemptHitTokens are recompute-preempted requests' own tokens
+	// loaded back from the tier on readmission instead of recomputed.
+	PreemptHitTokens int64   `json:"preempt_hit_tokens,omitempty"`
+	HitRate          float64 `json:"hit_rate"`       // of the prompt tokens admitted
+	StoredGB         float64 `json:"stored_gb"`      // written into it, per GPU
+	LoadedGB         float64 `json:"loaded_gb"`      // read over its link towards the GPU, per GPU
+	LinkBusyPct      float64 `json:"link_busy_pct"`  // its read link's busy time over the run, per instance
+	WriteBusyPct     float64 `json:"write_busy_pct"` // its write link's
+	Evictions        int64   `json:"evictions"`
 }
 
 // tierCounts returns the tiers' counts, nil without tiers.
@@ -173,7 +190,7 @@ func (r *Report) tierCounts() []TierCounts {
 	span := r.Summary.Duration * inst
 	out := make([]TierCounts, len(tiers))
 	for i, t := range tiers {
-		c := TierCounts{Name: t.Name, HitTokens: res.TierHitTokens[i], StoredGB: res.TierStoreBytes[i] / 1e9 / inst,
+		c := TierCounts{Name: t.Name, HitTokens: res.TierHitTokens[i], PreemptHitTokens: res.TierPreemptHitTokens[i], StoredGB: res.TierStoreBytes[i] / 1e9 / inst,
 			LoadedGB: res.TierLoadBytes[i] / 1e9 / inst, Evictions: res.TierEvictions[i]}
 		if res.PromptTokensAdmitted > 0 {
 			c.HitRate = float64(c.HitTokens) / float64(res.PromptTokensAdmitted)
@@ -194,14 +211,31 @@ func (r *Report) writeTierCounts(line func(label string, v any)) {
 		line(fmt.Sprintf("KV tier %s stored/loaded (GB per GPU):", c.Name), fmt.Sprintf("%.2f / %.2f", c.StoredGB, c.LoadedGB))
 		line(fmt.Sprintf("KV tier %s read/write link busy (%%):", c.Name), fmt.Sprintf("%.2f / %.2f", c.LinkBusyPct, c.WriteBusyPct))
 		line(fmt.Sprintf("KV tier %s evictions (units):", c.Name), c.Evictions)
+		if c.PreemptHitTokens > 0 {
+			line(fmt.Sprintf("KV tier %s preempted tokens loaded back:", c.Name), c.PreemptHitTokens)
+		}
 	}
 	if res := r.Result; res.TierLoads > 0 {
 		line("KV tier loads (requests):", res.TierLoads)
 		line("KV tier load wait mean (ms):", fmt.Sprintf("%.2f", 1e3*res.TierLoadWaitSeconds/float64(res.TierLoads)))
+		if res.TierPreemptLoads > 0 {
+			line("KV tier loads after preemption (requests):", res.TierPreemptLoads)
+		}
 		if res.TierLoadsDropped > 0 {
 			line("KV tier loads dropped for room:", res.TierLoadsDropped)
 		}
 	}
+}
+
+// tierNote says what a replay's offload tiers did ("" without tiers).
+func tierNote(p *Plan, res serve.Result) string {
+	tiers := p.Serve.Instance.Tiers
+	if len(tiers) == 0 {
+		return ""
+	}
+	inst := float64(max(p.Replicas, 1))
+	return fmt.Sprintf("simulated KV tier %s (%.2f GB a GPU): %.2f GB stored a GPU, %d prompt tokens loaded, %d preempted tokens loaded back in %d loads (%d preemptions, %d KV tokens recomputed)",
+		tiers[0].Name, tiers[0].Bytes/1e9, res.TierStoreBytes[0]/1e9/inst, res.TierHitTokens[0], res.TierPreemptHitTokens[0], res.TierPreemptLoads, res.Preemptions, res.RecomputeTokens)
 }
 
 // tierHitRate is the share of admitted prompt tokens loaded from any

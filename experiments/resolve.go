@@ -432,7 +432,7 @@ func (s *Scenario) resolveServe(p *Plan) error {
 		RouterStaleness: staleness, PredictError: sc.PredictError,
 		TTFTSLO: p.SLO.TTFT, Seed: s.Seed,
 	}
-	if p.Serve.Instance.Tiers, err = s.offloadTiers(p.Parallel.TP*s.pp(), p.GPU.HostBW); err != nil {
+	if p.Serve.Instance.Tiers, err = s.offloadTiers(p.Parallel.TP*s.pp(), p.GPU.HostBW, float64(p.Memory.BlockSize)*p.Memory.KVBytesPerTokenPerGPU); err != nil {
 		return err
 	}
 	if p.Pipeline != nil {

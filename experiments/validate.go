@@ -86,6 +86,10 @@ func RunScenario(run *realrun.Run, base Scenario) (Scenario, error) {
 		}
 		s.Weights = w
 	}
+	if e.CPUKVBlocks > 0 {
+		// vLLM's OffloadingConnector with the logged CPU blocks.
+		s.Offload = &Offload{CPUBlocks: e.CPUKVBlocks}
+	}
 	s.Batch = Batch{Policy: "chunked", MaxNumSeqs: e.MaxNumSeqs, MaxNumBatchedTokens: e.MaxNumBatchedTokens,
 		MaxModelLen: e.MaxModelLen, BlockSize: e.BlockSize, GPUMemUtil: e.GPUMemUtil, PrefixCaching: true}
 	if e.PrefixCaching != nil {

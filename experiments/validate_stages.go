@@ -164,6 +164,9 @@ func ValidateStages(runs []*realrun.Run, s Scenario) ([]*Validation, error) {
 		if p.VLLMMemory != nil {
 			v.Notes = append(v.Notes, "vLLM memory plan: "+p.VLLMMemory.String())
 		}
+		if n := tierNote(p, sink.res); n != "" {
+			v.Notes = append(v.Notes, n)
+		}
 		stage := -1
 		if row.Scope != "summary" {
 			if _, err := fmt.Sscanf(row.Scope, "stage_%d", &stage); err != nil || stage < 0 || stage >= len(counts) {

@@ -34,7 +34,8 @@ type SuiteEntry struct {
 	// profiles general-lite, codegen, roleplay, reasoning-lite).
 	Workload string `toml:"workload"`
 	// IgnoreKVOffload replays a run with a CPU KV offload tier GPU-only
-	// (realrun.OpenOptions; each run's notes say so).
+	// (realrun.OpenOptions; each run's notes say so); otherwise the tier
+	// is replayed (RunScenario: offload.cpu_blocks).
 	IgnoreKVOffload bool `toml:"ignore_kv_offload"`
 	Overrides       struct {
 		Model          string  `toml:"model"`
@@ -101,7 +102,7 @@ func (e SuiteEntry) Open(dataDir string) ([]*realrun.Run, error) {
 	// A table of several experiments is read whole; the entry's own
 	// experiment is refused below when it has a CPU KV offload tier and
 	// the entry does not accept replaying it GPU-only.
-	runs, err := realrun.OpenWith(filepath.Join(dataDir, filepath.FromSlash(e.Run)), realrun.OpenOptions{IgnoreKVOffload: e.IgnoreKVOffload || e.Experiment != ""})
+	runs, err := realrun.OpenWith(filepath.Join(dataDir, filepath.FromSlash(e.Run)), realrun.OpenOptions{IgnoreKVOffload: e.IgnoreKVOffload})
 	if err != nil {
 		return nil, fmt.Errorf("%w (suite file %s)", err, e.File)
 	}
@@ -117,9 +118,6 @@ func (e SuiteEntry) Open(dataDir string) ([]*realrun.Run, error) {
 		}
 		if len(kept) == 0 {
 			return nil, fmt.Errorf("experiments: %s: experiment %q not in %s", e.File, e.Experiment, e.Run)
-		}
-		if n := kept[0].Engine.CPUKVBlocks; n > 0 && !e.IgnoreKVOffload {
-			return nil, fmt.Errorf("experiments: %s: experiment %q configured a CPU KV-cache offload tier of %d blocks, which servesim does not model: set ignore_kv_offload = true to replay it with the GPU's KV cache only", e.File, e.Experiment, n)
 		}
 		runs = kept
 	}

@@ -98,8 +98,10 @@ func TestValidationSuite(t *testing.T) {
 				if v.Plan.Memory.Blocks != row.GPUKVBlocks || !strings.Contains(notes, fmt.Sprintf("KV cache: the run's %d blocks (servesim's own plan: ", row.GPUKVBlocks)) {
 					t.Errorf("%s: %d KV blocks, logged %d; notes %q", v.Run.Name, v.Plan.Memory.Blocks, row.GPUKVBlocks, v.Notes)
 				}
-				if off := strings.Contains(notes, fmt.Sprintf("CPU offload tier of %d blocks configured, not modelled", row.CPUKVBlocks)); off != (row.CPUKVBlocks > 0) {
-					t.Errorf("%s: %d CPU blocks, offload note %v", v.Run.Name, row.CPUKVBlocks, off)
+				// A logged CPU tier is replayed as a host tier of its blocks.
+				off := strings.Contains(notes, fmt.Sprintf("CPU offload tier of %d blocks (cpu_kv_blocks_logged): replayed with a host KV tier", row.CPUKVBlocks))
+				if tiers := len(v.Plan.Serve.Instance.Tiers); off != (row.CPUKVBlocks > 0) || tiers != min(row.CPUKVBlocks, 1) {
+					t.Errorf("%s: %d CPU blocks, offload note %v, %d tiers", v.Run.Name, row.CPUKVBlocks, off, tiers)
 				}
 			} else if v.Sim.Completed != row.Successes || v.Sim.Rejected != 0 {
 				// The simulation sends what inference-perf sent: int(rate ×

@@ -41,7 +41,8 @@ error naming it; pipeline_parallel_size, data_parallel_size and
 enable_expert_parallel are read, together too (the replay runs the run's
 stages, DP ranks and each stage's EP group), and speculative_config (its
 method and num_speculative_tokens, acceptance from the method's default). A CPU KV offload tier (the
-sim2real tables' cpu_kv_blocks_logged) is replayed GPU-only with
+sim2real tables' cpu_kv_blocks_logged) is replayed as a host KV tier of as
+many blocks (vLLM's OffloadingConnector), or GPU-only with
 --ignore-kv-offload, a note saying so. A run over 100×
 the largest real run in ../shared/data is refused unless --allow-large.
 
@@ -61,7 +62,7 @@ Examples:
   servesim validate ../shared/data/llmservingsim/vllm-runs/RTX4090/Llama-3.1-8B
   servesim validate --profile roofline ../shared/data/llmservingsim/vllm-runs/RTXPRO6000/Llama-3.1-8B
   servesim validate --gpu h100 --tp 1 bench-result.json
-  servesim validate --ignore-kv-offload ../shared/data/vllm-sim2real-runs   # 12 runs, 9 with a CPU KV tier: GPU KV only
+  servesim validate ../shared/data/vllm-sim2real-runs   # 12 runs, 9 with a CPU KV tier (replayed with it; --ignore-kv-offload: GPU KV only)
   servesim validate --suite -o validation-out
   servesim validate --suite --engine vllm-v1 --no-custom-all-reduce -o validation-out
   servesim validate --suite --ablation        # each vllm-v1 mechanism off in turn: held-out medians
@@ -97,7 +98,7 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 	engineFlags(fs, &s)
 	vllmEngineAliases(fs, &s)
 	quiet := fs.BoolP("quiet", "q", false, "print only the tables")
-	ignoreOffload := fs.Bool("ignore-kv-offload", false, "replay a run that configured a CPU KV-cache offload tier (the sim2real tables' cpu_kv_blocks_logged) with the GPU's KV cache only: servesim has no KV tiers, and without this flag such a run is refused")
+	ignoreOffload := fs.Bool("ignore-kv-offload", false, "replay a run that configured a CPU KV-cache offload tier (the sim2real tables' cpu_kv_blocks_logged) with the GPU's KV cache only; without this flag the tier is replayed as a host tier of the logged blocks")
 	allowLarge := fs.Bool("allow-large", false, fmt.Sprintf("replay a run larger than %d× the largest real run in ../shared/data (%d requests or %d tokens)", experiments.MaxReplayScale, experiments.MaxReplayRequests, experiments.MaxReplayTokens))
 	if err := parseFlags(fs, vllmArgs(args)); err != nil {
 		return err

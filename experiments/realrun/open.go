@@ -19,15 +19,15 @@ import (
 //     experiment and scope.
 //
 // A sim2real experiment with a CPU KV offload tier (cpu_kv_blocks_logged
-// above 0) is refused, as every reader refuses engine arguments servesim
-// does not model; OpenWith with IgnoreKVOffload replays it GPU-only, with
-// a note saying so.
+// above 0) keeps it (Engine.CPUKVBlocks: the replay runs vLLM's
+// OffloadingConnector with a host tier of as many blocks); OpenWith with
+// IgnoreKVOffload replays it GPU-only, with a note saying so.
 func Open(path string) ([]*Run, error) { return OpenWith(path, OpenOptions{}) }
 
 // OpenOptions are the caveats a caller accepts explicitly.
 type OpenOptions struct {
 	// IgnoreKVOffload replays a run that configured a CPU KV-cache offload
-	// tier with the GPU's KV cache only (servesim has no KV tiers), with
+	// tier with the GPU's KV cache only (Engine.CPUKVBlocks set to 0), with
 	// a note naming the tier's size (validate --ignore-kv-offload; the
 	// suite files' ignore_kv_offload).
 	IgnoreKVOffload bool
@@ -116,8 +116,7 @@ func sim2RealDir(path string, isDir bool) (string, bool) {
 }
 
 // openSim2Real reads a sim2real directory (ReadSim2Real) into Runs,
-// refusing experiments with a CPU KV offload tier unless
-// opt.IgnoreKVOffload.
+// dropping experiments' CPU KV offload tiers with opt.IgnoreKVOffload.
 func openSim2Real(dir string, opt OpenOptions) ([]*Run, error) {
 	ep, lp := filepath.Join(dir, Sim2RealExperiments), filepath.Join(dir, Sim2RealLong)
 	ef, err := os.Open(ep)
@@ -135,26 +134,18 @@ func openSim2Real(dir string, opt OpenOptions) ([]*Run, error) {
 		return nil, err
 	}
 	var runs []*Run
-	var offload []string
-	lastOff := 0
 	for i := range rows {
 		row := &rows[i]
 		r := sim2RealRun(row, lp)
 		if n := row.CPUKVBlocks; n > 0 {
-			if !opt.IgnoreKVOffload {
-				if row.Line != lastOff { // once per experiment (its scopes are consecutive)
-					offload = append(offload, fmt.Sprintf("line %d: %s, %d blocks", row.Line, row.Experiment, n))
-					lastOff = row.Line
-				}
-				continue
+			if opt.IgnoreKVOffload {
+				r.Engine.CPUKVBlocks = 0
+				r.Notes = append(r.Notes, fmt.Sprintf("CPU offload tier of %d blocks configured, ignored: replayed with the GPU's KV cache only (--ignore-kv-offload)", n))
+			} else {
+				r.Notes = append(r.Notes, fmt.Sprintf("CPU offload tier of %d blocks (cpu_kv_blocks_logged): replayed with a host KV tier of as many blocks (vLLM's OffloadingConnector)", n))
 			}
-			r.Notes = append(r.Notes, fmt.Sprintf("CPU offload tier of %d blocks configured, not modelled: replayed with the GPU's KV cache only (servesim has no KV tiers; --ignore-kv-offload)", n))
 		}
 		runs = append(runs, r)
-	}
-	if len(offload) > 0 {
-		return nil, fmt.Errorf("realrun: %s: column \"cpu_kv_blocks_logged\": %d experiments configured a CPU KV-cache offload tier, which servesim does not model (validate stops rather than replay them without it; --ignore-kv-offload replays them with the GPU's KV cache only): %s",
-			ep, len(offload), strings.Join(offload, "; "))
 	}
 	return runs, nil
 }

@@ -55,8 +55,9 @@ type Engine struct {
 	PrefixCaching                           *bool
 	KVBlocks, BlockSize                     int
 	// CPUKVBlocks > 0 is a CPU KV-cache offload tier the run configured
-	// (the sim2real tables' cpu_kv_blocks_logged), which servesim does not
-	// model: Open refuses such a run unless OpenOptions.IgnoreKVOffload.
+	// (the sim2real tables' cpu_kv_blocks_logged, vLLM's count of
+	// block_size-token blocks of the whole model's KV), replayed as a host
+	// tier of as many blocks unless OpenOptions.IgnoreKVOffload.
 	CPUKVBlocks  int
 	GPUMemUtil   float64
 	VLLMVersion  string

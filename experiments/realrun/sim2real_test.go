@@ -115,28 +115,38 @@ func TestReadSim2RealErrors(t *testing.T) {
 }
 
 // TestOpenSim2Real: Open finds the format by its directory or either
-// file; an experiment with a CPU KV offload tier is refused naming it and
-// its blocks, unless IgnoreKVOffload, which replays it with a note.
+// file; an experiment with a CPU KV offload tier keeps its blocks
+// (Engine.CPUKVBlocks, a note saying it is replayed with a host tier);
+// IgnoreKVOffload drops them, with a note. On main Open refused it.
 func TestOpenSim2Real(t *testing.T) {
 	dir := filepath.Join("testdata", "sim2real")
-	for _, p := range []string{dir, filepath.Join(dir, "experiments.csv"), filepath.Join(dir, "runs_long.csv")} {
-		_, err := Open(p)
-		if err == nil || !strings.Contains(err.Error(), `column "cpu_kv_blocks_logged": 1 experiments configured a CPU KV-cache offload tier`) ||
-			!strings.Contains(err.Error(), "line 3: b-scout-tp2-reasoning, 5461 blocks") || !strings.Contains(err.Error(), "--ignore-kv-offload") {
-			t.Errorf("Open(%s): %v", p, err)
-		}
-	}
-	runs, err := OpenWith(dir, OpenOptions{IgnoreKVOffload: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(runs) != 5 {
-		t.Fatalf("%d runs, want 5 (3 scopes + 2)", len(runs))
-	}
-	for _, r := range runs {
-		offload := strings.Contains(strings.Join(r.Notes, "\n"), "CPU offload tier of 5461 blocks configured, not modelled")
-		if want := r.Stage.Experiment == "b-scout-tp2-reasoning"; offload != want {
-			t.Errorf("%s: offload note %v, want %v: %q", r.Name, offload, want, r.Notes)
+	for _, tc := range []struct {
+		ignore bool
+		blocks int
+		note   string
+	}{
+		{false, 5461, "CPU offload tier of 5461 blocks (cpu_kv_blocks_logged): replayed with a host KV tier"},
+		{true, 0, "CPU offload tier of 5461 blocks configured, ignored: replayed with the GPU's KV cache only"},
+	} {
+		for _, p := range []string{dir, filepath.Join(dir, "experiments.csv"), filepath.Join(dir, "runs_long.csv")} {
+			runs, err := OpenWith(p, OpenOptions{IgnoreKVOffload: tc.ignore})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(runs) != 5 {
+				t.Fatalf("%d runs, want 5 (3 scopes + 2)", len(runs))
+			}
+			for _, r := range runs {
+				offload := strings.Contains(strings.Join(r.Notes, "\n"), tc.note)
+				want := r.Stage.Experiment == "b-scout-tp2-reasoning"
+				blocks := 0
+				if want {
+					blocks = tc.blocks
+				}
+				if offload != want || r.Engine.CPUKVBlocks != blocks {
+					t.Errorf("ignore %v: %s: note %v, want %v: %q; CPU blocks %d, want %d", tc.ignore, r.Name, offload, want, r.Notes, r.Engine.CPUKVBlocks, blocks)
+				}
+			}
 		}
 	}
 }

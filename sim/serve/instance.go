@@ -203,9 +203,9 @@ func (in *Instance) WaitingAt(i int) policies.Candidate {
 	if n, k := in.hits(r); n+k > 0 || in.tiers != nil {
 		// Units found in an offload tier count as computed; the blocks
 		// their load fills are needed now.
-		if m := in.tierHits(r, n, k); n+k+m > 0 {
-			c.Computed = (n+m)*r.unitToks + k*in.cfg.BlockSize
-			c.Pinned = in.cache.pinnedBlocks(r.hashes, n) + k + m*r.unitToks/in.cfg.BlockSize
+		if m, j := in.tierHits(r, n, k); n+k+m+j > 0 {
+			c.Computed = (n+m)*r.unitToks + (k+j)*in.cfg.BlockSize
+			c.Pinned = in.cache.pinnedBlocks(r.hashes, n) + k + j + m*r.unitToks/in.cfg.BlockSize
 		}
 	}
 	return c
@@ -518,21 +518,22 @@ func (in *Instance) allocate(n int) {
 // prefix.
 func (in *Instance) admit(r *request) {
 	in.waiting.remove(r)
-	loaded := r.loadUnits > 0 // back from a tier load, with its prefix in place
+	loaded := r.loadToks > 0 // back from a tier load, with its prefix in place
 	if in.cache != nil && !loaded {
 		in.takeHits(r)
 	}
-	r.loadUnits = min(r.loadUnits, 0)
+	r.loadToks = min(r.loadToks, 0)
 	if !r.wasScheduled {
 		r.scheduled, r.wasScheduled = in.Now(), true
 		in.w.res.PromptTokensAdmitted += int64(r.prompt)
 	}
 	if in.tiers != nil && !loaded {
-		if m := in.tierHits(r, len(r.units), r.nSelf); m > 0 {
-			in.beginLoad(r, m, in.Now())
+		if m, j := in.tierHits(r, len(r.units)-r.nSelf, r.nSelf); m+j > 0 {
+			in.beginLoad(r, m, j, in.Now())
 			return
 		}
 	}
+	r.dropped = 0 // what no load brings back is recomputed
 	r.state = statePrefill
 	r.pidx = len(in.prefilling)
 	in.prefilling = append(in.prefilling, r)
@@ -625,6 +626,9 @@ func (in *Instance) endStep(now sim.Time) {
 // finish releases a finished request's blocks and records it.
 func (in *Instance) finish(r *request, now sim.Time) {
 	in.unlink(r)
+	if in.tiers != nil {
+		in.storeTiers(r) // its decode blocks
+	}
 	in.release(r)
 	in.outstanding--
 	r.state = stateDone

@@ -44,7 +44,7 @@ func (in *Instance) checkInvariants() {
 	}
 	used += in.incomingBlocks
 	for i := 0; i < in.waiting.len(); i++ {
-		if r := in.waiting.at(i); r.loadUnits > 0 {
+		if r := in.waiting.at(i); r.loadToks > 0 {
 			used += r.blocks // loaded from an offload tier, back in the queue
 		}
 	}
@@ -154,7 +154,7 @@ func (in *Instance) checkInvariants() {
 	}
 	for i := 0; i < in.waiting.len(); i++ {
 		r := in.waiting.at(i)
-		if r.loadUnits > 0 && r.state == stateWaiting && r.blocks+in.sharedBlocks(r) == in.blocksOf(r.computed) {
+		if r.loadToks > 0 && r.state == stateWaiting && r.blocks+in.sharedBlocks(r) == in.blocksOf(r.computed) {
 			continue // loaded from a tier, holding its prefix (counted above)
 		}
 		if r.state != stateWaiting || r.blocks != 0 || len(r.units) != 0 {

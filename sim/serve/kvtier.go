@@ -10,9 +10,10 @@ import (
 // KV offload tiers below the GPU's prefix cache, as vLLM's
 // OffloadingConnector and LMCache run them.
 //
-//   - What is stored, when: every full prefix unit a request computed is
-//     written to the first tier (host memory) when its prefill ends
-//     (write-through of computed KV: vLLM's OffloadingConnectorScheduler
+//   - What is stored, when: every full prefix unit a request computed, and
+//     its own full blocks after them (below), are written to the first
+//     tier (host memory) when its prefill ends, and its own blocks again
+//     when it is preempted or finishes (write-through of computed KV: vLLM's OffloadingConnectorScheduler
 //     stores each request's new full blocks as they are computed,
 //     vllm/distributed/kv_transfer/kv_connector/v1/offloading_connector.py
 //     _get_reqs_to_store; LMCache's LMCacheConnectorV1 stores a request's
@@ -44,10 +45,25 @@ import (
 //     disk unit is not copied into the host tier on its way), so that what
 //     a step's batcher saw in the tiers is what its admissions find.
 //
-// Granularity: the unit is the workload's prefix hash unit (Mooncake: 512
-// tokens = 32 GPU blocks of 16 = two LMCache chunks of 256), so a tier
+// Granularity: a prefix unit is the workload's prefix hash unit (Mooncake:
+// 512 tokens = 32 GPU blocks of 16 = two LMCache chunks of 256), so a tier
 // matches whole units, as the GPU cache does here; a partial last unit is
-// neither stored nor loaded.
+// neither stored nor loaded as a prefix unit.
+//
+// Own blocks: vLLM hashes every full block a request computes (prompt and
+// output, Request.block_hashes) and the OffloadingConnector stores each
+// new full block by its hash as the steps compute it (_get_reqs_to_store
+// walks a request's block hashes past the last one stored, decode blocks
+// included). The blocks after a request's full prefix units (all of them
+// for a request without prefix hashes) carry hashes only that request
+// has: they are stored here as own blocks of one GPU block each, keyed by
+// (request, block index) as the GPU's self units are (prefix.go), when
+// its prefill ends, when it is preempted and when it finishes (the same
+// blocks as the per-step stores; only their order within the tier's LRU
+// is coarser). Only the request itself can find them: after a recompute
+// preemption its readmission loads them over the host link instead of
+// recomputing them (vLLM: the preempted request goes back to WAITING and
+// get_num_new_matched_tokens looks its block hashes up again).
 
 // MaxTiers is how many offload tiers an instance may have below the GPU.
 const MaxTiers = 2
@@ -94,9 +110,21 @@ func validateTiers(c *InstanceConfig) error {
 	return nil
 }
 
+// tierKey names a unit held in a tier: a prefix unit by its hash, or a
+// request's own block (own set) by its selfKey. A key type of its own
+// keeps content hashes and own blocks from ever colliding.
+type tierKey struct {
+	hash uint64
+	self selfKey
+	own  bool
+}
+
+func prefixKey(h uint64) tierKey         { return tierKey{hash: h} }
+func ownKey(id int64, block int) tierKey { return tierKey{self: selfKey{id, block}, own: true} }
+
 // tierNode is one unit held in a tier.
 type tierNode struct {
-	hash       uint64
+	key        tierKey
 	bytes      float64
 	prev, next *tierNode
 }
@@ -104,12 +132,12 @@ type tierNode struct {
 // tierLRU is one tier's units in LRU order (head = least recently used).
 type tierLRU struct {
 	capacity, used float64
-	nodes          map[uint64]*tierNode
+	nodes          map[tierKey]*tierNode
 	head, tail     *tierNode
 	free           []*tierNode
 }
 
-func (t *tierLRU) has(h uint64) bool { _, ok := t.nodes[h]; return ok }
+func (t *tierLRU) has(k tierKey) bool { _, ok := t.nodes[k]; return ok }
 
 func (t *tierLRU) unlink(n *tierNode) {
 	if n.prev != nil {
@@ -135,27 +163,27 @@ func (t *tierLRU) pushBack(n *tierNode) {
 	t.tail = n
 }
 
-// touch makes h the most recently used unit, if held.
-func (t *tierLRU) touch(h uint64) {
-	if n, ok := t.nodes[h]; ok && n != t.tail {
+// touch makes k the most recently used unit, if held.
+func (t *tierLRU) touch(k tierKey) {
+	if n, ok := t.nodes[k]; ok && n != t.tail {
 		t.unlink(n)
 		t.pushBack(n)
 	}
 }
 
 // evictHead drops the least recently used unit and returns it.
-func (t *tierLRU) evictHead() (uint64, float64) {
+func (t *tierLRU) evictHead() (tierKey, float64) {
 	v := t.head
 	t.unlink(v)
-	delete(t.nodes, v.hash)
+	delete(t.nodes, v.key)
 	t.used -= v.bytes
 	t.free = append(t.free, v)
-	return v.hash, v.bytes
+	return v.key, v.bytes
 }
 
-// add stores unit h of bytes as the most recently used; the caller has
-// made room (used + bytes ≤ capacity) and checked that h is not held.
-func (t *tierLRU) add(h uint64, bytes float64) {
+// add stores unit k of bytes as the most recently used; the caller has
+// made room (used + bytes ≤ capacity) and checked that k is not held.
+func (t *tierLRU) add(k tierKey, bytes float64) {
 	var n *tierNode
 	if k := len(t.free); k > 0 {
 		n = t.free[k-1]
@@ -163,8 +191,8 @@ func (t *tierLRU) add(h uint64, bytes float64) {
 	} else {
 		n = new(tierNode)
 	}
-	*n = tierNode{hash: h, bytes: bytes}
-	t.nodes[h] = n
+	*n = tierNode{key: k, bytes: bytes}
+	t.nodes[k] = n
 	t.pushBack(n)
 	t.used += bytes
 }
@@ -180,15 +208,15 @@ type kvTiers struct {
 func newKVTiers(cfg []KVTier, res *Result) *kvTiers {
 	k := &kvTiers{cfg: cfg, res: res}
 	for i, t := range cfg {
-		k.lru[i] = tierLRU{capacity: t.Bytes, nodes: map[uint64]*tierNode{}}
+		k.lru[i] = tierLRU{capacity: t.Bytes, nodes: map[tierKey]*tierNode{}}
 	}
 	return k
 }
 
-// where returns the first tier holding h, or -1.
-func (k *kvTiers) where(h uint64) int {
+// where returns the first tier holding key, or -1.
+func (k *kvTiers) where(key tierKey) int {
 	for i := range k.cfg {
-		if k.lru[i].has(h) {
+		if k.lru[i].has(key) {
 			return i
 		}
 	}
@@ -198,17 +226,27 @@ func (k *kvTiers) where(h uint64) int {
 // match returns how many consecutive hashes (at most limit) some tier holds.
 func (k *kvTiers) match(hashes []uint64, limit int) int {
 	n := 0
-	for n < len(hashes) && n < limit && k.where(hashes[n]) >= 0 {
+	for n < len(hashes) && n < limit && k.where(prefixKey(hashes[n])) >= 0 {
 		n++
 	}
 	return n
 }
 
-// store writes unit h of bytes through to the first tier (and, without
+// matchOwn returns how many consecutive own blocks of request id from
+// block b0 (at most limit) some tier holds.
+func (k *kvTiers) matchOwn(id int64, b0, limit int) int {
+	n := 0
+	for n < limit && k.where(ownKey(id, b0+n)) >= 0 {
+		n++
+	}
+	return n
+}
+
+// store writes unit key of bytes through to the first tier (and, without
 // OnEvict, to the lower one); units the first tier evicts go down to an
 // OnEvict tier.
-func (k *kvTiers) store(h uint64, bytes float64) {
-	k.storeAt(0, h, bytes)
+func (k *kvTiers) store(key tierKey, bytes float64) {
+	k.storeAt(0, key, bytes)
 }
 
 // storeAt stores unit h of bytes in tier i as its most recently used unit
@@ -216,7 +254,7 @@ func (k *kvTiers) store(h uint64, bytes float64) {
 // stored), evicting LRU units until it fits: those go down to tier i+1
 // when it stores on eviction. Without OnEvict the unit is written through
 // to tier i+1 as well.
-func (k *kvTiers) storeAt(i int, h uint64, bytes float64) {
+func (k *kvTiers) storeAt(i int, h tierKey, bytes float64) {
 	t := &k.lru[i]
 	down := i+1 < len(k.cfg)
 	switch {
@@ -239,17 +277,26 @@ func (k *kvTiers) storeAt(i int, h uint64, bytes float64) {
 	}
 }
 
-// load starts loading hashes (each a unit of unitToks tokens and bytes) into the GPU at now
-// and returns when the load ends. Each unit is taken from the first tier
-// holding it (and touched there); a lower tier's units cross its read link
-// and then the first tier's, pipelined.
-func (k *kvTiers) load(hashes []uint64, unitToks int, bytes float64, now sim.Time) sim.Time {
+// load starts loading into the GPU at now, and returns when the load ends:
+// hashes (prefix units of unitToks tokens and unitBytes each), then own
+// blocks [b0, b0+nOwn) of request id (blockToks tokens and blockBytes
+// each). Each unit is taken from the first tier holding it (and touched
+// there); a lower tier's units cross its read link and then the first
+// tier's, pipelined. Own blocks' tokens count in preemptHit, prefix
+// units' in TierHitTokens.
+func (k *kvTiers) load(hashes []uint64, unitToks int, unitBytes float64, id int64, b0, nOwn, blockToks int, blockBytes float64, now sim.Time) sim.Time {
 	var from [MaxTiers]float64
-	for _, h := range hashes {
-		i := k.where(h)
-		k.lru[i].touch(h)
+	take := func(key tierKey, toks int, bytes float64, hit *[MaxTiers]int64) {
+		i := k.where(key)
+		k.lru[i].touch(key)
 		from[i] += bytes
-		k.res.TierHitTokens[i] += int64(unitToks)
+		hit[i] += int64(toks)
+	}
+	for _, h := range hashes {
+		take(prefixKey(h), unitToks, unitBytes, &k.res.TierHitTokens)
+	}
+	for b := b0; b < b0+nOwn; b++ {
+		take(ownKey(id, b), blockToks, blockBytes, &k.res.TierPreemptHitTokens)
 	}
 	total := 0.0
 	end := now
@@ -285,8 +332,8 @@ func (k *kvTiers) check() {
 		t := &k.lru[i]
 		n, used := 0, 0.0
 		for v := t.head; v != nil; v = v.next {
-			if t.nodes[v.hash] != v {
-				panic(fmt.Sprintf("serve: tier %d: unit %x in the LRU list is not its map's", i, v.hash))
+			if t.nodes[v.key] != v {
+				panic(fmt.Sprintf("serve: tier %d: unit %+v in the LRU list is not its map's", i, v.key))
 			}
 			n++
 			used += v.bytes

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -67,9 +68,13 @@ func TestTierLoadArithmetic(t *testing.T) {
 				t.Fatalf("tier hits %d tokens, %g B loaded in %g s by %d loads; want 960, 960000, 0.005, 1",
 					res.TierHitTokens[0], res.TierLoadBytes[0], res.TierLoadSeconds[0], res.TierLoads)
 			}
-			// A stores its 15 units; B finds them all held (touched, not written).
-			if res.TierStoreBytes[0] != 960000 || res.TierStoreSeconds[0] != 0.005 {
-				t.Fatalf("stored %g B in %g s, want 960000 B, 0.005 s", res.TierStoreBytes[0], res.TierStoreSeconds[0])
+			// A stores its 15 units (960,000 B) and its own full blocks
+			// after them, 60 and 61 (1,000 tokens = 62 full blocks of 16;
+			// 2 × 16,000 B); C its 62 own blocks (992,000 B); B finds the
+			// units held (touched, not written) and stores its own 60, 61
+			// (32,000 B): 2,016,000 B over 192e6 B/s = 10.5 ms.
+			if res.TierStoreBytes[0] != 2016000 || math.Abs(res.TierStoreSeconds[0]-0.0105) > 1e-12 {
+				t.Fatalf("stored %g B in %g s, want 2016000 B, 0.0105 s", res.TierStoreBytes[0], res.TierStoreSeconds[0])
 			}
 			if res.PrefixHitTokens != 0 {
 				t.Fatalf("GPU prefix hits %d, want 0 (C evicted A's first unit)", res.PrefixHitTokens)
@@ -90,19 +95,19 @@ func TestTierEvictionOrder(t *testing.T) {
 	where := func() []int {
 		var w []int
 		for h := uint64(1); h <= 5; h++ {
-			w = append(w, k.where(h))
+			w = append(w, k.where(prefixKey(h)))
 		}
 		return w
 	}
-	k.store(1, 100)
-	k.store(2, 100)
-	k.store(1, 100) // touched: 2 is now the host's LRU
-	k.store(3, 100) // evicts 2 to disk
+	k.store(prefixKey(1), 100)
+	k.store(prefixKey(2), 100)
+	k.store(prefixKey(1), 100) // touched: 2 is now the host's LRU
+	k.store(prefixKey(3), 100) // evicts 2 to disk
 	if got, want := where(), []int{0, 1, 0, -1, -1}; !slices.Equal(got, want) {
 		t.Fatalf("after storing 1, 2, 1, 3: tiers %v, want %v", got, want)
 	}
-	k.store(4, 100) // evicts 1 (the host's LRU) to disk
-	k.store(5, 100) // evicts 3 to disk: disk holds 2, 1, 3 (full)
+	k.store(prefixKey(4), 100) // evicts 1 (the host's LRU) to disk
+	k.store(prefixKey(5), 100) // evicts 3 to disk: disk holds 2, 1, 3 (full)
 	if got, want := where(), []int{1, 1, 1, 0, 0}; !slices.Equal(got, want) {
 		t.Fatalf("after storing 4, 5: tiers %v, want %v", got, want)
 	}
@@ -114,20 +119,20 @@ func TestTierEvictionOrder(t *testing.T) {
 	// 100 B/s = 1 s, the host link carries both, 200 B at 1000 B/s =
 	// 0.2 s; pipelined, the load ends at max(1, 0.2) = 1 s. It moves no
 	// unit; it touches 2, so the disk's LRU is now 1.
-	if end := k.load([]uint64{2, 5}, 64, 100, 0); end != sim.Second {
+	if end := k.load([]uint64{2, 5}, 64, 100, 0, 0, 0, 0, 0, 0); end != sim.Second {
 		t.Fatalf("load ends at %v, want 1 s", end)
 	}
 	if res.TierLoadBytes != [MaxTiers]float64{200, 100} || res.TierHitTokens != [MaxTiers]int64{64, 64} {
 		t.Fatalf("loaded %v B, hits %v tokens; want [200 100], [64 64]", res.TierLoadBytes, res.TierHitTokens)
 	}
 	// Storing 6 evicts the host's LRU, 4, to disk, whose LRU, 1, goes.
-	k.store(6, 100)
-	if got, want := where(), []int{-1, 1, 1, 1, 0}; !slices.Equal(got, want) || k.where(6) != 0 {
-		t.Fatalf("after storing 6: tiers %v (6: %d), want %v (6: 0)", got, k.where(6), want)
+	k.store(prefixKey(6), 100)
+	if got, want := where(), []int{-1, 1, 1, 1, 0}; !slices.Equal(got, want) || k.where(prefixKey(6)) != 0 {
+		t.Fatalf("after storing 6: tiers %v (6: %d), want %v (6: 0)", got, k.where(prefixKey(6)), want)
 	}
 	// A second load queues behind the first on the host link, busy until
 	// 0.2 s: unit 5 at 0.1 s starts at 0.2 s and ends at 0.3 s.
-	if end := k.load([]uint64{5}, 64, 100, 100*sim.Millisecond); end != 300*sim.Millisecond {
+	if end := k.load([]uint64{5}, 64, 100, 0, 0, 0, 0, 0, 100*sim.Millisecond); end != 300*sim.Millisecond {
 		t.Fatalf("second load ends at %v, want 300 ms", end)
 	}
 	k.check()
@@ -159,11 +164,13 @@ func TestTierBigGPUUnchanged(t *testing.T) {
 // small GPU caches and small tiers, with the expensive invariant check
 // after every step (tiers within capacity, each unit once per tier, the
 // loading requests' blocks and references counted), and checks that every
-// request finishes and loads happen from both tiers.
+// request finishes and loads happen from both tiers, preempted requests'
+// own blocks among them (a fifth of the requests carry no prefix hashes:
+// their blocks are all their own).
 func TestRandomTierInvariants(t *testing.T) {
 	checkAll = true
 	defer func() { checkAll = false }()
-	var hits [MaxTiers]int64
+	var hits, own [MaxTiers]int64
 	var dropped int64
 	for seed := uint64(1); seed <= 24; seed++ {
 		r := rand.New(rand.NewPCG(seed, 8))
@@ -180,6 +187,9 @@ func TestRandomTierInvariants(t *testing.T) {
 		}
 		reqs := randomRequests(seed, 150)
 		for i := range reqs {
+			if i%5 == 4 {
+				continue
+			}
 			reqs[i].Prefix = hashesFrom(uint64(r.IntN(6)), reqs[i].PromptTokens/64)
 			reqs[i].PrefixBlockTokens = 64
 		}
@@ -191,12 +201,13 @@ func TestRandomTierInvariants(t *testing.T) {
 			}
 			for i := range hits {
 				hits[i] += res.TierHitTokens[i]
+				own[i] += res.TierPreemptHitTokens[i]
 			}
 			dropped += res.TierLoadsDropped
 		})
 	}
-	if hits[0] == 0 || hits[1] == 0 || dropped == 0 {
-		t.Fatalf("tier hits %v, loads dropped %d: a path is not exercised", hits, dropped)
+	if hits[0] == 0 || hits[1] == 0 || own[0] == 0 || own[1] == 0 || dropped == 0 {
+		t.Fatalf("tier hits %v, own-block hits %v, loads dropped %d: a path is not exercised", hits, own, dropped)
 	}
 }
 

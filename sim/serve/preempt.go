@@ -97,6 +97,12 @@ func (in *Instance) preempt(r *request, now sim.Time) {
 		in.swapped.insert(r)
 		return
 	}
+	if in.tiers != nil {
+		// Its full blocks are in the tiers (stored as computed); a load
+		// done before is spent, so readmission looks them up again.
+		in.storeTiers(r)
+		r.loadToks = 0
+	}
 	in.releaseKV(r, true)
 	in.w.res.RecomputeTokens += int64(r.computed)
 	r.dropped = r.computed

@@ -283,8 +283,10 @@ func (in *Instance) takeHits(r *request) {
 	in.w.res.PreemptHitTokens += int64(k * in.cfg.BlockSize)
 	if r.dropped > 0 {
 		// Only what is recomputed counts: the dropped KV less the hits.
-		in.w.res.RecomputeTokens -= int64(min(r.computed, r.dropped))
-		r.dropped = 0
+		// A tier load after them counts in allocLoad.
+		d := min(r.computed, r.dropped)
+		in.w.res.RecomputeTokens -= int64(d)
+		r.dropped -= d
 	}
 }
 

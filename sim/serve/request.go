@@ -50,11 +50,14 @@ type request struct {
 	// left in the cache as self units, and the KV tokens it dropped.
 	selfLo, selfHi int
 	dropped        int
-	// Loading from an offload tier: the units after its GPU hits (−1: its
-	// loaded KV was dropped, it looks in no tier again) and when the load
-	// ends.
-	loadUnits int
-	loadEnd   sim.Time
+	// Loading from an offload tier: the tokens loaded (> 0: the load is
+	// done or under way; −1: its loaded KV was dropped, it looks in no
+	// tier again until a preemption), the prefix units after its GPU hits
+	// and the own blocks after those, and when the load ends. ownStored
+	// is the end (a block index) of its own blocks stored in the tiers.
+	loadToks, loadUnits, loadOwn int
+	loadEnd                      sim.Time
+	ownStored                    int
 
 	// Decode bookkeeping: at decode counter value d0 the request had g0
 	// tokens generated and k0 tokens of KV. finishAt is the counter value

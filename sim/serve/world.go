@@ -99,7 +99,12 @@ type Result struct {
 	// seconds, and units evicted. TierLoads counts the requests that
 	// loaded, TierLoadWaitSeconds their time from admission to the load's
 	// end.
-	TierHitTokens                    [MaxTiers]int64
+	TierHitTokens [MaxTiers]int64
+	// TierPreemptHitTokens are the tokens of recompute-preempted
+	// requests' own blocks loaded back from each tier on readmission
+	// (instead of recomputed); TierPreemptLoads counts those loads.
+	TierPreemptHitTokens             [MaxTiers]int64
+	TierPreemptLoads                 int64
 	TierStoreBytes, TierStoreSeconds [MaxTiers]float64
 	TierLoadBytes, TierLoadSeconds   [MaxTiers]float64
 	TierEvictions                    [MaxTiers]int64

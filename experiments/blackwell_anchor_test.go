@@ -22,6 +22,10 @@ var trtllmV1 = []struct {
 	{"h100-70b-fp8.toml", 2, 4205},
 	{"h200-8b-fp8.toml", 1, 17744},
 	{"h100-8b-fp8.toml", 1, 15220},
+	// The same two 70B columns on the trtllm engine at trtllm-bench's own
+	// limits, kernels re-rated for TensorRT-LLM (calibrate.TRTLLMStack).
+	{"b200-70b-fp4-trtllm.toml", 1, 7007},
+	{"h200-70b-fp8-trtllm.toml", 1, 2909},
 }
 
 // TestBlackwellTRTLLMAnchor replays the published throughput scenarios of
@@ -53,6 +57,9 @@ func TestBlackwellTRTLLMAnchor(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if trt := strings.HasSuffix(c.file, "-trtllm.toml"); trt != strings.Contains(p.Kernel, "re-rated for TensorRT-LLM") {
+			t.Errorf("%s: kernels %q: want the TensorRT-LLM re-rating exactly on the trtllm runs", c.file, p.Kernel)
+		}
 		if n := r.counts(); n.Finished != n.Arrived || n.Arrived != 3000 {
 			t.Fatalf("%s: %d of %d requests finished", c.file, n.Finished, n.Arrived)
 		}
@@ -65,6 +72,7 @@ func TestBlackwellTRTLLMAnchor(t *testing.T) {
 		{"70B B200 FP4 / H200 FP8", "b200-70b-fp4", "h200-70b-fp8"},
 		{"70B H200 FP8 TP1 / H100 FP8 TP2", "h200-70b-fp8", "h100-70b-fp8"},
 		{"8B H200 / H100 FP8", "h200-8b-fp8", "h100-8b-fp8"},
+		{"70B B200 FP4 / H200 FP8, trtllm engine", "b200-70b-fp4-trtllm", "h200-70b-fp8-trtllm"},
 	} {
 		ps, pm := sim[r.num]/sim[r.den], meas[r.num]/meas[r.den]
 		fmt.Fprintf(&b, "| %s | %.2f | %.2f | %+.1f %% |\n", r.name, pm, ps, 100*(ps/pm-1))

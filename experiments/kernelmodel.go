@@ -115,10 +115,21 @@ func stackID(stack string) string {
 	return " " + digestOf(stack)
 }
 
-// kernelStack is the per-stack sentence of a kernel description, or "".
+// kernelStack is the per-stack sentence of a kernel description, or "":
+// from stackSep to its closing ", vLLM's" (what the engine wrapper appends
+// after it, engineKernel's notes, is not part of it).
 func kernelStack(desc string) string {
-	if i := strings.Index(desc, stackSep); i >= 0 {
-		return desc[i+len(stackSep):]
+	i := strings.Index(desc, stackSep)
+	if i < 0 {
+		return ""
 	}
-	return ""
+	st := desc[i+len(stackSep):]
+	if j := strings.LastIndex(st, stackEnd); j >= 0 {
+		st = st[:j+len(stackEnd)]
+	}
+	return st
 }
+
+// stackEnd closes calibrate.Stack.Describe's sentence (its unmeasured
+// classes, which the trtllm stack always lists).
+const stackEnd = "not measured, vLLM's"

@@ -259,7 +259,11 @@ func (s *Scenario) resolveTRTLLM(p *Plan, e *Engine) error {
 		def("engine.trtllm.cuda_graph_padding", t.CUDAGraphPadding, "CudaGraphConfig.enable_padding")
 	}
 	note("max_new_tokens assumed equal to each request's output length (a benchmark client's max_tokens)")
-	note("kernels: %s (vLLM/PyTorch-measured), TensorRT-LLM kernels not measured", strings.SplitN(p.Kernel, ";", 2)[0])
+	if st := kernelStack(p.Kernel); st != "" {
+		note("kernels: %s", st)
+	} else {
+		note("kernels: %s (vLLM/PyTorch-measured), TensorRT-LLM kernels not measured", strings.SplitN(p.Kernel, ";", 2)[0])
+	}
 	note("step CPU: the kernel profile's per-iteration overhead and %.3g µs/request (Sarathi-Serve's vLLM-stack fit), transferred; launches %g µs each (assumption)", v.PerRequestCPU*1e6, launchUs(e))
 	if p.Parallel.TP > 1 && !e.NoCustomAllReduce {
 		note("TP all-reduces priced as vLLM's custom all-reduce inside an NVLink domain, standing in for TensorRT-LLM's own (AllReduceStrategy AUTO): assumption")

@@ -73,7 +73,7 @@ func TestTRTLLMPerfOverviewAnchor(t *testing.T) {
 // TestEngineComparison runs two workloads on the embedded default
 // scenario's Llama-3.1-8B on one H100: its chat-like lognormal lengths at
 // 20 requests/s, and 2,000 requests of 1,000 + 1,000 tokens sent at once
-// (a trtllm-bench throughput run); each under vllm-v1 and under trtllm with
+// (a trtllm-bench throughput run); each under vllm-v1, sglang and trtllm with
 // its capacity policies, and prints the README's table ("TensorRT-LLM
 // engine").
 func TestEngineComparison(t *testing.T) {
@@ -94,6 +94,7 @@ func TestEngineComparison(t *testing.T) {
 			edit func(s *Scenario)
 		}{
 			{"vllm-v1", func(*Scenario) {}},
+			{"sglang", func(s *Scenario) { s.Engine = &Engine{Name: "sglang"} }},
 			{"trtllm", func(s *Scenario) { s.Engine = &Engine{Name: "trtllm"}; s.TRTLLMBase() }},
 			{"trtllm, chunked prefill", func(s *Scenario) {
 				s.Engine = &Engine{Name: "trtllm", TRTLLM: &TRTLLMEngine{EnableChunkedPrefill: true}}
@@ -114,6 +115,12 @@ func TestEngineComparison(t *testing.T) {
 			r, err := Run(p, "")
 			if err != nil {
 				t.Fatal(err)
+			}
+			if n := r.counts(); n.Finished != n.Arrived || n.Arrived != int64(s.Workload.Requests) {
+				t.Errorf("%s, %s: %d of %d requests finished", w.name, c.name, n.Finished, n.Arrived)
+			}
+			if strings.HasPrefix(c.name, "trtllm") != strings.Contains(p.Kernel, "for TensorRT-LLM") {
+				t.Errorf("%s, %s: kernels %q: the TensorRT-LLM stack sentence belongs to the trtllm runs only", w.name, c.name, p.Kernel)
 			}
 			m := r.Summary
 			fmt.Fprintf(&b, "| %s | %s | %.1f / %.1f | %.2f | %.0f | %.0f | %d |\n", w.name, c.name, m.TTFT.Median, m.TTFT.P99, m.TPOT.Median, m.E2E.Median, m.OutputThroughput, r.Result.Preemptions)

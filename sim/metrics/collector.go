@@ -1,9 +1,7 @@
 package metrics
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 
 	"github.com/servesim/servesim/sim"
 )
@@ -237,9 +235,10 @@ func (c *Collector) Summary() Summary {
 		s.Attainment = float64(c.good) / float64(total)
 	}
 
-	slices.Sort(c.ttft)
-	slices.Sort(c.tpot)
-	slices.Sort(c.e2e)
+	var scratch []float64
+	scratch = sortFloats(c.ttft, scratch)
+	scratch = sortFloats(c.tpot, scratch)
+	scratch = sortFloats(c.e2e, scratch)
 	s.TTFT = sampleStats(c.ttft)
 	s.TPOT = sampleStats(c.tpot)
 	s.E2E = sampleStats(c.e2e)
@@ -278,7 +277,7 @@ func (c *Collector) Summary() Summary {
 		dst *Stats
 	}{{c.queue, &s.Phases.Queue}, {c.prefill, &s.Phases.Prefill}, {c.xferWait, &s.Phases.TransferWait},
 		{c.xfer, &s.Phases.Transfer}, {c.decode, &s.Phases.Decode}} {
-		slices.Sort(ph.v)
+		scratch = sortFloats(ph.v, scratch)
 		*ph.dst = sampleStats(ph.v)
 	}
 	if len(c.classes) > 0 {
@@ -294,7 +293,7 @@ func (c *Collector) Summary() Summary {
 
 // sortMergeITL sorts runs by gap and merges equal gaps, in place.
 func sortMergeITL(runs []itlRun) []itlRun {
-	slices.SortFunc(runs, func(a, b itlRun) int { return cmp.Compare(a.gap, b.gap) })
+	sortITL(runs)
 	out := runs[:0]
 	for _, r := range runs {
 		if k := len(out) - 1; k >= 0 && out[k].gap == r.gap {

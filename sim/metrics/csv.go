@@ -156,7 +156,9 @@ func (sw *StepWriter) Flush() error {
 
 // appendFixed appends t in seconds (digits 9) or milliseconds (digits 6)
 // with exactly that many decimals, from integer nanoseconds, so no float
-// rounding is involved.
+// rounding is involved. The decimals are written from the right by
+// constant divisions (multiplications once compiled), not a division by a
+// varying power of ten per digit.
 func appendFixed(b []byte, t sim.Time, digits int) []byte {
 	u := uint64(t)
 	if t < 0 {
@@ -168,12 +170,14 @@ func appendFixed(b []byte, t sim.Time, digits int) []byte {
 		unit = 1e6
 	}
 	b = strconv.AppendUint(b, u/unit, 10)
-	b = append(b, '.')
 	frac := u % unit
-	for d := unit / 10; d > 0; d /= 10 {
-		b = append(b, byte('0'+frac/d%10))
+	var d [10]byte // '.' and up to 9 decimals
+	d[0] = '.'
+	for i := digits; i > 0; i-- {
+		d[i] = byte('0' + frac%10)
+		frac /= 10
 	}
-	return b
+	return append(b, d[:digits+1]...)
 }
 
 // appendCSVField appends s, quoted as encoding/csv would when it holds a

@@ -1,0 +1,71 @@
+package metrics
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/servesim/servesim/sim"
+)
+
+// TestSortFloatsMatchesSlicesSort checks the radix sort against slices.Sort
+// on seeded random samples: latencies (positive, many ties after rounding
+// to a nanosecond), signed values, and samples holding −0 or NaN (which take
+// the fallback). Equal results are compared bit for bit.
+func TestSortFloatsMatchesSlicesSort(t *testing.T) {
+	r := rand.New(rand.NewPCG(25, 1))
+	gen := map[string]func() float64{
+		"latency": func() float64 { return math.Round(r.ExpFloat64()*1e9) / 1e9 },
+		"signed":  func() float64 { return r.NormFloat64() * 1e3 },
+		"ties":    func() float64 { return float64(r.IntN(7)) },
+		"huge":    func() float64 { return math.Ldexp(r.Float64(), r.IntN(2000)-1000) },
+	}
+	for name, g := range gen {
+		for _, n := range []int{0, 1, 255, 256, 1000, 100_000} {
+			for _, special := range []float64{1, math.Copysign(0, -1), math.NaN()} {
+				v := make([]float64, n)
+				for i := range v {
+					v[i] = g()
+				}
+				if n > 0 {
+					v[r.IntN(n)] = special
+				}
+				want := slices.Clone(v)
+				slices.Sort(want)
+				sortFloats(v, nil)
+				for i := range v {
+					if math.Float64bits(v[i]) != math.Float64bits(want[i]) && !(v[i] != v[i] && want[i] != want[i]) {
+						t.Fatalf("%s n=%d special=%v: [%d] = %v, slices.Sort %v", name, n, special, i, v[i], want[i])
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestSortMergeITLMatchesReference checks the radix-sorted merge of ITL runs
+// against a comparison sort and merge on seeded random runs (negative gaps
+// included, though a run never records one).
+func TestSortMergeITLMatchesReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(25, 2))
+	for _, n := range []int{0, 3, 300, 50_000} {
+		runs := make([]itlRun, n)
+		for i := range runs {
+			runs[i] = itlRun{sim.Time(r.Int64N(5000) - 100), r.Int64N(9) + 1}
+		}
+		ref := slices.Clone(runs)
+		slices.SortStableFunc(ref, func(a, b itlRun) int { return int(a.gap - b.gap) })
+		var want []itlRun
+		for _, x := range ref {
+			if k := len(want) - 1; k >= 0 && want[k].gap == x.gap {
+				want[k].n += x.n
+				continue
+			}
+			want = append(want, x)
+		}
+		if got := sortMergeITL(runs); !slices.Equal(got, want) {
+			t.Fatalf("n=%d: merged runs differ (%d against %d)", n, len(got), len(want))
+		}
+	}
+}

@@ -42,6 +42,11 @@ type Speculative struct {
 	// step, in series with the step (0: not priced; no measurement is
 	// built in).
 	ProposerCPUUs float64 `toml:"proposer_cpu_us,omitempty" json:"proposer_cpu_us,omitempty"`
+	// Verify is how the target verifies: "decode" (default; V1: one
+	// decode of 1 + k query tokens) or "batch-expansion" (V0's
+	// BatchExpansionTop1Scorer: 1 + k single-token rows a request;
+	// serve.SpecStep.Expand).
+	Verify string `toml:"verify,omitempty" json:"verify,omitempty"`
 }
 
 // SpecMethods lists the methods, as vLLM spells them.
@@ -112,6 +117,8 @@ func (s *Scenario) resolveSpeculative(p *Plan) error {
 		return s.fieldError("speculative.proposer_cpu_us", "speculative-config", "%g must be in [0, 1e6] µs", sc.ProposerCPUUs)
 	case sc.ProposerCPUUs > 0 && sc.Method != "ngram":
 		return s.fieldError("speculative.proposer_cpu_us", "speculative-config", "is the n-gram proposer's CPU time; method %q drafts on the GPU", sc.Method)
+	case sc.Verify != "" && sc.Verify != "decode" && sc.Verify != "batch-expansion":
+		return s.fieldError("speculative.verify", "speculative-config", "%q: want decode (vLLM V1) or batch-expansion (vLLM V0's BatchExpansionTop1Scorer)", sc.Verify)
 	}
 	spec := &serve.Speculation{K: k}
 	if sc.Method != "ngram" {
@@ -139,7 +146,7 @@ func (s *Scenario) resolveSpeculative(p *Plan) error {
 	if err := spec.Validate(); err != nil {
 		return s.fieldError("speculative.acceptance_rates", "speculative-config", "%v", err)
 	}
-	timer := &serve.SpecStep{Target: p.Serve.Instance.Step, K: k, ProposerCPU: sc.ProposerCPUUs / 1e6}
+	timer := &serve.SpecStep{Target: p.Serve.Instance.Step, K: k, ProposerCPU: sc.ProposerCPUUs / 1e6, Expand: sc.Verify == "batch-expansion"}
 	if sc.Method != "ngram" {
 		d, err := s.specDraft(sc, p.Model)
 		if err != nil {

@@ -129,6 +129,7 @@ func TestSpeculativeErrors(t *testing.T) {
 		{"method = \"eagle\"\nnum_speculative_tokens = 2\nproposer_cpu_us = 5", `"speculative.proposer_cpu_us"`},
 		{"method = \"ngram\"\nnum_speculative_tokens = 2\nacceptance_trace = \"nope.txt\"", `"speculative.acceptance_trace"`},
 		{"method = \"eagle3\"\nnum_speculative_tokens = 2\nbogus = 1", "bogus"},
+		{"method = \"mtp\"\nnum_speculative_tokens = 1\nverify = \"mqa\"", `field "speculative.verify": "mqa": want decode`},
 	} {
 		s, err := Parse(strings.NewReader(specBase+"[speculative]\n"+c.table+"\n"), "spec.toml")
 		if err == nil {

@@ -14,8 +14,8 @@ import (
 // specConfig is --speculative-config: vLLM's JSON of SpeculativeConfig
 // (vllm/config/speculative.py), read into the scenario's [speculative]
 // table. Keys servesim reads: method, num_speculative_tokens, model, and
-// its own acceptance_rates, acceptance_trace, draft_vocab and
-// proposer_cpu_us; vLLM keys that change no simulated cost are accepted
+// and its own acceptance_rates, acceptance_trace, draft_vocab,
+// proposer_cpu_us and verify; vLLM keys that change no simulated cost are accepted
 // (specNoEffect); any other key is an error naming it.
 type specConfig struct{ s *experiments.Scenario }
 
@@ -56,7 +56,8 @@ func (f specConfig) Set(v string) error {
 	}
 	var unknown []string
 	known := map[string]bool{"method": true, "num_speculative_tokens": true, "model": true,
-		"acceptance_rates": true, "class_acceptance_rates": true, "acceptance_trace": true, "draft_vocab": true, "proposer_cpu_us": true}
+		"acceptance_rates": true, "class_acceptance_rates": true, "acceptance_trace": true, "draft_vocab": true, "proposer_cpu_us": true,
+		"verify": true}
 	clean := map[string]json.RawMessage{}
 	for k, raw := range keys {
 		switch {
@@ -69,7 +70,7 @@ func (f specConfig) Set(v string) error {
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return fmt.Errorf("unknown key %s (servesim reads method, num_speculative_tokens, model, acceptance_rates, class_acceptance_rates, acceptance_trace, draft_vocab, proposer_cpu_us)", strings.Join(unknown, ", "))
+		return fmt.Errorf("unknown key %s (servesim reads method, num_speculative_tokens, model, acceptance_rates, class_acceptance_rates, acceptance_trace, draft_vocab, proposer_cpu_us, verify)", strings.Join(unknown, ", "))
 	}
 	b, _ := json.Marshal(clean)
 	var sp experiments.Speculative

@@ -204,6 +204,18 @@ func (s *Speculation) Validate() error {
 // overhead of its own). An n-gram drafter (ngram_proposer.py, on the CPU)
 // costs ProposerCPU seconds a decoding request, in series with the step.
 //
+// Expand prices the verification as vLLM V0's BatchExpansionTop1Scorer
+// ran it (vllm/spec_decode/batch_expansion.py, v0.7: each request's 1 + K
+// tokens become 1 + K single-token sequences, row j attending over the
+// context plus j drafts, so the KV is read 1 + K times). V0 took it
+// whenever the target's attention backend was not FLASH_ATTN (an MLA
+// model's was not) or CUDA graphs were on (spec_decode_worker.py
+// create_worker: disable_mqa_scorer). Off, a verification is one decode of
+// 1 + K query tokens reading the KV once: V1's path for MLA backends with
+// QueryLenSupport.UNIFORM (FlashMLA, FlashInfer-MLA:
+// vllm/v1/attention/backends/mla/*.py raise reorder_batch_threshold to
+// 1 + K so verifications stay decodes).
+//
 // It sums the seconds it priced for the verification (the target's, less
 // its fixed per-iteration overhead) and for the drafter, which a run
 // reports (SpecStats); a run resets the sums when it starts.
@@ -212,13 +224,18 @@ type SpecStep struct {
 	Draft       StepTimer // nil: no GPU drafter
 	K           int
 	ProposerCPU float64
+	Expand      bool
 
 	verify, draft float64 // seconds priced since the last reset
 }
 
 // Step implements StepTimer.
 func (s *SpecStep) Step(b models.Batch) (seconds, flops, bytes float64) {
-	seconds, flops, bytes = s.Target.Step(b)
+	if s.Expand {
+		seconds, flops, bytes = s.Target.Step(ExpandVerify(b))
+	} else {
+		seconds, flops, bytes = s.Target.Step(b)
+	}
 	if b.Tokens() == 0 {
 		return
 	}
@@ -231,6 +248,23 @@ func (s *SpecStep) Step(b models.Batch) (seconds, flops, bytes float64) {
 	}
 	s.draft += d
 	return seconds + d, flops, bytes
+}
+
+// ExpandVerify returns b's verification as batch expansion runs it: each
+// decode's q = 1 + K query tokens as q decodes of one token, the j-th
+// (from 0) over the decode's context plus j, so the KV read is
+// q·Σc + decodes·q(q−1)/2 tokens (Σc is b.DecodeCtx). A batch without
+// speculative decodes is returned as it is.
+func ExpandVerify(b models.Batch) models.Batch {
+	q := b.Query()
+	if q == 1 {
+		return b
+	}
+	d := int64(b.Decodes)
+	b.DecodeCtx = int64(q)*b.DecodeCtx + d*int64(q*(q-1)/2)
+	b.Decodes *= q
+	b.DecodeQuery = 0
+	return b
 }
 
 // draftWork prices the drafter's K passes over b.

@@ -329,3 +329,51 @@ func TestSpecVerifyDraftSeconds(t *testing.T) {
 		t.Errorf("verification share %g", sh)
 	}
 }
+
+// recordTimer records the batch it was asked to price.
+type recordTimer struct{ got *models.Batch }
+
+func (r recordTimer) Step(b models.Batch) (float64, float64, float64) {
+	*r.got = b
+	return 1e-3, 0, 0
+}
+
+// TestExpandVerify: V0's batch expansion turns each decode's q = 1 + K
+// query tokens into q single-token decodes, row j over the context plus j.
+func TestExpandVerify(t *testing.T) {
+	for _, c := range []struct {
+		in, want models.Batch
+	}{
+		// 8 decodes, Σc = 800, q = 4: 32 decodes, 4·800 + 8·(4·3/2) = 3248.
+		{models.Batch{Decodes: 8, DecodeCtx: 800, DecodeQuery: 4}, models.Batch{Decodes: 32, DecodeCtx: 3248}},
+		// q = 2 with a prefill chunk beside: the chunk is left as it is;
+		// 3 decodes, Σc = 3·1001: 6 decodes, 2·3003 + 3·1 = 6009.
+		{models.Batch{Prefills: 1, PrefillTokens: 512, PrefillCtx: 100, PrefillPairs: 7, Decodes: 3, DecodeCtx: 3003, DecodeQuery: 2},
+			models.Batch{Prefills: 1, PrefillTokens: 512, PrefillCtx: 100, PrefillPairs: 7, Decodes: 6, DecodeCtx: 6009}},
+		// No speculative decodes (q = 1, or 0): unchanged.
+		{models.Batch{Decodes: 5, DecodeCtx: 50, DecodeQuery: 1}, models.Batch{Decodes: 5, DecodeCtx: 50, DecodeQuery: 1}},
+		{models.Batch{Prefills: 2, PrefillTokens: 64}, models.Batch{Prefills: 2, PrefillTokens: 64}},
+	} {
+		got := ExpandVerify(c.in)
+		if got != c.want {
+			t.Errorf("ExpandVerify(%+v) = %+v, want %+v", c.in, got, c.want)
+		}
+		if got.Tokens() != c.in.Tokens() {
+			t.Errorf("ExpandVerify(%+v) has %d tokens, want %d: expansion keeps the tokens", c.in, got.Tokens(), c.in.Tokens())
+		}
+		// SpecStep with Expand prices the expanded batch for the target.
+		var seen models.Batch
+		s := &SpecStep{Target: recordTimer{&seen}, K: max(c.in.Query()-1, 1), Expand: true}
+		s.Step(c.in)
+		if seen != c.want {
+			t.Errorf("SpecStep{Expand} priced %+v, want %+v", seen, c.want)
+		}
+	}
+	// Without Expand (V1) the target prices the verification as it is.
+	var seen models.Batch
+	b := models.Batch{Decodes: 8, DecodeCtx: 800, DecodeQuery: 4}
+	(&SpecStep{Target: recordTimer{&seen}, K: 3}).Step(b)
+	if seen != b {
+		t.Errorf("SpecStep without Expand priced %+v, want the batch %+v as it is", seen, b)
+	}
+}

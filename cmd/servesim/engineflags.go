@@ -40,7 +40,7 @@ func engineFlags(fs *pflag.FlagSet, s *experiments.Scenario) {
 	fs.IntVar(&e.MaxPrefillTokens, "max-prefill-tokens", 0, "sglang: tokens of a prefill batch at most (default 16384)")
 	fs.BoolVar(&e.DisableOverlapSchedule, "disable-overlap-schedule", false, "sglang: schedule, run and wait in series (no overlap scheduling)")
 	switchVar(fs, boolTo{&e.EnforceEager, true}, "disable-cuda-graph", "SGLang's name of --enforce-eager: no CUDA graphs")
-	fs.Var(specConfig{s}, "speculative-config", `speculative decoding, vLLM's JSON: '{"method": "eagle3", "num_speculative_tokens": 3}' (methods `+experiments.SpecMethods+`; also acceptance_rates, acceptance_trace, draft_vocab, proposer_cpu_us)`)
+	fs.Var(specConfig{s}, "speculative-config", `speculative decoding, vLLM's JSON: '{"method": "eagle3", "num_speculative_tokens": 3}' (methods `+experiments.SpecMethods+`; also acceptance_rates, acceptance_trace, draft_vocab, proposer_cpu_us, verify: decode or batch-expansion)`)
 }
 
 // engineScenarioFlags are the [engine] entries of scenarioFlags: src.Engine

@@ -66,16 +66,9 @@ func addSGLangFlags(fs *pflag.FlagSet, s *experiments.Scenario) *sglangArgs {
 	switchVar(fs, boolTo{&b.PrefixCaching, false}, "disable-radix-cache", "SGLang's name of --prefix-caching=false (an SGLang command line without it has prefix caching on)")
 	fs.IntVar(&b.BlockSize, "page-size", 0, "SGLang's name of --block-size")
 	for _, f := range sglangFlags {
-		if f.class == honoured {
-			continue
+		if f.class != honoured {
+			hiddenWord(fs, g.words, f.name, f.kind == vSwitch, fmt.Sprintf("SGLang's --%s (%s in servesim)", f.name, f.class))
 		}
-		w := &vllmWord{bool: f.kind == vSwitch}
-		g.words[f.name] = w
-		fs.Var(w, f.name, fmt.Sprintf("SGLang's --%s (%s in servesim)", f.name, f.class))
-		if w.bool {
-			fs.Lookup(f.name).NoOptDefVal = "true"
-		}
-		fs.MarkHidden(f.name)
 	}
 	return g
 }

@@ -49,16 +49,9 @@ func addTRTLLMFlags(fs *pflag.FlagSet, s *experiments.Scenario) *trtllmArgs {
 	fs.BoolVar(&g.chunked, "enable_chunked_prefill", false, "TensorRT-LLM's chunked prefill (selects --engine trtllm)")
 	fs.StringVar(&g.extra, "extra_llm_api_options", "", "a JSON (or simple YAML) file of TensorRT-LLM LLM-API options (selects --engine trtllm)")
 	for _, f := range trtllmFlags {
-		if f.class == honoured {
-			continue
+		if f.class != honoured {
+			hiddenWord(fs, g.words, f.name, f.kind == vSwitch, fmt.Sprintf("trtllm-serve's --%s (%s in servesim)", f.name, f.class))
 		}
-		w := &vllmWord{bool: f.kind == vSwitch}
-		g.words[f.name] = w
-		fs.Var(w, f.name, fmt.Sprintf("trtllm-serve's --%s (%s in servesim)", f.name, f.class))
-		if w.bool {
-			fs.Lookup(f.name).NoOptDefVal = "true"
-		}
-		fs.MarkHidden(f.name)
 	}
 	return g
 }

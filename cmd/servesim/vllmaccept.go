@@ -10,6 +10,20 @@ import (
 
 // vllmWord is a vLLM flag of vllmFlags that is not honoured: it keeps the
 // value given, for the run header or the error.
+// hiddenWord binds another server's flag that servesim does not honour
+// (no effect or refused) as a hidden word recorded in words, a switch
+// when isBool, so that pre-checks can name it.
+func hiddenWord(fs *pflag.FlagSet, words map[string]*vllmWord, name string, isBool bool, usage string) *vllmWord {
+	w := &vllmWord{bool: isBool}
+	words[name] = w
+	fs.Var(w, name, usage)
+	if isBool {
+		fs.Lookup(name).NoOptDefVal = "true"
+	}
+	fs.MarkHidden(name)
+	return w
+}
+
 type vllmWord struct {
 	val  string
 	bool bool
@@ -51,16 +65,10 @@ func addVLLMTable(fs *pflag.FlagSet) *vllmAccepted {
 			if fs.Lookup(name) != nil {
 				panic(fmt.Sprintf("vllmtable: --%s is bound already", name))
 			}
-			w := &vllmWord{bool: f.kind == vBool || f.kind == vSwitch || strings.HasPrefix(name, "no-")}
-			a.words[name] = w
-			fs.Var(w, name, fmt.Sprintf("vLLM's --%s (%s in servesim)", f.name, f.class))
-			switch {
-			case w.bool:
-				fs.Lookup(name).NoOptDefVal = "true"
-			case f.kind == vOpt:
+			hiddenWord(fs, a.words, name, f.kind == vBool || f.kind == vSwitch || strings.HasPrefix(name, "no-"), fmt.Sprintf("vLLM's --%s (%s in servesim)", f.name, f.class))
+			if f.kind == vOpt {
 				fs.Lookup(name).NoOptDefVal = "true"
 			}
-			fs.MarkHidden(name)
 		}
 	}
 	return a

@@ -1,0 +1,119 @@
+package metrics
+
+import (
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+)
+
+// intCases are edge cases of the integer formatters: 0, each power of ten
+// and its neighbours (where the digit count changes), the int64 and uint64
+// extremes.
+func intCases() []uint64 {
+	us := []uint64{0, math.MaxInt64, math.MaxInt64 + 1, math.MaxUint64}
+	for _, p := range pow10 {
+		us = append(us, p-1, p, p+1)
+	}
+	r := rand.New(rand.NewPCG(25, 4))
+	for range 20_000 {
+		us = append(us, r.Uint64()>>r.IntN(64))
+	}
+	return us
+}
+
+// TestAppendUintInt checks appendUint and appendInt against strconv, and
+// that they append to what b holds.
+func TestAppendUintInt(t *testing.T) {
+	for _, u := range intCases() {
+		if got, want := string(appendUint([]byte("x,"), u)), "x,"+strconv.FormatUint(u, 10); got != want {
+			t.Fatalf("appendUint(%d) = %q, want %q", u, got, want)
+		}
+		v := int64(u)
+		if got, want := string(appendInt([]byte("x,"), v)), "x,"+strconv.FormatInt(v, 10); got != want {
+			t.Fatalf("appendInt(%d) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+// shortestCases are floats for appendShortest: both sides of every bound of
+// its fast path (1, 10⁶ where %e starts, 2⁵³), integers with and without
+// trailing zeros, non-integers next to integers, zeros, NaN, infinities,
+// subnormals, and seeded random integers and bit patterns.
+func shortestCases() []float64 {
+	fs := []float64{0, math.Copysign(0, -1), 1, -1, 0.5, 1 - 0x1p-53, 1 + 0x1p-52, 9, 10, 999_999, 1e6, 1e6 + 1,
+		1_000_001.5, 1e7, 1.5e7, 123_456_789_012, 1.2794538868736e13, 2.5195883008e10, 1e15, 1e16,
+		1<<53 - 1, 1 << 53, 1<<53 + 2, 1 << 60, math.MaxFloat64, math.SmallestNonzeroFloat64, math.NaN(),
+		math.Inf(1), math.Inf(-1), -123456789}
+	for _, p := range pow10 {
+		f := float64(p)
+		fs = append(fs, f, f-1, f+1, math.Nextafter(f, 0), math.Nextafter(f, math.Inf(1)))
+	}
+	r := rand.New(rand.NewPCG(25, 5))
+	for range 50_000 {
+		fs = append(fs, float64(r.Uint64()>>r.IntN(64)), math.Float64frombits(r.Uint64()),
+			float64(r.IntN(1e6))*math.Pow(10, float64(r.IntN(12))))
+	}
+	return fs
+}
+
+// TestAppendShortest checks appendShortest against strconv's 'g', -1.
+func TestAppendShortest(t *testing.T) {
+	for _, f := range shortestCases() {
+		if got, want := string(appendShortest([]byte("x,"), f)), "x,"+strconv.FormatFloat(f, 'g', -1, 64); got != want {
+			t.Fatalf("appendShortest(%v [%#x]) = %q, want %q", f, math.Float64bits(f), got, want)
+		}
+	}
+}
+
+// FuzzAppendShortest compares appendShortest with strconv on any bit
+// pattern, and on the integer the bits make below 2⁵³ (the fast path).
+func FuzzAppendShortest(f *testing.F) {
+	for _, v := range shortestCases()[:200] {
+		f.Add(math.Float64bits(v))
+	}
+	f.Fuzz(func(t *testing.T, bits uint64) {
+		for _, v := range []float64{math.Float64frombits(bits), float64(bits >> 11)} {
+			if got, want := string(appendShortest(nil, v)), strconv.FormatFloat(v, 'g', -1, 64); got != want {
+				t.Fatalf("appendShortest(%v) = %q, want %q", v, got, want)
+			}
+		}
+	})
+}
+
+// sizeWriter records the length of every Write.
+type sizeWriter struct{ sizes []int }
+
+func (w *sizeWriter) Write(p []byte) (int, error) {
+	w.sizes = append(w.sizes, len(p))
+	return len(p), nil
+}
+
+// TestWriterChunks checks that the CSV writers hand their io.Writer chunks
+// of at least flushAt bytes (the last excepted) and nothing before the
+// first is full: 5,000 step rows of about 60 bytes (300 kB) come out as
+// two chunks and the rest at Flush.
+func TestWriterChunks(t *testing.T) {
+	var w sizeWriter
+	sw := NewStepWriter(&w)
+	s := Step{Start: 1500 * ms, Duration: 12345678, Decodes: 30, KVBlocksUsed: 700, KVBlocksTotal: 1000, FLOPs: 1.25e13, Bytes: 3e10}
+	for range 5000 {
+		if err := sw.Write(&s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for i, n := range w.sizes {
+		total += n
+		if i < len(w.sizes)-1 && n < flushAt {
+			t.Errorf("write %d of %d: %d bytes, want ≥ %d", i, len(w.sizes), n, flushAt)
+		}
+	}
+	row := len("0,1.500000000,0.012345678,0,0,30,700,1000,0,1.25e+13,3e+10\n")
+	if want := len(StepHeader) + 1 + 5000*row; total != want || len(w.sizes) != want/flushAt+1 {
+		t.Errorf("%d bytes in %d writes, want %d in %d", total, len(w.sizes), want, want/flushAt+1)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -115,5 +116,29 @@ func TestWriterChunks(t *testing.T) {
 	row := len("0,1.500000000,0.012345678,0,0,30,700,1000,0,1.25e+13,3e+10\n")
 	if want := len(StepHeader) + 1 + 5000*row; total != want || len(w.sizes) != want/flushAt+1 {
 		t.Errorf("%d bytes in %d writes, want %d in %d", total, len(w.sizes), want, want/flushAt+1)
+	}
+}
+
+// TestWriterAsyncError checks that a failed write of a full chunk, made
+// while rows go on, is returned by a later Write (the one that hands over
+// the next chunk) and again by Flush.
+func TestWriterAsyncError(t *testing.T) {
+	sw := NewStepWriter(failWriter{})
+	var err error
+	rows := 0
+	for ; rows < 20_000 && err == nil; rows++ {
+		err = sw.Write(&Step{FLOPs: 1.25e13, Bytes: 3e10})
+	}
+	if err == nil || !strings.HasPrefix(err.Error(), "metrics: writing steps") {
+		t.Fatalf("after %d rows: %v", rows, err)
+	}
+	// Rows are 54 bytes ("0,0.000000000,0.000000000,0,0,0,0,0,0,1.25e+13,3e+10\n"):
+	// the first chunk fills after about 2,400 rows and its failure shows
+	// when the second is handed over, after about 4,850.
+	if rows > 3*flushAt/54 {
+		t.Errorf("error seen after %d rows, want it by the second chunk", rows)
+	}
+	if err := sw.Flush(); err == nil {
+		t.Error("Flush after a failed write returned nil")
 	}
 }

@@ -2,24 +2,31 @@ package metrics
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/servesim/servesim/sim"
 )
 
 // Collector aggregates records and steps into a Summary. Per request it
-// keeps three float64s (TTFT, TPOT, E2E in ms) and, for Saturation, its
-// arrival, finish and output length, never the Record; per
-// AddITL call at most one (gap, count) pair; per step a few running sums.
+// keeps its TTFT and E2E (integer nanoseconds, which sort in fewer radix
+// passes than milliseconds as floats and give the same sorted milliseconds:
+// t ↦ float64(t)/1e6 is monotone), its TPOT (a float64, ms) and, for
+// Saturation, its arrival, finish and output length, never the Record; per
+// AddITL call at most one (gap, count) pair, in blocks; per step a few
+// running sums.
 // It is not safe for concurrent use: one run is single-threaded.
 type Collector struct {
 	slo SLO
 
-	ttft, tpot, e2e []float64 // ms
-	itl             []itlRun
-	// Phases (ms): queueing (arrival → scheduled) and prefill (scheduled →
+	ttft, e2e []sim.Time
+	tpot      []float64 // ms
+	// itl holds the ITL runs in blocks of itlBlock, never copied as they
+	// grow (600,000 runs of 16 bytes for the 100k-request default run).
+	itl [][]itlRun
+	// Phases: queueing (arrival → scheduled) and prefill (scheduled →
 	// first token) for every served request; transfer wait, transfer and
 	// decode for disaggregated ones.
-	queue, prefill, xferWait, xfer, decode []float64
+	queue, prefill, xferWait, xfer, decode []sim.Time
 	classes                                map[string]*Collector
 	// sat keeps each served request's arrival, finish and output tokens, in
 	// blocks of satBlock (never copied as they grow), and rejArr each
@@ -117,19 +124,19 @@ func (c *Collector) Add(r *Record) {
 		c.addServed(served{r.Arrival, r.Finish, int64(r.OutputTokens)})
 	}
 	if r.Scheduled >= r.Arrival && (r.Scheduled > 0 || r.Arrival == 0) {
-		c.queue = append(c.queue, (r.Scheduled - r.Arrival).Milliseconds())
-		c.prefill = append(c.prefill, (r.FirstToken - r.Scheduled).Milliseconds())
+		c.queue = append(c.queue, r.Scheduled-r.Arrival)
+		c.prefill = append(c.prefill, r.FirstToken-r.Scheduled)
 	}
 	if r.TransferEnd > 0 {
-		c.xferWait = append(c.xferWait, (r.TransferStart - r.FirstToken).Milliseconds())
-		c.xfer = append(c.xfer, (r.TransferEnd - r.TransferStart).Milliseconds())
-		c.decode = append(c.decode, (r.Finish - r.TransferEnd).Milliseconds())
+		c.xferWait = append(c.xferWait, r.TransferStart-r.FirstToken)
+		c.xfer = append(c.xfer, r.TransferEnd-r.TransferStart)
+		c.decode = append(c.decode, r.Finish-r.TransferEnd)
 	}
 	c.inTok += int64(r.PromptTokens)
 	c.outTok += int64(r.OutputTokens)
 	c.lastFinish = max(c.lastFinish, r.Finish)
-	c.ttft = append(c.ttft, r.TTFT().Milliseconds())
-	c.e2e = append(c.e2e, r.E2E().Milliseconds())
+	c.ttft = append(c.ttft, r.TTFT())
+	c.e2e = append(c.e2e, r.E2E())
 	if ms, ok := r.TPOT(); ok {
 		c.tpot = append(c.tpot, ms)
 	}
@@ -160,12 +167,22 @@ func (c *Collector) AddITL(gap sim.Time, n int) {
 	if n == 0 {
 		return
 	}
-	if k := len(c.itl) - 1; k >= 0 && c.itl[k].gap == gap {
-		c.itl[k].n += int64(n)
-		return
+	k := len(c.itl) - 1
+	if k >= 0 {
+		if b := c.itl[k]; len(b) > 0 && b[len(b)-1].gap == gap {
+			b[len(b)-1].n += int64(n)
+			return
+		}
 	}
-	c.itl = append(c.itl, itlRun{gap, int64(n)})
+	if k < 0 || len(c.itl[k]) == cap(c.itl[k]) {
+		c.itl = append(c.itl, make([]itlRun, 0, itlBlock))
+		k++
+	}
+	c.itl[k] = append(c.itl[k], itlRun{gap, int64(n)})
 }
+
+// itlBlock is the length of one block of Collector.itl: 128 KiB.
+const itlBlock = 8192
 
 // AddStep accounts for one model step. It panics if the step is
 // inconsistent (negative fields, more KV blocks used than there are).
@@ -235,17 +252,17 @@ func (c *Collector) Summary() Summary {
 		s.Attainment = float64(c.good) / float64(total)
 	}
 
-	var scratch []float64
-	scratch = sortFloats(c.ttft, scratch)
-	scratch = sortFloats(c.tpot, scratch)
-	scratch = sortFloats(c.e2e, scratch)
-	s.TTFT = sampleStats(c.ttft)
+	var ts []sim.Time
+	var ms []float64
+	ts, ms = timeStats(c.ttft, ts, ms, &s.TTFT)
+	ms = sortFloats(c.tpot, ms)
 	s.TPOT = sampleStats(c.tpot)
-	s.E2E = sampleStats(c.e2e)
-	c.itl = sortMergeITL(c.itl)
-	v := make([]float64, len(c.itl))
-	n := make([]int64, len(c.itl))
-	for i, r := range c.itl {
+	ts, ms = timeStats(c.e2e, ts, ms, &s.E2E)
+	itl := sortMergeITL(c.itl)
+	c.itl = [][]itlRun{itl}
+	v := make([]float64, len(itl))
+	n := make([]int64, len(itl))
+	for i, r := range itl {
 		v[i], n[i] = r.gap.Milliseconds(), r.n
 	}
 	s.ITL = weightedStats(v, n)
@@ -273,12 +290,11 @@ func (c *Collector) Summary() Summary {
 		s.BusyByInstance = append(s.BusyByInstance, b.Seconds())
 	}
 	for _, ph := range []struct {
-		v   []float64
+		v   []sim.Time
 		dst *Stats
 	}{{c.queue, &s.Phases.Queue}, {c.prefill, &s.Phases.Prefill}, {c.xferWait, &s.Phases.TransferWait},
 		{c.xfer, &s.Phases.Transfer}, {c.decode, &s.Phases.Decode}} {
-		scratch = sortFloats(ph.v, scratch)
-		*ph.dst = sampleStats(ph.v)
+		ts, ms = timeStats(ph.v, ts, ms, ph.dst)
 	}
 	if len(c.classes) > 0 {
 		s.ByClass = map[string]ClassSummary{}
@@ -291,16 +307,15 @@ func (c *Collector) Summary() Summary {
 	return s
 }
 
-// sortMergeITL sorts runs by gap and merges equal gaps, in place.
-func sortMergeITL(runs []itlRun) []itlRun {
-	sortITL(runs)
-	out := runs[:0]
-	for _, r := range runs {
-		if k := len(out) - 1; k >= 0 && out[k].gap == r.gap {
-			out[k].n += r.n
-			continue
-		}
-		out = append(out, r)
+// timeStats sorts the sample v in place (ts as scratch) and sets *dst to
+// the stats of its values in milliseconds, written into ms; it returns the
+// scratch slices for reuse.
+func timeStats(v, ts []sim.Time, ms []float64, dst *Stats) ([]sim.Time, []float64) {
+	ts = sortTimes(v, ts)
+	ms = slices.Grow(ms[:0], len(v))[:len(v)]
+	for i, t := range v {
+		ms[i] = t.Milliseconds()
 	}
-	return out
+	*dst = sampleStats(ms)
+	return ts, ms
 }

@@ -252,13 +252,14 @@ func (c *Collector) Summary() Summary {
 		s.Attainment = float64(c.good) / float64(total)
 	}
 
-	var ts []sim.Time
+	var scratch []uint64
 	var ms []float64
-	ts, ms = timeStats(c.ttft, ts, ms, &s.TTFT)
-	ms = sortFloats(c.tpot, ms)
+	scratch, ms = timeStats(c.ttft, scratch, ms, &s.TTFT)
+	scratch = sortFloats(c.tpot, scratch)
 	s.TPOT = sampleStats(c.tpot)
-	ts, ms = timeStats(c.e2e, ts, ms, &s.E2E)
-	itl := sortMergeITL(c.itl)
+	scratch, ms = timeStats(c.e2e, scratch, ms, &s.E2E)
+	var itl []itlRun
+	itl, scratch = sortMergeITL(c.itl, scratch)
 	c.itl = [][]itlRun{itl}
 	v := make([]float64, len(itl))
 	n := make([]int64, len(itl))
@@ -294,7 +295,7 @@ func (c *Collector) Summary() Summary {
 		dst *Stats
 	}{{c.queue, &s.Phases.Queue}, {c.prefill, &s.Phases.Prefill}, {c.xferWait, &s.Phases.TransferWait},
 		{c.xfer, &s.Phases.Transfer}, {c.decode, &s.Phases.Decode}} {
-		ts, ms = timeStats(ph.v, ts, ms, ph.dst)
+		scratch, ms = timeStats(ph.v, scratch, ms, ph.dst)
 	}
 	if len(c.classes) > 0 {
 		s.ByClass = map[string]ClassSummary{}
@@ -307,15 +308,15 @@ func (c *Collector) Summary() Summary {
 	return s
 }
 
-// timeStats sorts the sample v in place (ts as scratch) and sets *dst to
-// the stats of its values in milliseconds, written into ms; it returns the
-// scratch slices for reuse.
-func timeStats(v, ts []sim.Time, ms []float64, dst *Stats) ([]sim.Time, []float64) {
-	ts = sortTimes(v, ts)
+// timeStats sorts the sample v in place and sets *dst to the stats of its
+// values in milliseconds, written into ms; it returns the scratch slices for
+// reuse.
+func timeStats(v []sim.Time, scratch []uint64, ms []float64, dst *Stats) ([]uint64, []float64) {
+	scratch = sortTimes(v, scratch)
 	ms = slices.Grow(ms[:0], len(v))[:len(v)]
 	for i, t := range v {
 		ms[i] = t.Milliseconds()
 	}
 	*dst = sampleStats(ms)
-	return ts, ms
+	return scratch, ms
 }

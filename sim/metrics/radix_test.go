@@ -70,7 +70,7 @@ func TestSortMergeITLMatchesReference(t *testing.T) {
 			blocks = append(blocks, runs[i:min(i+1000, n)])
 		}
 		for _, bs := range [][][]itlRun{{slices.Clone(runs)}, blocks} {
-			if got := sortMergeITL(bs); !slices.Equal(got, want) {
+			if got, _ := sortMergeITL(bs, nil); !slices.Equal(got, want) {
 				t.Fatalf("n=%d in %d blocks: merged runs differ (%d against %d)", n, len(bs), len(got), len(want))
 			}
 		}

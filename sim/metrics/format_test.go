@@ -1,8 +1,11 @@
 package metrics
 
 import (
+	"bytes"
+	"io"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -90,38 +93,46 @@ func (w *sizeWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// TestWriterChunks checks that the CSV writers hand their io.Writer chunks
-// of at least flushAt bytes (the last excepted) and nothing before the
-// first is full: 5,000 step rows of about 60 bytes (300 kB) come out as
-// two chunks and the rest at Flush.
+// TestWriterChunks checks that the CSV writers hand their io.Writer one
+// write a chunk of chunkRows rows, in order, the header in the first, and
+// the rest at Flush: 5,000 rows of 59 bytes are writes of 2,048, 2,048
+// and 904 rows.
 func TestWriterChunks(t *testing.T) {
 	var w sizeWriter
-	sw := NewStepWriter(&w)
+	var buf bytes.Buffer
 	s := Step{Start: 1500 * ms, Duration: 12345678, Decodes: 30, KVBlocksUsed: 700, KVBlocksTotal: 1000, FLOPs: 1.25e13, Bytes: 3e10}
-	for range 5000 {
-		if err := sw.Write(&s); err != nil {
+	for _, out := range []io.Writer{&w, &buf} {
+		sw := NewStepWriter(out)
+		for i := range 5000 {
+			s.Instance = i % 10
+			if err := sw.Write(&s); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := sw.Flush(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := sw.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	total := 0
-	for i, n := range w.sizes {
-		total += n
-		if i < len(w.sizes)-1 && n < flushAt {
-			t.Errorf("write %d of %d: %d bytes, want ≥ %d", i, len(w.sizes), n, flushAt)
-		}
-	}
 	row := len("0,1.500000000,0.012345678,0,0,30,700,1000,0,1.25e+13,3e+10\n")
-	if want := len(StepHeader) + 1 + 5000*row; total != want || len(w.sizes) != want/flushAt+1 {
-		t.Errorf("%d bytes in %d writes, want %d in %d", total, len(w.sizes), want, want/flushAt+1)
+	want := []int{len(StepHeader) + 1 + 2048*row, 2048 * row, 904 * row}
+	if !slices.Equal(w.sizes, want) {
+		t.Errorf("writes of %v bytes, want %v", w.sizes, want)
+	}
+	// The bytes are those of formatting in line, rows in order.
+	var inline []byte
+	inline = append(inline, StepHeader+"\n"...)
+	for i := range 5000 {
+		s.Instance = i % 10
+		inline = appendStep(inline, &s)
+	}
+	if !bytes.Equal(buf.Bytes(), inline) {
+		t.Error("rows written by the chunk goroutines differ from rows formatted in line")
 	}
 }
 
-// TestWriterAsyncError checks that a failed write of a full chunk, made
-// while rows go on, is returned by a later Write (the one that hands over
-// the next chunk) and again by Flush.
+// TestWriterAsyncError checks that a failed write of a chunk, made while
+// rows go on, is returned by the Write that hands over the next chunk
+// (row 2 × 2,048) and again by Flush.
 func TestWriterAsyncError(t *testing.T) {
 	sw := NewStepWriter(failWriter{})
 	var err error
@@ -132,11 +143,8 @@ func TestWriterAsyncError(t *testing.T) {
 	if err == nil || !strings.HasPrefix(err.Error(), "metrics: writing steps") {
 		t.Fatalf("after %d rows: %v", rows, err)
 	}
-	// Rows are 54 bytes ("0,0.000000000,0.000000000,0,0,0,0,0,0,1.25e+13,3e+10\n"):
-	// the first chunk fills after about 2,400 rows and its failure shows
-	// when the second is handed over, after about 4,850.
-	if rows > 3*flushAt/54 {
-		t.Errorf("error seen after %d rows, want it by the second chunk", rows)
+	if rows != 2*chunkRows {
+		t.Errorf("error seen at row %d, want %d", rows, 2*chunkRows)
 	}
 	if err := sw.Flush(); err == nil {
 		t.Error("Flush after a failed write returned nil")

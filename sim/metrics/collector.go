@@ -252,25 +252,38 @@ func (c *Collector) Summary() Summary {
 		s.Attainment = float64(c.good) / float64(total)
 	}
 
+	// The ITL runs and the saturation judgement (about half the work for a
+	// 100k-request run) are computed by a goroutine while the samples are
+	// sorted here; each writes only its own fields of s.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		itl, _ := sortMergeITL(c.itl, nil)
+		c.itl = [][]itlRun{itl}
+		v := make([]float64, len(itl))
+		n := make([]int64, len(itl))
+		for i, r := range itl {
+			v[i], n[i] = r.gap.Milliseconds(), r.n
+		}
+		s.ITL = weightedStats(v, n)
+		if !c.noSat {
+			s.Saturation = saturation(c.sat, c.rejArr)
+		}
+	}()
 	var scratch []uint64
 	var ms []float64
 	scratch, ms = timeStats(c.ttft, scratch, ms, &s.TTFT)
 	scratch = sortFloats(c.tpot, scratch)
 	s.TPOT = sampleStats(c.tpot)
 	scratch, ms = timeStats(c.e2e, scratch, ms, &s.E2E)
-	var itl []itlRun
-	itl, scratch = sortMergeITL(c.itl, scratch)
-	c.itl = [][]itlRun{itl}
-	v := make([]float64, len(itl))
-	n := make([]int64, len(itl))
-	for i, r := range itl {
-		v[i], n[i] = r.gap.Milliseconds(), r.n
+	for _, ph := range []struct {
+		v   []sim.Time
+		dst *Stats
+	}{{c.queue, &s.Phases.Queue}, {c.prefill, &s.Phases.Prefill}, {c.xferWait, &s.Phases.TransferWait},
+		{c.xfer, &s.Phases.Transfer}, {c.decode, &s.Phases.Decode}} {
+		scratch, ms = timeStats(ph.v, scratch, ms, ph.dst)
 	}
-	s.ITL = weightedStats(v, n)
-
-	if !c.noSat {
-		s.Saturation = saturation(c.sat, c.rejArr)
-	}
+	<-done
 	if c.steps > 0 {
 		s.MeanBatch = float64(c.batch) / float64(c.steps)
 	}
@@ -289,13 +302,6 @@ func (c *Collector) Summary() Summary {
 	}
 	for _, b := range c.busyBy {
 		s.BusyByInstance = append(s.BusyByInstance, b.Seconds())
-	}
-	for _, ph := range []struct {
-		v   []sim.Time
-		dst *Stats
-	}{{c.queue, &s.Phases.Queue}, {c.prefill, &s.Phases.Prefill}, {c.xferWait, &s.Phases.TransferWait},
-		{c.xfer, &s.Phases.Transfer}, {c.decode, &s.Phases.Decode}} {
-		scratch, ms = timeStats(ph.v, scratch, ms, ph.dst)
 	}
 	if len(c.classes) > 0 {
 		s.ByClass = map[string]ClassSummary{}

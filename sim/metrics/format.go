@@ -61,6 +61,9 @@ func grow(b []byte, n int) ([]byte, []byte) {
 
 // appendUint is strconv.AppendUint(b, u, 10).
 func appendUint(b []byte, u uint64) []byte {
+	if u < 10 { // most counts of a step (prefills, preempted, often decodes)
+		return append(b, byte('0'+u))
+	}
 	b, d := grow(b, decLen(u))
 	putDigits(d, u)
 	return b

@@ -116,7 +116,7 @@ func sortMergeITL(blocks [][]itlRun, scratch []uint64) ([]itlRun, []uint64) {
 	if n == 0 {
 		return nil, scratch
 	}
-	out := make([]itlRun, 0, n)
+	var out []itlRun
 	add := func(gap sim.Time, c int64) {
 		if k := len(out) - 1; k >= 0 && out[k].gap == gap {
 			out[k].n += c
@@ -128,6 +128,7 @@ func sortMergeITL(blocks [][]itlRun, scratch []uint64) ([]itlRun, []uint64) {
 	if n < radixMin || bits.Len64(uint64(hi-lo))+nb > 64 {
 		runs := slices.Concat(blocks...)
 		slices.SortFunc(runs, func(a, b itlRun) int { return cmp.Compare(a.gap, b.gap) })
+		out = runs[:0] // merged in place: out never passes the run it reads
 		for _, r := range runs {
 			add(r.gap, r.n)
 		}
@@ -141,8 +142,16 @@ func sortMergeITL(blocks [][]itlRun, scratch []uint64) ([]itlRun, []uint64) {
 			i++
 		}
 	}
+	sorted := radix(packed, scratch[n:2*n], nb)
+	distinct := 1 // out is allocated to the merged length (the 1M-request run's peak memory)
+	for i := 1; i < n; i++ {
+		if sorted[i]>>nb != sorted[i-1]>>nb {
+			distinct++
+		}
+	}
+	out = make([]itlRun, 0, distinct)
 	mask := uint64(1)<<nb - 1
-	for _, p := range radix(packed, scratch[n:2*n], nb) {
+	for _, p := range sorted {
 		add(lo+sim.Time(p>>nb), int64(p&mask))
 	}
 	return out, scratch

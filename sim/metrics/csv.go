@@ -3,7 +3,6 @@ package metrics
 import (
 	"fmt"
 	"io"
-	"strconv"
 )
 
 // RecordHeader is the header line of the per-request CSV (records.csv).
@@ -163,7 +162,7 @@ func appendRecord(b []byte, r *Record) []byte {
 	}
 	b = append(b, ',')
 	if ms, ok := r.TPOT(); served && ok {
-		b = strconv.AppendFloat(b, ms, 'f', 6, 64)
+		b = appendMs6(b, ms)
 	}
 	b = append(b, ',')
 	if served {

@@ -143,3 +143,46 @@ func appendShortest(b []byte, f float64) []byte {
 	d[0], d[1], d[2], d[3], d[4] = byte('0'+u), 'e', '+', digitPairs[2*exp], digitPairs[2*exp+1]
 	return b
 }
+
+// appendMs6 is strconv.AppendFloat(b, x, 'f', 6, 64) (tpot_ms): x rounded
+// to 6 decimals from its exact binary value, a tie to even, as strconv
+// rounds. For 0 ≤ x < 2⁴⁰ (a TPOT is milliseconds) x = m·2^e exactly, so
+// x·10⁶ = m·10⁶·2^e is the 128-bit product m·10⁶ shifted right by −e: the
+// quotient is the digits, the bits shifted out decide the rounding. Other
+// values go to strconv.
+func appendMs6(b []byte, x float64) []byte {
+	if !(x >= 0 && x < 1<<40) || math.Signbit(x) { // −0 prints as "-0.000000"
+		return strconv.AppendFloat(b, x, 'f', 6, 64)
+	}
+	fb := math.Float64bits(x)
+	m, be := fb&(1<<52-1), int(fb>>52)
+	if be == 0 { // zero or subnormal: m·2^(1−1075)
+		be = 1
+	} else {
+		m |= 1 << 52
+	}
+	sh := uint(1075 - be) // x = m·2^−sh; sh ≥ 1075−1063 = 12 since x < 2⁴⁰
+	hi, lo := bits.Mul64(m, 1e6)
+	var q uint64
+	var up bool
+	switch {
+	case sh < 64:
+		q = hi<<(64-sh) | lo>>sh
+		rem, half := lo&(1<<sh-1), uint64(1)<<(sh-1)
+		up = rem > half || (rem == half && q&1 == 1)
+	case sh < 128:
+		q = hi >> (sh - 64)
+		remHi := hi & (1<<(sh-64) - 1)
+		if sh == 64 { // half is 2⁶³ in the low word
+			up = lo > 1<<63 || (lo == 1<<63 && q&1 == 1)
+		} else {
+			halfHi := uint64(1) << (sh - 65)
+			up = remHi > halfHi || (remHi == halfHi && (lo > 0 || q&1 == 1))
+		}
+	default: // m·10⁶ < 2⁷³ ≤ 2^(sh−1): below half of one unit
+	}
+	if up {
+		q++
+	}
+	return appendFixed(b, sim.Time(q), 6)
+}

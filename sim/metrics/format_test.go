@@ -150,3 +150,49 @@ func TestWriterAsyncError(t *testing.T) {
 		t.Error("Flush after a failed write returned nil")
 	}
 }
+
+// ms6Cases are values for appendMs6: exact ties at the 6th decimal (dyadic
+// values such as 2⁻⁷ = 0.0078125, which round to even), their neighbours,
+// zero, subnormals, both sides of 2⁴⁰, non-finite values, and seeded
+// quotients made the way a TPOT is: nanoseconds / 1e6 / (tokens − 1).
+func ms6Cases() []float64 {
+	fs := []float64{0, math.Copysign(0, -1), math.SmallestNonzeroFloat64, 0x1p-1022, 5e-7, 4.9999999e-7, 1e-6,
+		0.0078125, 0.0234375, 123.0078125, 1.0000005, 1 << 40, math.Nextafter(1<<40, 0), 1e15, math.MaxFloat64,
+		math.NaN(), math.Inf(1), -1.5, 0.5, 0.9999995, 9.9999995}
+	for k := -30; k <= 39; k++ {
+		for _, j := range []float64{1, 3, 5, 7, 15625, 46875} {
+			f := math.Ldexp(j, k)
+			fs = append(fs, f, math.Nextafter(f, 0), math.Nextafter(f, math.Inf(1)))
+		}
+	}
+	r := rand.New(rand.NewPCG(25, 7))
+	for range 100_000 {
+		ns := r.Int64N(1 << r.IntN(45))
+		fs = append(fs, float64(ns)/1e6/float64(1+r.IntN(2000)), math.Float64frombits(r.Uint64()>>1)) // the second: any non-negative bits
+	}
+	return fs
+}
+
+// TestAppendMs6 checks appendMs6 against strconv's 'f', 6.
+func TestAppendMs6(t *testing.T) {
+	for _, f := range ms6Cases() {
+		if got, want := string(appendMs6([]byte("x,"), f)), "x,"+strconv.FormatFloat(f, 'f', 6, 64); got != want {
+			t.Fatalf("appendMs6(%v [%#x]) = %q, want %q", f, math.Float64bits(f), got, want)
+		}
+	}
+}
+
+// FuzzAppendMs6 compares appendMs6 with strconv on any bit pattern, and on
+// the value the bits make below 2⁴⁰ (the exact path).
+func FuzzAppendMs6(f *testing.F) {
+	for _, v := range ms6Cases()[:300] {
+		f.Add(math.Float64bits(v))
+	}
+	f.Fuzz(func(t *testing.T, bits uint64) {
+		for _, v := range []float64{math.Float64frombits(bits), math.Ldexp(float64(bits>>11), -int(bits%64))} {
+			if got, want := string(appendMs6(nil, v)), strconv.FormatFloat(v, 'f', 6, 64); got != want {
+				t.Fatalf("appendMs6(%v) = %q, want %q", v, got, want)
+			}
+		}
+	})
+}

@@ -266,7 +266,7 @@ func sglangFlagTableMarkdown() string {
 // TestSGLangFlagTableInREADME: README's table of SGLang's flags is
 // sglangFlagTableMarkdown's (SERVESIM_UPDATE_README=1 prints it to paste).
 func TestSGLangFlagTableInREADME(t *testing.T) {
-	readmeHasTable(t, sglangFlagTableMarkdown(), "SGLang flags rendered from sglangFlags")
+	docHasTable(t, "docs/vllm-sglang.md", sglangFlagTableMarkdown(), "SGLang flags rendered from sglangFlags")
 }
 
 // TestSGLangPPMaxRunning: on the embedded default (the sglang engine),

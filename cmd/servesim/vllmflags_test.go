@@ -253,7 +253,7 @@ func vllmFlagTableMarkdown() string {
 // TestVLLMFlagTableInREADME: README's table of every vLLM flag is
 // vllmFlagTableMarkdown's (SERVESIM_UPDATE_README=1 prints it to paste).
 func TestVLLMFlagTableInREADME(t *testing.T) {
-	readmeHasTable(t, vllmFlagTableMarkdown(), "vLLM flags rendered from vllmFlags")
+	docHasTable(t, "docs/vllm-sglang.md", vllmFlagTableMarkdown(), "vLLM flags rendered from vllmFlags")
 }
 
 // TestCheckpointPrecision: a quantized checkpoint named by --model runs at

@@ -89,7 +89,7 @@ func TestDocsEngineComparison(t *testing.T) {
 		}
 		for j, g := range got {
 			if !sameFigure(cells[j+2], g) {
-				t.Errorf("%s, %s: the page says %s, servesim %s prints %.4g", cells[0], strings.Split(strings.Trim(header, "| "), " | ")[j+2], cells[j+2], strings.Join(args, " "), g)
+				t.Errorf("%s, %s: the page says %s, servesim %s prints %s", cells[0], strings.Split(strings.Trim(header, "| "), " | ")[j+2], cells[j+2], strings.Join(args, " "), strconv.FormatFloat(g, 'f', -1, 64))
 			}
 		}
 	}

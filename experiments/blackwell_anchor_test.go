@@ -67,7 +67,7 @@ func TestBlackwellTRTLLMAnchor(t *testing.T) {
 		if c.file == "b200-70b-fp4-trtllm.toml" && !strings.Contains(strings.Join(p.EngineNotes, "\n"), "kernels: b200 profile re-rated for TensorRT-LLM: FP4 GEMMs compute × ") {
 			t.Errorf("%s: the engine notes do not say which stack priced the kernels: %q", c.file, p.EngineNotes)
 		}
-		if n := r.counts(); n.Finished != n.Arrived || n.Arrived != int64(s.Workload.Requests) {
+		if n := r.Counts(); n.Finished != n.Arrived || n.Arrived != int64(s.Workload.Requests) {
 			t.Fatalf("%s: %d of %d requests finished", c.file, n.Finished, n.Arrived)
 		}
 		key := strings.TrimSuffix(c.file, ".toml")

@@ -9,5 +9,5 @@ func (s Scenario) dataPath(p string) (string, error) {
 	if r, ok, err := datasets.Lookup(p); ok || err != nil {
 		return r, err
 	}
-	return s.path(p), nil
+	return s.Path(p), nil
 }

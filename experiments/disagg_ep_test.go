@@ -45,7 +45,7 @@ func TestDisaggExpertPools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := r.counts()
+	c := r.Counts()
 	if c.Arrived != 240 || c.Finished+c.Rejected != c.Arrived || c.Finished == 0 {
 		t.Errorf("arrived %d, finished %d, rejected %d", c.Arrived, c.Finished, c.Rejected)
 	}

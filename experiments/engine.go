@@ -204,7 +204,7 @@ func (s *Scenario) resolveEngine(p *Plan) error {
 // no measurement.
 func (s *Scenario) frontEndRequest(g *hardware.GPU, e *Engine) (float64, string) {
 	const field = "engine.front_end_request_ms"
-	if o, ok := s.origin(field); ok || e.RequestMs != 0 {
+	if o, ok := s.Origin(field); ok || e.RequestMs != 0 {
 		switch {
 		case ok && o == byFlag:
 			return e.RequestMs, "set by --front-end-request-ms"
@@ -245,7 +245,7 @@ func (s *Scenario) profilePerRequest(p *Plan) (float64, error) {
 		}
 	case "roofline":
 	default:
-		b, err := calibrate.LoadProfile(s.path(prof))
+		b, err := calibrate.LoadProfile(s.Path(prof))
 		if err != nil {
 			return 0, fmt.Errorf("%w (field \"hardware.profile\", flag --profile)", err)
 		}

@@ -81,7 +81,7 @@ func (s *Scenario) engineKernel(k hardware.KernelModel, desc, id string, g *hard
 		return k, desc + fmt.Sprintf("; NCCL all-reduces (no vLLM custom all-reduce at tp %d on %s)", tp, g.Name), id, nil
 	}
 	desc += fmt.Sprintf("; vLLM custom all-reduce below %.3g MiB (%.3g µs/stage)", ar.MaxBytes/(1<<20), ar.Latency*1e6)
-	return hardware.CustomARKernel{K: k, GPU: g, TP: tp, AR: ar}, desc, id + " custom-ar " + digestOf(ar), nil
+	return hardware.CustomARKernel{K: k, GPU: g, TP: tp, AR: ar}, desc, id + " custom-ar " + DigestOf(ar), nil
 }
 
 // planMemory sizes the pool's KV cache: as vLLM's memory profiling does

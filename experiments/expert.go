@@ -66,8 +66,8 @@ type ExpertSummary struct {
 	CommSlowdown float64 `json:"tbo_compute_slowdown,omitempty"`
 }
 
-// dp returns the scenario's data-parallel ranks, 1 when omitted.
-func (s *Scenario) dp() int { return max(1, s.DP) }
+// Ranks returns the scenario's data-parallel ranks, 1 when omitted.
+func (s *Scenario) Ranks() int { return max(1, s.DP) }
 
 // ep reports whether the scenario shards the experts.
 func (s *Scenario) ep() bool { return s.ExpertParallel }
@@ -77,7 +77,7 @@ func (s *Scenario) ep() bool { return s.ExpertParallel }
 // decode pool's disagg.decode_* ones.
 type poolEP struct {
 	prefix   string // "" or "disagg.decode_": names the fields in errors
-	dp       int
+	Ranks    int
 	ep       bool
 	all2all  string
 	tbo      bool
@@ -86,13 +86,13 @@ type poolEP struct {
 
 // prefillEP is the colocated or prefill pool's fields.
 func (s *Scenario) prefillEP() poolEP {
-	return poolEP{dp: s.DP, ep: s.ExpertParallel, all2all: s.All2All, tbo: s.TwoBatchOverlap, explicit: s.Explicit("dp")}
+	return poolEP{Ranks: s.DP, ep: s.ExpertParallel, all2all: s.All2All, tbo: s.TwoBatchOverlap, explicit: s.Explicit("dp")}
 }
 
 // decodeEP is the decode pool's fields with the prefill pool's defaults.
 func (s *Scenario) decodeEP() poolEP {
 	d := s.Disagg
-	e := poolEP{prefix: "disagg.decode_", dp: d.DecodeDP, ep: d.DecodeExpertParallel, all2all: d.DecodeAll2All, tbo: d.DecodeTwoBatchOverlap, explicit: s.Explicit("disagg.decode_dp")}
+	e := poolEP{prefix: "disagg.decode_", Ranks: d.DecodeDP, ep: d.DecodeExpertParallel, all2all: d.DecodeAll2All, tbo: d.DecodeTwoBatchOverlap, explicit: s.Explicit("disagg.decode_dp")}
 	if !s.Explicit("disagg.decode_expert_parallel") {
 		e.ep = s.ExpertParallel
 	}
@@ -160,10 +160,10 @@ func (s *Scenario) checkEPLayout(m *models.Model, tp int, pe poolEP) (models.Exp
 		}
 		return name
 	}
-	if pe.dp < 0 || pe.dp > models.MaxEP || (pe.dp == 0 && pe.explicit) {
-		return e, s.fieldError(f("dp"), fl("dp"), "%d must be in [1, %d]; omit it for the default (1)", pe.dp, models.MaxEP)
+	if pe.Ranks < 0 || pe.Ranks > models.MaxEP || (pe.Ranks == 0 && pe.explicit) {
+		return e, s.fieldError(f("dp"), fl("dp"), "%d must be in [1, %d]; omit it for the default (1)", pe.Ranks, models.MaxEP)
 	}
-	dp := max(1, pe.dp)
+	Ranks := max(1, pe.Ranks)
 	if pe.prefix == "" && !s.ep() && !(s.Disagg.DecodeReplicas > 0 && s.decodeEP().ep) {
 		// The shared expert fields need expert parallelism in some pool.
 		for _, f := range []struct {
@@ -226,7 +226,7 @@ func (s *Scenario) checkEPLayout(m *models.Model, tp int, pe poolEP) (models.Exp
 	default:
 		return e, s.fieldError("tbo_schedule", "", "unknown schedule %q (known: %s, %s)", s.TBOSchedule, hardware.TBOScheduleVLLM, hardware.TBOScheduleSGLang)
 	}
-	e = models.ExpertParallel{Size: dp * tp, DP: dp, Redundant: s.RedundantExperts, Skew: skew}
+	e = models.ExpertParallel{Size: Ranks * tp, DP: Ranks, Redundant: s.RedundantExperts, Skew: skew}
 	if !e.On() {
 		return e, s.fieldError(f("expert_parallel"), fl("enable-expert-parallel"), "the EP group is dp × tp = 1 GPU: expert parallelism needs at least 2 (raise dp or tp)")
 	}
@@ -255,7 +255,7 @@ func (s *Scenario) tbo(pe poolEP) *hardware.TBO {
 // newExpertStep wraps the pool's step model with the all-to-all pricing
 // and its two-batch overlap.
 func (s *Scenario) newExpertStep(p *PoolPlan, pe poolEP) error {
-	node, err := s.gpusPerNode(p.GPU)
+	node, err := s.NodeGPUs(p.GPU)
 	if err != nil {
 		return err
 	}
@@ -287,7 +287,7 @@ func (s *Scenario) newExpertStep(p *PoolPlan, pe poolEP) error {
 type poolLayout struct {
 	label     string // "" or "Decode pool: "
 	pool      *PoolPlan
-	dp        int
+	Ranks     int
 	instances int
 	tbo       bool
 	stats     hardware.ExpertStats
@@ -302,10 +302,10 @@ func (r *Report) poolLayouts() []poolLayout {
 	p := r.Plan
 	s := p.Scenario
 	res := r.Result
-	out := []poolLayout{{pool: &p.PoolPlan, dp: s.dp(), instances: p.Replicas, tbo: s.TwoBatchOverlap, stats: poolStats(&p.PoolPlan, r.ExpertStats, r.PipelineStats),
+	out := []poolLayout{{pool: &p.PoolPlan, Ranks: s.Ranks(), instances: p.Replicas, tbo: s.TwoBatchOverlap, stats: poolStats(&p.PoolPlan, r.ExpertStats, r.PipelineStats),
 		waves: res.DPWaves, dummies: res.DPDummySteps, rankSteps: res.DPRankSteps}}
 	if p.Decode != nil {
-		out = append(out, poolLayout{label: "Decode pool: ", pool: p.Decode, dp: s.decodeDP(), instances: p.DecodeInstances, tbo: s.decodeEP().tbo,
+		out = append(out, poolLayout{label: "Decode pool: ", pool: p.Decode, Ranks: s.decodeDP(), instances: p.DecodeInstances, tbo: s.decodeEP().tbo,
 			stats: poolStats(p.Decode, r.DecodeExpertStats, r.DecodePipelineStats), waves: res.DecodeDPWaves, dummies: res.DecodeDPDummySteps, rankSteps: res.DecodeDPRankSteps})
 	}
 	return out
@@ -325,7 +325,7 @@ func (p *Plan) describeExperts(w io.Writer) error {
 func (p *Plan) describePoolExperts(w io.Writer, l poolLayout) error {
 	s := p.Scenario
 	pool := l.pool
-	if l.dp == 1 && pool.a2a() == nil {
+	if l.Ranks == 1 && pool.a2a() == nil {
 		return nil
 	}
 	tp := pool.Parallel.TP
@@ -335,7 +335,7 @@ func (p *Plan) describePoolExperts(w io.Writer, l poolLayout) error {
 		rank = fmt.Sprintf("pp %d × tp %d", pool.pp(), tp)
 	}
 	fmt.Fprintf(&b, "%sData parallel: dp %d ranks × %s = %d GPUs per replica; each rank its own scheduler, queue and %d KV blocks per GPU (%d tokens), %.2f GB weights/GPU; routed by %s.\n",
-		l.label, l.dp, rank, l.dp*tp*pool.pp(), pool.Memory.Blocks, pool.Memory.Blocks*pool.Memory.BlockSize, pool.Memory.WeightBytesPerGPU/1e9, s.Router.Policy)
+		l.label, l.Ranks, rank, l.Ranks*tp*pool.pp(), pool.Memory.Blocks, pool.Memory.Blocks*pool.Memory.BlockSize, pool.Memory.WeightBytesPerGPU/1e9, s.Router.Policy)
 	if e := pool.a2a(); e != nil {
 		ep := pool.Parallel.EP
 		m := p.Model
@@ -367,9 +367,9 @@ func (p *Plan) describePoolExperts(w io.Writer, l poolLayout) error {
 		}
 		b.WriteString(")")
 		switch {
-		case l.dp > 1 && pool.Pipeline != nil:
+		case l.Ranks > 1 && pool.Pipeline != nil:
 			b.WriteString("; the DP ranks run each micro-batch's stages in lock-step (a stage lasts the slowest rank's, a rank short of micro-batches runs dummies; MoE layers and all-to-all at the group's mean tokens per rank of the micro-batch)")
-		case l.dp > 1:
+		case l.Ranks > 1:
 			b.WriteString("; the DP ranks step in lock-step (a step ends with the slowest rank's, idle ranks run a dummy batch; MoE layers and all-to-all at the group's mean tokens per rank)")
 		}
 		if t := e.TBO(); t != nil {
@@ -393,7 +393,7 @@ func (p *Plan) describePoolExperts(w io.Writer, l poolLayout) error {
 // linkName says which links a pool's EP group's all-to-all crosses (a
 // pipeline stage's group: stage 0's).
 func (s *Scenario) linkName(pool *PoolPlan, e *hardware.ExpertStep) string {
-	node, _ := s.gpusPerNode(pool.GPU)
+	node, _ := s.NodeGPUs(pool.GPU)
 	if _, dom := e.Placement(); dom > 1 {
 		if d, c, ok := e.ScaleOutBWs(); ok {
 			return fmt.Sprintf("NVLink and the scale-out NIC (%d domains of %d GPUs; DeepEP's measured %.1f / %.1f GB/s dispatch / combine per GPU at EP %d, H800 with a 400 Gb/s NIC)", dom, node, d/1e9, c/1e9, pool.Parallel.EP.Size)
@@ -454,11 +454,11 @@ func (r *Report) decodeExpertSummary() *ExpertSummary {
 func (r *Report) poolExpertSummary(l poolLayout) *ExpertSummary {
 	p := r.Plan
 	pool := l.pool
-	if l.dp == 1 && pool.a2a() == nil {
+	if l.Ranks == 1 && pool.a2a() == nil {
 		return nil
 	}
 	tp := pool.Parallel.TP * pool.pp()
-	es := &ExpertSummary{DP: l.dp, GPUsPerRank: tp, GPUs: l.instances * tp, WeightGB: pool.Memory.WeightBytesPerGPU / 1e9, KVBlocks: pool.Memory.Blocks,
+	es := &ExpertSummary{DP: l.Ranks, GPUsPerRank: tp, GPUs: l.instances * tp, WeightGB: pool.Memory.WeightBytesPerGPU / 1e9, KVBlocks: pool.Memory.Blocks,
 		LocalExperts: p.Model.LocalExperts(pool.Parallel)}
 	if e := pool.a2a(); e != nil {
 		es.EP, es.Backend, es.Redundant, es.Skew = pool.Parallel.EP.Size, e.Backend(), pool.Parallel.EP.Redundant, pool.Parallel.EP.Skew
@@ -470,7 +470,7 @@ func (r *Report) poolExpertSummary(l poolLayout) *ExpertSummary {
 			}
 		}
 		if es.Waves > 0 {
-			es.RankSpread = float64(l.rankSteps) / float64(es.Waves*int64(l.dp))
+			es.RankSpread = float64(l.rankSteps) / float64(es.Waves*int64(l.Ranks))
 		}
 		st := l.stats
 		if st.Steps > 0 {

@@ -55,7 +55,7 @@ func TestSGLangWideEPPD(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cn := r.counts(); cn.Finished != cn.Arrived || cn.Arrived == 0 {
+			if cn := r.Counts(); cn.Finished != cn.Arrived || cn.Arrived == 0 {
 				t.Fatalf("%s: %d arrived, %d finished", c.file, cn.Arrived, cn.Finished)
 			}
 			var tokens, lo, hi float64

@@ -98,12 +98,12 @@ func TestDPWithoutMoEIsReplicas(t *testing.T) {
 	}
 	dp := run("dp = 2\n", "")
 	rep := run("replicas = 2\n", "[router]\npolicy = \"dp-coordinator\"\n")
-	if !reflect.DeepEqual(dp.Summary, rep.Summary) || dp.counts() != rep.counts() || dp.GPUs() != rep.GPUs() {
+	if !reflect.DeepEqual(dp.Summary, rep.Summary) || dp.Counts() != rep.Counts() || dp.GPUs() != rep.GPUs() {
 		t.Errorf("dp 2 and 2 replicas differ: TTFT %v / %v, TPOT %v / %v, GPUs %d / %d",
 			dp.Summary.TTFT.Mean, rep.Summary.TTFT.Mean, dp.Summary.TPOT.Mean, rep.Summary.TPOT.Mean, dp.GPUs(), rep.GPUs())
 	}
 	one, none := run("dp = 1\n", ""), run("", "")
-	if !reflect.DeepEqual(one.Summary, none.Summary) || one.counts() != none.counts() {
+	if !reflect.DeepEqual(one.Summary, none.Summary) || one.Counts() != none.Counts() {
 		t.Error("dp = 1 differs from no dp")
 	}
 }

@@ -181,7 +181,7 @@ func (s *Scenario) layerSkews(m *models.Model, ep int) ([]float64, error) {
 		}
 		return list, nil
 	}
-	path := s.path(file)
+	path := s.Path(file)
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, s.fieldError("expert_skew_file", "", "%v", err)

@@ -23,7 +23,7 @@ import (
 // Origins of an explicitly set key besides a line number (≥ 1).
 const (
 	byFlag      = 0  // set on the command line
-	lineUnknown = -1 // in the scenario file, at a line the scan did not find
+	LineUnknown = -1 // in the scenario file, at a line the scan did not find
 )
 
 // SetByFlag records that key (a dotted TOML key such as
@@ -37,18 +37,34 @@ func (s *Scenario) SetByFlag(key string) {
 	s.set[key] = byFlag
 }
 
-// origin returns where key was set: a line, lineUnknown or byFlag, and
+// Dir is the directory relative paths in the scenario are read from (the
+// scenario file's directory; empty: the working directory).
+func (s Scenario) Dir() string { return s.dir }
+
+// SetDir sets the directory relative paths are read from (a sweep's
+// points: the sweep file's directory).
+func (s *Scenario) SetDir(dir string) { s.dir = dir }
+
+// ExplicitKeys returns the keys given explicitly and where (a line,
+// LineUnknown or byFlag); the map is the scenario's own.
+func (s Scenario) ExplicitKeys() map[string]int { return s.set }
+
+// SetOrigins names the file the scenario came from in errors and the keys
+// it gives explicitly (a sweep point: the base's and the axes' keys).
+func (s *Scenario) SetOrigins(file string, set map[string]int) { s.file, s.set = file, set }
+
+// Origin returns where key was set: a line, lineUnknown or byFlag, and
 // false when it was not set. An element of an inline array of tables
 // ("workload.classes[1].ttft_ms" in classes = [{…}, {…}]) takes the origin
 // its key has without the index: the toml package does not tell the
 // elements apart.
-func (s *Scenario) origin(key string) (int, bool) {
+func (s *Scenario) Origin(key string) (int, bool) {
 	if o, ok := s.set[key]; ok {
 		return o, true
 	}
 	if i := strings.IndexByte(key, '['); i >= 0 {
 		if j := strings.IndexByte(key[i:], ']'); j >= 0 {
-			return s.origin(key[:i] + key[i+j+1:])
+			return s.Origin(key[:i] + key[i+j+1:])
 		}
 	}
 	return 0, false
@@ -57,7 +73,7 @@ func (s *Scenario) origin(key string) (int, bool) {
 // Explicit reports whether key was given in the scenario file or on the
 // command line, rather than left to its default.
 func (s *Scenario) Explicit(key string) bool {
-	_, ok := s.origin(key)
+	_, ok := s.Origin(key)
 	return ok
 }
 
@@ -67,8 +83,8 @@ func (s *Scenario) Explicit(key string) bool {
 // it (flag "" when none does).
 func (s *Scenario) fieldError(field, flag, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
-	if o, ok := s.origin(field); ok && o != byFlag && s.file != "" {
-		if o == lineUnknown {
+	if o, ok := s.Origin(field); ok && o != byFlag && s.file != "" {
+		if o == LineUnknown {
 			return fmt.Errorf("experiments: %s: field %q: %s", s.file, field, msg)
 		}
 		return fmt.Errorf("experiments: %s line %d: field %q: %s", s.file, o, field, msg)
@@ -86,7 +102,7 @@ func orDefault[T int | float64](s *Scenario, v *T, def T, field, flag, rule, def
 	if *v != 0 {
 		return nil
 	}
-	if o, ok := s.origin(field); ok {
+	if o, ok := s.Origin(field); ok {
 		what := "the field"
 		if o == byFlag {
 			what = "the flag"
@@ -135,9 +151,9 @@ func unitWord(unit string) string {
 	return "seconds"
 }
 
-// recordKeys fills s.set from the keys a TOML document defines, with the
+// RecordKeys fills s.set from the keys a TOML document defines, with the
 // line of each (see keyLines).
-func (s *Scenario) recordKeys(md toml.MetaData, data []byte) {
+func (s *Scenario) RecordKeys(md toml.MetaData, data []byte) {
 	lines := keyLines(data)
 	s.set = map[string]int{}
 	arrays := map[string]int{} // array of tables → elements seen
@@ -163,7 +179,7 @@ func (s *Scenario) recordKeys(md toml.MetaData, data []byte) {
 			line, ok = lines[p]
 		}
 		if !ok {
-			line = lineUnknown
+			line = LineUnknown
 		}
 		s.set[name] = line
 	}

@@ -18,8 +18,8 @@ import (
 // point's key includes it, so that rerunning a sweep after any of them
 // changed runs its points again instead of reusing stale results.
 
-// digestOf returns the hex SHA-256 of the JSON of each value in turn.
-func digestOf(vs ...any) string {
+// DigestOf returns the hex SHA-256 of the JSON of each value in turn.
+func DigestOf(vs ...any) string {
 	h := sha256.New()
 	for _, v := range vs {
 		b, err := json.Marshal(v)

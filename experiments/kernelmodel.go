@@ -31,7 +31,7 @@ func (s *Scenario) kernelModel(g *hardware.GPU, tp int) (hardware.KernelModel, f
 		return profile
 	}
 	roofline := hardware.Roofline{GPU: g, Eff: hardware.DefaultEfficiency(), TP: tp}
-	rooflineID := "roofline " + digestOf(roofline.Eff)
+	rooflineID := "roofline " + DigestOf(roofline.Eff)
 	switch prof := s.Hardware.Profile; prof {
 	case "roofline":
 		return roofline, overhead(DefaultIterOverheadMs / 1e3), "roofline (default efficiencies)", rooflineID, nil
@@ -50,7 +50,7 @@ func (s *Scenario) kernelModel(g *hardware.GPU, tp int) (hardware.KernelModel, f
 		}
 		return k, overhead(p.IterOverhead()), "calibrated: " + p.Describe() + s.precisionNote(p, g) + stack, "builtin " + builtinDigest(p.GPU, p.WriteTOML) + stackID(stack), nil
 	default:
-		path := s.path(prof)
+		path := s.Path(prof)
 		p, err := calibrate.LoadProfile(path)
 		if err != nil {
 			return nil, 0, "", "", fmt.Errorf("%w (field \"hardware.profile\", flag --profile)", err)
@@ -112,7 +112,7 @@ func stackID(stack string) string {
 	if stack == "" {
 		return ""
 	}
-	return " " + digestOf(stack)
+	return " " + DigestOf(stack)
 }
 
 // kernelStack is the per-stack sentence of a kernel description, or "":

@@ -192,3 +192,19 @@ func epSize(l Layout) int {
 	}
 	return max(1, l.DP) * l.TP
 }
+
+// searchPP refuses pipeline fields in the base scenario of a search
+// (place, plan): the search sets each candidate's pp itself (PPs, --pps),
+// and a layer partition or chunked pipelining fits one degree only.
+func searchPP(base Scenario, what string) error {
+	if base.PP > 1 || len(base.PPLayers) > 0 || base.PPChunked || base.Disagg.DecodePP > 1 {
+		return fmt.Errorf("experiments: %s: the scenario sets pp = %d (pp_layers %v, pp_chunked %v, disagg.decode_pp %d): the search proposes the pipeline degrees itself; drop the pipeline fields and give the degrees with --pps", what, base.PP, base.PPLayers, base.PPChunked, base.Disagg.DecodePP)
+	}
+	if base.DP > 1 || base.ExpertParallel {
+		return fmt.Errorf("experiments: %s: the scenario sets dp = %d, expert_parallel = %v: the search proposes the DP degrees and expert parallelism itself; drop them and give them with --dps and --ep", what, base.DP, base.ExpertParallel)
+	}
+	if d := base.Disagg; d.DecodeDP > 1 || d.DecodeExpertParallel || d.DecodeTwoBatchOverlap || base.TwoBatchOverlap {
+		return fmt.Errorf("experiments: %s: the scenario sets disagg.decode_dp = %d, decode_expert_parallel = %v (two-batch overlap %v, %v): the search varies TP and replicas only and does not propose DP or EP layouts; drop them, or run the layout with servesim run", what, d.DecodeDP, d.DecodeExpertParallel, base.TwoBatchOverlap, d.DecodeTwoBatchOverlap)
+	}
+	return nil
+}

@@ -98,7 +98,7 @@ func (s *Scenario) offloadTiers(gpus int, hostBW, blockBytes float64) ([]serve.K
 		// (kv_cache_config.host_cache_size) are their own mechanisms.
 		return nil, s.fieldError("offload.cpu_gib", "kv-offloading-size", "KV offload tiers are modelled as vLLM's connectors run them (engine vllm-v1, or ideal): the %s engine's own offload is not modelled", e)
 	}
-	if s.Disagg.DecodeReplicas > 0 || s.dp() > 1 {
+	if s.Disagg.DecodeReplicas > 0 || s.Ranks() > 1 {
 		return nil, s.fieldError("offload.cpu_gib", "kv-offloading-size", "KV offload tiers are modelled on colocated instances of one DP rank (not with decode_replicas or dp > 1)")
 	}
 	if !s.Batch.PrefixCaching {
@@ -227,8 +227,8 @@ func (r *Report) writeTierCounts(line func(label string, v any)) {
 	}
 }
 
-// tierNote says what a replay's offload tiers did ("" without tiers).
-func tierNote(p *Plan, res serve.Result) string {
+// TierNote says what a replay's offload tiers did ("" without tiers).
+func TierNote(p *Plan, res serve.Result) string {
 	tiers := p.Serve.Instance.Tiers
 	if len(tiers) == 0 {
 		return ""
@@ -238,9 +238,9 @@ func tierNote(p *Plan, res serve.Result) string {
 		tiers[0].Name, tiers[0].Bytes/1e9, res.TierStoreBytes[0]/1e9/inst, res.TierHitTokens[0], res.TierPreemptHitTokens[0], res.TierPreemptLoads, res.Preemptions, res.RecomputeTokens)
 }
 
-// tierHitRate is the share of admitted prompt tokens loaded from any
+// TierHitRate is the share of admitted prompt tokens loaded from any
 // offload tier (the sweep column kv_tier_hit_rate).
-func (r *Report) tierHitRate() float64 {
+func (r *Report) TierHitRate() float64 {
 	h := int64(0)
 	for _, n := range r.Result.TierHitTokens {
 		h += n
@@ -251,8 +251,8 @@ func (r *Report) tierHitRate() float64 {
 	return float64(h) / float64(r.Result.PromptTokensAdmitted)
 }
 
-// hostLinkLoadGB is the KV loaded over the host link into the GPU, GB per
+// HostLinkLoadGB is the KV loaded over the host link into the GPU, GB per
 // GPU (the mean over the instances; the sweep column kv_tier_load_gb).
-func (r *Report) hostLinkLoadGB() float64 {
+func (r *Report) HostLinkLoadGB() float64 {
 	return r.Result.TierLoadBytes[0] / 1e9 / float64(r.Plan.Replicas)
 }

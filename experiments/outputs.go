@@ -19,16 +19,16 @@ func (p *Plan) InputFiles() []string {
 	}
 	for _, f := range []string{s.ModelsFile, s.GPUsFile, s.ModelConfig, s.ExpertSkewFile} {
 		if f != "" {
-			in = append(in, s.path(f))
+			in = append(in, s.Path(f))
 		}
 	}
 	if mc := s.ModelConfig; mc != "" {
-		in = append(in, filepath.Join(s.path(mc), "config.json")) // a directory's config.json (ReadHFConfig)
+		in = append(in, filepath.Join(s.Path(mc), "config.json")) // a directory's config.json (ReadHFConfig)
 	}
 	switch prof := s.Hardware.Profile; prof {
 	case "", "builtin", "roofline":
 	default:
-		in = append(in, s.path(prof))
+		in = append(in, s.Path(prof))
 	}
 	if p.Trace != nil && p.Trace.File != "" {
 		in = append(in, p.Trace.File)

@@ -140,11 +140,11 @@ func (s *Scenario) planStages(p *PoolPlan, m *models.Model, b *Batch, layers []i
 // and 72 (GB200 NVL72).
 const MaxGPUsPerNode = 576
 
-// gpusPerNode is the NVLink domain the stages are placed in: the
+// NodeGPUs is the NVLink domain the stages are placed in: the
 // scenario's hardware.gpus_per_node, else 72 for a GB200 (its catalog
 // entry's NVLink Switch joins a 72-GPU domain, hardware/gpus.toml link_bw
 // source) and 8 for every other GPU (an HGX or DGX node).
-func (s *Scenario) gpusPerNode(g *hardware.GPU) (int, error) {
+func (s *Scenario) NodeGPUs(g *hardware.GPU) (int, error) {
 	n := s.Hardware.GPUsPerNode
 	if n < 0 || n > MaxGPUsPerNode || (n == 0 && s.Explicit("hardware.gpus_per_node")) {
 		return 0, s.fieldError("hardware.gpus_per_node", "", "%d must be in [1, %d]; omit it for the GPU's default (72 on gb200, else 8)", n, MaxGPUsPerNode)
@@ -161,7 +161,7 @@ func (s *Scenario) gpusPerNode(g *hardware.GPU) (int, error) {
 // newPipeline builds the pool's round pricing (with the pool's expert
 // parallelism inside each stage when p.Parallel has an EP layout).
 func (s *Scenario) newPipeline(p *PoolPlan, m *models.Model, kern hardware.KernelModel, overhead float64, layers []int, chunked bool, pe poolEP) error {
-	node, err := s.gpusPerNode(p.GPU)
+	node, err := s.NodeGPUs(p.GPU)
 	if err != nil {
 		return err
 	}
@@ -297,22 +297,6 @@ func (r *Report) writePipelineResults(w io.Writer) error {
 		if _, err := io.WriteString(w, b.String()); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// searchPP refuses pipeline fields in the base scenario of a search
-// (place, plan): the search sets each candidate's pp itself (PPs, --pps),
-// and a layer partition or chunked pipelining fits one degree only.
-func searchPP(base Scenario, what string) error {
-	if base.PP > 1 || len(base.PPLayers) > 0 || base.PPChunked || base.Disagg.DecodePP > 1 {
-		return fmt.Errorf("experiments: %s: the scenario sets pp = %d (pp_layers %v, pp_chunked %v, disagg.decode_pp %d): the search proposes the pipeline degrees itself; drop the pipeline fields and give the degrees with --pps", what, base.PP, base.PPLayers, base.PPChunked, base.Disagg.DecodePP)
-	}
-	if base.DP > 1 || base.ExpertParallel {
-		return fmt.Errorf("experiments: %s: the scenario sets dp = %d, expert_parallel = %v: the search proposes the DP degrees and expert parallelism itself; drop them and give them with --dps and --ep", what, base.DP, base.ExpertParallel)
-	}
-	if d := base.Disagg; d.DecodeDP > 1 || d.DecodeExpertParallel || d.DecodeTwoBatchOverlap || base.TwoBatchOverlap {
-		return fmt.Errorf("experiments: %s: the scenario sets disagg.decode_dp = %d, decode_expert_parallel = %v (two-batch overlap %v, %v): the search varies TP and replicas only and does not propose DP or EP layouts; drop them, or run the layout with servesim run", what, d.DecodeDP, d.DecodeExpertParallel, base.TwoBatchOverlap, d.DecodeTwoBatchOverlap)
 	}
 	return nil
 }

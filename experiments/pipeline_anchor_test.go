@@ -41,7 +41,7 @@ func TestSGLangChunkedPPAnchor(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c := r.counts(); c.Finished != c.Arrived || c.Arrived != 3 {
+		if c := r.Counts(); c.Finished != c.Arrived || c.Arrived != 3 {
 			t.Fatalf("%s at %d tokens: %d of %d requests finished", file, prompt, c.Finished, c.Arrived)
 		}
 		return r.Summary.TTFT.Mean

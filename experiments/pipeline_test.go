@@ -117,7 +117,7 @@ func TestPipelineOneIsToday(t *testing.T) {
 		return r
 	}
 	a, b := run(""), run("pp = 1\n")
-	if !reflect.DeepEqual(a.Summary, b.Summary) || a.counts() != b.counts() || a.GPUs() != 2 || b.summaryJSON().Pipeline != nil {
+	if !reflect.DeepEqual(a.Summary, b.Summary) || a.Counts() != b.Counts() || a.GPUs() != 2 || b.SummaryJSON().Pipeline != nil {
 		t.Errorf("pp = 1 differs from pp omitted")
 	}
 }
@@ -296,7 +296,7 @@ func runConserved(t *testing.T, s Scenario, want int64, label string) (*Plan, *R
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := r.counts()
+	c := r.Counts()
 	if c.Arrived != want || c.Finished+c.Rejected != c.Arrived || c.Finished == 0 {
 		t.Errorf("%q: arrived %d, finished %d, rejected %d", label, c.Arrived, c.Finished, c.Rejected)
 	}

@@ -112,7 +112,7 @@ func Place(base Scenario, o PlaceOptions) ([]Placement, error) {
 	if !base.SLO.isSet() {
 		return nil, fmt.Errorf("experiments: place: the scenario sets no SLO (slo.ttft_ms, slo.tpot_ms or slo.e2e_ms): goodput needs one")
 	}
-	m, err := base.lookupModel()
+	m, err := base.LookupModel()
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +124,7 @@ func Place(base Scenario, o PlaceOptions) ([]Placement, error) {
 	if sp.nodeDP {
 		gc := hardware.Builtin()
 		if base.GPUsFile != "" {
-			if err := gc.LoadFile(base.path(base.GPUsFile)); err != nil {
+			if err := gc.LoadFile(base.Path(base.GPUsFile)); err != nil {
 				return nil, err
 			}
 		}
@@ -132,7 +132,7 @@ func Place(base Scenario, o PlaceOptions) ([]Placement, error) {
 		if err != nil {
 			return nil, fmt.Errorf("experiments: place: %w (field \"gpu\")", err)
 		}
-		if node, err = base.gpusPerNode(g); err != nil {
+		if node, err = base.NodeGPUs(g); err != nil {
 			return nil, err
 		}
 	}
@@ -348,7 +348,7 @@ func searchRate(base Scenario, c *Placement, o PlaceOptions) {
 	if best == nil {
 		return // not even the lowest rate tried meets the target: goodput 0
 	}
-	c.CostPerMTok = perMillion(best.CostPerHour(), best.SteadyOutputThroughput())
+	c.CostPerMTok = PerMillion(best.CostPerHour(), best.SteadyOutputThroughput())
 }
 
 func firstLine(s string) string {
@@ -384,7 +384,7 @@ func WritePlacementsCSV(w io.Writer, ps []Placement) error {
 	b.WriteString("deployment,disaggregated,replicas,tp,pp,dp,ep,decode_replicas,decode_tp,gpus,max_goodput_rate,per_gpu,attainment,cost_per_m_output_tokens,error\n")
 	for _, p := range ps {
 		fmt.Fprintf(&b, "%s,%v,%d,%d,%d,%d,%d,%d,%d,%d,%.4f,%.4f,%.4f,%.4f,%s\n", p.Name, p.Disagg, p.Replicas, p.TP, max(1, p.PP), max(1, p.DP), epSize(p.layout()), p.DecodeRep, p.DecodeTP, p.GPUs,
-			p.Rate, p.PerGPU, p.Attainment, p.CostPerMTok, csvField(p.Err))
+			p.Rate, p.PerGPU, p.Attainment, p.CostPerMTok, CSVField(p.Err))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

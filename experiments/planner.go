@@ -116,7 +116,7 @@ func PlanCapacity(base Scenario, o PlanOptions) ([]Option, error) {
 	if err := searchPP(base, "plan"); err != nil {
 		return nil, err
 	}
-	m, err := base.lookupModel()
+	m, err := base.LookupModel()
 	if err != nil {
 		return nil, err
 	}
@@ -363,7 +363,7 @@ func planShape(base Scenario, o PlanOptions, gpu string, l Layout, disagg bool) 
 	opt.CostPerHour = best.CostPerHour()
 	opt.Attainment = best.Summary.Attainment
 	opt.TTFTp90, opt.TPOTp90 = best.Summary.TTFT.P90, best.Summary.TPOT.P90
-	opt.CostPerMOutTok = perMillion(opt.CostPerHour, best.SteadyOutputThroughput())
+	opt.CostPerMOutTok = PerMillion(opt.CostPerHour, best.SteadyOutputThroughput())
 	return opt
 }
 
@@ -392,8 +392,8 @@ func WritePlanCSV(w io.Writer, opts []Option) error {
 	var b strings.Builder
 	b.WriteString("gpu,deployment,disaggregated,replicas,tp,pp,dp,ep,max_num_seqs,decode_replicas,decode_tp,gpus,cost_per_hour,attainment,ttft_p90_ms,tpot_p90_ms,cost_per_m_output_tokens,error\n")
 	for _, o := range opts {
-		fmt.Fprintf(&b, "%s,%s,%v,%d,%d,%d,%d,%d,%d,%d,%d,%d,%.4f,%.4f,%.3f,%.3f,%.4f,%s\n", o.GPU, csvField(o.Name), o.Disagg, o.Replicas, o.TP, max(1, o.PP), max(1, o.DP), epSize(o.layout()), o.MaxNumSeqs, o.DecodeRep, o.DecodeTP,
-			o.GPUs, o.CostPerHour, o.Attainment, o.TTFTp90, o.TPOTp90, o.CostPerMOutTok, csvField(o.Err))
+		fmt.Fprintf(&b, "%s,%s,%v,%d,%d,%d,%d,%d,%d,%d,%d,%d,%.4f,%.4f,%.3f,%.3f,%.4f,%s\n", o.GPU, CSVField(o.Name), o.Disagg, o.Replicas, o.TP, max(1, o.PP), max(1, o.DP), epSize(o.layout()), o.MaxNumSeqs, o.DecodeRep, o.DecodeTP,
+			o.GPUs, o.CostPerHour, o.Attainment, o.TTFTp90, o.TPOTp90, o.CostPerMOutTok, CSVField(o.Err))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -406,7 +406,7 @@ func WritePlanCSV(w io.Writer, opts []Option) error {
 func (o *PlanOptions) checkGPUs(base Scenario) error {
 	gc := hardware.Builtin()
 	if base.GPUsFile != "" {
-		if err := gc.LoadFile(base.path(base.GPUsFile)); err != nil {
+		if err := gc.LoadFile(base.Path(base.GPUsFile)); err != nil {
 			return err
 		}
 	}
@@ -422,7 +422,7 @@ func (o *PlanOptions) checkGPUs(base Scenario) error {
 			return fmt.Errorf("experiments: plan: GPU %q is given twice (as %q and %q)", g.Name, prev, name)
 		}
 		seen[g.Name] = name
-		if o.nodes[name], err = base.gpusPerNode(g); err != nil {
+		if o.nodes[name], err = base.NodeGPUs(g); err != nil {
 			return err
 		}
 		if p, ok := o.Prices[name]; ok {

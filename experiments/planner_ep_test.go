@@ -161,7 +161,7 @@ func TestPlanProposesDPEP(t *testing.T) {
 		if rep.Plan.Expert == nil || rep.Plan.Replicas != 2*op.Replicas || rep.CostPerHour() != op.CostPerHour {
 			t.Errorf("the run of %s: expert %v, %d instances, $%.2f/hour", op.Name, rep.Plan.Expert != nil, rep.Plan.Replicas, rep.CostPerHour())
 		}
-		if want := perMillion(rep.CostPerHour(), rep.SteadyOutputThroughput()); op.CostPerMOutTok != want || !(want > 0) {
+		if want := PerMillion(rep.CostPerHour(), rep.SteadyOutputThroughput()); op.CostPerMOutTok != want || !(want > 0) {
 			t.Errorf("%s: $%.4f/M output tokens, its run gives $%.4f/M", op.Name, op.CostPerMOutTok, want)
 		}
 	} else {

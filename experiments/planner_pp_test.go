@@ -120,7 +120,7 @@ func TestPlanProposesPipeline(t *testing.T) {
 	if rep.Plan.Pipeline == nil || rep.CostPerHour() != pp2.CostPerHour {
 		t.Errorf("the run of %s: pipeline %v, $%.2f/hour", pp2.Name, rep.Plan.Pipeline != nil, rep.CostPerHour())
 	}
-	if want := perMillion(rep.CostPerHour(), rep.SteadyOutputThroughput()); pp2.CostPerMOutTok != want || !(want > 0) {
+	if want := PerMillion(rep.CostPerHour(), rep.SteadyOutputThroughput()); pp2.CostPerMOutTok != want || !(want > 0) {
 		t.Errorf("PP2×TP8: $%.4f/M output tokens, the run's arrival window gives $%.4f/M", pp2.CostPerMOutTok, want)
 	}
 	var csv bytes.Buffer

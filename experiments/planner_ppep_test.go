@@ -53,7 +53,7 @@ func TestPlanProposesEPPP(t *testing.T) {
 	if rep.Plan.Pipeline == nil || rep.Plan.Pipeline.Expert(0) == nil || rep.Plan.Parallel.EP.Size != 2 || rep.CostPerHour() != op.CostPerHour {
 		t.Errorf("the run of %s: pipeline %v, EP %d, $%.2f/hour", op.Name, rep.Plan.Pipeline != nil, rep.Plan.Parallel.EP.Size, rep.CostPerHour())
 	}
-	if want := perMillion(rep.CostPerHour(), rep.SteadyOutputThroughput()); op.CostPerMOutTok != want || !(want > 0) {
+	if want := PerMillion(rep.CostPerHour(), rep.SteadyOutputThroughput()); op.CostPerMOutTok != want || !(want > 0) {
 		t.Errorf("%s: $%.4f/M output tokens, its run gives $%.4f/M", op.Name, op.CostPerMOutTok, want)
 	}
 	if served < 4 {

@@ -87,8 +87,8 @@ func TestCostPerTokenFromArrivalWindow(t *testing.T) {
 			t.Fatalf("%d×TP%d: saturation %+v, want judged and not saturated", c.Replicas, c.TP, st)
 		}
 		steady[i] = st.OfferedOutputRate * float64(rep.Summary.Completed) / float64(rep.Summary.Completed+rep.Summary.Rejected)
-		cost[i] = perMillion(rep.CostPerHour(), rep.SteadyOutputThroughput())
-		drained[i] = perMillion(rep.CostPerHour(), rep.Summary.OutputThroughput)
+		cost[i] = PerMillion(rep.CostPerHour(), rep.SteadyOutputThroughput())
+		drained[i] = PerMillion(rep.CostPerHour(), rep.Summary.OutputThroughput)
 		t.Logf("%d×TP%d: $%.2f/h, $%.4f/M (drain included: $%.4f/M, %.2f s)", c.Replicas, c.TP, rep.CostPerHour(), cost[i], drained[i], rep.Summary.Duration)
 	}
 	if drained[0] == drained[1] {

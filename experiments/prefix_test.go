@@ -43,7 +43,7 @@ func TestPrefixCacheReachesTraceReuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hit := rep.counts().PrefixHitRate
+	hit := rep.Counts().PrefixHitRate
 	t.Logf("engine hit rate %.4f, trace reuse %.4f, preemptions %d", hit, st.PrefixReuse, rep.Result.Preemptions)
 	if rep.Result.Preemptions != 0 || math.Abs(hit-st.PrefixReuse) > 0.01 {
 		t.Fatalf("hit rate %.4f vs trace reuse %.4f (preemptions %d): want within 0.01 and no preemption", hit, st.PrefixReuse, rep.Result.Preemptions)
@@ -70,9 +70,9 @@ func TestConversationsHitPrefixCache(t *testing.T) {
 		return rep
 	}
 	off, on := run(false), run(true)
-	hit := on.counts().PrefixHitRate
+	hit := on.Counts().PrefixHitRate
 	t.Logf("hit rate %.3f; mean TTFT %.1f ms without cache, %.1f ms with", hit, off.Summary.TTFT.Mean, on.Summary.TTFT.Mean)
-	if off.counts().PrefixHitRate != 0 || hit < 0.2 || on.Summary.TTFT.Mean >= off.Summary.TTFT.Mean {
+	if off.Counts().PrefixHitRate != 0 || hit < 0.2 || on.Summary.TTFT.Mean >= off.Summary.TTFT.Mean {
 		t.Fatalf("hit rate %.3f (want ≥ 0.2), TTFT %.1f vs %.1f ms (want lower with the cache)", hit, on.Summary.TTFT.Mean, off.Summary.TTFT.Mean)
 	}
 }

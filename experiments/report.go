@@ -114,12 +114,12 @@ func (r *Report) instanceInfo() InstanceInfo {
 	}
 }
 
-func (r *Report) summaryJSON() SummaryFile {
+func (r *Report) SummaryJSON() SummaryFile {
 	return SummaryFile{
 		Servesim:       r.runInfo(),
 		Scenario:       r.Plan.Scenario,
 		Instance:       r.instanceInfo(),
-		Counts:         r.counts(),
+		Counts:         r.Counts(),
 		Metrics:        r.Summary,
 		Pipeline:       r.pipelineSummary(),
 		DecodePipeline: r.decodePipelineSummary(),
@@ -134,7 +134,7 @@ func (r *Report) summaryJSON() SummaryFile {
 func (p *Plan) Describe(w io.Writer) error {
 	s := p.Scenario
 	wl := s.Workload
-	work := fmt.Sprintf("%s, %s, seed %d", p.describeShape(), p.describeLengths(), s.Seed)
+	work := fmt.Sprintf("%s, %s, seed %d", p.DescribeShape(), p.DescribeLengths(), s.Seed)
 	switch {
 	case p.Trace != nil:
 		work = fmt.Sprintf("trace %s (format %s)", p.Trace.File, orAuto(p.Trace.Format))
@@ -146,7 +146,7 @@ func (p *Plan) Describe(w io.Writer) error {
 		for i, c := range wl.Classes {
 			names[i] = fmt.Sprintf("%s ×%g", c.Name, c.Weight)
 		}
-		work = fmt.Sprintf("%s, classes %s, seed %d", p.describeShape(), strings.Join(names, ", "), s.Seed)
+		work = fmt.Sprintf("%s, classes %s, seed %d", p.DescribeShape(), strings.Join(names, ", "), s.Seed)
 	}
 	for _, n := range p.Model.Inferred.Notes {
 		if _, err := fmt.Fprintf(w, "Inferred: %s.\n", n); err != nil {
@@ -210,7 +210,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	return r.writeEngineCounts(w)
 }
 
-func (r *Report) counts() Counts {
+func (r *Report) Counts() Counts {
 	res := r.Result
 	c := Counts{
 		Arrived: res.Arrived, Finished: res.Finished, Rejected: res.Rejected, Deferrals: res.Deferrals,
@@ -228,7 +228,7 @@ func (r *Report) counts() Counts {
 // writeEngineCounts prints what the engine's policies did, when they did
 // anything, in the summary's "{:<40} {:<10}" layout.
 func (r *Report) writeEngineCounts(w io.Writer) error {
-	c := r.counts()
+	c := r.Counts()
 	var err error
 	line := func(label string, v any) {
 		if err == nil {
@@ -329,4 +329,45 @@ func orAuto(f string) string {
 		return "auto"
 	}
 	return f
+}
+
+// SteadyOutputThroughput is the output tok/s the deployment sustains at the
+// run's load, over the arrival window (metrics.Saturation): the offered
+// rate's when the queue stays bounded, the measured capacity when it kept
+// growing; the first-arrival-to-last-completion throughput only for a run
+// with no arrival window (one arrival instant). Cost per token divides by
+// it, so two deployments at one price serving the same arrivals cost the
+// same per token, however long each one's drain tail.
+func (r *Report) SteadyOutputThroughput() float64 {
+	if st := r.Summary.Saturation; st.WindowS > 0 {
+		return st.SteadyOutputThroughput
+	}
+	return r.Summary.OutputThroughput
+}
+
+// SteadyTotalThroughput is SteadyOutputThroughput scaled by the served
+// requests' (input + output)/output tokens.
+func (r *Report) SteadyTotalThroughput() float64 {
+	s := r.Summary
+	if s.OutputTokens == 0 {
+		return 0
+	}
+	return r.SteadyOutputThroughput() * float64(s.InputTokens+s.OutputTokens) / float64(s.OutputTokens)
+}
+
+// PerMillion is the cost of a million tokens at a price per hour and a
+// throughput in tokens per second (0 when nothing was produced).
+func PerMillion(perHour, tokPerSec float64) float64 {
+	if tokPerSec <= 0 {
+		return 0
+	}
+	return perHour / 3600 / tokPerSec * 1e6
+}
+
+// CSVField quotes a CSV field when it needs it.
+func CSVField(s string) string {
+	if strings.ContainsAny(s, ",\"\n") {
+		return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+	}
+	return s
 }

@@ -199,13 +199,13 @@ func (s *Scenario) resolvePool(gc *hardware.Catalog, m *models.Model, prefix, gp
 // would only exhaust memory before the first event.
 const MaxReplicas = 100_000
 
-// lookupModel returns the scenario's model: the catalog's (and
+// LookupModel returns the scenario's model: the catalog's (and
 // models_file's) entry named by model, or the HuggingFace config.json of
 // model_config.
-func (s *Scenario) lookupModel() (*models.Model, error) {
+func (s *Scenario) LookupModel() (*models.Model, error) {
 	mc := models.Builtin()
 	if s.ModelsFile != "" {
-		if err := mc.LoadFile(s.path(s.ModelsFile)); err != nil {
+		if err := mc.LoadFile(s.Path(s.ModelsFile)); err != nil {
 			return nil, err
 		}
 	}
@@ -213,7 +213,7 @@ func (s *Scenario) lookupModel() (*models.Model, error) {
 	case s.ModelConfig != "" && s.Model != "":
 		return nil, s.fieldError("model_config", "model-config", "set model_config (a HuggingFace config.json) or model (%q), not both", s.Model)
 	case s.ModelConfig != "":
-		m, err := models.ReadHFConfig(s.path(s.ModelConfig))
+		m, err := models.ReadHFConfig(s.Path(s.ModelConfig))
 		if err != nil {
 			return nil, fmt.Errorf("%w (field \"model_config\", flag --model-config)", err)
 		}
@@ -232,12 +232,12 @@ func (s *Scenario) lookupModel() (*models.Model, error) {
 func (s Scenario) Resolve() (*Plan, error) {
 	p := &Plan{}
 	var err error
-	if p.Model, err = s.lookupModel(); err != nil {
+	if p.Model, err = s.LookupModel(); err != nil {
 		return nil, err
 	}
 	gc := hardware.Builtin()
 	if s.GPUsFile != "" {
-		if err := gc.LoadFile(s.path(s.GPUsFile)); err != nil {
+		if err := gc.LoadFile(s.Path(s.GPUsFile)); err != nil {
 			return nil, err
 		}
 	}
@@ -332,13 +332,13 @@ func (s Scenario) Resolve() (*Plan, error) {
 		parts = append(parts, d)
 	}
 	if p.Serve.Instance.Spec != nil && s.Speculative.AcceptanceTrace != "" {
-		d, err := fileDigest(s.path(s.Speculative.AcceptanceTrace))
+		d, err := fileDigest(s.Path(s.Speculative.AcceptanceTrace))
 		if err != nil {
 			return nil, fmt.Errorf("%w (field \"speculative.acceptance_trace\")", err)
 		}
 		parts = append(parts, d)
 	}
-	p.Inputs = digestOf(parts...)
+	p.Inputs = DigestOf(parts...)
 	p.Scenario = s
 	return p, nil
 }
@@ -354,10 +354,10 @@ func (s *Scenario) resolveServe(p *Plan) error {
 	if s.Replicas > MaxReplicas {
 		return s.fieldError("replicas", "replicas", "%d is out of range (at most %d instances)", s.Replicas, MaxReplicas)
 	}
-	if s.Replicas*s.dp() > MaxReplicas {
-		return s.fieldError("dp", "dp", "%d ranks × %d replicas is out of range (at most %d instances)", s.dp(), s.Replicas, MaxReplicas)
+	if s.Replicas*s.Ranks() > MaxReplicas {
+		return s.fieldError("dp", "dp", "%d ranks × %d replicas is out of range (at most %d instances)", s.Ranks(), s.Replicas, MaxReplicas)
 	}
-	p.Replicas = s.Replicas * s.dp() // each DP rank is an instance
+	p.Replicas = s.Replicas * s.Ranks() // each DP rank is an instance
 	b := &s.Batch
 	if b.Preemption == "" {
 		b.Preemption = serve.PreemptRecompute
@@ -405,7 +405,7 @@ func (s *Scenario) resolveServe(p *Plan) error {
 	rt := &s.Router
 	if rt.Policy == "" {
 		rt.Policy = "round-robin"
-		if s.dp() > 1 || (p.Decode != nil && s.decodeDP() > 1) {
+		if s.Ranks() > 1 || (p.Decode != nil && s.decodeDP() > 1) {
 			rt.Policy = "dp-coordinator" // vLLM's DP load balancer
 		}
 	}
@@ -439,16 +439,16 @@ func (s *Scenario) resolveServe(p *Plan) error {
 		// A round runs up to pp micro-batches, each with the token budget.
 		p.Serve.Instance.Step = p.Pipeline
 		p.Serve.Instance.Limits.MaxNumBatchedTokens *= len(p.Stages)
-		if p.Parallel.EP.On() && s.dp() > 1 {
+		if p.Parallel.EP.On() && s.Ranks() > 1 {
 			// The DP ranks' stages run each MoE layer together (pipeline_expert.go).
-			p.Serve.DPLockstep = serve.DPLockstep{Ranks: s.dp(), Agree: p.Pipeline.SetGroupBatches}
+			p.Serve.DPLockstep = serve.DPLockstep{Ranks: s.Ranks(), Agree: p.Pipeline.SetGroupBatches}
 		}
 	}
 	if p.Expert != nil {
 		p.Serve.Instance.Step = p.Expert
-		if s.dp() > 1 {
+		if s.Ranks() > 1 {
 			// vLLM's DP engine cores step in lock-step for an MoE model.
-			p.Serve.DPLockstep = serve.DPLockstep{Ranks: s.dp(), Load: p.Expert.SetGroupLoad}
+			p.Serve.DPLockstep = serve.DPLockstep{Ranks: s.Ranks(), Load: p.Expert.SetGroupLoad}
 			if p.Expert.TBO() != nil {
 				p.Serve.DPLockstep.Agree = p.Expert.SetGroupBatches
 			}

@@ -93,7 +93,7 @@ type PoolPlan struct {
 	TRTLLMMemory *hardware.TRTLLMMemoryPlan
 }
 
-func (s Scenario) path(p string) string {
+func (s Scenario) Path(p string) string {
 	if filepath.IsAbs(p) || s.dir == "" {
 		return p
 	}
@@ -154,7 +154,7 @@ func RunContext(ctx context.Context, p *Plan, outDir string) (*Report, error) {
 			return nil, err
 		}
 	}
-	src, closeSrc, err := p.source()
+	src, closeSrc, err := p.Source()
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +171,7 @@ func RunContext(ctx context.Context, p *Plan, outDir string) (*Report, error) {
 	cfg := p.Serve
 	cfg.Source, cfg.Collector = src, coll
 	// Stateful policies start fresh in every run of the plan.
-	if err := p.Scenario.freshPolicies(&cfg); err != nil {
+	if err := p.Scenario.FreshPolicies(&cfg); err != nil {
 		return nil, err
 	}
 	var files *fileSink
@@ -245,9 +245,9 @@ func (s Scenario) newAdmission() (policies.Admission, error) {
 	return policies.AdmissionByName(ad.Policy, policies.AdmissionParams{QueueCap: ad.QueueCap, Rate: ad.Rate, Burst: ad.Burst, Defer: ad.Defer})
 }
 
-// freshPolicies rebuilds the stateful policies (routers, admission) so that
+// FreshPolicies rebuilds the stateful policies (routers, admission) so that
 // running one plan twice gives identical results.
-func (s Scenario) freshPolicies(cfg *serve.Config) error {
+func (s Scenario) FreshPolicies(cfg *serve.Config) error {
 	var err error
 	if cfg.Router, err = s.newRouter(serve.StreamRouting); err != nil {
 		return err
@@ -415,9 +415,9 @@ func (s *Scenario) resolveWorkload(p *Plan) error {
 	return nil
 }
 
-// source opens the plan's workload, through a client of MaxConcurrency
+// Source opens the plan's workload, through a client of MaxConcurrency
 // slots when set; close releases a trace file.
-func (p *Plan) source() (src workload.Source, close func() error, err error) {
+func (p *Plan) Source() (src workload.Source, close func() error, err error) {
 	src, close, err = p.openSource()
 	if err == nil && p.MaxConcurrency > 0 {
 		src = workload.Limit(src, p.MaxConcurrency, p.Think)

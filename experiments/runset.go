@@ -136,7 +136,7 @@ func (fs *fileSink) commit(rep *Report) ([]string, error) {
 			return nil, fmt.Errorf("experiments: writing results in %s: %w", fs.dir, err)
 		}
 	}
-	js, err := json.MarshalIndent(rep.summaryJSON(), "", "  ")
+	js, err := json.MarshalIndent(rep.SummaryJSON(), "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("experiments: summary: %w", err)
 	}

@@ -304,13 +304,13 @@ func Parse(r io.Reader, name string) (Scenario, error) {
 	if und := md.Undecoded(); len(und) > 0 {
 		k := und[0]
 		where := name
-		if line := keyLine(data, k); line > 0 {
+		if line := KeyLine(data, k); line > 0 {
 			where = fmt.Sprintf("%s line %d", name, line)
 		}
 		return s, fmt.Errorf("experiments: %s: unknown field %q (the fields are listed in README.md and `servesim run --help`)", where, k.String())
 	}
 	s.file = name
-	s.recordKeys(md, data)
+	s.RecordKeys(md, data)
 	if s.Explicit("seed") {
 		// The toml package converts a negative integer into the uint64
 		// field by wrapping it (-1 becomes 2^64 − 1); read it signed.
@@ -324,10 +324,10 @@ func Parse(r io.Reader, name string) (Scenario, error) {
 	return s, nil
 }
 
-// keyLine finds the line of a dotted key in a TOML document by a plain scan
+// KeyLine finds the line of a dotted key in a TOML document by a plain scan
 // (the toml package does not expose key positions): the line that assigns
 // the key's last part inside the table named by the rest. 0 if not found.
-func keyLine(data []byte, k toml.Key) int {
+func KeyLine(data []byte, k toml.Key) int {
 	if len(k) == 0 {
 		return 0
 	}

@@ -40,7 +40,7 @@ func TestSGLangOverlapAnchor(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c := r.counts(); c.Finished != c.Arrived || c.Arrived != 1000 {
+		if c := r.Counts(); c.Finished != c.Arrived || c.Arrived != 1000 {
 			t.Fatalf("%+v: %d of %d requests finished", s.Engine, c.Finished, c.Arrived)
 		}
 		return r.Summary.OutputThroughput
@@ -119,7 +119,7 @@ func TestSGLangPPUnderSGLang(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c := r.counts(); c.Finished != c.Arrived || c.Arrived != 3 {
+		if c := r.Counts(); c.Finished != c.Arrived || c.Arrived != 3 {
 			t.Fatalf("%s at %d tokens: %d of %d requests finished", file, prompt, c.Finished, c.Arrived)
 		}
 		return r.Summary.TTFT.Mean, p

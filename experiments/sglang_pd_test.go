@@ -49,7 +49,7 @@ func TestSGLangPDUnderSGLang(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cn := r.counts(); cn.Finished != cn.Arrived || cn.Arrived == 0 {
+		if cn := r.Counts(); cn.Finished != cn.Arrived || cn.Arrived == 0 {
 			t.Fatalf("%s: %d arrived, %d finished", c.file, cn.Arrived, cn.Finished)
 		}
 		rate, perStep := poolTokenRate(t, filepath.Join(out, "steps.csv"), p, c.decode)

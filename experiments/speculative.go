@@ -111,7 +111,7 @@ func (s *Scenario) resolveSpeculative(p *Plan) error {
 		// --speculative-eagle-topk, TensorRT-LLM's speculative_config) are
 		// not vLLM's proposer and rejection sampler.
 		return s.fieldError("speculative.method", "speculative-config", "speculative decoding is modelled as vLLM runs it (engine vllm-v1, or ideal): the %s engine's own speculative decoding is not modelled", s.engineName())
-	case s.Disagg.DecodeReplicas > 0 || s.PP > 1 || s.dp() > 1 || p.Parallel.EP.On():
+	case s.Disagg.DecodeReplicas > 0 || s.PP > 1 || s.Ranks() > 1 || p.Parallel.EP.On():
 		return s.fieldError("speculative.method", "speculative-config", "speculative decoding is modelled on colocated instances without pipeline, data or expert parallelism")
 	case sc.ProposerCPUUs < 0 || sc.ProposerCPUUs > 1e6 || math.IsNaN(sc.ProposerCPUUs):
 		return s.fieldError("speculative.proposer_cpu_us", "speculative-config", "%g must be in [0, 1e6] µs", sc.ProposerCPUUs)
@@ -180,7 +180,7 @@ func (s *Scenario) specAcceptance(sc *Speculative) (serve.Acceptance, string, er
 	case sc.AcceptanceTrace != "" && len(sc.AcceptanceRates) > 0:
 		return nil, "", s.fieldError("speculative.acceptance_trace", "speculative-config", "give acceptance_rates or acceptance_trace, not both")
 	case sc.AcceptanceTrace != "":
-		f, err := os.Open(s.path(sc.AcceptanceTrace))
+		f, err := os.Open(s.Path(sc.AcceptanceTrace))
 		if err != nil {
 			return nil, "", s.fieldError("speculative.acceptance_trace", "speculative-config", "%v", err)
 		}
@@ -222,7 +222,7 @@ func (s *Scenario) specDraft(sc *Speculative, target *models.Model) (models.Draf
 	}
 	mc := models.Builtin()
 	if s.ModelsFile != "" {
-		if err := mc.LoadFile(s.path(s.ModelsFile)); err != nil {
+		if err := mc.LoadFile(s.Path(s.ModelsFile)); err != nil {
 			return models.Draft{}, err
 		}
 	}

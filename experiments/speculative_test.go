@@ -56,7 +56,7 @@ func TestSpeculativeZeroTokensIsOff(t *testing.T) {
 	if off != zero {
 		t.Errorf("num_speculative_tokens = 0 changed the run:\n%s\nvs\n%s", off, zero)
 	}
-	if rep.Result.Spec != nil || rep.summaryJSON().Speculative != nil {
+	if rep.Result.Spec != nil || rep.SummaryJSON().Speculative != nil {
 		t.Error("speculation counted with 0 tokens")
 	}
 	on, rep := specText(t, specScenario(t, "[speculative]\nmethod = \"eagle3\"\nnum_speculative_tokens = 3\n"))

@@ -103,31 +103,31 @@ func ParseSweep(data []byte, file, name, dir string) (*Sweep, error) {
 			continue // keys of table values, checked when applied to the scenario
 		}
 		where := file
-		if line := keyLine(data, k); line > 0 {
+		if line := KeyLine(data, k); line > 0 {
 			where = fmt.Sprintf("%s line %d", file, line)
 		}
 		return nil, fmt.Errorf("experiments: %s: unknown field %q", where, k.String())
 	}
 	sw.dir, sw.file, sw.src = dir, file, data
-	sw.Base.dir = dir
+	sw.Base.SetDir(dir)
 	if sw.Name == "" {
 		sw.Name = name
 		if err := CheckName(name); err != nil {
 			return nil, fmt.Errorf("experiments: %s: the sweep's name (from the file name) %v; set name = \"...\"", file, err)
 		}
 	} else if err := CheckName(sw.Name); err != nil {
-		return nil, fmt.Errorf("experiments: %s: name %v", sw.at(keyLine(data, toml.Key{"name"})), err)
+		return nil, fmt.Errorf("experiments: %s: name %v", sw.at(KeyLine(data, toml.Key{"name"})), err)
 	}
 	var all Scenario // the whole file's keys and lines
-	all.recordKeys(md, data)
+	all.RecordKeys(md, data)
 	sw.file, sw.baseSet = file, map[string]int{}
-	for k, line := range all.set {
+	for k, line := range all.ExplicitKeys() {
 		if rest, ok := strings.CutPrefix(k, "base."); ok {
 			sw.baseSet[rest] = line
 		}
 	}
 	for i := range sw.Axes {
-		line, _ := all.origin(fmt.Sprintf("axis[%d].values", i))
+		line, _ := all.Origin(fmt.Sprintf("axis[%d].values", i))
 		sw.axisLines = append(sw.axisLines, line)
 	}
 	// Seeds are uint64 and the toml package wraps a negative one (-1
@@ -145,7 +145,7 @@ func ParseSweep(data []byte, file, name, dir string) (*Sweep, error) {
 				if v == raw.Base.Seed && all.Explicit("base.seed") {
 					key = "base.seed"
 				}
-				line, _ := all.origin(key)
+				line, _ := all.Origin(key)
 				return nil, fmt.Errorf("experiments: %s line %d: field %q: seed %d must be ≥ 0", file, line, key, v)
 			}
 		}
@@ -317,21 +317,22 @@ func (sw *Sweep) scenario(vals []any, seed uint64) (Scenario, error) {
 	if err != nil {
 		return s, err
 	}
-	s.dir = sw.dir
+	s.SetDir(sw.dir)
 	// The point's TOML spells out every field of the base, zeros included:
 	// its explicit fields are those the sweep file gives, in the base or
 	// on an axis.
-	s.file, s.set = sw.file, maps.Clone(sw.baseSet)
-	if s.set == nil {
-		s.set = map[string]int{}
+	set := maps.Clone(sw.baseSet)
+	if set == nil {
+		set = map[string]int{}
 	}
 	for k, a := range sw.Axes {
-		line := lineUnknown
+		line := LineUnknown
 		if k < len(sw.axisLines) && sw.axisLines[k] > 0 {
 			line = sw.axisLines[k]
 		}
-		markSet(s.set, a.Field, vals[k], line)
+		markSet(set, a.Field, vals[k], line)
 	}
+	s.SetOrigins(sw.file, set)
 	return s, nil
 }
 
@@ -462,19 +463,19 @@ var Columns = slices.Concat(
 		{"mfu", func(r *Report) float64 { return r.Summary.MFU }},
 		{"mbu", func(r *Report) float64 { return r.Summary.MBU }},
 		{"preemptions", func(r *Report) float64 { return float64(r.Result.Preemptions) }},
-		{"prefix_hit_rate", func(r *Report) float64 { return r.counts().PrefixHitRate }},
+		{"prefix_hit_rate", func(r *Report) float64 { return r.Counts().PrefixHitRate }},
 		{"gpus", func(r *Report) float64 { return float64(r.GPUs()) }},
 		{"tokens_per_gpu_s", func(r *Report) float64 { return r.Summary.TotalThroughput / float64(r.GPUs()) }},
 		{"cost_per_hour", func(r *Report) float64 { return r.CostPerHour() }},
-		{"cost_per_m_output_tokens", func(r *Report) float64 { return perMillion(r.CostPerHour(), r.SteadyOutputThroughput()) }},
-		{"cost_per_m_tokens", func(r *Report) float64 { return perMillion(r.CostPerHour(), r.SteadyTotalThroughput()) }},
+		{"cost_per_m_output_tokens", func(r *Report) float64 { return PerMillion(r.CostPerHour(), r.SteadyOutputThroughput()) }},
+		{"cost_per_m_tokens", func(r *Report) float64 { return PerMillion(r.CostPerHour(), r.SteadyTotalThroughput()) }},
 		{"saturated", func(r *Report) float64 { return b2f(r.Summary.Saturation.Saturated) }},
 		{"offered_req_per_s", func(r *Report) float64 { return r.Summary.Saturation.OfferedRate }},
 		{"offered_output_tok_per_s", func(r *Report) float64 { return r.Summary.Saturation.OfferedOutputRate }},
 		{"capacity_req_per_s", func(r *Report) float64 { return r.Summary.Saturation.CapacityRate }},
 		{"steady_output_tok_per_s", func(r *Report) float64 { return r.SteadyOutputThroughput() }},
-		{"kv_tier_hit_rate", func(r *Report) float64 { return r.tierHitRate() }},
-		{"kv_tier_load_gb", func(r *Report) float64 { return r.hostLinkLoadGB() }},
+		{"kv_tier_hit_rate", func(r *Report) float64 { return r.TierHitRate() }},
+		{"kv_tier_load_gb", func(r *Report) float64 { return r.HostLinkLoadGB() }},
 	},
 )
 
@@ -483,39 +484,6 @@ func b2f(b bool) float64 {
 		return 1
 	}
 	return 0
-}
-
-// SteadyOutputThroughput is the output tok/s the deployment sustains at the
-// run's load, over the arrival window (metrics.Saturation): the offered
-// rate's when the queue stays bounded, the measured capacity when it kept
-// growing; the first-arrival-to-last-completion throughput only for a run
-// with no arrival window (one arrival instant). Cost per token divides by
-// it, so two deployments at one price serving the same arrivals cost the
-// same per token, however long each one's drain tail.
-func (r *Report) SteadyOutputThroughput() float64 {
-	if st := r.Summary.Saturation; st.WindowS > 0 {
-		return st.SteadyOutputThroughput
-	}
-	return r.Summary.OutputThroughput
-}
-
-// SteadyTotalThroughput is SteadyOutputThroughput scaled by the served
-// requests' (input + output)/output tokens.
-func (r *Report) SteadyTotalThroughput() float64 {
-	s := r.Summary
-	if s.OutputTokens == 0 {
-		return 0
-	}
-	return r.SteadyOutputThroughput() * float64(s.InputTokens+s.OutputTokens) / float64(s.OutputTokens)
-}
-
-// perMillion is the cost of a million tokens at a price per hour and a
-// throughput in tokens per second (0 when nothing was produced).
-func perMillion(perHour, tokPerSec float64) float64 {
-	if tokPerSec <= 0 {
-		return 0
-	}
-	return perHour / 3600 / tokPerSec * 1e6
 }
 
 // IntColumns are the columns that count (requests, preemptions, GPUs):
@@ -536,7 +504,7 @@ func formatMetric(name string, v float64) string {
 func WriteCSV(w io.Writer, axes []Axis, pts []PointFile) error {
 	var b strings.Builder
 	for _, a := range axes {
-		b.WriteString(csvField(a.Column()) + ",")
+		b.WriteString(CSVField(a.Column()) + ",")
 	}
 	b.WriteString("seed")
 	for _, c := range Columns {
@@ -545,7 +513,7 @@ func WriteCSV(w io.Writer, axes []Axis, pts []PointFile) error {
 	b.WriteByte('\n')
 	for _, p := range pts {
 		for _, v := range p.Axes {
-			b.WriteString(csvField(v) + ",")
+			b.WriteString(CSVField(v) + ",")
 		}
 		b.WriteString(strconv.FormatUint(p.Seed, 10))
 		for _, c := range Columns {
@@ -612,12 +580,4 @@ func hasSeeds(pts []PointFile) bool {
 		}
 	}
 	return false
-}
-
-// csvField quotes a CSV field when it needs it.
-func csvField(s string) string {
-	if strings.ContainsAny(s, ",\"\n") {
-		return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
-	}
-	return s
 }

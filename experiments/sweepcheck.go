@@ -109,7 +109,7 @@ func (sw *Sweep) pointError(key string, vals []any, msg string) error {
 	}
 	line := 0
 	if key != "" {
-		line = keyLine(sw.src, append(toml.Key{"base"}, strings.Split(key, ".")...))
+		line = KeyLine(sw.src, append(toml.Key{"base"}, strings.Split(key, ".")...))
 	}
 	if key == "" && point != "" {
 		// Not about a named field: about the point's values together.
@@ -187,7 +187,7 @@ func (sw *Sweep) checkGrid() error {
 	seen := map[uint64]int{}
 	for j, s := range sw.Seeds {
 		if k, dup := seen[s]; dup {
-			return fmt.Errorf("experiments: %s: seeds: seed %d is given twice (seeds %d and %d): each point would run twice", sw.at(keyLine(sw.src, toml.Key{"seeds"})), s, k+1, j+1)
+			return fmt.Errorf("experiments: %s: seeds: seed %d is given twice (seeds %d and %d): each point would run twice", sw.at(KeyLine(sw.src, toml.Key{"seeds"})), s, k+1, j+1)
 		}
 		seen[s] = j
 	}

@@ -53,7 +53,7 @@ func (p Point) computeKey() string {
 
 // PointFileOf turns a finished point into its file.
 func PointFileOf(r PointResult) PointFile {
-	pf := PointFile{Index: r.Point.Index, Key: r.Point.Key(), Seed: r.Point.Seed, Metrics: map[string]float64{}, Summary: r.Report.summaryJSON()}
+	pf := PointFile{Index: r.Point.Index, Key: r.Point.Key(), Seed: r.Point.Seed, Metrics: map[string]float64{}, Summary: r.Report.SummaryJSON()}
 	pf.Axes = append(pf.Axes, r.Point.Labels...)
 	for _, c := range Columns {
 		pf.Metrics[c.Name] = c.Get(r.Report)

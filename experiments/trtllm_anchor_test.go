@@ -50,7 +50,7 @@ func TestTRTLLMPerfOverviewAnchor(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := r.counts(); n.Finished != n.Arrived || r.Result.Preemptions != 0 {
+		if n := r.Counts(); n.Finished != n.Arrived || r.Result.Preemptions != 0 {
 			t.Fatalf("%s: %d of %d finished, %d preemptions", c.file, n.Finished, n.Arrived, r.Result.Preemptions)
 		}
 		perGPU := r.Summary.OutputThroughput / float64(p.Parallel.TP)
@@ -116,7 +116,7 @@ func TestEngineComparison(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n := r.counts(); n.Finished != n.Arrived || n.Arrived != int64(s.Workload.Requests) {
+			if n := r.Counts(); n.Finished != n.Arrived || n.Arrived != int64(s.Workload.Requests) {
 				t.Errorf("%s, %s: %d of %d requests finished", w.name, c.name, n.Finished, n.Arrived)
 			}
 			if strings.HasPrefix(c.name, "trtllm") != strings.Contains(p.Kernel, "for TensorRT-LLM") {

@@ -26,12 +26,13 @@ import (
 // base are not applied here: the caller overrides what its flags set.
 func RunScenario(run *realrun.Run, base Scenario) (Scenario, error) {
 	e := run.Engine
-	s := Scenario{Name: run.Name, ModelsFile: base.ModelsFile, GPUsFile: base.GPUsFile, dir: base.dir}
+	s := Scenario{Name: run.Name, ModelsFile: base.ModelsFile, GPUsFile: base.GPUsFile}
+	s.SetDir(base.Dir())
 	s.Model, s.GPU, s.ModelConfig = base.Model, base.GPU, base.ModelConfig
 	if s.Model == "" && s.ModelConfig == "" {
 		mc := models.Builtin()
 		if s.ModelsFile != "" {
-			if err := mc.LoadFile(s.path(s.ModelsFile)); err != nil {
+			if err := mc.LoadFile(s.Path(s.ModelsFile)); err != nil {
 				return s, err
 			}
 		}
@@ -47,7 +48,7 @@ func RunScenario(run *realrun.Run, base Scenario) (Scenario, error) {
 		}
 		gc := hardware.Builtin()
 		if s.GPUsFile != "" {
-			if err := gc.LoadFile(s.path(s.GPUsFile)); err != nil {
+			if err := gc.LoadFile(s.Path(s.GPUsFile)); err != nil {
 				return s, err
 			}
 		}
@@ -213,13 +214,13 @@ func Validate(run *realrun.Run, s Scenario) (*Validation, error) {
 	}
 	p.Workload, p.Scenario.Workload = workload.Synthetic{}, Workload{}
 	p.Replay = &workload.Replay{Requests: reqs}
-	p.Inputs = digestOf(p.Inputs, "replay", reqs)
+	p.Inputs = DigestOf(p.Inputs, "replay", reqs)
 	if mc := run.MaxConcurrency; mc > 0 {
 		// vLLM bench semantics (workload.Limit): each request arrives on
 		// the replay's schedule, waits at the client for one of mc slots,
 		// and its TTFT counts from when it has one.
 		p.MaxConcurrency, p.Think = mc, 0
-		p.Inputs = digestOf(p.Inputs, "max_concurrency", mc)
+		p.Inputs = DigestOf(p.Inputs, "max_concurrency", mc)
 		v.Notes = append(v.Notes, fmt.Sprintf("max_concurrency %d applied: each request waits at the client for one of %d slots (vLLM bench --max-concurrency), TTFT counted from when it has one", mc, mc))
 	}
 	if p.VLLMMemory != nil {
@@ -290,7 +291,7 @@ func applyLoggedKV(run *realrun.Run, p *Plan) (string, error) {
 // runWithSink runs the plan like Run (without output files), handing every
 // record and step to sink as well.
 func runWithSink(p *Plan, sink serve.Sink) (metrics.Summary, error) {
-	src, closeSrc, err := p.source()
+	src, closeSrc, err := p.Source()
 	if err != nil {
 		return metrics.Summary{}, err
 	}
@@ -301,7 +302,7 @@ func runWithSink(p *Plan, sink serve.Sink) (metrics.Summary, error) {
 	}
 	cfg := p.Serve
 	cfg.Source, cfg.Collector, cfg.Sink = src, coll, sink
-	if err := p.Scenario.freshPolicies(&cfg); err != nil {
+	if err := p.Scenario.FreshPolicies(&cfg); err != nil {
 		return metrics.Summary{}, err
 	}
 	res, err := serve.Run(cfg)

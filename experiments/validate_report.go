@@ -112,7 +112,7 @@ func WriteSuiteText(w io.Writer, vs []*Validation, floor *RepeatSpread) error {
 			if n := len(p.Stages); n > 1 {
 				par += fmt.Sprintf(" × PP %d (layers %v)", n, p.Pipeline.Stages())
 			}
-			if dp := p.Scenario.dp(); dp > 1 {
+			if dp := p.Scenario.Ranks(); dp > 1 {
 				par += fmt.Sprintf(", DP %d ranks", dp)
 			}
 			if ep := p.Parallel.EP; ep.On() {
@@ -122,7 +122,7 @@ func WriteSuiteText(w io.Writer, vs []*Validation, floor *RepeatSpread) error {
 				p.Model.Name, p.GPU.Name, par, p.Parallel.Weights, p.Parallel.KV, p.Limits.MaxNumSeqs, p.Limits.MaxNumBatchedTokens, p.MaxModelLen, p.Memory.Blocks)
 			fmt.Fprintf(&b, "  kernel times: %s\n", p.Kernel)
 			if p.Replay == nil {
-				fmt.Fprintf(&b, "  workload: %s; %s\n", p.describeShape(), p.describeLengths())
+				fmt.Fprintf(&b, "  workload: %s; %s\n", p.DescribeShape(), p.DescribeLengths())
 			}
 		}
 		if len(v.Fitted) > 0 {

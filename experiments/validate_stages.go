@@ -164,7 +164,7 @@ func ValidateStages(runs []*realrun.Run, s Scenario) ([]*Validation, error) {
 		if p.VLLMMemory != nil {
 			v.Notes = append(v.Notes, "vLLM memory plan: "+p.VLLMMemory.String())
 		}
-		if n := tierNote(p, sink.res); n != "" {
+		if n := TierNote(p, sink.res); n != "" {
 			v.Notes = append(v.Notes, n)
 		}
 		stage := -1

@@ -90,11 +90,11 @@ func (s *Scenario) resolveShape(p *Plan, other string) error {
 	return nil
 }
 
-// describeShape describes the workload's length and timing, for the
+// DescribeShape describes the workload's length and timing, for the
 // header line: "1000 requests, poisson arrivals at 10 req/s", "2 stages
 // (8 req/s × 600 s, 20 req/s × 600 s; drain) of poisson arrivals rescaled
 // to fill each stage", "1000 requests, all at t = 0 (rate inf)".
-func (p *Plan) describeShape() string {
+func (p *Plan) DescribeShape() string {
 	wl := p.Scenario.Workload
 	var b strings.Builder
 	switch {
@@ -138,8 +138,8 @@ func (p *Plan) describeShape() string {
 	return b.String()
 }
 
-// describeLengths describes the prompt and output lengths.
-func (p *Plan) describeLengths() string {
+// DescribeLengths describes the prompt and output lengths.
+func (p *Plan) DescribeLengths() string {
 	wl := p.Scenario.Workload
 	if d := wl.SharedPrefixData; d != nil {
 		return fmt.Sprintf("shared_prefix prompts: %d groups × %d, system prompt %d + question %d tokens, cycled every %d requests, output %d",

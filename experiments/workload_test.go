@@ -29,7 +29,7 @@ func runRecords(t *testing.T, s Scenario) ([]metrics.Record, workload.Source, se
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, closeSrc, err := p.source()
+	src, closeSrc, err := p.Source()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestSharedPrefixHitsCache(t *testing.T) {
 	// 10 × 9 × 496 = 44,640 tokens; the nine later cycles hit 560 tokens
 	// each: 900 × 560 = 504,000. Of 1000 × 566 = 566,000 prompt tokens,
 	// that is 548,640 / 566,000 = 0.9693 at most.
-	hit := rep.counts().PrefixHitRate
+	hit := rep.Counts().PrefixHitRate
 	t.Logf("hit rate %.4f, preemptions %d", hit, rep.Result.Preemptions)
 	if hit > 548640.0/566000+1e-9 || hit < 0.96 {
 		t.Fatalf("prefix hit rate %.4f, want ≤ 0.9693 and ≥ 0.96", hit)

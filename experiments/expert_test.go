@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/servesim/servesim/experiments/realrun"
 )
 
 // epScenario is a small scenario of model on H100s with head lines
@@ -204,59 +202,6 @@ func TestTBOCommSMsHeader(t *testing.T) {
 	}
 }
 
-// TestExpertFromRun: a real run's data_parallel_size, enable_expert_parallel
-// and enable_eplb reach the replayed scenario (DP ranks, not replicas), and
-// the scenario resolves as that layout.
-func TestExpertFromRun(t *testing.T) {
-	for _, c := range []struct {
-		dp         int
-		ep, eplb   bool
-		wantDP     int
-		wantLayout int // EP group
-	}{{0, false, false, 0, 0}, {1, false, false, 0, 0}, {2, false, false, 2, 0}, {2, true, true, 2, 2}, {4, true, false, 4, 4}} {
-		run := &realrun.Run{Name: "r", Engine: realrun.Engine{Model: "Qwen/Qwen3-30B-A3B", GPU: "h100", TP: 1, DP: c.dp, ExpertParallel: c.ep, EPLB: c.eplb}}
-		s, err := RunScenario(run, Scenario{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s.DP != c.wantDP || s.ExpertParallel != c.ep || s.EPLB != c.eplb || s.Replicas != 1 {
-			t.Errorf("run dp %d ep %v: scenario dp %d ep %v eplb %v replicas %d", c.dp, c.ep, s.DP, s.ExpertParallel, s.EPLB, s.Replicas)
-		}
-		if c.ep {
-			s.Workload.Rate, s.Workload.Requests, s.Workload.Prompt, s.Workload.Output = 1, 10, "constant:100", "constant:10" // the replay's trace stands in for these
-			p, err := s.Resolve()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if p.Parallel.EP.Size != c.wantLayout || p.Replicas != c.dp {
-				t.Errorf("run dp %d ep: EP %d, %d instances", c.dp, p.Parallel.EP.Size, p.Replicas)
-			}
-		}
-	}
-}
-
-// TestExpertSearchRefused: place and plan propose the DP degrees and
-// expert parallelism themselves (--dps, --ep) and refuse a base scenario
-// that sets either.
-func TestExpertSearchRefused(t *testing.T) {
-	for _, head := range []string{"dp = 2\n", "dp = 2\nexpert_parallel = true\n"} {
-		s := epScenario(t, "qwen3-30b-a3b", head, "")
-		s.SLO.TTFTms = 500
-		if _, err := Place(s, PlaceOptions{GPUs: 8}); err == nil || !strings.Contains(err.Error(), "place: the scenario sets dp = 2") {
-			t.Errorf("%q place: %v", head, err)
-		}
-		if _, err := PlanCapacity(s, PlanOptions{Rate: 1}); err == nil || !strings.Contains(err.Error(), "plan: the scenario sets dp = 2") {
-			t.Errorf("%q plan: %v", head, err)
-		}
-	}
-	// The decode pool's own layout is refused alike.
-	s := epScenario(t, "qwen3-30b-a3b", "", "[disagg]\ndecode_replicas = 1\ndecode_dp = 2\n")
-	s.SLO.TTFTms = 500
-	if _, err := PlanCapacity(s, PlanOptions{Rate: 1}); err == nil || !strings.Contains(err.Error(), "plan: the scenario sets disagg.decode_dp = 2") {
-		t.Errorf("decode_dp 2 plan: %v", err)
-	}
-}
-
 // TestDPWithPipeline: DP ranks of pipeline stages count dp × pp × tp GPUs
 // in the header, summary.json and the cost (Llama-3.1-70B, DP 2 of PP 2 ×
 // TP 2: 8 GPUs).
@@ -280,18 +225,4 @@ func TestDPWithPipeline(t *testing.T) {
 	if es := r.expertSummary(); r.GPUs() != 8 || es == nil || es.GPUs != 8 || es.GPUsPerRank != 4 {
 		t.Errorf("%d GPUs, summary %+v; want 8, 4 a rank", r.GPUs(), es)
 	}
-}
-
-// TestExpertSweepAndKeys: dp is a sweep axis (Qwen3-30B-A3B with expert
-// parallelism at DP 2 and 4: 2 and 4 GPUs, 64 and 32 experts a GPU), and
-// the default scenario's TOML form has none of the new keys (sweep point
-// keys of scenarios without them are unchanged).
-func TestExpertSweepAndKeys(t *testing.T) {
-	const text = "name = \"dp\"\n[base]\nmodel = \"qwen3-30b-a3b\"\ngpu = \"h100\"\nexpert_parallel = true\n[base.workload]\nrate = 4\nrequests = 60\nprompt = \"lognormal:6.5,0.8\"\noutput = \"lognormal:4,0.6\"\n[[axis]]\nfield = \"dp\"\nvalues = [2, 4]\n"
-	res := runSweepText(t, text)
-	if len(res) != 2 || res[0].Report.GPUs() != 2 || res[1].Report.GPUs() != 4 ||
-		res[0].Report.Plan.Model.LocalExperts(res[0].Report.Plan.Parallel) != 64 || res[1].Report.Plan.Model.LocalExperts(res[1].Report.Plan.Parallel) != 32 {
-		t.Errorf("sweep over dp: %d points", len(res))
-	}
-	defaultTOMLLacks(t, "dp ", "expert_parallel", "eplb", "expert_skew", "all2all_backend")
 }

@@ -1,7 +1,6 @@
 package experiments
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -60,46 +59,5 @@ func TestOffloadTiers(t *testing.T) {
 	noCache := strings.Replace(head, "prefix_caching = true", "prefix_caching = false", 1)
 	if _, err := resolveText(t, noCache+"[offload]\ncpu_gib = 10\n"); err == nil || !strings.Contains(err.Error(), "needs prefix caching") {
 		t.Errorf("without prefix caching: %v", err)
-	}
-}
-
-// TestSim2RealOffloadTier: a sim2real experiment's logged CPU blocks
-// become its replay's host tier. 67-llama-2-7b-hf-tp1-reasoning-lite-1-1
-// logged 1,023 CPU blocks; Llama-2-7B's KV is 2 × 32 layers × 32 heads ×
-// 128 × 2 B = 524,288 B a token, a 16-token block 8 MiB, so the tier is
-// 1,023 × 8 MiB = 8,581,545,984 B (vLLM's --kv-offloading-size 8 GiB less
-// the part of a block). With IgnoreKVOffload there is no tier.
-func TestSim2RealOffloadTier(t *testing.T) {
-	entries, err := Suite()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ignore := range []bool{false, true} {
-		var tiers int
-		for _, e := range entries {
-			if e.Experiment != "67-llama-2-7b-hf-tp1-reasoning-lite-1-1" {
-				continue
-			}
-			e.IgnoreKVOffload = ignore
-			runs, err := e.Open(filepath.Join("..", "..", "shared", "data"))
-			if err != nil {
-				t.Skipf("sim2real runs not here: %v", err)
-			}
-			s, err := StageScenario(runs[0], e.Base())
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := s.Resolve()
-			if err != nil {
-				t.Fatal(err)
-			}
-			tiers = len(p.Serve.Instance.Tiers)
-			if !ignore && (tiers != 1 || p.Serve.Instance.Tiers[0].Bytes != 1023*16*524288) {
-				t.Fatalf("tiers %+v, want one of 1023 × 16 × 524288 B", p.Serve.Instance.Tiers)
-			}
-		}
-		if ignore && tiers != 0 {
-			t.Fatalf("ignore_kv_offload: %d tiers, want none", tiers)
-		}
 	}
 }

@@ -109,15 +109,3 @@ func TestDisaggPipelineExpert(t *testing.T) {
 		}
 	}
 }
-
-// TestDecodePPSweepAndKeys: disagg.decode_pp is a sweep axis (the decode
-// pool of Llama-3.1-70B at TP 2 with 1 and 2 stages: 2 + 2 and 2 + 4
-// GPUs), and the default scenario's TOML form has no decode_pp key.
-func TestDecodePPSweepAndKeys(t *testing.T) {
-	const text = "name = \"dpp\"\n[base]\nmodel = \"llama-3.1-70b\"\ngpu = \"h100\"\ntp = 2\n[base.disagg]\ndecode_replicas = 1\n[base.workload]\nrate = 2\nrequests = 30\nprompt = \"lognormal:6.5,0.8\"\noutput = \"lognormal:4,0.6\"\n[[axis]]\nfield = \"disagg.decode_pp\"\nvalues = [1, 2]\n"
-	res := runSweepText(t, text)
-	if len(res) != 2 || res[0].Report.GPUs() != 4 || res[1].Report.GPUs() != 6 || res[0].Report.Plan.Decode.Pipeline != nil || res[1].Report.DecodePipelineStats.Rounds == 0 {
-		t.Errorf("sweep over disagg.decode_pp: %d points", len(res))
-	}
-	defaultTOMLLacks(t, "decode_pp")
-}

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/servesim/servesim/experiments/realrun"
 )
 
 // TestPipelineExpertRun runs Qwen3-30B-A3B as DP 2 ranks of PP 2 × TP 2
@@ -100,30 +98,6 @@ func TestPipelineExpertNoDP(t *testing.T) {
 		if a := r.PipelineStats.AllToAllSeconds; len(a) != 2 || (a[0] > 0) != c.a2a || (a[1] > 0) != c.a2a {
 			t.Errorf("%s: all-to-all seconds by stage %v", c.backend, a)
 		}
-	}
-}
-
-// TestPipelineExpertFromRun: a real run with both pipeline_parallel_size 2
-// and enable_expert_parallel replays as that layout (it was refused: EP was
-// modelled without stages).
-func TestPipelineExpertFromRun(t *testing.T) {
-	e, err := realrun.ReadMeta(strings.NewReader(`{"engine_kwargs": {"model": "Qwen/Qwen3-30B-A3B", "tensor_parallel_size": 2, "pipeline_parallel_size": 2, "data_parallel_size": 2, "enable_expert_parallel": true}}`), "meta.json")
-	if err != nil || e.PP != 2 || e.DP != 2 || !e.ExpertParallel {
-		t.Fatalf("meta.json: %+v, %v", e, err)
-	}
-	e.GPU = "h100"
-	run := &realrun.Run{Name: "r", Engine: e}
-	s, err := RunScenario(run, Scenario{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Workload.Rate, s.Workload.Requests, s.Workload.Prompt, s.Workload.Output = 1, 10, "constant:100", "constant:10" // the replay's trace stands in for these
-	p, err := s.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.Parallel.EP.Size != 4 || len(p.Stages) != 2 || p.Replicas != 2 || p.Pipeline.Expert(1) == nil {
-		t.Errorf("EP %d, %d stages, %d instances", p.Parallel.EP.Size, len(p.Stages), p.Replicas)
 	}
 }
 

@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/servesim/servesim/experiments/realrun"
 )
 
 // ppScenario is a small Llama-3.1-70B scenario on H100s with head lines
@@ -206,19 +204,6 @@ func TestPipelineFieldErrors(t *testing.T) {
 	}
 }
 
-// TestPipelineSearchRefused: place and plan do not search pipeline layouts
-// and refuse a base scenario that sets one (they would count replicas × TP GPUs).
-func TestPipelineSearchRefused(t *testing.T) {
-	s := ppScenario(t, "pp = 2\n")
-	s.SLO.TTFTms = 500
-	if _, err := Place(s, PlaceOptions{GPUs: 8}); err == nil || !strings.Contains(err.Error(), "place: the scenario sets pp = 2") {
-		t.Errorf("place: %v", err)
-	}
-	if _, err := PlanCapacity(s, PlanOptions{Rate: 1}); err == nil || !strings.Contains(err.Error(), "plan: the scenario sets pp = 2") {
-		t.Errorf("plan: %v", err)
-	}
-}
-
 // TestPipelineOneInFlight: with one request at a time (max_concurrency 1)
 // a vLLM pipeline holds one micro-batch, whose trip through the stages is
 // the whole model's step plus the activation sends: every request's
@@ -250,34 +235,6 @@ func TestPipelineOneInFlight(t *testing.T) {
 	t.Logf("E2E %.3f vs %.3f ms, %.0f steps a request, bubble %.4f", two.Summary.E2E.Mean, one.Summary.E2E.Mean, steps, two.PipelineStats.Bubble())
 	if b := two.PipelineStats.Bubble(); !(b > 0.49 && b < 0.52) {
 		t.Errorf("bubble %.4f with one micro-batch over 2 stages, want ≈ 0.5", b)
-	}
-}
-
-// TestPipelineSweepAndKeys: pp is a sweep axis like any field (each point
-// its own pipeline), and a scenario without it has the TOML form it had
-// before pipeline parallelism, so sweep point keys (a hash of that form)
-// do not move.
-func TestPipelineSweepAndKeys(t *testing.T) {
-	const text = "name = \"pp\"\n[base]\nmodel = \"llama-3.1-70b\"\ngpu = \"h100\"\ntp = 2\n[base.workload]\nrate = 4\nrequests = 60\nprompt = \"lognormal:6.5,0.8\"\noutput = \"lognormal:4,0.6\"\n[[axis]]\nfield = \"pp\"\nvalues = [1, 2]\n"
-	res := runSweepText(t, text)
-	if len(res) != 2 || res[0].Report.GPUs() != 2 || res[1].Report.GPUs() != 4 || res[0].Report.Plan.Pipeline != nil || res[1].Report.PipelineStats.Rounds != res[1].Report.Result.Steps {
-		t.Errorf("sweep over pp: %d points", len(res))
-	}
-	defaultTOMLLacks(t, "pp", "gpus_per_node")
-}
-
-// TestPipelineFromRun: a real run's pipeline_parallel_size reaches the
-// replay's scenario (one stage leaves pp unset, as today's replays).
-func TestPipelineFromRun(t *testing.T) {
-	for _, c := range []struct{ pp, want int }{{0, 0}, {1, 0}, {2, 2}} {
-		run := &realrun.Run{Name: "r", Engine: realrun.Engine{Model: "meta-llama/Llama-3.1-70B", GPU: "h100", TP: 2, PP: c.pp}}
-		s, err := RunScenario(run, Scenario{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s.PP != c.want {
-			t.Errorf("run pp %d: scenario pp %d, want %d", c.pp, s.PP, c.want)
-		}
 	}
 }
 

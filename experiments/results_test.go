@@ -3,7 +3,6 @@ package experiments
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,58 +57,6 @@ func TestSummarySLOInMilliseconds(t *testing.T) {
 	}
 }
 
-// Every result file is mode 0644 whatever the umask allows CreateTemp (0600):
-// a run's three files, a sweep's point files and results, and
-// WriteFileAtomic's.
-func TestResultFileModes(t *testing.T) {
-	p, err := small().Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if _, err := Run(p, dir); err != nil {
-		t.Fatal(err)
-	}
-	sw, err := LoadSweep(writeSweep(t, smallSweep))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pts, err := sw.Points()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sdir := t.TempDir()
-	if _, _, err := RunSweepDir(pts[:2], sdir, DirOptions{Workers: 1}); err != nil {
-		t.Fatal(err)
-	}
-	pfs, err := Collect(pts[:2], sdir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteResults(sdir, sw.Axes, pfs); err != nil {
-		t.Fatal(err)
-	}
-	other := filepath.Join(t.TempDir(), "plan.csv")
-	if err := WriteFileAtomic(other, []byte("x\n")); err != nil {
-		t.Fatal(err)
-	}
-	files := []string{filepath.Join(dir, "requests.csv"), filepath.Join(dir, "steps.csv"), filepath.Join(dir, "summary.json"),
-		filepath.Join(sdir, "results.csv"), filepath.Join(sdir, "results.json"), other}
-	for _, pt := range pts[:2] {
-		files = append(files, filepath.Join(sdir, "points", pt.Key()+".json"))
-	}
-	for _, f := range files {
-		st, err := os.Stat(f)
-		if err != nil {
-			t.Error(err)
-			continue
-		}
-		if st.Mode().Perm() != ResultMode {
-			t.Errorf("%s: mode %v, want %v", f, st.Mode().Perm(), ResultMode)
-		}
-	}
-}
-
 // A run removes the temporaries an earlier, killed run left in its output
 // directory (servesim's names only, older than StaleAge), and nothing else.
 func TestRunSweepsStaleTemporaries(t *testing.T) {
@@ -155,52 +102,6 @@ func TestRunSweepsStaleTemporaries(t *testing.T) {
 		if gone := os.IsNotExist(err); gone != f.gone {
 			t.Errorf("%s: removed %v, want %v", f.name, gone, f.gone)
 		}
-	}
-}
-
-// A cancelled context stops a run, which leaves nothing in its output
-// directory and says it was interrupted; a sweep likewise keeps no
-// temporaries (RunContext is what the CLI's signal handler cancels).
-func TestRunContextCancelled(t *testing.T) {
-	s := small()
-	s.Workload.Requests = 1_000_000 // far more events than it gets to fire
-	p, err := s.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	// Cancel once the run's temporary set directory exists (runset.go).
-	go func() {
-		defer cancel()
-		for deadline := time.Now().Add(20 * time.Second); len(tempsIn(dir)) < 1 && time.Now().Before(deadline); {
-			time.Sleep(time.Millisecond)
-		}
-	}()
-	_, err = RunContext(ctx, p, dir)
-	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "interrupted") {
-		t.Fatalf("error %v, want an interruption wrapping context.Canceled", err)
-	}
-	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
-		t.Errorf("output directory holds %d entries after the interrupt, want 0", len(ents))
-	}
-
-	// Cancelled before it starts: no point runs.
-	sw, err := LoadSweep(writeSweep(t, smallSweep))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pts, err := sw.Points()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sdir := t.TempDir()
-	ran, _, err := RunSweepDir(pts, sdir, DirOptions{Workers: 2, KeepRecords: true, Context: ctx})
-	if ran != 0 || !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled sweep ran %d points, error %v", ran, err)
-	}
-	if ents, _ := os.ReadDir(filepath.Join(sdir, "points")); len(ents) != 0 {
-		t.Errorf("cancelled sweep left %d entries in points/", len(ents))
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/servesim/servesim/experiments/realrun"
 	"github.com/servesim/servesim/models"
 )
 
@@ -149,25 +148,6 @@ func TestSpeculativeErrors(t *testing.T) {
 		if want := "the " + e + " engine's own speculative decoding is not modelled"; err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("engine %s: error %v, want %q", e, err, want)
 		}
-	}
-}
-
-// TestRunScenarioSpeculative: a real run's speculative_config becomes the
-// replay's [speculative] (method and k; a draft_model's draft), and the
-// replay resolves with the method's default acceptance.
-func TestRunScenarioSpeculative(t *testing.T) {
-	run := &realrun.Run{Name: "r", Engine: realrun.Engine{Model: "meta-llama/Llama-3.1-8B", GPU: "h100",
-		Speculative: `{"method": "eagle3", "num_speculative_tokens": 3, "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"}`}}
-	s, err := RunScenario(run, Scenario{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sp := s.Speculative; sp == nil || sp.Method != "eagle3" || sp.NumSpeculativeTokens != 3 || sp.Model != "" {
-		t.Fatalf("speculative %+v", s.Speculative)
-	}
-	run.Engine.Speculative = `{"method": "eagle3", "num_speculative_tokens": "3"}`
-	if _, err := RunScenario(run, Scenario{}); err == nil || !strings.Contains(err.Error(), "speculative_config") {
-		t.Errorf("bad config: %v", err)
 	}
 }
 

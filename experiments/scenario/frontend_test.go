@@ -148,7 +148,7 @@ func TestFrontEndH100EntryIsTheFit(t *testing.T) {
 // tokenizer (token IDs in), and TTFT there starts at queued_ts, so neither
 // gives a front_end_request_ms for its host.
 func TestLLMServingSimHandoff(t *testing.T) {
-	dir, err := FindDataDir(filepath.Join("..", "..", "shared", "data"))
+	dir, err := FindDataDir(filepath.Join("..", "..", "..", "shared", "data"))
 	if err != nil {
 		t.Skip(err)
 	}

@@ -44,7 +44,7 @@ var sim2realModels = map[string]string{
 // logs none). A GPU or model the catalogs lack is an error.
 func loggedKVRuns(t *testing.T) []loggedKVRun {
 	t.Helper()
-	dir := filepath.Join("..", "..", "shared", "data")
+	dir := filepath.Join("..", "..", "..", "shared", "data")
 	f, err := os.Open(filepath.Join(dir, "vllm-sim2real-runs", "experiments.csv"))
 	if err != nil {
 		t.Skipf("shared data not available: %v", err)

@@ -34,7 +34,7 @@ import (
 //
 // Run with -v to see the figures.
 func TestH100Llama27BDecodeBreakdown(t *testing.T) {
-	data := filepath.Join("..", "..", "shared", "data")
+	data := filepath.Join("..", "..", "..", "shared", "data")
 	c := openDecodeCase(t, data, "llama-2-7b-tp1", 5)
 	st, m := c.p.Step, c.p.Step.Model()
 	// The simple mistakes the issue asks about: MHA with 32 KV heads of 128,
@@ -220,7 +220,7 @@ func vidurLayerMedians(t *testing.T, path string, tp int) map[int]float64 {
 // come out 4 % (stage_0) and 7 % (stage_1) above the measured TPOT, 87 %
 // of them the operators that agree with Vidur's 2024 timings.
 func TestH100TPDecodeBreakdown(t *testing.T) {
-	data := filepath.Join("..", "..", "shared", "data")
+	data := filepath.Join("..", "..", "..", "shared", "data")
 	for _, c := range []struct {
 		exp, vidur string
 		tp         int

@@ -26,7 +26,7 @@ func TestEngineFit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("simulates five measured runs")
 	}
-	path := filepath.Join("..", "..", "shared", "data", "vllm-h100-runs", "runs.csv")
+	path := filepath.Join("..", "..", "..", "shared", "data", "vllm-h100-runs", "runs.csv")
 	if _, err := os.Stat(path); err != nil {
 		t.Skipf("measured runs not found (%v): skipping", err)
 	}

@@ -116,7 +116,7 @@ func TestSim2RealOffloadTier(t *testing.T) {
 				continue
 			}
 			e.IgnoreKVOffload = ignore
-			runs, err := e.Open(filepath.Join("..", "..", "shared", "data"))
+			runs, err := e.Open(filepath.Join("..", "..", "..", "shared", "data"))
 			if err != nil {
 				t.Skipf("sim2real runs not here: %v", err)
 			}

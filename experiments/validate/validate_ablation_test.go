@@ -15,7 +15,7 @@ import (
 // the vllm-v1 row equals the plain validation's medians of the same run;
 // and the table prints every row.
 func TestSuiteAblation(t *testing.T) {
-	dir, err := scenario.FindDataDir(filepath.Join("..", "..", "shared", "data"))
+	dir, err := scenario.FindDataDir(filepath.Join("..", "..", "..", "shared", "data"))
 	if err != nil {
 		t.Skip(err)
 	}

@@ -46,7 +46,7 @@ func TestCheckReplaySize(t *testing.T) {
 // TestReplaySizeBasis: the cap's basis is the largest run in
 // ../shared/data that validate reads, by requests and by tokens.
 func TestReplaySizeBasis(t *testing.T) {
-	dir, err := scenario.FindDataDir(filepath.Join("..", "..", "shared", "data"))
+	dir, err := scenario.FindDataDir(filepath.Join("..", "..", "..", "shared", "data"))
 	if err != nil {
 		t.Skip(err)
 	}

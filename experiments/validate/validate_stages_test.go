@@ -123,7 +123,7 @@ func TestStageScenarioErrors(t *testing.T) {
 // model by its Hugging Face id, H100, the row's TP and limits, and stages
 // of int(rate × duration) requests that add up to the summary's successes.
 func TestStageScenarioH100Rows(t *testing.T) {
-	path := filepath.Join("..", "..", "shared", "data", "vllm-h100-runs", "runs.csv")
+	path := filepath.Join("..", "..", "..", "shared", "data", "vllm-h100-runs", "runs.csv")
 	runs, err := realrun.Open(path)
 	if err != nil {
 		t.Skipf("data not here: %v", err)

@@ -29,7 +29,7 @@ var update = flag.Bool("update", false, "rewrite testdata/suite-visible7.csv fro
 // when ../shared/data is not there.
 func runSuite(t *testing.T) ([]SuiteEntry, [][]*Validation) {
 	t.Helper()
-	dir, err := scenario.FindDataDir(filepath.Join("..", "..", "shared", "data"))
+	dir, err := scenario.FindDataDir(filepath.Join("..", "..", "..", "shared", "data"))
 	if err != nil {
 		t.Skip(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/experiments/scenario"
 )
 
 // readmeHasTable checks that README.md holds want, the markdown table of
@@ -72,7 +72,7 @@ func TestReadmeUsingItRuns(t *testing.T) {
 		t.Fatalf("only %d commands found under Using it", len(cmds))
 	}
 	t.Chdir(t.TempDir())
-	if err := os.WriteFile("scenario.toml", []byte(experiments.DefaultTOML()), 0o644); err != nil {
+	if err := os.WriteFile("scenario.toml", []byte(scenario.DefaultTOML()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, args := range cmds {

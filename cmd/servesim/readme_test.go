@@ -9,7 +9,7 @@ import (
 	"testing"
 	"unicode"
 
-	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/experiments/scenario"
 )
 
 // The README is for users (what servesim is, install, the first run, the
@@ -143,7 +143,7 @@ func TestReadmeUsingItRuns(t *testing.T) {
 		t.Fatalf("only %d commands found under Using it", len(cmds))
 	}
 	t.Chdir(t.TempDir())
-	if err := os.WriteFile("scenario.toml", []byte(experiments.DefaultTOML()), 0o644); err != nil {
+	if err := os.WriteFile("scenario.toml", []byte(scenario.DefaultTOML()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for _, args := range cmds {

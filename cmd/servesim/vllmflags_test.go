@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/experiments/scenario"
 )
 
 // TestGoodputOnlyNamedSLOs: with --goodput, exactly the SLOs it names
@@ -299,7 +299,7 @@ func TestCheckpointPrecision(t *testing.T) {
 // a --config file keeps servesim's values.
 func TestVLLMDefaultsBySpelling(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "s.toml")
-	if err := os.WriteFile(cfg, []byte(experiments.DefaultTOML()), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(scenario.DefaultTOML()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	type want struct {

@@ -18,21 +18,20 @@ import (
 type Collector struct {
 	slo SLO
 
-	ttft, e2e []sim.Time
-	tpot      []float64 // ms
-	// itl holds the ITL runs in blocks of itlBlock, never copied as they
-	// grow (600,000 runs of 16 bytes for the 100k-request default run).
-	itl [][]itlRun
+	// Samples are kept in blocks, never copied as they grow.
+	ttft, e2e blocks[sim.Time]
+	tpot      blocks[float64] // ms
+	itl       blocks[itlRun]  // 313,000 runs of 16 bytes for the 100k-request default run
 	// Phases: queueing (arrival → scheduled) and prefill (scheduled →
 	// first token) for every served request; transfer wait, transfer and
 	// decode for disaggregated ones.
-	queue, prefill, xferWait, xfer, decode []sim.Time
+	queue, prefill, xferWait, xfer, decode blocks[sim.Time]
 	classes                                map[string]*Collector
 	// sat keeps each served request's arrival, finish and output tokens, in
-	// blocks of satBlock (never copied as they grow), and rejArr each
+	// blocks, and rejArr each
 	// rejected one's arrival, for Saturation (24 and 8 bytes a request); a
 	// class's collector keeps none (noSat).
-	sat    [][]served
+	sat    blocks[served]
 	rejArr []sim.Time
 	noSat  bool
 	busyBy []sim.Time
@@ -121,39 +120,28 @@ func (c *Collector) Add(r *Record) {
 	}
 	c.completed++
 	if !c.noSat {
-		c.addServed(served{r.Arrival, r.Finish, int64(r.OutputTokens)})
+		c.sat.add(served{r.Arrival, r.Finish, int64(r.OutputTokens)})
 	}
 	if r.Scheduled >= r.Arrival && (r.Scheduled > 0 || r.Arrival == 0) {
-		c.queue = append(c.queue, r.Scheduled-r.Arrival)
-		c.prefill = append(c.prefill, r.FirstToken-r.Scheduled)
+		c.queue.add(r.Scheduled - r.Arrival)
+		c.prefill.add(r.FirstToken - r.Scheduled)
 	}
 	if r.TransferEnd > 0 {
-		c.xferWait = append(c.xferWait, r.TransferStart-r.FirstToken)
-		c.xfer = append(c.xfer, r.TransferEnd-r.TransferStart)
-		c.decode = append(c.decode, r.Finish-r.TransferEnd)
+		c.xferWait.add(r.TransferStart - r.FirstToken)
+		c.xfer.add(r.TransferEnd - r.TransferStart)
+		c.decode.add(r.Finish - r.TransferEnd)
 	}
 	c.inTok += int64(r.PromptTokens)
 	c.outTok += int64(r.OutputTokens)
 	c.lastFinish = max(c.lastFinish, r.Finish)
-	c.ttft = append(c.ttft, r.TTFT())
-	c.e2e = append(c.e2e, r.E2E())
+	c.ttft.add(r.TTFT())
+	c.e2e.add(r.E2E())
 	if ms, ok := r.TPOT(); ok {
-		c.tpot = append(c.tpot, ms)
+		c.tpot.add(ms)
 	}
 	if c.slo.Override(r.SLO).Met(r) {
 		c.good++
 	}
-}
-
-// satBlock is the length of one block of Collector.sat: 96 KiB.
-const satBlock = 4096
-
-func (c *Collector) addServed(v served) {
-	if k := len(c.sat) - 1; k >= 0 && len(c.sat[k]) < satBlock {
-		c.sat[k] = append(c.sat[k], v)
-		return
-	}
-	c.sat = append(c.sat, append(make([]served, 0, satBlock), v))
 }
 
 // AddITL accounts for n inter-token gaps all equal to gap: a decode step
@@ -167,22 +155,12 @@ func (c *Collector) AddITL(gap sim.Time, n int) {
 	if n == 0 {
 		return
 	}
-	k := len(c.itl) - 1
-	if k >= 0 {
-		if b := c.itl[k]; len(b) > 0 && b[len(b)-1].gap == gap {
-			b[len(b)-1].n += int64(n)
-			return
-		}
+	if l := c.itl.last(); l != nil && l.gap == gap {
+		l.n += int64(n)
+		return
 	}
-	if k < 0 || len(c.itl[k]) == cap(c.itl[k]) {
-		c.itl = append(c.itl, make([]itlRun, 0, itlBlock))
-		k++
-	}
-	c.itl[k] = append(c.itl[k], itlRun{gap, int64(n)})
+	c.itl.add(itlRun{gap, int64(n)})
 }
-
-// itlBlock is the length of one block of Collector.itl: 128 KiB.
-const itlBlock = 8192
 
 // AddStep accounts for one model step. It panics if the step is
 // inconsistent (negative fields, more KV blocks used than there are).
@@ -219,10 +197,10 @@ func (c *Collector) AddStep(s *Step) {
 	}
 }
 
-// Summary computes the summary of everything added so far. It sorts the
-// collector's samples in place (which changes no result), so it may be
-// called again, also after more Adds. Results do not depend on the order in
-// which records and gaps were added.
+// Summary computes the summary of everything added so far. It sorts copies
+// of the samples (the ITL runs it merges in place, which changes no
+// result), so it may be called again, also after more Adds. Results do not
+// depend on the order in which records and gaps were added.
 func (c *Collector) Summary() Summary {
 	s := Summary{
 		Completed:    c.completed,
@@ -259,7 +237,7 @@ func (c *Collector) Summary() Summary {
 	go func() {
 		defer close(done)
 		itl, _ := sortMergeITL(c.itl, nil)
-		c.itl = [][]itlRun{itl}
+		c.itl = blocks[itlRun]{itl}
 		v := make([]float64, len(itl))
 		n := make([]int64, len(itl))
 		for i, r := range itl {
@@ -273,11 +251,10 @@ func (c *Collector) Summary() Summary {
 	var scratch []uint64
 	var ms []float64
 	scratch, ms = timeStats(c.ttft, scratch, ms, &s.TTFT)
-	scratch = sortFloats(c.tpot, scratch)
-	s.TPOT = sampleStats(c.tpot)
+	scratch, ms = floatStats(c.tpot, scratch, ms, &s.TPOT)
 	scratch, ms = timeStats(c.e2e, scratch, ms, &s.E2E)
 	for _, ph := range []struct {
-		v   []sim.Time
+		v   blocks[sim.Time]
 		dst *Stats
 	}{{c.queue, &s.Phases.Queue}, {c.prefill, &s.Phases.Prefill}, {c.xferWait, &s.Phases.TransferWait},
 		{c.xfer, &s.Phases.Transfer}, {c.decode, &s.Phases.Decode}} {
@@ -314,14 +291,31 @@ func (c *Collector) Summary() Summary {
 	return s
 }
 
-// timeStats sorts the sample v in place and sets *dst to the stats of its
-// values in milliseconds, written into ms; it returns the scratch slices for
-// reuse.
-func timeStats(v []sim.Time, scratch []uint64, ms []float64, dst *Stats) ([]uint64, []float64) {
-	scratch = sortTimes(v, scratch)
-	ms = slices.Grow(ms[:0], len(v))[:len(v)]
-	for i, t := range v {
-		ms[i] = t.Milliseconds()
+// timeStats sets *dst to the stats of the sample v in milliseconds, sorted
+// into ms; it returns the scratch slices for reuse.
+func timeStats(v blocks[sim.Time], scratch []uint64, ms []float64, dst *Stats) ([]uint64, []float64) {
+	var sorted []uint64
+	sorted, scratch = sortedTimeKeys(v, scratch)
+	ms = slices.Grow(ms[:0], len(sorted))[:len(sorted)]
+	for i, k := range sorted {
+		ms[i] = timeOfKey(k).Milliseconds()
+	}
+	*dst = sampleStats(ms)
+	return scratch, ms
+}
+
+// floatStats sets *dst to the stats of the sample v, sorted into ms; it
+// returns the scratch slices for reuse.
+func floatStats(v blocks[float64], scratch []uint64, ms []float64, dst *Stats) ([]uint64, []float64) {
+	sorted, scratch, ok := sortedFloatKeys(v, scratch)
+	ms = slices.Grow(ms[:0], len(sorted))[:len(sorted)]
+	if ok {
+		for i, k := range sorted {
+			ms[i] = floatOfKey(k)
+		}
+	} else { // NaN or −0: slices.Sort's order (see radix.go)
+		ms = append(ms[:0], slices.Concat(v...)...)
+		slices.Sort(ms)
 	}
 	*dst = sampleStats(ms)
 	return scratch, ms

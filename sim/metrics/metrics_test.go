@@ -460,10 +460,10 @@ func TestWriterErrors(t *testing.T) {
 	}
 }
 
-// truncate empties c's samples but keeps their capacity, so the benchmarks
-// below measure steady-state cost rather than copying ever larger slices.
+// truncate empties c's samples, so the benchmarks below measure
+// steady-state cost over a bounded heap.
 func (c *Collector) truncate() {
-	c.ttft, c.tpot, c.e2e, c.itl = c.ttft[:0], c.tpot[:0], c.e2e[:0], c.itl[:0:0]
+	c.ttft, c.tpot, c.e2e, c.itl = nil, nil, nil, nil
 }
 
 func BenchmarkAdd(b *testing.B) {

@@ -44,29 +44,71 @@ func floatKey(f float64) uint64 {
 	return b | 1<<63
 }
 
+// floatOfKey is floatKey's inverse.
+func floatOfKey(k uint64) float64 {
+	if k>>63 != 0 {
+		return math.Float64frombits(k &^ (1 << 63))
+	}
+	return math.Float64frombits(^k)
+}
+
+// timeKey maps a sim.Time to a uint64 of the same order; timeOfKey is its
+// inverse.
+func timeKey(t sim.Time) uint64   { return uint64(t) ^ 1<<63 }
+func timeOfKey(k uint64) sim.Time { return sim.Time(k ^ 1<<63) }
+
+// sortedTimeKeys returns the keys of the values of bs, sorted, in scratch
+// (grown when short), and scratch for reuse.
+func sortedTimeKeys(bs [][]sim.Time, scratch []uint64) ([]uint64, []uint64) {
+	keys, scratch := keysIn(scratch, blocks[sim.Time](bs).len())
+	i := 0
+	for _, b := range bs {
+		for _, t := range b {
+			keys[i] = timeKey(t)
+			i++
+		}
+	}
+	return sortKeys(keys, scratch[len(keys):]), scratch
+}
+
+// sortedFloatKeys returns the keys of the values of bs, sorted, in scratch
+// (grown when short), and scratch for reuse; ok is false, and nothing
+// sorted, when a value is NaN or −0 (see the comment above).
+func sortedFloatKeys(bs [][]float64, scratch []uint64) (sorted, _ []uint64, ok bool) {
+	keys, scratch := keysIn(scratch, blocks[float64](bs).len())
+	i := 0
+	for _, b := range bs {
+		for _, f := range b {
+			if f != f || (f == 0 && math.Signbit(f)) {
+				return nil, scratch, false
+			}
+			keys[i] = floatKey(f)
+			i++
+		}
+	}
+	return sortKeys(keys, scratch[len(keys):]), scratch, true
+}
+
+// sortKeys sorts keys with tmp (as long) as the radix sort's other buffer
+// and returns the one holding the result.
+func sortKeys(keys, tmp []uint64) []uint64 {
+	if len(keys) < radixMin {
+		slices.Sort(keys)
+		return keys
+	}
+	return radix(keys, tmp, 0)
+}
+
 // sortFloats sorts v ascending, as slices.Sort does; scratch is reused
 // when it is long enough and returned for the next call.
 func sortFloats(v []float64, scratch []uint64) []uint64 {
-	if len(v) < radixMin {
+	sorted, scratch, ok := sortedFloatKeys([][]float64{v}, scratch)
+	if !ok {
 		slices.Sort(v)
 		return scratch
 	}
-	for _, f := range v {
-		if f != f || (f == 0 && math.Signbit(f)) { // NaN or −0: see the comment above
-			slices.Sort(v)
-			return scratch
-		}
-	}
-	keys, scratch := keysIn(scratch, len(v))
-	for i, f := range v {
-		keys[i] = floatKey(f)
-	}
-	for i, k := range radix(keys, scratch[len(v):], 0) { // floatKey's inverse
-		if k>>63 != 0 {
-			v[i] = math.Float64frombits(k &^ (1 << 63))
-		} else {
-			v[i] = math.Float64frombits(^k)
-		}
+	for i, k := range sorted {
+		v[i] = floatOfKey(k)
 	}
 	return scratch
 }
@@ -74,16 +116,9 @@ func sortFloats(v []float64, scratch []uint64) []uint64 {
 // sortTimes sorts v ascending; scratch is reused when it is long enough and
 // returned for the next call.
 func sortTimes(v []sim.Time, scratch []uint64) []uint64 {
-	if len(v) < radixMin {
-		slices.Sort(v)
-		return scratch
-	}
-	keys, scratch := keysIn(scratch, len(v))
-	for i, t := range v {
-		keys[i] = uint64(t) ^ 1<<63 // int64 order as uint64 order
-	}
-	for i, k := range radix(keys, scratch[len(v):], 0) {
-		v[i] = sim.Time(k ^ 1<<63)
+	sorted, scratch := sortedTimeKeys([][]sim.Time{v}, scratch)
+	for i, k := range sorted {
+		v[i] = timeOfKey(k)
 	}
 	return scratch
 }

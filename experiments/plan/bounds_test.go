@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/servesim/servesim/experiments/scenario"
@@ -14,6 +15,47 @@ import (
 func optionRow(o Option) string {
 	return fmt.Sprintf("%s %s disagg=%v %d×DP%d×TP%d×PP%d ep=%v +%d×TP%d gpus=%d $%.4f att=%.6f ttft=%.6f tpot=%.6f $/M=%.6f err=%q",
 		o.GPU, o.Name, o.Disagg, o.Replicas, o.DP, o.TP, o.PP, o.EP, o.DecodeRep, o.DecodeTP, o.GPUs, o.CostPerHour, o.Attainment, o.TTFTp90, o.TPOTp90, o.CostPerMOutTok, o.Err)
+}
+
+// layoutsOf is the options' layouts (op.layout's strings), sorted.
+func layoutsOf(opts []Option) []string {
+	var layouts []string
+	for _, op := range opts {
+		layouts = append(layouts, op.layout().String())
+	}
+	slices.Sort(layouts)
+	return layouts
+}
+
+// checkMemoOff plans base under o again with the memo and bound off
+// (NoPrune) and wants every option's row equal to opts'.
+func checkMemoOff(t *testing.T, base scenario.Scenario, o PlanOptions, opts []Option) {
+	t.Helper()
+	o.NoPrune = true
+	full, err := PlanCapacity(base, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range full {
+		if a, b := optionRow(opts[i]), optionRow(full[i]); a != b {
+			t.Errorf("option %d:\n memo    %s\n no memo %s", i, a, b)
+		}
+	}
+}
+
+// ownRun runs the deployment pl of option op at o's rate and duration and
+// wants op's $/M output tokens to be that run's (its cost over its steady
+// output rate); it returns the run's report for further checks.
+func ownRun(t *testing.T, base scenario.Scenario, o PlanOptions, op Option, pl *Placement) *scenario.Report {
+	t.Helper()
+	rep, err := evaluateRun(base, PlanOptions{Rate: o.Rate, Duration: o.Duration}, pl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := scenario.PerMillion(rep.CostPerHour(), rep.SteadyOutputThroughput()); op.CostPerMOutTok != want || !(want > 0) {
+		t.Errorf("%s: $%.4f/M output tokens, its run gives $%.4f/M", op.Name, op.CostPerMOutTok, want)
+	}
+	return rep
 }
 
 // TestPlanPruningKeepsRanking plans a small problem twice, with the

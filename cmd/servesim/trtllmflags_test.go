@@ -58,13 +58,7 @@ func TestTRTLLMAliases(t *testing.T) {
 // an error naming it and its reason, and given TensorRT-LLM's default it
 // runs as no effect; every other spelling an entry names is a flag of run.
 func TestTRTLLMFlagWalk(t *testing.T) {
-	var help bytes.Buffer
-	if err := dispatch([]string{"run", "--help"}, &help, &help); exitCode(err, &help) != 0 {
-		t.Fatal(err)
-	}
-	has := func(n string) bool {
-		return strings.Contains(help.String(), "--"+n+" ") || strings.Contains(help.String(), "--"+n+"[")
-	}
+	has := runHasFlag(t)
 	const noEffectLine = "trtllm-serve flags with no effect in a simulation: "
 	seen := map[string]bool{}
 	for _, f := range trtllmFlags {
@@ -77,31 +71,10 @@ func TestTRTLLMFlagWalk(t *testing.T) {
 				t.Errorf("--%s: its other spelling --%s is not a flag of run --help", f.name, o)
 			}
 		}
-		word := []string{"--" + f.name}
-		if f.kind != vSwitch {
-			word = append(word, "7")
-		}
-		switch f.class {
-		case honoured:
-			if !has(f.name) {
-				t.Errorf("honoured --%s: not a flag in run --help", f.name)
-			}
-		case noEffect:
-			out, err := runOut(word...)
-			if i := strings.Index(out, noEffectLine); err != nil || i < 0 || !strings.Contains(out[i:], "--"+f.name) {
-				t.Errorf("no-effect %v: %v, want it listed:\n%s", word, err, out)
-			}
-		case refused:
-			_, err := runOut(word...)
-			if err == nil || !strings.Contains(err.Error(), "--"+f.name) || !strings.Contains(err.Error(), f.note) {
-				t.Errorf("refused %v: error %v, want one naming --%s and its reason", word, err, f.name)
-			}
-			for _, d := range f.dflt {
-				out, err := runOut("--"+f.name, d)
-				if err != nil || !strings.Contains(out, "--"+f.name+" "+d) {
-					t.Errorf("refused --%s %s, TensorRT-LLM's default: %v, want it listed as no effect:\n%s", f.name, d, err, out)
-				}
-			}
+		if f.class != honoured {
+			checkUnhonoured(t, noEffectLine, "TensorRT-LLM", f.name, f.class, f.kind, f.dflt, f.note)
+		} else if !has(f.name) {
+			t.Errorf("honoured --%s: not a flag in run --help", f.name)
 		}
 	}
 }

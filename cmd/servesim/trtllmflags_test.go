@@ -16,14 +16,7 @@ import (
 // field as servesim's own spelling, so the command lines give the same
 // summary.json (scenario and metrics).
 func TestTRTLLMAliases(t *testing.T) {
-	dir := t.TempDir()
-	file := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	file := tempFiles(t)
 	yaml := file("extra.yaml", "# LLM-API options\nenable_chunked_prefill: true\nscheduler_config:\n  capacity_scheduler_policy: MAX_UTILIZATION\nkv_cache_config:\n  free_gpu_memory_fraction: 0.8  # of the free memory\n  enable_block_reuse: false\n  tokens_per_block: 64\ncuda_graph_config:\n  enable_padding: true\n  max_batch_size: 256\nmax_batch_size: 512\n")
 	json := file("extra.json", `{"enable_chunked_prefill": true, "scheduler_config": {"capacity_scheduler_policy": "MAX_UTILIZATION"},
 		"kv_cache_config": {"free_gpu_memory_fraction": 0.8, "enable_block_reuse": false, "tokens_per_block": 64},
@@ -81,14 +74,7 @@ func TestTRTLLMFlagWalk(t *testing.T) {
 
 // Bad command lines and option files are errors naming the flag or key.
 func TestTRTLLMFlagErrors(t *testing.T) {
-	dir := t.TempDir()
-	file := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	file := tempFiles(t)
 	for _, c := range []struct {
 		args []string
 		want string
@@ -97,7 +83,7 @@ func TestTRTLLMFlagErrors(t *testing.T) {
 		{[]string{"--max_batch_size", "64", "--max-num-seqs", "64"}, "set the same field"},
 		{[]string{"--ep_size", "3", "--tp_size", "2"}, "EP size 3"},
 		{[]string{"--kv_cache_free_gpu_memory_fraction", "1"}, "free_gpu_memory_fraction"},
-		{[]string{"--extra_llm_api_options", filepath.Join(dir, "missing.yaml")}, "--extra_llm_api_options"},
+		{[]string{"--extra_llm_api_options", filepath.Join(t.TempDir(), "missing.yaml")}, "--extra_llm_api_options"},
 		{[]string{"--extra_llm_api_options", file("u.json", `{"speculative_config": {"decoding_type": "MTP"}}`)}, `key "speculative_config"`},
 		{[]string{"--extra_llm_api_options", file("k.yaml", "kv_cache_config:\n  host_cache_size: 10\n")}, `key "kv_cache_config.host_cache_size"`},
 		{[]string{"--extra_llm_api_options", file("p.yaml", "scheduler_config:\n  capacity_scheduler_policy: STATIC_BATCH\n")}, "STATIC_BATCH is not modelled"},
@@ -141,4 +127,18 @@ func FuzzLLMAPIOptions(f *testing.F) {
 			t.Fatalf("%q: a JSON object parsed to nil", data)
 		}
 	})
+}
+
+// tempFiles returns a function writing a file of text into one temporary
+// directory and returning its path.
+func tempFiles(t *testing.T) func(name, text string) string {
+	dir := t.TempDir()
+	return func(name, text string) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
 }

@@ -118,17 +118,10 @@ func epPlanBase(t *testing.T) scenario.Scenario {
 func TestPlanProposesDPEP(t *testing.T) {
 	base := epPlanBase(t)
 	o := PlanOptions{Rate: 16, GPUs: []string{"h100"}, TPs: []int{1, 2}, PPs: []int{1}, Duration: 10, MaxGPUs: 16}
-	opts, err := PlanCapacity(base, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts := mustPlan(t, base, o)
 	// DP 1, 2, 4, 8 × TP 1, 2 within 8 GPUs (DP 8 × TP 2 is 16), each
 	// with and without EP but TP 1 alone (a 1-GPU EP group): 7 × 2 − 1.
-	layouts := layoutsOf(opts)
-	want := []string{"DP2×TP1", "DP2×TP1 EP2", "DP2×TP2", "DP2×TP2 EP4", "DP4×TP1", "DP4×TP1 EP4", "DP4×TP2", "DP4×TP2 EP8", "DP8×TP1", "DP8×TP1 EP8", "TP1", "TP2", "TP2 EP2"}
-	if !slices.Equal(layouts, want) {
-		t.Fatalf("layouts %q, want %q", layouts, want)
-	}
+	checkLayouts(t, opts, []string{"DP2×TP1", "DP2×TP1 EP2", "DP2×TP2", "DP2×TP2 EP4", "DP4×TP1", "DP4×TP1 EP4", "DP4×TP2", "DP4×TP2 EP8", "DP8×TP1", "DP8×TP1 EP8", "TP1", "TP2", "TP2 EP2"})
 	served := 0
 	for _, op := range opts {
 		if op.Err != "" {
@@ -176,10 +169,7 @@ func TestPlanProposesDPEP(t *testing.T) {
 	// Llama-3.1-8B, dense: the same search plans TP 1 and TP 2 alone.
 	dense := base
 	dense.Model = "llama-3.1-8b"
-	opts, err = PlanCapacity(dense, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts = mustPlan(t, dense, o)
 	if len(opts) != 2 || opts[0].DP > 1 || opts[1].DP > 1 || opts[0].EP || opts[1].EP {
 		t.Errorf("dense model: %d options (%v, %v), want TP1 and TP2 without DP or EP", len(opts), opts[0].layout(), opts[len(opts)-1].layout())
 	}

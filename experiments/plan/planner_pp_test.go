@@ -86,10 +86,7 @@ func plan405b(t *testing.T) scenario.Scenario {
 func TestPlanProposesPipeline(t *testing.T) {
 	base := plan405b(t)
 	o := PlanOptions{Rate: 2, GPUs: []string{"h100"}, TPs: []int{8}, PPs: []int{1, 2}, Duration: 30, MaxGPUs: 32, Disagg: true}
-	opts, err := PlanCapacity(base, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts := mustPlan(t, base, o)
 	var tp8, pp2 *Option
 	for i, op := range opts {
 		if op.Disagg && op.PP != 1 {
@@ -264,15 +261,9 @@ func TestPlanPipelinePruningKeepsRanking(t *testing.T) {
 	base := scenario.Default()
 	base.Workload.Requests = 200
 	o := PlanOptions{Rate: 16, GPUs: []string{"h100"}, TPs: []int{1, 2}, PPs: []int{1, 2}, Duration: 15, MaxGPUs: 8}
-	pruned, err := PlanCapacity(base, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pruned := mustPlan(t, base, o)
 	o.NoPrune = true
-	full, err := PlanCapacity(base, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	full := mustPlan(t, base, o)
 	if len(pruned) != 4 || len(full) != 4 {
 		t.Fatalf("%d options pruned, %d full: want TP1, TP2, PP2×TP1, PP2×TP2", len(pruned), len(full))
 	}

@@ -18,15 +18,8 @@ import (
 func TestPlanProposesEPPP(t *testing.T) {
 	base := epPlanBase(t)
 	o := PlanOptions{Rate: 16, GPUs: []string{"h100"}, TPs: []int{1, 2}, PPs: []int{2}, Duration: 10, MaxGPUs: 16}
-	opts, err := PlanCapacity(base, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	layouts := layoutsOf(opts)
-	want := []string{"DP2×PP2×TP1", "DP2×PP2×TP1 EP2", "DP2×PP2×TP2", "DP2×PP2×TP2 EP4", "DP4×PP2×TP1", "DP4×PP2×TP1 EP4", "PP2×TP1", "PP2×TP2", "PP2×TP2 EP2"}
-	if !slices.Equal(layouts, want) {
-		t.Fatalf("layouts %q, want %q", layouts, want)
-	}
+	opts := mustPlan(t, base, o)
+	checkLayouts(t, opts, []string{"DP2×PP2×TP1", "DP2×PP2×TP1 EP2", "DP2×PP2×TP2", "DP2×PP2×TP2 EP4", "DP4×PP2×TP1", "DP4×PP2×TP1 EP4", "PP2×TP1", "PP2×TP2", "PP2×TP2 EP2"})
 	served := 0
 	for _, op := range opts {
 		if op.Err != "" {

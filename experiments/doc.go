@@ -16,6 +16,6 @@
 // Imports flow one way: scenario imports only this package (for the
 // embedded files) and the simulator below it; sweep, plan and validate
 // import scenario and never one another; this package imports nothing.
-// The files stay here so that the paths README commands name
+// The files stay here so that the paths the README and docs/ commands name
 // (experiments/batching.toml, experiments/examples/...) do not move.
 package experiments

@@ -181,7 +181,7 @@ var interruptible = func() (ctx context.Context, stop func()) {
 
 // interruptGrace is how long a command has to stop by itself after a
 // signal before the process exits under it: half of the second within
-// which servesim promises to stop (README: the exit statuses), leaving the other
+// which servesim promises to stop (README, Using it: the exit statuses), leaving the other
 // half for removing temporaries and exiting on a loaded machine. A run
 // that observes its context stops in milliseconds (serve.StopCheckEvents).
 const interruptGrace = 500 * time.Millisecond

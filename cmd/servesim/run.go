@@ -39,8 +39,8 @@ vLLM's flags carry over: each flag of vllm serve and vllm bench serve is
 honoured (the same servesim field: -tp is --tp), accepted with no effect
 in a simulation (--host, --port, --tokenizer, ...; the header lists them),
 or refused with a message naming it and servesim's equivalent
-(--kv-transfer-config, ...). README.md, "From vllm serve and vllm bench
-serve", has the table; only the honoured ones are listed below.
+(--kv-transfer-config, ...). docs/vllm-sglang.md, "From vllm serve and
+vllm bench serve", has the table; only the honoured ones are listed below.
 `
 
 func runCmd(args []string, stdout, stderr io.Writer) error {
@@ -230,7 +230,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	if (fs.Changed("policy") || chunkedChanged(fs)) && !base.Explicit("batch.max_num_batched_tokens") {
 		// A token budget nobody chose — the embedded default's 8192 is
 		// chunked prefill's — is derived for the policy the flag chose, as
-		// README documents: 8192 chunked, max(max_model_len, 2048) otherwise.
+		// docs/scenario.md documents: 8192 chunked, max(max_model_len, 2048) otherwise.
 		base.Batch.MaxNumBatchedTokens = 0
 	}
 	if *traceFile != "" {

@@ -214,7 +214,7 @@ func TestSGLangFlagWalk(t *testing.T) {
 	t.Logf("%d SGLang flags: %d honoured, %d no effect, %d refused", len(sglangFlags), counts[honoured], counts[noEffect], counts[refused])
 }
 
-// sglangFlagTableMarkdown renders sglangFlags as README's table.
+// sglangFlagTableMarkdown renders sglangFlags as docs/vllm-sglang.md's table.
 func sglangFlagTableMarkdown() string {
 	var b strings.Builder
 	b.WriteString("| class | SGLang flag | servesim | what SGLang means, and how servesim reads it |\n|---|---|---|---|\n")
@@ -241,10 +241,10 @@ func sglangFlagTableMarkdown() string {
 	return b.String()
 }
 
-// TestSGLangFlagTableInREADME: README's table of SGLang's flags is
+// TestSGLangFlagTableInREADME: docs/vllm-sglang.md's table of SGLang's flags is
 // sglangFlagTableMarkdown's (SERVESIM_UPDATE_README=1 prints it to paste).
 func TestSGLangFlagTableInREADME(t *testing.T) {
-	readmeHasTable(t, sglangFlagTableMarkdown(), "SGLang flags rendered from sglangFlags")
+	docHasTable(t, "docs/vllm-sglang.md", sglangFlagTableMarkdown(), "SGLang flags rendered from sglangFlags")
 }
 
 // TestSGLangPPMaxRunning: on the embedded default (the sglang engine),

@@ -353,7 +353,7 @@ func applyLLMAPIOptions(file string, d *scenario.Scenario) ([]string, error) {
 			}
 			f, ok := trtllmKeys[path]
 			if !ok {
-				return fmt.Errorf("run: --extra_llm_api_options %s: key %q: not an LLM-API option servesim reads (README, \"TensorRT-LLM engine\", lists them)", filepath.Base(file), path)
+				return fmt.Errorf("run: --extra_llm_api_options %s: key %q: not an LLM-API option servesim reads (docs/engine-model.md, \"TensorRT-LLM engine\", lists them)", filepath.Base(file), path)
 			}
 			field, err := f(d, v)
 			if err != nil {

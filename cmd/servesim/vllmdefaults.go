@@ -47,7 +47,7 @@ func anyChanged(fs *pflag.FlagSet, names ...string) bool {
 
 // vllmDefaults puts vLLM V1's defaults in place of the embedded default
 // scenario's where they differ and the command line is in vLLM's
-// spelling (README, "Defaults that differ from vLLM"): vllm serve's prefix
+// spelling (docs/vllm-sglang.md, "Defaults that differ from vLLM"): vllm serve's prefix
 // caching on (EngineArgs._set_default_args, vllm/engine/arg_utils.py: "V1
 // always uses chunked prefills and prefix caching for non-pooling tasks");
 // vllm bench serve's --request-rate inf, no SLOs (goodput only with

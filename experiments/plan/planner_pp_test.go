@@ -64,7 +64,7 @@ func TestSearchPP1Unchanged(t *testing.T) {
 	pp1Golden(t, "place-pp1.md", b.Bytes())
 }
 
-// plan405b is the README's planner example (experiments/examples/plan-405b.toml):
+// plan405b is docs/sweeps.md's planner example (experiments/examples/plan-405b.toml):
 // Llama-3.1-405B in BF16, 810 GB of weights (405B parameters × 2 B), 94.5
 // GiB per GPU at TP 8: more than an H100's 80 GB, so on H100 only a
 // pipeline of two TP 8 stages (47.25 GiB per GPU) fits.

@@ -15,7 +15,7 @@ import (
 
 // DefaultEngine is the engine model a scenario runs when it names none.
 // vllm-v1 became the default once servesim validate showed it closer to
-// the real runs than ideal on every metric (README, Validation).
+// the real runs than ideal on every metric (docs/validation.md).
 const DefaultEngine = "vllm-v1"
 
 // EngineNames lists the engine models.

@@ -128,7 +128,7 @@ func TestFrontEndH100EntryIsTheFit(t *testing.T) {
 }
 
 // TestLLMServingSimHandoff measures what the two LLMServingSim runs show
-// of a host-side delay before the engine (README, Engine model: "Setting
+// of a host-side delay before the engine (docs/engine-model.md: "Setting
 // the front end for your host"). Their arrival_time is stamped by the
 // in-process AsyncLLM client (wall clock) and queued_ts by the engine core
 // (monotonic clock), so arrival_time − queued_ts is an unknown clock

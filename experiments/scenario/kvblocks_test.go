@@ -133,7 +133,7 @@ func plannedKVBlocks(t *testing.T, r loggedKVRun) (int, string) {
 }
 
 // kvKnownGaps are the runs on which the plan misses the logged blocks by
-// more than 3 %, with the error (planned / logged − 1, %) the README's
+// more than 3 %, with the error (planned / logged − 1, %) docs/engine-model.md's
 // table reports and what it is put down to. The test pins each to ±0.5
 // point, so a change of the plan that moves them has to update the table.
 var kvKnownGaps = map[string]struct {
@@ -155,7 +155,7 @@ var kvKnownGaps = map[string]struct {
 // TestPlannedVsLoggedKVBlocks compares vLLM's memory plan with the KV
 // blocks every real run of ../shared/data logged. On a run that is not a
 // known gap the plan must be within 3 %; a known gap must stay where the
-// README reports it. Expected values are the logs' own numbers.
+// docs/engine-model.md reports it. Expected values are the logs' own numbers.
 func TestPlannedVsLoggedKVBlocks(t *testing.T) {
 	runs := loggedKVRuns(t)
 	if len(runs) != 13 {
@@ -169,7 +169,7 @@ func TestPlannedVsLoggedKVBlocks(t *testing.T) {
 		if gap, ok := kvKnownGaps[r.name]; ok {
 			seen[r.name] = true
 			if math.Abs(errPct-gap.errPct) > 0.5 {
-				t.Errorf("%s: planned %d vs logged %d blocks (%+.2f %%), the README reports %+.2f %% (%s): update the table (%s)", r.name, planned, r.logged, errPct, gap.errPct, gap.cause, terms)
+				t.Errorf("%s: planned %d vs logged %d blocks (%+.2f %%), docs/engine-model.md reports %+.2f %% (%s): update the table (%s)", r.name, planned, r.logged, errPct, gap.errPct, gap.cause, terms)
 			}
 			continue
 		}

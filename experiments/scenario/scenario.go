@@ -304,7 +304,7 @@ func Parse(r io.Reader, name string) (Scenario, error) {
 		if line := KeyLine(data, k); line > 0 {
 			where = fmt.Sprintf("%s line %d", name, line)
 		}
-		return s, fmt.Errorf("experiments: %s: unknown field %q (the fields are listed in README.md and `servesim run --help`)", where, k.String())
+		return s, fmt.Errorf("experiments: %s: unknown field %q (the fields are listed in docs/scenario.md and `servesim run --help`)", where, k.String())
 	}
 	s.file = name
 	s.RecordKeys(md, data)

@@ -64,7 +64,7 @@ func TestTRTLLMPerfOverviewAnchor(t *testing.T) {
 // scenario's Llama-3.1-8B on one H100: its chat-like lognormal lengths at
 // 20 requests/s, and 2,000 requests of 1,000 + 1,000 tokens sent at once
 // (a trtllm-bench throughput run); each under vllm-v1, sglang and trtllm with
-// its capacity policies, and prints the README's table ("TensorRT-LLM
+// its capacity policies, and prints docs/engine-model.md's table ("TensorRT-LLM
 // engine").
 func TestEngineComparison(t *testing.T) {
 	var b strings.Builder

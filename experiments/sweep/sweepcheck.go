@@ -160,7 +160,7 @@ func (sw *Sweep) decodePoint(doc string, vals []any) (scenario.Scenario, error) 
 	}
 	if und := md.Undecoded(); len(und) > 0 {
 		k := und[0].String()
-		return s, sw.pointError(k, vals, fmt.Sprintf("unknown field %q (the fields are listed in README.md and `servesim run --help`)", k))
+		return s, sw.pointError(k, vals, fmt.Sprintf("unknown field %q (the fields are listed in docs/scenario.md and `servesim run --help`)", k))
 	}
 	return s, nil
 }

@@ -97,9 +97,9 @@ func signedMedian(xs []float64) float64 {
 
 // TestSuiteTTFTBias prints the held-out rows' signed mean-TTFT error by
 // GPU and by prompt length, and per row the error in ms, per prompt token
-// and as a share of the simulated prefill (README, Validation: "TTFT bias
-// by GPU and prompt length"). It checks the findings the README states,
-// so that a change that moves them fails here until the README says so:
+// and as a share of the simulated prefill (docs/validation.md: "TTFT bias
+// by GPU and prompt length"). It checks the findings docs/validation.md states,
+// so that a change that moves them fails here until docs/validation.md says so:
 //   - the H100 rows on prompts under 700 tokens are within ±10 % (signed
 //     median), those of 700 tokens and more are below −10 %;
 //   - the error per prompt token is not one constant across models at
@@ -160,14 +160,14 @@ func TestSuiteTTFTBias(t *testing.T) {
 	fmt.Fprintf(&b, "correlation of signed TTFT and TPOT mean errors, H100 rows under 100 %% error (%d): %+.2f\n", len(xs), corr)
 	t.Log("\n" + b.String())
 	if !(corr > 0.7) {
-		t.Errorf("TTFT and TPOT errors correlate %+.2f; the README says above 0.7 (TTFT low where steps are priced too fast)", corr)
+		t.Errorf("TTFT and TPOT errors correlate %+.2f; docs/validation.md says above 0.7 (TTFT low where steps are priced too fast)", corr)
 	}
 
 	if m := med["h100, prompt < 700"]; !(math.Abs(m) <= 0.10) {
-		t.Errorf("H100 rows under 700 prompt tokens: signed median %+.1f %%, the README says within ±10 %%", 100*m)
+		t.Errorf("H100 rows under 700 prompt tokens: signed median %+.1f %%, docs/validation.md says within ±10 %%", 100*m)
 	}
 	if m := med["h100, prompt ≥ 700"]; !(m < -0.10) {
-		t.Errorf("H100 rows of 700 prompt tokens and more: signed median %+.1f %%, the README says below −10 %%", 100*m)
+		t.Errorf("H100 rows of 700 prompt tokens and more: signed median %+.1f %%, docs/validation.md says below −10 %%", 100*m)
 	}
 	lo, hi := math.Inf(1), math.Inf(-1)
 	n := 0
@@ -178,6 +178,6 @@ func TestSuiteTTFTBias(t *testing.T) {
 		}
 	}
 	if n < 3 || !(hi > 2*lo) {
-		t.Errorf("reasoning-lite: %d rows, |Δ| per prompt token %.1f to %.1f µs: the README says the models differ by more than 2×", n, lo, hi)
+		t.Errorf("reasoning-lite: %d rows, |Δ| per prompt token %.1f to %.1f µs: docs/validation.md says the models differ by more than 2×", n, lo, hi)
 	}
 }

@@ -159,15 +159,7 @@ func (n *BatchLatencyNumbers) String() string {
 	}
 	for _, c := range n.Curves {
 		fmt.Fprintf(&b, "curve %q: knee x=%s, sweet spot %s, dropped %d\n", c.Label, atIndex(c.X, c.Knee), atIndex(c.X, c.SweetSpot), c.Dropped)
-		var sat []string
-		for i, v := range c.Saturated {
-			if v {
-				sat = append(sat, fmt.Sprintf("%g", c.X[i]))
-			}
-		}
-		if len(sat) > 0 {
-			fmt.Fprintf(&b, "  saturated at x = %s\n", strings.Join(sat, ", "))
-		}
+		writeSaturated(&b, "x", c.X, c.Saturated)
 		fmt.Fprintf(&b, "  %10s %5s %12s %12s %10s %10s %9s\n", "x", "seeds", "out_tok/s", "ttft_ms", "tpot_ms", "$/M_out", "rel_gain")
 		for i := range c.X {
 			fmt.Fprintf(&b, "  %10g %5d %12.2f %12.2f %10.3f %10.4f %9.4f\n", c.X[i], c.Seeds[i], c.Throughput[i], c.TTFT[i], c.TPOT[i], c.Cost[i], c.RelGain[i])

@@ -98,15 +98,7 @@ func (n *GoodputNumbers) String() string {
 		if c.Best >= 0 && finite(c.Cost[c.Best]) {
 			fmt.Fprintf(&b, "  within the target at %g req/s: $%.4f per M output tokens\n", c.Rate[c.Best], c.Cost[c.Best])
 		}
-		var sat []string
-		for i, v := range c.Saturated {
-			if v {
-				sat = append(sat, fmt.Sprintf("%g", c.Rate[i]))
-			}
-		}
-		if len(sat) > 0 {
-			fmt.Fprintf(&b, "  saturated at rate = %s\n", strings.Join(sat, ", "))
-		}
+		writeSaturated(&b, "rate", c.Rate, c.Saturated)
 		fmt.Fprintf(&b, "  %10s %5s %12s %12s %10s\n", "rate", "seeds", "goodput", "throughput", "attain")
 		for i := range c.Rate {
 			fmt.Fprintf(&b, "  %10g %5d %12.4f %12.4f %10.4f\n", c.Rate[i], c.Seeds[i], c.Goodput[i], c.Throughput[i], c.Attainment[i])
@@ -294,4 +286,18 @@ func sumCurves[C any](cs []C, f func(C) int) int {
 		k += f(c)
 	}
 	return k
+}
+
+// writeSaturated writes a notes line listing the axis values (named axis)
+// whose points saturated, if any did: "  saturated at rate = 4, 8".
+func writeSaturated(b *strings.Builder, axis string, xs []float64, saturated []bool) {
+	var sat []string
+	for i, v := range saturated {
+		if v {
+			sat = append(sat, fmt.Sprintf("%g", xs[i]))
+		}
+	}
+	if len(sat) > 0 {
+		fmt.Fprintf(b, "  saturated at %s = %s\n", axis, strings.Join(sat, ", "))
+	}
 }

@@ -154,24 +154,7 @@ func (PrefillFirst) Name() string { return "prefill-first" }
 // larger than the whole budget can never run: the engine rejects such
 // requests on arrival.
 func (PrefillFirst) Batch(v View, lim Limits, d *Decision) {
-	budget := lim.MaxNumBatchedTokens
-	seqs := v.Running()
-	free := v.FreeBlocks()
-	for i := 0; i < v.Waiting() && seqs < lim.MaxNumSeqs; i++ {
-		c := v.WaitingAt(i)
-		n := c.Left()
-		if n > budget {
-			break
-		}
-		need := v.BlocksFor(c, n)
-		if need > free {
-			break
-		}
-		d.Prefill = append(d.Prefill, Chunk{FromQueue: true, Index: i, ID: c.ID, Tokens: n})
-		budget -= n
-		free -= need
-		seqs++
-	}
+	admitWhole(v, lim, d, false)
 	if len(d.Prefill) == 0 && v.Decoding() > 0 {
 		d.Decode = true
 	}

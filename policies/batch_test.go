@@ -72,13 +72,7 @@ func TestBatchers(t *testing.T) {
 			"idle"},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			var d Decision
-			c.b.Batch(&c.v, lim, &d)
-			if got := d.String(); got != c.want {
-				t.Fatalf("decision %s, want %s", got, c.want)
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { checkDecision(t, c.b, &c.v, lim, c.want) })
 	}
 }
 
@@ -90,5 +84,15 @@ func TestBatchAllocatesNothing(t *testing.T) {
 		if a := testing.AllocsPerRun(100, func() { d.Reset(); b.Batch(v, lim, &d) }); a != 0 {
 			t.Errorf("%s: %v allocs per decision, want 0", b.Name(), a)
 		}
+	}
+}
+
+// checkDecision wants b's decision on v under lim to print as want.
+func checkDecision(t *testing.T, b Batcher, v View, lim Limits, want string) {
+	t.Helper()
+	var d Decision
+	b.Batch(v, lim, &d)
+	if got := d.String(); got != want {
+		t.Fatalf("decision %s, want %s", got, want)
 	}
 }

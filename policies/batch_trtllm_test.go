@@ -64,13 +64,7 @@ func TestTRTLLMBatcher(t *testing.T) {
 			"decode"},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			var d Decision
-			c.b.Batch(&c.v, lim, &d)
-			if got := d.String(); got != c.want {
-				t.Fatalf("decision %s, want %s", got, c.want)
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { checkDecision(t, c.b, &c.v, lim, c.want) })
 	}
 }
 

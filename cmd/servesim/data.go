@@ -114,14 +114,7 @@ func dataList(names []string, dir string, stdout io.Writer, quiet bool) error {
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tFILES\tSIZE\tUNVERIFIED\tFOUND\tWHAT")
 	for _, d := range datasets.All() {
-		b, complete := d.Size()
-		size := fmt.Sprintf("%.1f MB", float64(b)/1e6)
-		switch {
-		case b == 0:
-			size = "?"
-		case !complete:
-			size = "≥ " + size
-		}
+		size := sizeText(d, "?", "≥ ")
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%s\n", d.Name, len(d.Files), size, d.Unverified(), found(d, dir), d.Title)
 	}
 	if err := tw.Flush(); err != nil {
@@ -175,14 +168,7 @@ func dataFetch(names []string, dir string, stdout io.Writer) error {
 	f := &datasets.Fetcher{Dir: dir, Log: stdout}
 	var failed []string // a data set that fails does not stop the others
 	for _, d := range sets {
-		b, complete := d.Size()
-		size := fmt.Sprintf("%.1f MB", float64(b)/1e6)
-		switch {
-		case b == 0:
-			size = "size unknown"
-		case !complete:
-			size = "at least " + size
-		}
+		size := sizeText(d, "size unknown", "at least ")
 		fmt.Fprintf(stdout, "%s: %s\nSource: %s\nLicence: %s\nFetching %d files (%s) into %s.\n",
 			d.Name, d.Title, d.Source, d.License, len(d.Files), size, filepath.Join(dir, d.Name))
 		res, err := f.Fetch(ctx, d)
@@ -228,4 +214,18 @@ func sharedCopy(d datasets.Dataset) string {
 		}
 	}
 	return ""
+}
+
+// sizeText is d's size in MB, unknown when no file's size is known, and
+// after atLeast when only some are.
+func sizeText(d datasets.Dataset, unknown, atLeast string) string {
+	b, complete := d.Size()
+	size := fmt.Sprintf("%.1f MB", float64(b)/1e6)
+	switch {
+	case b == 0:
+		return unknown
+	case !complete:
+		return atLeast + size
+	}
+	return size
 }

@@ -33,11 +33,7 @@ func TestDataList(t *testing.T) {
 			if err := dispatch(c.args, &out, &out); err != nil {
 				t.Fatal(err)
 			}
-			for _, w := range c.want {
-				if !strings.Contains(out.String(), w) {
-					t.Errorf("output lacks %q:\n%s", w, out.String())
-				}
-			}
+			wantOutput(t, out.String(), c.want...)
 		})
 	}
 }
@@ -62,16 +58,12 @@ func TestDataFetchCached(t *testing.T) {
 	if err := dispatch([]string{"data", "fetch", "--dir", cache, "azure-llm-2023"}, &out, &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{
+	wantOutput(t, out.String(),
 		"Licence: CC-BY 4.0",
 		"azure-llm-2023/AzureLLMInferenceTrace_code.csv: cached, 0 bytes, verified (size and sha256, shared-copy)",
 		"azure-llm-2023/AzureLLMInferenceTrace_conv.csv: cached, 0 bytes, verified",
 		"azure-llm-2023: done; all 2 files verified.",
-	} {
-		if !strings.Contains(out.String(), w) {
-			t.Errorf("output lacks %q:\n%s", w, out.String())
-		}
-	}
+	)
 	// the cache comes first in a lookup
 	t.Setenv("SERVESIM_DATA", cache)
 	out.Reset()

@@ -53,11 +53,7 @@ func TestNoArgumentsRunsDefault(t *testing.T) {
 	if err := dispatch([]string{"run", "-o", dir, "--requests", "200"}, &out, &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"embedded default scenario", "llama-3.1-8b", "Successful requests:", "Mean TTFT (ms):", "P99 ITL (ms):"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("output lacks %q:\n%s", want, out.String())
-		}
-	}
+	wantOutput(t, out.String(), "embedded default scenario", "llama-3.1-8b", "Successful requests:", "Mean TTFT (ms):", "P99 ITL (ms):")
 	for _, f := range []string{"requests.csv", "steps.csv", "summary.json"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Error(err)
@@ -161,5 +157,15 @@ func TestTraceBadRows(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "Trace rows skipped as bad:               1") || !strings.Contains(out.String(), "Successful requests:                     2") {
 		t.Fatalf("output lacks the skipped row or the two served requests:\n%s", out.String())
+	}
+}
+
+// wantOutput wants out to contain each of wants.
+func wantOutput(t *testing.T, out string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
 	}
 }

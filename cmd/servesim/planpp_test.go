@@ -42,11 +42,7 @@ func checkCLI(t *testing.T, args []string, code int, want, not []string) {
 	if got := exitCode(dispatch(args, &out, &out), &out); got != code {
 		t.Fatalf("exit %d, want %d:\n%s", got, code, out.String())
 	}
-	for _, w := range want {
-		if !strings.Contains(out.String(), w) {
-			t.Errorf("output lacks %q:\n%s", w, out.String())
-		}
-	}
+	wantOutput(t, out.String(), want...)
 	for _, w := range not {
 		if strings.Contains(out.String(), w) {
 			t.Errorf("output has %q:\n%s", w, out.String())

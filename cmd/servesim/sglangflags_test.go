@@ -180,10 +180,7 @@ func TestSGLangHeader(t *testing.T) {
 // names is a flag of run (a misspelt one would never be Changed, and the
 // contradiction never caught).
 func TestSGLangFlagWalk(t *testing.T) {
-	var help bytes.Buffer
-	if err := dispatch([]string{"run", "--help"}, &help, &help); exitCode(err, &help) != 0 {
-		t.Fatal(err)
-	}
+	has := runHasFlag(t)
 	fs := newFlagSet("run", "", &bytes.Buffer{})
 	var s scenario.Scenario
 	addSGLangFlags(fs, &s)
@@ -197,40 +194,21 @@ func TestSGLangFlagWalk(t *testing.T) {
 		seen[f.name] = true
 		counts[f.class]++
 		for _, v := range f.vllm {
-			if !strings.Contains(help.String(), "--"+v+" ") && !strings.Contains(help.String(), "--"+v+"[") {
+			if !has(v) {
 				t.Errorf("--%s: its vLLM spelling --%s is not a flag of run --help", f.name, v)
 			}
 		}
-		word := []string{"--" + f.name}
-		if f.kind != vSwitch {
-			word = append(word, "7")
+		if f.class != honoured {
+			checkUnhonoured(t, noEffectLine, "SGLang", f.name, f.class, f.kind, f.dflt, f.note, f.equiv)
+			continue
 		}
-		switch f.class {
-		case honoured:
-			for _, n := range append([]string{f.name}, f.aliases...) {
-				if !strings.Contains(help.String(), "--"+n+" ") && !strings.Contains(help.String(), "--"+n+"[") {
-					t.Errorf("honoured --%s: not a flag in run --help", n)
-				}
+		for _, n := range append([]string{f.name}, f.aliases...) {
+			if !has(n) {
+				t.Errorf("honoured --%s: not a flag in run --help", n)
 			}
-			if f.bound == "" && fs.Lookup(f.name) == nil {
-				t.Errorf("honoured --%s: addSGLangFlags does not bind it", f.name)
-			}
-		case noEffect:
-			out, err := runOut(word...)
-			if i := strings.Index(out, noEffectLine); err != nil || i < 0 || !strings.Contains(out[i:], "--"+f.name) {
-				t.Errorf("no-effect %v: %v, want it listed:\n%s", word, err, out)
-			}
-		case refused:
-			_, err := runOut(word...)
-			if err == nil || !strings.Contains(err.Error(), "--"+f.name) || !strings.Contains(err.Error(), f.equiv) || !strings.Contains(err.Error(), f.note) {
-				t.Errorf("refused %v: error %v, want one naming --%s, its reason and %q", word, err, f.name, f.equiv)
-			}
-			for _, d := range f.dflt {
-				out, err := runOut("--"+f.name, d)
-				if err != nil || !strings.Contains(out, "--"+f.name+" "+d) {
-					t.Errorf("refused --%s %s, SGLang's default: %v, want it listed as no effect:\n%s", f.name, d, err, out)
-				}
-			}
+		}
+		if f.bound == "" && fs.Lookup(f.name) == nil {
+			t.Errorf("honoured --%s: addSGLangFlags does not bind it", f.name)
 		}
 	}
 	t.Logf("%d SGLang flags: %d honoured, %d no effect, %d refused", len(sglangFlags), counts[honoured], counts[noEffect], counts[refused])

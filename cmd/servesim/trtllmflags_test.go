@@ -16,14 +16,7 @@ import (
 // field as servesim's own spelling, so the command lines give the same
 // summary.json (scenario and metrics).
 func TestTRTLLMAliases(t *testing.T) {
-	dir := t.TempDir()
-	file := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	file := tempFiles(t)
 	yaml := file("extra.yaml", "# LLM-API options\nenable_chunked_prefill: true\nscheduler_config:\n  capacity_scheduler_policy: MAX_UTILIZATION\nkv_cache_config:\n  free_gpu_memory_fraction: 0.8  # of the free memory\n  enable_block_reuse: false\n  tokens_per_block: 64\ncuda_graph_config:\n  enable_padding: true\n  max_batch_size: 256\nmax_batch_size: 512\n")
 	json := file("extra.json", `{"enable_chunked_prefill": true, "scheduler_config": {"capacity_scheduler_policy": "MAX_UTILIZATION"},
 		"kv_cache_config": {"free_gpu_memory_fraction": 0.8, "enable_block_reuse": false, "tokens_per_block": 64},
@@ -58,13 +51,7 @@ func TestTRTLLMAliases(t *testing.T) {
 // an error naming it and its reason, and given TensorRT-LLM's default it
 // runs as no effect; every other spelling an entry names is a flag of run.
 func TestTRTLLMFlagWalk(t *testing.T) {
-	var help bytes.Buffer
-	if err := dispatch([]string{"run", "--help"}, &help, &help); exitCode(err, &help) != 0 {
-		t.Fatal(err)
-	}
-	has := func(n string) bool {
-		return strings.Contains(help.String(), "--"+n+" ") || strings.Contains(help.String(), "--"+n+"[")
-	}
+	has := runHasFlag(t)
 	const noEffectLine = "trtllm-serve flags with no effect in a simulation: "
 	seen := map[string]bool{}
 	for _, f := range trtllmFlags {
@@ -77,45 +64,17 @@ func TestTRTLLMFlagWalk(t *testing.T) {
 				t.Errorf("--%s: its other spelling --%s is not a flag of run --help", f.name, o)
 			}
 		}
-		word := []string{"--" + f.name}
-		if f.kind != vSwitch {
-			word = append(word, "7")
-		}
-		switch f.class {
-		case honoured:
-			if !has(f.name) {
-				t.Errorf("honoured --%s: not a flag in run --help", f.name)
-			}
-		case noEffect:
-			out, err := runOut(word...)
-			if i := strings.Index(out, noEffectLine); err != nil || i < 0 || !strings.Contains(out[i:], "--"+f.name) {
-				t.Errorf("no-effect %v: %v, want it listed:\n%s", word, err, out)
-			}
-		case refused:
-			_, err := runOut(word...)
-			if err == nil || !strings.Contains(err.Error(), "--"+f.name) || !strings.Contains(err.Error(), f.note) {
-				t.Errorf("refused %v: error %v, want one naming --%s and its reason", word, err, f.name)
-			}
-			for _, d := range f.dflt {
-				out, err := runOut("--"+f.name, d)
-				if err != nil || !strings.Contains(out, "--"+f.name+" "+d) {
-					t.Errorf("refused --%s %s, TensorRT-LLM's default: %v, want it listed as no effect:\n%s", f.name, d, err, out)
-				}
-			}
+		if f.class != honoured {
+			checkUnhonoured(t, noEffectLine, "TensorRT-LLM", f.name, f.class, f.kind, f.dflt, f.note)
+		} else if !has(f.name) {
+			t.Errorf("honoured --%s: not a flag in run --help", f.name)
 		}
 	}
 }
 
 // Bad command lines and option files are errors naming the flag or key.
 func TestTRTLLMFlagErrors(t *testing.T) {
-	dir := t.TempDir()
-	file := func(name, text string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	file := tempFiles(t)
 	for _, c := range []struct {
 		args []string
 		want string
@@ -124,7 +83,7 @@ func TestTRTLLMFlagErrors(t *testing.T) {
 		{[]string{"--max_batch_size", "64", "--max-num-seqs", "64"}, "set the same field"},
 		{[]string{"--ep_size", "3", "--tp_size", "2"}, "EP size 3"},
 		{[]string{"--kv_cache_free_gpu_memory_fraction", "1"}, "free_gpu_memory_fraction"},
-		{[]string{"--extra_llm_api_options", filepath.Join(dir, "missing.yaml")}, "--extra_llm_api_options"},
+		{[]string{"--extra_llm_api_options", filepath.Join(t.TempDir(), "missing.yaml")}, "--extra_llm_api_options"},
 		{[]string{"--extra_llm_api_options", file("u.json", `{"speculative_config": {"decoding_type": "MTP"}}`)}, `key "speculative_config"`},
 		{[]string{"--extra_llm_api_options", file("k.yaml", "kv_cache_config:\n  host_cache_size: 10\n")}, `key "kv_cache_config.host_cache_size"`},
 		{[]string{"--extra_llm_api_options", file("p.yaml", "scheduler_config:\n  capacity_scheduler_policy: STATIC_BATCH\n")}, "STATIC_BATCH is not modelled"},
@@ -168,4 +127,18 @@ func FuzzLLMAPIOptions(f *testing.F) {
 			t.Fatalf("%q: a JSON object parsed to nil", data)
 		}
 	})
+}
+
+// tempFiles returns a function writing a file of text into one temporary
+// directory and returning its path.
+func tempFiles(t *testing.T) func(name, text string) string {
+	dir := t.TempDir()
+	return func(name, text string) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
 }

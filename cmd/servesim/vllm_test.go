@@ -217,17 +217,13 @@ func TestRunPipelineParallel(t *testing.T) {
 	if err := dispatch(vllmArgs(args), &out, &out); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{
+	wantOutput(t, out.String(),
 		"Pipeline: pp 2 × tp 2 = 4 GPUs per instance",
 		"stage 0: layers 0–39 (40), 35.28 GB weights/GPU, KV 81920 B/token/GPU", // 80 layers split 40/40; 2·40·8 KV heads/2·128·2 B
 		"stage 1: layers 40–79 (40)",
 		"llama-3.1-70b on 4× h100",
 		"bubble share",
-	} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("output lacks %q:\n%s", want, out.String())
-		}
-	}
+	)
 	out.Reset()
 	err := dispatch([]string{"run", "-o", dir, "--pp", "0", "--requests", "10"}, &out, &out)
 	if err == nil || !strings.Contains(err.Error(), `field "pp" (flag --pp): 0 must be in [1, 64]`) {

@@ -97,6 +97,56 @@ func runOut(args ...string) (string, error) {
 	return out.String(), err
 }
 
+// runHasFlag reads run --help and returns whether it lists a flag --n.
+func runHasFlag(t *testing.T) func(n string) bool {
+	t.Helper()
+	var help bytes.Buffer
+	if err := dispatch([]string{"run", "--help"}, &help, &help); exitCode(err, &help) != 0 {
+		t.Fatal(err)
+	}
+	return func(n string) bool {
+		return strings.Contains(help.String(), "--"+n+" ") || strings.Contains(help.String(), "--"+n+"[")
+	}
+}
+
+// checkUnhonoured runs an unhonoured flag of another engine's (SGLang's,
+// TensorRT-LLM's) table and wants what its class says: a no-effect flag
+// runs and the header lists it after noEffectLine; a refused one is an
+// error naming it and containing each of wants (its reason, servesim's
+// equivalent), and given each of dflt, the engine's defaults, it runs as
+// no effect. A value flag is given the value 7.
+func checkUnhonoured(t *testing.T, noEffectLine, engine, name string, class vllmClass, kind vllmKind, dflt []string, wants ...string) {
+	t.Helper()
+	word := []string{"--" + name}
+	if kind != vSwitch {
+		word = append(word, "7")
+	}
+	switch class {
+	case noEffect:
+		out, err := runOut(word...)
+		if i := strings.Index(out, noEffectLine); err != nil || i < 0 || !strings.Contains(out[i:], "--"+name) {
+			t.Errorf("no-effect %v: %v, want it listed:\n%s", word, err, out)
+		}
+	case refused:
+		_, err := runOut(word...)
+		ok := err != nil && strings.Contains(err.Error(), "--"+name)
+		for _, w := range wants {
+			ok = ok && strings.Contains(err.Error(), w)
+		}
+		if !ok {
+			t.Errorf("refused %v: error %v, want one naming --%s and containing %q", word, err, name, wants)
+		}
+		for _, d := range dflt {
+			out, err := runOut("--"+name, d)
+			if err != nil || !strings.Contains(out, "--"+name+" "+d) {
+				t.Errorf("refused --%s %s, %s's default: %v, want it listed as no effect:\n%s", name, d, engine, err, out)
+			}
+		}
+	default:
+		t.Errorf("--%s: class %v is not an unhonoured one", name, class)
+	}
+}
+
 // TestVLLMFlagWalk walks every flag of vllm serve and vllm bench serve in
 // vllmFlags: an honoured one is a flag of `servesim run` listed in its
 // --help (with its --no- form for a BooleanOptionalAction); a no-effect

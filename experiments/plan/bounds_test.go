@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/servesim/servesim/experiments/scenario"
@@ -16,6 +17,58 @@ func optionRow(o Option) string {
 		o.GPU, o.Name, o.Disagg, o.Replicas, o.DP, o.TP, o.PP, o.EP, o.DecodeRep, o.DecodeTP, o.GPUs, o.CostPerHour, o.Attainment, o.TTFTp90, o.TPOTp90, o.CostPerMOutTok, o.Err)
 }
 
+// checkLayouts wants the options' layouts (op.layout's strings), sorted,
+// to be want.
+func checkLayouts(t *testing.T, opts []Option, want []string) {
+	t.Helper()
+	var layouts []string
+	for _, op := range opts {
+		layouts = append(layouts, op.layout().String())
+	}
+	slices.Sort(layouts)
+	if !slices.Equal(layouts, want) {
+		t.Fatalf("layouts %q, want %q", layouts, want)
+	}
+}
+
+// mustPlan is PlanCapacity(base, o), failing the test on an error.
+func mustPlan(t *testing.T, base scenario.Scenario, o PlanOptions) []Option {
+	t.Helper()
+	opts, err := PlanCapacity(base, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return opts
+}
+
+// checkMemoOff plans base under o again with the memo and bound off
+// (NoPrune) and wants every option's row equal to opts'.
+func checkMemoOff(t *testing.T, base scenario.Scenario, o PlanOptions, opts []Option) {
+	t.Helper()
+	o.NoPrune = true
+	full := mustPlan(t, base, o)
+	for i := range full {
+		if a, b := optionRow(opts[i]), optionRow(full[i]); a != b {
+			t.Errorf("option %d:\n memo    %s\n no memo %s", i, a, b)
+		}
+	}
+}
+
+// ownRun runs the deployment pl of option op at o's rate and duration and
+// wants op's $/M output tokens to be that run's (its cost over its steady
+// output rate); it returns the run's report for further checks.
+func ownRun(t *testing.T, base scenario.Scenario, o PlanOptions, op Option, pl *Placement) *scenario.Report {
+	t.Helper()
+	rep, err := evaluateRun(base, PlanOptions{Rate: o.Rate, Duration: o.Duration}, pl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := scenario.PerMillion(rep.CostPerHour(), rep.SteadyOutputThroughput()); op.CostPerMOutTok != want || !(want > 0) {
+		t.Errorf("%s: $%.4f/M output tokens, its run gives $%.4f/M", op.Name, op.CostPerMOutTok, want)
+	}
+	return rep
+}
+
 // TestPlanPruningKeepsRanking plans a small problem twice, with the
 // analytic bound and the memo and without (NoPrune), and requires the same
 // ranking of the options that serve: the pruning drops no candidate the
@@ -25,15 +78,9 @@ func TestPlanPruningKeepsRanking(t *testing.T) {
 	base := scenario.Default()
 	base.Workload.Requests = 200
 	o := PlanOptions{Rate: 16, GPUs: []string{"a100", "h100"}, TPs: []int{1, 2}, Duration: 15, MaxGPUs: 8, Disagg: true}
-	pruned, err := PlanCapacity(base, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pruned := mustPlan(t, base, o)
 	o.NoPrune = true
-	full, err := PlanCapacity(base, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	full := mustPlan(t, base, o)
 	if len(pruned) != len(full) {
 		t.Fatalf("%d options pruned, %d full", len(pruned), len(full))
 	}

@@ -118,21 +118,10 @@ func epPlanBase(t *testing.T) scenario.Scenario {
 func TestPlanProposesDPEP(t *testing.T) {
 	base := epPlanBase(t)
 	o := PlanOptions{Rate: 16, GPUs: []string{"h100"}, TPs: []int{1, 2}, PPs: []int{1}, Duration: 10, MaxGPUs: 16}
-	opts, err := PlanCapacity(base, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts := mustPlan(t, base, o)
 	// DP 1, 2, 4, 8 × TP 1, 2 within 8 GPUs (DP 8 × TP 2 is 16), each
 	// with and without EP but TP 1 alone (a 1-GPU EP group): 7 × 2 − 1.
-	var layouts []string
-	for _, op := range opts {
-		layouts = append(layouts, op.layout().String())
-	}
-	slices.Sort(layouts)
-	want := []string{"DP2×TP1", "DP2×TP1 EP2", "DP2×TP2", "DP2×TP2 EP4", "DP4×TP1", "DP4×TP1 EP4", "DP4×TP2", "DP4×TP2 EP8", "DP8×TP1", "DP8×TP1 EP8", "TP1", "TP2", "TP2 EP2"}
-	if !slices.Equal(layouts, want) {
-		t.Fatalf("layouts %q, want %q", layouts, want)
-	}
+	checkLayouts(t, opts, []string{"DP2×TP1", "DP2×TP1 EP2", "DP2×TP2", "DP2×TP2 EP4", "DP4×TP1", "DP4×TP1 EP4", "DP4×TP2", "DP4×TP2 EP8", "DP8×TP1", "DP8×TP1 EP8", "TP1", "TP2", "TP2 EP2"})
 	served := 0
 	for _, op := range opts {
 		if op.Err != "" {
@@ -155,15 +144,9 @@ func TestPlanProposesDPEP(t *testing.T) {
 	// The $/M of a DP × EP row is that of its own run (GPUs counted with dp).
 	i := slices.IndexFunc(opts, func(op Option) bool { return op.DP == 2 && op.TP == 1 && op.EP })
 	if op := opts[i]; op.Err == "" {
-		rep, err := evaluateRun(base, PlanOptions{Rate: o.Rate, Duration: o.Duration}, &Placement{Replicas: op.Replicas, TP: 1, DP: 2, EP: true, GPUs: op.GPUs})
-		if err != nil {
-			t.Fatal(err)
-		}
+		rep := ownRun(t, base, o, op, &Placement{Replicas: op.Replicas, TP: 1, DP: 2, EP: true, GPUs: op.GPUs})
 		if rep.Plan.Expert == nil || rep.Plan.Replicas != 2*op.Replicas || rep.CostPerHour() != op.CostPerHour {
 			t.Errorf("the run of %s: expert %v, %d instances, $%.2f/hour", op.Name, rep.Plan.Expert != nil, rep.Plan.Replicas, rep.CostPerHour())
-		}
-		if want := scenario.PerMillion(rep.CostPerHour(), rep.SteadyOutputThroughput()); op.CostPerMOutTok != want || !(want > 0) {
-			t.Errorf("%s: $%.4f/M output tokens, its run gives $%.4f/M", op.Name, op.CostPerMOutTok, want)
 		}
 	} else {
 		t.Errorf("1×DP2×TP1 EP2 does not serve 16 req/s: %s", op.Err)
@@ -177,16 +160,8 @@ func TestPlanProposesDPEP(t *testing.T) {
 			t.Errorf("CSV row %q: dp %s, ep %s, want 4 and 8", line, f[6], f[7])
 		}
 	}
-	o.NoPrune = true
-	full, err := PlanCapacity(base, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range full {
-		if a, b := optionRow(opts[i]), optionRow(full[i]); a != b {
-			t.Errorf("option %d:\n memo    %s\n no memo %s", i, a, b)
-		}
-	}
+	checkMemoOff(t, base, o, opts)
+	o.NoPrune = true // the dense search below runs with the memo off too
 	for _, op := range opts {
 		t.Log(optionRow(op))
 	}
@@ -194,10 +169,7 @@ func TestPlanProposesDPEP(t *testing.T) {
 	// Llama-3.1-8B, dense: the same search plans TP 1 and TP 2 alone.
 	dense := base
 	dense.Model = "llama-3.1-8b"
-	opts, err = PlanCapacity(dense, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts = mustPlan(t, dense, o)
 	if len(opts) != 2 || opts[0].DP > 1 || opts[1].DP > 1 || opts[0].EP || opts[1].EP {
 		t.Errorf("dense model: %d options (%v, %v), want TP1 and TP2 without DP or EP", len(opts), opts[0].layout(), opts[len(opts)-1].layout())
 	}

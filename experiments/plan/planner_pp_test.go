@@ -86,10 +86,7 @@ func plan405b(t *testing.T) scenario.Scenario {
 func TestPlanProposesPipeline(t *testing.T) {
 	base := plan405b(t)
 	o := PlanOptions{Rate: 2, GPUs: []string{"h100"}, TPs: []int{8}, PPs: []int{1, 2}, Duration: 30, MaxGPUs: 32, Disagg: true}
-	opts, err := PlanCapacity(base, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts := mustPlan(t, base, o)
 	var tp8, pp2 *Option
 	for i, op := range opts {
 		if op.Disagg && op.PP != 1 {
@@ -117,15 +114,9 @@ func TestPlanProposesPipeline(t *testing.T) {
 	if pp2.CostPerHour != 3.00*float64(pp2.GPUs) {
 		t.Errorf("PP2×TP8: $%.2f/hour for %d H100s at $3.00", pp2.CostPerHour, pp2.GPUs)
 	}
-	rep, err := evaluateRun(base, PlanOptions{Rate: o.Rate, Duration: o.Duration}, &Placement{Replicas: pp2.Replicas, TP: 8, PP: 2, GPUs: pp2.GPUs})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := ownRun(t, base, o, *pp2, &Placement{Replicas: pp2.Replicas, TP: 8, PP: 2, GPUs: pp2.GPUs})
 	if rep.Plan.Pipeline == nil || rep.CostPerHour() != pp2.CostPerHour {
 		t.Errorf("the run of %s: pipeline %v, $%.2f/hour", pp2.Name, rep.Plan.Pipeline != nil, rep.CostPerHour())
-	}
-	if want := scenario.PerMillion(rep.CostPerHour(), rep.SteadyOutputThroughput()); pp2.CostPerMOutTok != want || !(want > 0) {
-		t.Errorf("PP2×TP8: $%.4f/M output tokens, the run's arrival window gives $%.4f/M", pp2.CostPerMOutTok, want)
 	}
 	var csv bytes.Buffer
 	if err := WritePlanCSV(&csv, opts); err != nil {
@@ -270,15 +261,9 @@ func TestPlanPipelinePruningKeepsRanking(t *testing.T) {
 	base := scenario.Default()
 	base.Workload.Requests = 200
 	o := PlanOptions{Rate: 16, GPUs: []string{"h100"}, TPs: []int{1, 2}, PPs: []int{1, 2}, Duration: 15, MaxGPUs: 8}
-	pruned, err := PlanCapacity(base, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pruned := mustPlan(t, base, o)
 	o.NoPrune = true
-	full, err := PlanCapacity(base, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	full := mustPlan(t, base, o)
 	if len(pruned) != 4 || len(full) != 4 {
 		t.Fatalf("%d options pruned, %d full: want TP1, TP2, PP2×TP1, PP2×TP2", len(pruned), len(full))
 	}

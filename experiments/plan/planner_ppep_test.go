@@ -3,8 +3,6 @@ package plan
 import (
 	"slices"
 	"testing"
-
-	"github.com/servesim/servesim/experiments/scenario"
 )
 
 // TestPlanProposesEPPP: with pipeline degrees the planner proposes EP
@@ -20,19 +18,8 @@ import (
 func TestPlanProposesEPPP(t *testing.T) {
 	base := epPlanBase(t)
 	o := PlanOptions{Rate: 16, GPUs: []string{"h100"}, TPs: []int{1, 2}, PPs: []int{2}, Duration: 10, MaxGPUs: 16}
-	opts, err := PlanCapacity(base, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var layouts []string
-	for _, op := range opts {
-		layouts = append(layouts, op.layout().String())
-	}
-	slices.Sort(layouts)
-	want := []string{"DP2×PP2×TP1", "DP2×PP2×TP1 EP2", "DP2×PP2×TP2", "DP2×PP2×TP2 EP4", "DP4×PP2×TP1", "DP4×PP2×TP1 EP4", "PP2×TP1", "PP2×TP2", "PP2×TP2 EP2"}
-	if !slices.Equal(layouts, want) {
-		t.Fatalf("layouts %q, want %q", layouts, want)
-	}
+	opts := mustPlan(t, base, o)
+	checkLayouts(t, opts, []string{"DP2×PP2×TP1", "DP2×PP2×TP1 EP2", "DP2×PP2×TP2", "DP2×PP2×TP2 EP4", "DP4×PP2×TP1", "DP4×PP2×TP1 EP4", "PP2×TP1", "PP2×TP2", "PP2×TP2 EP2"})
 	served := 0
 	for _, op := range opts {
 		if op.Err != "" {
@@ -48,29 +35,14 @@ func TestPlanProposesEPPP(t *testing.T) {
 	if op.Err != "" {
 		t.Fatalf("1×DP2×PP2×TP1 EP2 does not serve 16 req/s: %s", op.Err)
 	}
-	rep, err := evaluateRun(base, PlanOptions{Rate: o.Rate, Duration: o.Duration}, &Placement{Replicas: op.Replicas, TP: 1, PP: 2, DP: 2, EP: true, GPUs: op.GPUs})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := ownRun(t, base, o, op, &Placement{Replicas: op.Replicas, TP: 1, PP: 2, DP: 2, EP: true, GPUs: op.GPUs})
 	if rep.Plan.Pipeline == nil || rep.Plan.Pipeline.Expert(0) == nil || rep.Plan.Parallel.EP.Size != 2 || rep.CostPerHour() != op.CostPerHour {
 		t.Errorf("the run of %s: pipeline %v, EP %d, $%.2f/hour", op.Name, rep.Plan.Pipeline != nil, rep.Plan.Parallel.EP.Size, rep.CostPerHour())
-	}
-	if want := scenario.PerMillion(rep.CostPerHour(), rep.SteadyOutputThroughput()); op.CostPerMOutTok != want || !(want > 0) {
-		t.Errorf("%s: $%.4f/M output tokens, its run gives $%.4f/M", op.Name, op.CostPerMOutTok, want)
 	}
 	if served < 4 {
 		t.Fatalf("%d options serve: the checks compare too few", served)
 	}
-	o.NoPrune = true
-	full, err := PlanCapacity(base, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range full {
-		if a, b := optionRow(opts[i]), optionRow(full[i]); a != b {
-			t.Errorf("option %d:\n memo    %s\n no memo %s", i, a, b)
-		}
-	}
+	checkMemoOff(t, base, o, opts)
 	for _, op := range opts {
 		t.Log(optionRow(op))
 	}

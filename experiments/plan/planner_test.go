@@ -14,10 +14,7 @@ func TestPlanCapacityMinimalAndRanked(t *testing.T) {
 	base := scenario.Default()
 	base.Workload.Requests = 300
 	o := PlanOptions{Rate: 12, GPUs: []string{"a100", "h100"}, TPs: []int{1}, Duration: 20, Prices: map[string]float64{"a100": 1.0}}
-	opts, err := PlanCapacity(base, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	opts := mustPlan(t, base, o)
 	if len(opts) != 2 {
 		t.Fatalf("%d options, want 2", len(opts))
 	}

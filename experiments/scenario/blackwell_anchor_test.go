@@ -49,18 +49,8 @@ func TestBlackwellTRTLLMAnchor(t *testing.T) {
 	fmt.Fprintln(&b, "| scenario | published tok/s/GPU | simulated | error |")
 	fmt.Fprintln(&b, "|---|---|---|---|")
 	for _, c := range trtllmV1 {
-		s, err := LoadScenario(filepath.Join(dir, c.file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := s.Resolve()
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := Run(p, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := loadFile(t, filepath.Join(dir, c.file))
+		p, r := resolveRun(t, s)
 		if trt := strings.HasSuffix(c.file, "-trtllm.toml"); trt != strings.Contains(p.Kernel, "re-rated for TensorRT-LLM") {
 			t.Errorf("%s: kernels %q: want the TensorRT-LLM re-rating exactly on the trtllm runs", c.file, p.Kernel)
 		}

@@ -1,8 +1,6 @@
 package scenario
 
 import (
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -92,13 +90,7 @@ func TestDisaggExpertPools(t *testing.T) {
 		Experts *ExpertSummary `json:"expert_parallel"`
 		Decode  *ExpertSummary `json:"decode_expert_parallel"`
 	}
-	data, err := os.ReadFile(filepath.Join(dir, "summary.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(data, &sum); err != nil {
-		t.Fatal(err)
-	}
+	readSummary(t, dir, &sum)
 	if es := sum.Experts; es == nil || es.DP != 2 || es.EP != 2 || es.GPUs != 2 || es.LocalExperts != 64 || es.KVBlocks != p.Memory.Blocks || es.TwoBatchOverlap {
 		t.Errorf("summary.json expert_parallel %+v", es)
 	}

@@ -11,16 +11,10 @@ import (
 // gives the ideal engine's metrics exactly (testdata/golden/ideal pins
 // ideal), and the default is vllm-v1 named explicitly.
 func TestEngineOffIsIdealOnGoldens(t *testing.T) {
-	files, err := filepath.Glob("testdata/golden/*.toml")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no golden scenarios: %v", err)
-	}
+	files := goldenFiles(t)
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			s, err := LoadScenario(f)
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := loadFile(t, f)
 			allOff := &Engine{Name: "vllm-v1", NoAsyncScheduling: true, NoFrontEnd: true, NoStepCPU: true, NoCustomAllReduce: true, NoMemoryProfile: true,
 				NoCPUOverlap: true, NoLaunches: true, NoVLLMDefaults: true, NoFusedAddNorm: true}
 			if !reflect.DeepEqual(engineMetrics(t, s, allOff), engineMetrics(t, s, &Engine{Name: "ideal"})) {
@@ -43,14 +37,7 @@ func TestDefaultEngineIsVLLMV1(t *testing.T) {
 func engineMetrics(t *testing.T, s Scenario, e *Engine) []any {
 	t.Helper()
 	s.Engine = e
-	p, err := s.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := Run(p, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, rep := resolveRun(t, s)
 	return []any{rep.Summary, rep.Result}
 }
 

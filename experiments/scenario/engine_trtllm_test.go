@@ -11,10 +11,7 @@ import (
 // trtllmScenario is the trtllm golden scenario with edit applied.
 func trtllmScenario(t *testing.T, edit func(s *Scenario)) Scenario {
 	t.Helper()
-	s, err := LoadScenario(filepath.Join("testdata", "golden", "llama8b-h100-trtllm.toml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := loadFile(t, filepath.Join("testdata", "golden", "llama8b-h100-trtllm.toml"))
 	tr := *s.Engine.TRTLLM
 	e := *s.Engine
 	e.TRTLLM = &tr

@@ -3,7 +3,6 @@ package scenario
 import (
 	"math"
 	"path/filepath"
-	"strconv"
 	"testing"
 )
 
@@ -24,23 +23,9 @@ import (
 //     window, per GPU.
 func TestSGLangWideEPPD(t *testing.T) {
 	dir := filepath.Join("..", "validation", "published", "sglang-wide-ep")
-	for _, c := range []struct {
-		file      string
-		decode    bool
-		replicas  int // prefill replicas for the decode figure
-		rate      float64
-		requests  int
-		published float64
-	}{
-		{"h100-pd.toml", false, 0, 0, 0, sglangH100PrefillPerGPU},
-		{"h100-pd.toml", true, 32, 4000, 60000, sglangH100DecodePerGPU},
-		{"gb200-pd.toml", true, 64, 8000, 80000, sglangGB200DecodePerGPU},
-	} {
+	for _, c := range wideEPPDCases {
 		for _, tbo := range []bool{true, false} {
-			s, err := LoadScenario(filepath.Join(dir, c.file))
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := loadFile(t, filepath.Join(dir, c.file))
 			// Without two-batch overlap too, to tell its share of the figure.
 			s.TwoBatchOverlap, s.Disagg.DecodeTwoBatchOverlap = tbo, tbo
 			if c.replicas > 0 {
@@ -58,48 +43,32 @@ func TestSGLangWideEPPD(t *testing.T) {
 			if cn := r.Counts(); cn.Finished != cn.Arrived || cn.Arrived == 0 {
 				t.Fatalf("%s: %d arrived, %d finished", c.file, cn.Arrived, cn.Finished)
 			}
-			var tokens, lo, hi float64
-			lo, hi = math.Inf(1), math.Inf(-1)
-			rows := readRows(t, filepath.Join(out, "steps.csv"))
-			type step struct{ start, end, n float64 }
-			var steps []step
-			for _, row := range rows {
-				inst, _ := strconv.Atoi(row["instance"])
-				if (inst >= p.Replicas) != c.decode {
-					continue
-				}
-				start, _ := strconv.ParseFloat(row["start_s"], 64)
-				dur, _ := strconv.ParseFloat(row["duration_s"], 64)
-				col := "prefill_tokens"
-				if c.decode {
-					col = "decodes"
-				}
-				n, _ := strconv.ParseFloat(row[col], 64)
-				steps = append(steps, step{start, start + dur, n})
-				lo, hi = math.Min(lo, start), math.Max(hi, start+dur)
-			}
-			gpus := float64(p.Replicas)
-			if c.decode {
-				gpus = float64(p.DecodeInstances)
-				lo, hi = lo+(hi-lo)/4, hi-(hi-lo)/4 // the middle half
-			}
-			var busy float64
-			for _, st := range steps {
-				if st.start >= lo && st.start < hi {
-					tokens += st.n
-					busy++
-				}
-			}
-			rate := tokens / (hi - lo) / gpus
+			rate, perStep := poolTokenRate(t, filepath.Join(out, "steps.csv"), p, c.decode)
 			what := "prefill"
 			if c.decode {
 				what = "decode"
 			}
 			t.Logf("%s %s, two-batch overlap %v (%d prefill + %d decode GPUs): %.0f tokens/s per GPU (published %.0f, error %+.1f %%); %.1f tokens a rank step; TTFT %.0f ms, TPOT %.1f ms",
-				c.file, what, tbo, p.Replicas, p.DecodeInstances, rate, c.published, 100*(rate/c.published-1), tokens/busy, r.Summary.TTFT.Mean, r.Summary.TPOT.Mean)
+				c.file, what, tbo, p.Replicas, p.DecodeInstances, rate, c.published, 100*(rate/c.published-1), perStep, r.Summary.TTFT.Mean, r.Summary.TPOT.Mean)
 			if !(rate > 0) || math.IsInf(rate, 0) {
 				t.Errorf("%s %s: rate %v", c.file, what, rate)
 			}
 		}
 	}
+}
+
+// wideEPPDCases are the wide-EP PD anchors' runs: the prefill figure on
+// the post's layout, and the decode figures with the prefill pool scaled
+// (replicas) so that the decode pool runs full.
+var wideEPPDCases = []struct {
+	file      string
+	decode    bool
+	replicas  int // prefill replicas for the decode figure
+	rate      float64
+	requests  int
+	published float64
+}{
+	{"h100-pd.toml", false, 0, 0, 0, sglangH100PrefillPerGPU},
+	{"h100-pd.toml", true, 32, 4000, 60000, sglangH100DecodePerGPU},
+	{"gb200-pd.toml", true, 64, 8000, 80000, sglangGB200DecodePerGPU},
 }

@@ -45,10 +45,7 @@ func TestSGLangWideEPAnchors(t *testing.T) {
 		{"h100-decode-ep72.toml", false, sglangH100DecodePerGPU},
 		{"gb200-decode-ep48.toml", false, sglangGB200DecodePerGPU},
 	} {
-		s, err := LoadScenario(filepath.Join(dir, c.file))
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := loadFile(t, filepath.Join(dir, c.file))
 		p, err := s.Resolve()
 		if err != nil {
 			t.Fatal(err)

@@ -1,8 +1,6 @@
 package scenario
 
 import (
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -56,13 +54,7 @@ func TestExpertRunInvariants(t *testing.T) {
 		var sum struct {
 			Experts *ExpertSummary `json:"expert_parallel"`
 		}
-		data, err := os.ReadFile(filepath.Join(dir, "summary.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := json.Unmarshal(data, &sum); err != nil {
-			t.Fatal(err)
-		}
+		readSummary(t, dir, &sum)
 		es := sum.Experts
 		if es == nil || es.DP != 2 || es.EP != 2 || es.GPUs != 2 || es.LocalExperts != 64 || es.KVBlocks != p.Memory.Blocks ||
 			!(es.AllToAllShare > 0 && es.AllToAllShare < 1) || !(es.TokensPerRank > 0) || int(es.WeightGB*100+0.5) != 3207 ||

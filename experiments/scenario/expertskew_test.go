@@ -155,10 +155,7 @@ func TestExpertSkewLayers(t *testing.T) {
 	if err := os.WriteFile(sc, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	fs, err := LoadScenario(sc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fs := loadFile(t, sc)
 	fp, err := fs.Resolve()
 	if err != nil {
 		t.Fatal(err)

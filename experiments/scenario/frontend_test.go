@@ -40,10 +40,7 @@ func TestFrontEndPerHost(t *testing.T) {
 		if err := os.WriteFile(path, []byte("model = \"llama-3.1-8b\"\ngpu = \"myhost-l40s\"\ngpus_file = \"gpus.toml\"\n"+body+"[workload]\nrate = 1\nrequests = 10\nprompt = \"constant:100\"\noutput = \"constant:10\"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		s, err := LoadScenario(path)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := loadFile(t, path)
 		return s
 	}
 	byFlag := func(gpu string, ms float64) Scenario {

@@ -28,19 +28,9 @@ const (
 func TestSGLangChunkedPPAnchor(t *testing.T) {
 	dir := filepath.Join("..", "validation", "published", "sglang-pp-h20")
 	ttft := func(file string, prompt int) float64 {
-		s, err := LoadScenario(filepath.Join(dir, file))
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := loadFile(t, filepath.Join(dir, file))
 		s.Workload.Prompt = fmt.Sprintf("constant:%d", prompt)
-		p, err := s.Resolve()
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := Run(p, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, r := resolveRun(t, s)
 		if c := r.Counts(); c.Finished != c.Arrived || c.Arrived != 3 {
 			t.Fatalf("%s at %d tokens: %d of %d requests finished", file, prompt, c.Finished, c.Arrived)
 		}

@@ -2,7 +2,6 @@ package scenario
 
 import (
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -53,13 +52,7 @@ func TestPipelineRunInvariants(t *testing.T) {
 			}
 		}
 		var sum struct{ Pipeline *PipelineSummary }
-		data, err := os.ReadFile(filepath.Join(dir, "summary.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := json.Unmarshal(data, &sum); err != nil {
-			t.Fatal(err)
-		}
+		readSummary(t, dir, &sum)
 		ps := sum.Pipeline
 		if ps == nil || ps.PP != 2 || ps.GPUsPerReplica != 4 || len(ps.Stages) != 2 || len(ps.StageMs) != 2 || len(ps.SendMs) != 1 ||
 			!(ps.Bubble >= 0 && ps.Bubble < 1) || !(ps.MicroBatches >= 1 && ps.MicroBatches <= 2) {
@@ -216,14 +209,7 @@ func TestPipelineOneInFlight(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := s.Resolve()
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := Run(p, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, r := resolveRun(t, s)
 		return r
 	}
 	one, two := run(1), run(2)

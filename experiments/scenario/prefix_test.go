@@ -35,14 +35,7 @@ func TestPrefixCacheReachesTraceReuse(t *testing.T) {
 	s.Batch.PrefixCaching = true
 	abs, _ := filepath.Abs(mooncakeConv)
 	s.Workload.Trace = &trace.Options{File: abs, Scale: 0.02}
-	p, err := s.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := Run(p, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, rep := resolveRun(t, s)
 	hit := rep.Counts().PrefixHitRate
 	t.Logf("engine hit rate %.4f, trace reuse %.4f, preemptions %d", hit, st.PrefixReuse, rep.Result.Preemptions)
 	if rep.Result.Preemptions != 0 || math.Abs(hit-st.PrefixReuse) > 0.01 {
@@ -59,14 +52,7 @@ func TestConversationsHitPrefixCache(t *testing.T) {
 		s.Workload.Requests, s.Workload.Rate = 1000, 6
 		s.Workload.Turns, s.Workload.Conversations = 5, 40
 		s.Batch.PrefixCaching = cache
-		p, err := s.Resolve()
-		if err != nil {
-			t.Fatal(err)
-		}
-		rep, err := Run(p, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, rep := resolveRun(t, s)
 		return rep
 	}
 	off, on := run(false), run(true)

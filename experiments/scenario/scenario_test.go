@@ -160,16 +160,10 @@ func TestGoldenIdeal(t *testing.T) {
 }
 
 func checkGoldens(t *testing.T, dir string, engine *Engine) {
-	files, err := filepath.Glob("testdata/golden/*.toml")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no golden scenarios: %v", err)
-	}
+	files := goldenFiles(t)
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			s, err := LoadScenario(f)
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := loadFile(t, f)
 			if engine != nil {
 				s.Engine = engine
 			}

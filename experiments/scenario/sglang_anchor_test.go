@@ -27,19 +27,9 @@ const sglangOverlapSpeedup = 1.1
 func TestSGLangOverlapAnchor(t *testing.T) {
 	dir := filepath.Join("..", "validation", "published", "sglang-v04-overlap")
 	tput := func(edit func(e *Engine)) float64 {
-		s, err := LoadScenario(filepath.Join(dir, "offline.toml"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := loadFile(t, filepath.Join(dir, "offline.toml"))
 		edit(s.Engine)
-		p, err := s.Resolve()
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := Run(p, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, r := resolveRun(t, s)
 		if c := r.Counts(); c.Finished != c.Arrived || c.Arrived != 1000 {
 			t.Fatalf("%+v: %d of %d requests finished", s.Engine, c.Finished, c.Arrived)
 		}
@@ -70,18 +60,8 @@ func TestSGLangOverlapAnchor(t *testing.T) {
 // run's 4,065 within 2 %).
 func TestSGLangPR1060Prefill(t *testing.T) {
 	const reqPerS, inputTokPerS, meanTTFTms = 6.81, 27670.26, 73186.68
-	s, err := LoadScenario(filepath.Join("..", "validation", "published", "sglang-pr1060-prefill", "offline.toml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := s.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := Run(p, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := loadFile(t, filepath.Join("..", "validation", "published", "sglang-pr1060-prefill", "offline.toml"))
+	_, r := resolveRun(t, s)
 	sum := r.Summary
 	if sum.Completed != 1000 {
 		t.Fatalf("%d of 1000 requests finished", sum.Completed)
@@ -106,19 +86,9 @@ func TestSGLangPR1060Prefill(t *testing.T) {
 func TestSGLangPPUnderSGLang(t *testing.T) {
 	dir := filepath.Join("..", "validation", "published", "sglang-pp-h20")
 	ttft := func(file string, prompt int) (float64, *Plan) {
-		s, err := LoadScenario(filepath.Join(dir, file))
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := loadFile(t, filepath.Join(dir, file))
 		s.Workload.Prompt = fmt.Sprintf("constant:%d", prompt)
-		p, err := s.Resolve()
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := Run(p, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, r := resolveRun(t, s)
 		if c := r.Counts(); c.Finished != c.Arrived || c.Arrived != 3 {
 			t.Fatalf("%s at %d tokens: %d of %d requests finished", file, prompt, c.Finished, c.Arrived)
 		}

@@ -17,22 +17,8 @@ import (
 // (sim/serve TestDisaggSGLangPrealloc checks the mechanisms' arithmetic).
 func TestSGLangPDUnderSGLang(t *testing.T) {
 	dir := filepath.Join("..", "validation", "published", "sglang-wide-ep")
-	for _, c := range []struct {
-		file      string
-		decode    bool
-		replicas  int // prefill replicas for the decode figure
-		rate      float64
-		requests  int
-		published float64
-	}{
-		{"h100-pd.toml", false, 0, 0, 0, sglangH100PrefillPerGPU},
-		{"h100-pd.toml", true, 32, 4000, 60000, sglangH100DecodePerGPU},
-		{"gb200-pd.toml", true, 64, 8000, 80000, sglangGB200DecodePerGPU},
-	} {
-		s, err := LoadScenario(filepath.Join(dir, c.file))
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, c := range wideEPPDCases {
+		s := loadFile(t, filepath.Join(dir, c.file))
 		s.Engine.Name = "sglang"
 		if c.replicas > 0 {
 			s.Replicas, s.Workload.Rate, s.Workload.Requests = c.replicas, c.rate, c.requests

@@ -38,18 +38,8 @@ func TestTRTLLMPerfOverviewAnchor(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("| point | simulated tok/s/GPU | published | error |\n|---|---|---|---|\n")
 	for _, c := range trtllmPerfOverview {
-		s, err := LoadScenario(filepath.Join(dir, c.file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := s.Resolve()
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := Run(p, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := loadFile(t, filepath.Join(dir, c.file))
+		p, r := resolveRun(t, s)
 		if n := r.Counts(); n.Finished != n.Arrived || r.Result.Preemptions != 0 {
 			t.Fatalf("%s: %d of %d finished, %d preemptions", c.file, n.Finished, n.Arrived, r.Result.Preemptions)
 		}
@@ -108,14 +98,7 @@ func TestEngineComparison(t *testing.T) {
 			s := Default()
 			w.edit(&s)
 			c.edit(&s)
-			p, err := s.Resolve()
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, err := Run(p, "")
-			if err != nil {
-				t.Fatal(err)
-			}
+			p, r := resolveRun(t, s)
 			if n := r.Counts(); n.Finished != n.Arrived || n.Arrived != int64(s.Workload.Requests) {
 				t.Errorf("%s, %s: %d of %d requests finished", w.name, c.name, n.Finished, n.Arrived)
 			}

@@ -19,14 +19,7 @@ func smallReport(t *testing.T, edit func(*Scenario)) *Report {
 	if edit != nil {
 		edit(&s)
 	}
-	p, err := s.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := Run(p, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, rep := resolveRun(t, s)
 	return rep
 }
 

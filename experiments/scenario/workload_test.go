@@ -156,14 +156,7 @@ func TestSharedPrefixHitsCache(t *testing.T) {
 	s.Workload.Rate, s.Workload.Requests, s.Workload.Rescale = 8, 1000, true
 	s.Workload.SharedPrefixData = &workload.SharedPrefixData{Groups: 10, PromptsPerGroup: 10, SystemPromptLen: 500, QuestionLen: 66, OutputLen: 248}
 	s.Batch.PrefixCaching = true
-	p, err := s.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := Run(p, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, rep := resolveRun(t, s)
 	// Each prompt is 500 + 66 = 566 tokens: 35 full blocks of 16 (560
 	// tokens), 31 of them (496 tokens) inside the system prompt. The first
 	// cycle hits the system prompt for 9 of each group's 10 prompts:

@@ -67,13 +67,7 @@ func TestShardFromEnv(t *testing.T) {
 // and results.csv and the shards' directories.
 func runShards(t *testing.T, n int) (sw *Sweep, pts []Point, want map[string][]byte, dirs []string) {
 	t.Helper()
-	sw, err := LoadSweep(writeSweep(t, smallSweep))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pts, err = sw.Points(); err != nil {
-		t.Fatal(err)
-	}
+	sw, pts = loadPoints(t, smallSweep)
 	full := t.TempDir()
 	if _, _, err := RunSweepDir(pts, full, DirOptions{}); err != nil {
 		t.Fatal(err)

@@ -18,9 +18,7 @@ import (
 func TestSweepExplicitZeros(t *testing.T) {
 	// smallSweep's lines: 3 seeds, 6 gpu, 13 the batch axis's values; an
 	// appended axis's values are on line 19.
-	cases := []struct {
-		name, text, want string
-	}{
+	checkSweepErrs(t, []sweepErrCase{
 		{"base", strings.Replace(smallSweep, "gpu = \"h100\"\n", "gpu = \"h100\"\nreplicas = 0\n", 1),
 			`sweep.toml line 7: field "replicas": 0 must be ≥ 1; omit the field for the default (1)`},
 		{"axis", smallSweep + "[[axis]]\nfield = \"batch.max_num_seqs\"\nvalues = [8, 0]\n",
@@ -29,18 +27,7 @@ func TestSweepExplicitZeros(t *testing.T) {
 			`sweep.toml line 13: field "batch.block_size": 0 must be ≥ 1`},
 		{"negative seed", strings.Replace(smallSweep, "seeds = [1, 2]", "seeds = [1, -2]", 1),
 			`sweep.toml line 3: field "seeds": seed -2 must be ≥ 0`},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			sw, err := LoadSweep(writeSweep(t, c.text))
-			if err == nil {
-				_, err = sw.Points()
-			}
-			if err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("err = %v, want one with %q", err, c.want)
-			}
-		})
-	}
+	}, nil)
 }
 
 // Every result file is mode 0644 whatever the umask allows CreateTemp (0600):
@@ -55,14 +42,7 @@ func TestResultFileModes(t *testing.T) {
 	if _, err := scenario.Run(p, dir); err != nil {
 		t.Fatal(err)
 	}
-	sw, err := LoadSweep(writeSweep(t, smallSweep))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pts, err := sw.Points()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sw, pts := loadPoints(t, smallSweep)
 	sdir := t.TempDir()
 	if _, _, err := RunSweepDir(pts[:2], sdir, DirOptions{Workers: 1}); err != nil {
 		t.Fatal(err)
@@ -102,14 +82,7 @@ func TestSweepContextCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	// Cancelled before it starts: no point runs.
-	sw, err := LoadSweep(writeSweep(t, smallSweep))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pts, err := sw.Points()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, pts := loadPoints(t, smallSweep)
 	sdir := t.TempDir()
 	ran, _, err := RunSweepDir(pts, sdir, DirOptions{Workers: 2, KeepRecords: true, Context: ctx})
 	if ran != 0 || !errors.Is(err, context.Canceled) {

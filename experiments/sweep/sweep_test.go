@@ -27,6 +27,18 @@ func writeSweep(t *testing.T, text string) string {
 // them on two workers, failing the test on any error.
 func runSweepText(t *testing.T, text string) []PointResult {
 	t.Helper()
+	_, pts := loadPoints(t, text)
+	res, err := RunSweep(pts, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// loadPoints loads the sweep file text and expands its points, failing
+// the test on any error.
+func loadPoints(t *testing.T, text string) (*Sweep, []Point) {
+	t.Helper()
 	sw, err := LoadSweep(writeSweep(t, text))
 	if err != nil {
 		t.Fatal(err)
@@ -35,11 +47,40 @@ func runSweepText(t *testing.T, text string) []PointResult {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := RunSweep(pts, 2)
-	if err != nil {
+	return sw, pts
+}
+
+// checkSweepErrs loads and expands each case's sweep file text and wants
+// an error containing its want; cite, when not nil, checks that error
+// further.
+func checkSweepErrs(t *testing.T, cases []sweepErrCase, cite func(t *testing.T, c sweepErrCase, err error)) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sw, err := LoadSweep(writeSweep(t, c.text))
+			if err == nil {
+				_, err = sw.Points()
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want one containing %q", err, c.want)
+			}
+			if cite != nil {
+				cite(t, c, err)
+			}
+		})
+	}
+}
+
+type sweepErrCase struct{ name, text, want string }
+
+// csvOf is results.csv's text for the point files.
+func csvOf(t *testing.T, axes []Axis, pfs []PointFile) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := WriteCSV(&b, axes, pfs); err != nil {
 		t.Fatal(err)
 	}
-	return res
+	return b.String()
 }
 
 // defaultTOMLLacks reports each line of the default scenario's TOML form
@@ -81,18 +122,11 @@ values = [3, 9.5]
 
 // Results do not depend on the number of workers.
 func TestSweepWorkersIdentical(t *testing.T) {
-	sw, err := LoadSweep(writeSweep(t, smallSweep))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pts, err := sw.Points()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sw, pts := loadPoints(t, smallSweep)
 	if len(pts) != 8 { // 2 batch values × 2 rates × 2 seeds
 		t.Fatalf("%d points, want 8", len(pts))
 	}
-	var out [2]bytes.Buffer
+	var out [2]string
 	for i, workers := range []int{1, 8} {
 		res, err := RunSweep(pts, workers)
 		if err != nil {
@@ -102,20 +136,18 @@ func TestSweepWorkersIdentical(t *testing.T) {
 		for _, r := range res {
 			pfs = append(pfs, PointFileOf(r))
 		}
-		if err := WriteCSV(&out[i], sw.Axes, pfs); err != nil {
-			t.Fatal(err)
-		}
+		out[i] = csvOf(t, sw.Axes, pfs)
 	}
-	if out[0].String() != out[1].String() {
+	if out[0] != out[1] {
 		t.Fatal("1 and 8 workers give different results")
 	}
-	if !strings.Contains(out[0].String(), `"max_num_batched_tokens=512 policy=chunked"`) && !strings.Contains(out[0].String(), "max_num_batched_tokens=512 policy=chunked,") {
-		t.Fatalf("CSV lacks the table-valued axis:\n%s", out[0].String())
+	if !strings.Contains(out[0], `"max_num_batched_tokens=512 policy=chunked"`) && !strings.Contains(out[0], "max_num_batched_tokens=512 policy=chunked,") {
+		t.Fatalf("CSV lacks the table-valued axis:\n%s", out[0])
 	}
 }
 
 func TestSweepErrors(t *testing.T) {
-	cases := []struct{ name, text, want string }{
+	checkSweepErrs(t, []sweepErrCase{
 		{"unknown field", strings.Replace(smallSweep, `field = "workload.rate"`, `field = "workload.rat"`, 1), "workload.rat"},
 		{"empty axis", smallSweep + "[[axis]]\nfield = \"tp\"\nvalues = []\n", `axis "tp" has no values`},
 		{"bad value", strings.Replace(smallSweep, "values = [3, 9.5]", "values = [3, -1]", 1), "workload.rate=-1"},
@@ -123,18 +155,7 @@ func TestSweepErrors(t *testing.T) {
 		{"unknown top-level", smallSweep + "bogus = 1\n", "bogus"},
 		{"conflicting settings", smallSweep + "[[axis]]\nfield = \"batch.policy\"\nvalues = [\"static\"]\n", "conflicting settings"},
 		{"bad policy in a table", strings.Replace(smallSweep, `{policy = "prefill-first"}`, `{policy = "magic"}`, 1), "magic"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			sw, err := LoadSweep(writeSweep(t, c.text))
-			if err == nil {
-				_, err = sw.Points()
-			}
-			if err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("error %v, want one containing %q", err, c.want)
-			}
-		})
-	}
+	}, nil)
 }
 
 // TestBatchingDirections runs experiments/batching.toml with fewer requests
@@ -187,14 +208,7 @@ func TestBatchingDirections(t *testing.T) {
 // A sweep stopped midway (here: two of its point files deleted) and run
 // again computes only the missing points, and its results equal a full run.
 func TestSweepResume(t *testing.T) {
-	sw, err := LoadSweep(writeSweep(t, smallSweep))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pts, err := sw.Points()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sw, pts := loadPoints(t, smallSweep)
 	dir := t.TempDir()
 	ran, found, err := RunSweepDir(pts, dir, DirOptions{Workers: 2})
 	if err != nil || ran != 8 || found != 0 {
@@ -220,24 +234,14 @@ func TestSweepResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var a, b bytes.Buffer
-	WriteCSV(&a, sw.Axes, full)
-	WriteCSV(&b, sw.Axes, again)
-	if a.String() != b.String() {
+	if csvOf(t, sw.Axes, full) != csvOf(t, sw.Axes, again) {
 		t.Fatal("resumed results differ from the full run")
 	}
 }
 
 // Shards run in separate directories merge into the full run's results.
 func TestSweepShardsMerge(t *testing.T) {
-	sw, err := LoadSweep(writeSweep(t, smallSweep))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pts, err := sw.Points()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sw, pts := loadPoints(t, smallSweep)
 	full := t.TempDir()
 	if _, _, err := RunSweepDir(pts, full, DirOptions{}); err != nil {
 		t.Fatal(err)
@@ -258,10 +262,7 @@ func TestSweepShardsMerge(t *testing.T) {
 		t.Fatal(err)
 	}
 	want, _ := Collect(pts, full)
-	var a, b bytes.Buffer
-	WriteCSV(&a, sw.Axes, want)
-	WriteCSV(&b, sw.Axes, merged)
-	if a.String() != b.String() {
+	if csvOf(t, sw.Axes, want) != csvOf(t, sw.Axes, merged) {
 		t.Fatal("merged shards differ from the full run")
 	}
 }
@@ -378,7 +379,7 @@ values = [8, 64]
 // from base and axis values. smallSweep's lines: 3 seeds, 8 base requests,
 // 13 the batch axis's values, 16 the rate axis's values.
 func TestSweepErrorsCiteTheFile(t *testing.T) {
-	cases := []struct{ name, text, want string }{
+	checkSweepErrs(t, []sweepErrCase{
 		{"misspelt field", strings.Replace(smallSweep, `field = "workload.rate"`, `field = "workload.rat"`, 1),
 			`sweep.toml line 16: axis "workload.rat" value 3`},
 		{"wrong type", strings.Replace(smallSweep, "values = [3, 9.5]", `values = [3, "fast"]`, 1),
@@ -400,21 +401,11 @@ func TestSweepErrorsCiteTheFile(t *testing.T) {
 		{"no axes", "[base]\nmodel = \"llama-3.1-8b\"\n", "no [[axis]] and no seeds"},
 		{"huge duration", strings.Replace(smallSweep, `field = "workload.rate"`+"\nvalues = [3, 9.5]", `field = "batch.max_wait_ms"`+"\nvalues = [1e300]", 1),
 			"sweep.toml"}, // an error (out of range), not a panic
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			sw, err := LoadSweep(writeSweep(t, c.text))
-			if err == nil {
-				_, err = sw.Points()
-			}
-			if err == nil || !strings.Contains(err.Error(), c.want) {
-				t.Fatalf("error %v, want one containing %q", err, c.want)
-			}
-			if strings.Contains(err.Error(), "line 8") && c.name != "bad base value" {
-				t.Errorf("error %v cites a line it should not", err)
-			}
-		})
-	}
+	}, func(t *testing.T, c sweepErrCase, err error) {
+		if strings.Contains(err.Error(), "line 8") && c.name != "bad base value" {
+			t.Errorf("error %v cites a line it should not", err)
+		}
+	})
 }
 
 // merge names a results directory that does not exist, or that holds no

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -78,13 +77,7 @@ var attnDims = map[string]struct{ heads, kvHeads, headDim int }{
 func (b *Bundle) AttnModel() (*models.Model, error) {
 	d, ok := attnDims[b.Meta.Model]
 	if !ok {
-		known := make([]string, 0, len(attnDims))
-		for k := range attnDims {
-			known = append(known, k)
-		}
-		sort.Strings(known)
-		return nil, fmt.Errorf("calibrate: %s line %d: model %q: its attention shapes (heads, KV heads, head_dim) are not known to servesim (known: %s)",
-			filepath.Join(b.Dir, "meta.yaml"), b.Meta.line("model"), b.Meta.Model, strings.Join(known, ", "))
+		return nil, unknownShapes(b, attnDims, "attention shapes (heads, KV heads, head_dim)")
 	}
 	tp := 1
 	for _, t := range b.Meta.TPDegrees {

@@ -3,9 +3,10 @@ package calibrate
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/servesim/servesim/hardware"
@@ -34,13 +35,7 @@ var moeDims = map[string]struct{ hidden, experts, topK, ffn, shared int }{
 func (b *Bundle) MoEModel() (*models.Model, error) {
 	d, ok := moeDims[b.Meta.Model]
 	if !ok {
-		known := make([]string, 0, len(moeDims))
-		for k := range moeDims {
-			known = append(known, k)
-		}
-		sort.Strings(known)
-		return nil, fmt.Errorf("calibrate: %s line %d: model %q: its MoE shapes (hidden, experts, top-k, expert width) are not known to servesim (known: %s)",
-			filepath.Join(b.Dir, "meta.yaml"), b.Meta.line("model"), b.Meta.Model, strings.Join(known, ", "))
+		return nil, unknownShapes(b, moeDims, "MoE shapes (hidden, experts, top-k, expert width)")
 	}
 	return &models.Model{Name: b.Meta.Model, Layers: 1, Hidden: d.hidden, Heads: 16, KVHeads: 2, HeadDim: 128, Vocab: 1,
 		Experts: d.experts, TopK: d.topK, ExpertFFN: d.ffn, SharedExperts: d.shared, GatedMLP: true}, nil
@@ -401,3 +396,10 @@ func EvaluateMoE(dir string) (*ErrTable, map[string]MoEParams, error) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// unknownShapes is the error for a bundle whose model dims lacks: what
+// names the shapes, and the error lists the models dims knows.
+func unknownShapes[T any](b *Bundle, dims map[string]T, what string) error {
+	return fmt.Errorf("calibrate: %s line %d: model %q: its %s are not known to servesim (known: %s)",
+		filepath.Join(b.Dir, "meta.yaml"), b.Meta.line("model"), b.Meta.Model, what, strings.Join(slices.Sorted(maps.Keys(dims)), ", "))
+}

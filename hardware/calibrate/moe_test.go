@@ -3,6 +3,7 @@ package calibrate
 import (
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -181,6 +182,30 @@ func TestMoEBoundedToFittedExperts(t *testing.T) {
 				t.Errorf("%s %v (N·K %d): %g s with the bounded [moe], %g s with the dense classes; want [moe] used: %v",
 					c.model, op.Kind, op.N*op.K, a, b, c.useMoE)
 			}
+		}
+	}
+}
+
+// A bundle of a model whose attention or MoE shapes servesim does not know
+// is an error naming meta.yaml, the model and the shapes, listing the
+// models it knows in order.
+func TestBundleUnknownModelShapes(t *testing.T) {
+	b := &Bundle{Dir: "bundle", Meta: BundleMeta{Model: "acme/Unknown-1B"}}
+	for _, c := range []struct {
+		name string
+		f    func() (*models.Model, error)
+		what string
+	}{
+		{"attention", b.AttnModel, "its attention shapes (heads, KV heads, head_dim) are not known to servesim (known: "},
+		{"moe", b.MoEModel, "its MoE shapes (hidden, experts, top-k, expert width) are not known to servesim (known: "},
+	} {
+		_, err := c.f()
+		if err == nil || !strings.HasPrefix(err.Error(), `calibrate: bundle/meta.yaml line 0: model "acme/Unknown-1B": `+c.what) {
+			t.Fatalf("%s: error %v", c.name, err)
+		}
+		known := strings.Split(strings.TrimSuffix(err.Error()[strings.Index(err.Error(), "(known: ")+len("(known: "):], ")"), ", ")
+		if len(known) == 0 || !slices.IsSorted(known) {
+			t.Errorf("%s: known models %q, want them sorted", c.name, known)
 		}
 	}
 }

@@ -63,70 +63,62 @@ func ReadNative(r io.Reader, file string, cat *models.Catalog) ([]Sample, error)
 		return nil, err
 	}
 	has := func(c string) bool { return t.str(c) != "" }
-	var out []Sample
 	ops := make([]models.Op, 0, models.NumOpKinds)
 	mcache := map[string]*models.Model{}
-	for {
-		line, err := t.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
+	return readRowsOr(t, "no data rows", func(line int) (Sample, error) {
+		var err error
 		lerr := func(col, format string, a ...any) error {
 			return &LineError{File: file, Line: line, Column: col, Msg: fmt.Sprintf(format, a...)}
 		}
 		s := Sample{GPU: t.str("gpu"), TP: 1, Where: fmt.Sprintf("%s line %d", file, line)}
 		if s.GPU == "" {
-			return nil, lerr("gpu", "empty")
+			return s, lerr("gpu", "empty")
 		}
 		kind, err := models.ParseOpKind(t.str("op"))
 		if err != nil {
-			return nil, lerr("op", "%s", strings.TrimPrefix(err.Error(), "models: "))
+			return s, lerr("op", "%s", strings.TrimPrefix(err.Error(), "models: "))
 		}
 		s.Name = kind.String()
 		us, err := t.positive(line, "time_us")
 		if err != nil {
-			return nil, err
+			return s, err
 		}
 		s.Seconds = us * 1e-6
 		if has("tp") {
 			if s.TP, err = t.int(line, "tp", 1, maxTraceTP); err != nil {
-				return nil, err
+				return s, err
 			}
 		}
 		prec := models.BF16
 		if has("precision") {
 			if prec, err = models.ParseDType(t.str("precision")); err != nil {
-				return nil, lerr("precision", "%s", strings.TrimPrefix(err.Error(), "models: "))
+				return s, lerr("precision", "%s", strings.TrimPrefix(err.Error(), "models: "))
 			}
 		}
 		op := models.Op{Kind: kind, Count: 1, Compute: prec}
 		if kind == models.OpAllReduce {
 			if s.TP < 2 {
-				return nil, lerr("tp", "an all_reduce needs tp >= 2 (the GPUs in the collective), got %d", s.TP)
+				return s, lerr("tp", "an all_reduce needs tp >= 2 (the GPUs in the collective), got %d", s.TP)
 			}
 			if !has("comm_bytes") {
-				return nil, lerr("comm_bytes", "required for all_reduce")
+				return s, lerr("comm_bytes", "required for all_reduce")
 			}
 			if op.CommBytes, err = t.positive(line, "comm_bytes"); err != nil {
-				return nil, err
+				return s, err
 			}
 			if has("tokens") {
 				if op.Tokens, err = t.int(line, "tokens", 1, maxTraceTokens); err != nil {
-					return nil, err
+					return s, err
 				}
 			}
 			s.Op = op
-			out = append(out, s)
-			continue
+			return s, nil
 		}
 		if !has("tokens") {
-			return nil, lerr("tokens", "required for %s", kind)
+			return s, lerr("tokens", "required for %s", kind)
 		}
 		if op.Tokens, err = t.int(line, "tokens", 1, maxTraceTokens); err != nil {
-			return nil, err
+			return s, err
 		}
 		if has("model") {
 			name := t.str("model")
@@ -134,7 +126,7 @@ func ReadNative(r io.Reader, file string, cat *models.Catalog) ([]Sample, error)
 			if m == nil {
 				if m, err = cat.Get(name); err != nil {
 					if m, err = cat.ByHFName(name); err != nil {
-						return nil, lerr("model", "%q is neither a catalog name nor an hf_name (add it with a models file)", name)
+						return s, lerr("model", "%q is neither a catalog name nor an hf_name (add it with a models file)", name)
 					}
 				}
 				mcache[name] = m
@@ -142,22 +134,22 @@ func ReadNative(r io.Reader, file string, cat *models.Catalog) ([]Sample, error)
 			s.Model = m.Name
 			if kind == models.OpAttnPrefill || kind == models.OpAttnDecode {
 				if !has("flops") || !has("bytes") {
-					return nil, lerr("flops", "attention rows need flops and bytes: their cost depends on context lengths")
+					return s, lerr("flops", "attention rows need flops and bytes: their cost depends on context lengths")
 				}
 			} else {
 				p := models.Parallel{TP: s.TP, Weights: prec, KV: models.BF16}
 				if err := m.CheckParallel(p); err != nil {
-					return nil, lerr("tp", "%s", strings.TrimPrefix(err.Error(), "models: "))
+					return s, lerr("tp", "%s", strings.TrimPrefix(err.Error(), "models: "))
 				}
 				ops = m.Ops(models.Batch{Decodes: op.Tokens}, p, ops[:0])
 				mo, ok := opOf(ops, kind)
 				if !ok {
-					return nil, lerr("op", "model %q has no %s operator", m.Name, kind)
+					return s, lerr("op", "model %q has no %s operator", m.Name, kind)
 				}
 				op.FLOPs, op.Bytes, op.Compute, op.N, op.K = mo.FLOPs, mo.Bytes, mo.Compute, mo.N, mo.K
 			}
 		} else if !has("flops") || !has("bytes") {
-			return nil, lerr("model", "a row needs a model or both flops and bytes")
+			return s, lerr("model", "a row needs a model or both flops and bytes")
 		}
 		for _, c := range []struct {
 			col string
@@ -168,20 +160,16 @@ func ReadNative(r io.Reader, file string, cat *models.Catalog) ([]Sample, error)
 			}
 			v, err := strconv.ParseFloat(t.str(c.col), 64)
 			if err != nil || !(v >= 0) || math.IsInf(v, 0) {
-				return nil, lerr(c.col, "want a finite number >= 0, got %q", t.str(c.col))
+				return s, lerr(c.col, "want a finite number >= 0, got %q", t.str(c.col))
 			}
 			*c.dst = v
 		}
 		if op.FLOPs == 0 && op.Bytes == 0 {
-			return nil, lerr("bytes", "an operator with no FLOPs and no bytes launches no kernel")
+			return s, lerr("bytes", "an operator with no FLOPs and no bytes launches no kernel")
 		}
 		s.Op = op
-		out = append(out, s)
-	}
-	if len(out) == 0 {
-		return nil, &LineError{File: file, Msg: "no data rows"}
-	}
-	return out, nil
+		return s, nil
+	})
 }
 
 // WriteNative writes samples as a native kernel-timing CSV with every

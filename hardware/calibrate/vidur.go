@@ -128,6 +128,12 @@ func (t *csvTable) next() (line int, err error) {
 // readRows parses every remaining record of t with parse and requires at
 // least one: the row loop of the table readers that take a file whole.
 func readRows[T any](t *csvTable, parse func(line int) (T, error)) ([]T, error) {
+	return readRowsOr(t, "no rows", parse)
+}
+
+// readRowsOr is readRows whose error for a table without rows says empty
+// (the Vidur and native readers say "no data rows").
+func readRowsOr[T any](t *csvTable, empty string, parse func(line int) (T, error)) ([]T, error) {
 	var out []T
 	for {
 		line, err := t.next()
@@ -144,7 +150,7 @@ func readRows[T any](t *csvTable, parse func(line int) (T, error)) ([]T, error) 
 		out = append(out, row)
 	}
 	if len(out) == 0 {
-		return nil, &LineError{File: t.file, Msg: "no rows"}
+		return nil, &LineError{File: t.file, Msg: empty}
 	}
 	return out, nil
 }
@@ -242,15 +248,8 @@ func ReadVidurMLP(r io.Reader, file string) ([]VidurMLPRow, error) {
 	if !anyOp {
 		return nil, &LineError{File: file, Line: t.headerLine, Msg: "no time_stats.<op>.median column of a known operator (" + strings.Join(vidurOpNames[:], ", ") + ")"}
 	}
-	var rows []VidurMLPRow
-	for {
-		line, err := t.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
+	return readRowsOr(t, "no data rows", func(line int) (VidurMLPRow, error) {
+		var err error
 		var row VidurMLPRow
 		row.Line = line
 		ints := []struct {
@@ -267,11 +266,11 @@ func ReadVidurMLP(r io.Reader, file string) ([]VidurMLPRow, error) {
 		}
 		for _, f := range ints {
 			if *f.dst, err = t.int(line, f.col, f.lo, f.hi); err != nil {
-				return nil, err
+				return row, err
 			}
 		}
 		if row.Gated, err = t.bool(line, "use_gated_mlp"); err != nil {
-			return nil, err
+			return row, err
 		}
 		for i, op := range vidurOpNames {
 			c := "time_stats." + op + ".median"
@@ -281,16 +280,12 @@ func ReadVidurMLP(r io.Reader, file string) ([]VidurMLPRow, error) {
 			}
 			ms, err := t.positive(line, c)
 			if err != nil {
-				return nil, err
+				return row, err
 			}
 			row.Seconds[i] = ms * 1e-3
 		}
-		rows = append(rows, row)
-	}
-	if len(rows) == 0 {
-		return nil, &LineError{File: file, Msg: "no data rows"}
-	}
-	return rows, nil
+		return row, nil
+	})
 }
 
 // VidurMLPSamples turns the rows of one model's mlp.csv into samples for
@@ -393,48 +388,41 @@ func ReadVidurCollective(r io.Reader, file string) ([]CollectiveRow, error) {
 	if err := t.require("num_workers", "size", "collective", "devices_per_node"); err != nil {
 		return nil, err
 	}
-	var rows []CollectiveRow
-	for {
-		line, err := t.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
+	var first *CollectiveRow // the file's first row: every row has its collective
+	return readRowsOr(t, "no data rows", func(line int) (CollectiveRow, error) {
+		var err error
 		var row CollectiveRow
 		row.Line = line
 		row.Collective = t.str("collective")
 		if row.Collective != "all_reduce" && row.Collective != "send_recv" {
-			return nil, &LineError{File: file, Line: line, Column: "collective", Msg: fmt.Sprintf("%q: want all_reduce or send_recv", row.Collective)}
+			return row, &LineError{File: file, Line: line, Column: "collective", Msg: fmt.Sprintf("%q: want all_reduce or send_recv", row.Collective)}
 		}
-		if len(rows) > 0 && rows[0].Collective != row.Collective {
-			return nil, &LineError{File: file, Line: line, Column: "collective", Msg: fmt.Sprintf("%q, but line %d has %q", row.Collective, rows[0].Line, rows[0].Collective)}
+		if first != nil && first.Collective != row.Collective {
+			return row, &LineError{File: file, Line: line, Column: "collective", Msg: fmt.Sprintf("%q, but line %d has %q", row.Collective, first.Line, first.Collective)}
 		}
 		tc := "time_stats." + row.Collective + ".median"
 		if err := t.require(tc); err != nil {
-			return nil, err
+			return row, err
 		}
 		if row.Workers, err = t.int(line, "num_workers", 1, maxTraceTP); err != nil {
-			return nil, err
+			return row, err
 		}
 		if row.DevicesPerNode, err = t.int(line, "devices_per_node", 1, maxTraceTP); err != nil {
-			return nil, err
+			return row, err
 		}
 		if row.Bytes, err = t.positive(line, "size"); err != nil {
-			return nil, err
+			return row, err
 		}
 		ms, err := t.positive(line, tc)
 		if err != nil {
-			return nil, err
+			return row, err
 		}
 		row.Seconds = ms * 1e-3
-		rows = append(rows, row)
-	}
-	if len(rows) == 0 {
-		return nil, &LineError{File: file, Msg: "no data rows"}
-	}
-	return rows, nil
+		if first == nil {
+			first = &row
+		}
+		return row, nil
+	})
 }
 
 // AllReduceSamples returns the in-node all-reduces of rows (num_workers ==
@@ -481,36 +469,25 @@ func ReadVidurCPUOverheads(r io.Reader, file string) ([]CPUOverheadRow, error) {
 	if err := t.require(append([]string{"model_name", "batch_size", "tensor_parallel_degree"}, cols...)...); err != nil {
 		return nil, err
 	}
-	var rows []CPUOverheadRow
-	for {
-		line, err := t.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
+	return readRowsOr(t, "no data rows", func(line int) (CPUOverheadRow, error) {
+		var err error
 		row := CPUOverheadRow{Line: line, Model: t.str("model_name")}
 		if row.Batch, err = t.int(line, "batch_size", 1, maxTraceTokens); err != nil {
-			return nil, err
+			return row, err
 		}
 		if row.TP, err = t.int(line, "tensor_parallel_degree", 1, maxTraceTP); err != nil {
-			return nil, err
+			return row, err
 		}
 		dst := []*float64{&row.Schedule, &row.Sampler, &row.PrepareInputs, &row.ProcessModelOutputs, &row.RayComm}
 		for i, c := range cols {
 			ms, err := t.positive(line, c)
 			if err != nil {
-				return nil, err
+				return row, err
 			}
 			*dst[i] = ms * 1e-3
 		}
-		rows = append(rows, row)
-	}
-	if len(rows) == 0 {
-		return nil, &LineError{File: file, Msg: "no data rows"}
-	}
-	return rows, nil
+		return row, nil
+	})
 }
 
 // VidurOptions says what LoadVidur reads.

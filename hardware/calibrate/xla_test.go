@@ -125,26 +125,7 @@ func TestFitXLAShared(t *testing.T) {
 // 1/compute_scale in its precision only, adds its half-tokens, and leaves
 // other precisions, non-GEMM classes and memory-bound GEMMs alone.
 func TestGEMMPrecisionKernel(t *testing.T) {
-	g, err := hardware.Builtin().Get("b200")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base, ok := Builtin("b200")
-	if !ok {
-		t.Fatal("no b200 profile")
-	}
-	plain := base.Clone()
-	plain.GEMMPrecisions = nil
-	scaled := plain.Clone()
-	scaled.GEMMPrecisions = []GEMMPrecision{{DType: "fp8", ComputeScale: 0.5, Basis: BasisEstimate, Source: "test"}}
-	kp, err := plain.Calibrated(g, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ks, err := scaled.Calibrated(g, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	plain, scaled, kp, ks := precisionKernels(t, GEMMPrecision{DType: "fp8", ComputeScale: 0.5, Basis: BasisEstimate, Source: "test"}, nil)
 	// A 8192 × 8192 × 8192 FP8 GEMM: 2·8192³ = 1.1e12 FLOPs, compute-bound
 	// (bytes 2·8192²·1 + 8192²·2 = 268 MB: 34 µs at 8 TB/s, against 244 µs
 	// at 4.5 PFLOP/s).
@@ -164,43 +145,18 @@ func TestGEMMPrecisionKernel(t *testing.T) {
 		t.Errorf("norm changed by an fp8 entry")
 	}
 	// Round trip through TOML.
-	back, err := ParseProfile(scaled.WriteTOML(), "p.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(back.GEMMPrecisions) != 1 || back.GEMMPrecisions[0] != scaled.GEMMPrecisions[0] {
-		t.Errorf("round trip: %+v", back.GEMMPrecisions)
-	}
+	checkPrecisionRoundTrip(t, scaled)
 }
 
 // memory_scale divides a memory-bound GEMM's time in its precision by the
 // scale (μ·scale capped at 1) and leaves compute-bound GEMMs and other
 // precisions alone; it round-trips through TOML.
 func TestGEMMPrecisionMemoryScale(t *testing.T) {
-	g, err := hardware.Builtin().Get("b200")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base, ok := Builtin("b200")
-	if !ok {
-		t.Fatal("no b200 profile")
-	}
-	plain := base.Clone()
-	plain.GEMMPrecisions = nil
-	plain.GEMMTrees = nil
-	scaled := plain.Clone()
-	scaled.GEMMPrecisions = []GEMMPrecision{{DType: "fp8", ComputeScale: 1, MemoryScale: 0.5, Basis: BasisEstimate, Source: "test"}}
+	plain, scaled, kp, ks := precisionKernels(t, GEMMPrecision{DType: "fp8", ComputeScale: 1, MemoryScale: 0.5, Basis: BasisEstimate, Source: "test"},
+		func(p *Profile) { p.GEMMTrees = nil })
 	o, _ := plain.Op(models.OpMLPUp)
 	if o.MemoryEff*0.5 >= 1 {
 		t.Fatalf("mlp_up μ %g: the cap would hide the scale", o.MemoryEff)
-	}
-	kp, err := plain.Calibrated(g, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ks, err := scaled.Calibrated(g, 1)
-	if err != nil {
-		t.Fatal(err)
 	}
 	// A decode-like FP8 GEMM of 16 tokens × 8192 × 8192: 2·16·8192² = 2.1e9
 	// FLOPs (0.5 µs at 4.5 PFLOP/s), 8192²·1 + 16·8192·(1 + 2) = 67.5 MB of
@@ -215,13 +171,7 @@ func TestGEMMPrecisionMemoryScale(t *testing.T) {
 	if kp.OpTime(&bf) != ks.OpTime(&bf) {
 		t.Errorf("bf16 GEMM changed by an fp8 entry")
 	}
-	back, err := ParseProfile(scaled.WriteTOML(), "p.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(back.GEMMPrecisions) != 1 || back.GEMMPrecisions[0] != scaled.GEMMPrecisions[0] {
-		t.Errorf("round trip: %+v", back.GEMMPrecisions)
-	}
+	checkPrecisionRoundTrip(t, scaled)
 }
 
 // A row timed as a transpose plus the GEMM records (T + G)/2, and the fit
@@ -272,5 +222,48 @@ func TestXLATransposed(t *testing.T) {
 	// Only o + o_T is identified (both add to every row): 8 µs.
 	if s := f.OverheadS + f.TransposeOverheadS; math.Abs(s-8e-6) > 0.3e-6 {
 		t.Errorf("o + o_T = %g s, want 8e-6", s)
+	}
+}
+
+// precisionKernels returns b200's built-in profile without its
+// [[gemm_precision]] entries (plain, edit changing it further when not
+// nil), plain with gp as its one entry (scaled), and their kernels at
+// TP 1.
+func precisionKernels(t *testing.T, gp GEMMPrecision, edit func(*Profile)) (plain, scaled *Profile, kp, ks *Calibrated) {
+	t.Helper()
+	g, err := hardware.Builtin().Get("b200")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, ok := Builtin("b200")
+	if !ok {
+		t.Fatal("no b200 profile")
+	}
+	plain = base.Clone()
+	plain.GEMMPrecisions = nil
+	if edit != nil {
+		edit(plain)
+	}
+	scaled = plain.Clone()
+	scaled.GEMMPrecisions = []GEMMPrecision{gp}
+	if kp, err = plain.Calibrated(g, 1); err != nil {
+		t.Fatal(err)
+	}
+	if ks, err = scaled.Calibrated(g, 1); err != nil {
+		t.Fatal(err)
+	}
+	return plain, scaled, kp, ks
+}
+
+// checkPrecisionRoundTrip wants p's one [[gemm_precision]] entry back
+// unchanged from p's TOML.
+func checkPrecisionRoundTrip(t *testing.T, p *Profile) {
+	t.Helper()
+	back, err := ParseProfile(p.WriteTOML(), "p.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(back.GEMMPrecisions) != 1 || back.GEMMPrecisions[0] != p.GEMMPrecisions[0] {
+		t.Errorf("round trip: %+v", back.GEMMPrecisions)
 	}
 }

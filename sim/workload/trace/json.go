@@ -123,6 +123,14 @@ func unescape(raw []byte) []byte {
 	return []byte(out)
 }
 
+// digitsEnd is the index past the run of ASCII digits in s.b from i.
+func (s *jscan) digitsEnd(i int) int {
+	for i < len(s.b) && s.b[i] >= '0' && s.b[i] <= '9' {
+		i++
+	}
+	return i
+}
+
 // number reads a JSON number's text (validated by JSON's grammar).
 func (s *jscan) number(field string) ([]byte, rowErr) {
 	start := s.i
@@ -134,20 +142,14 @@ func (s *jscan) number(field string) ([]byte, rowErr) {
 	case i < len(s.b) && s.b[i] == '0':
 		i++
 	case i < len(s.b) && s.b[i] >= '1' && s.b[i] <= '9':
-		for i < len(s.b) && s.b[i] >= '0' && s.b[i] <= '9' {
-			i++
-		}
+		i = s.digitsEnd(i)
 	default:
 		s.i = i
 		return nil, s.errHere(field, "a number")
 	}
 	if i < len(s.b) && s.b[i] == '.' {
-		i++
-		d := i
-		for i < len(s.b) && s.b[i] >= '0' && s.b[i] <= '9' {
-			i++
-		}
-		if i == d {
+		d := i + 1
+		if i = s.digitsEnd(d); i == d {
 			s.i = i
 			return nil, s.errHere(field, "digits after '.'")
 		}
@@ -158,10 +160,7 @@ func (s *jscan) number(field string) ([]byte, rowErr) {
 			i++
 		}
 		d := i
-		for i < len(s.b) && s.b[i] >= '0' && s.b[i] <= '9' {
-			i++
-		}
-		if i == d {
+		if i = s.digitsEnd(d); i == d {
 			s.i = i
 			return nil, s.errHere(field, "digits in the exponent")
 		}

@@ -57,15 +57,19 @@ func readFile(t *testing.T, path string, o ReaderOptions) ([]row, *Reader) {
 
 const ms = sim.Millisecond
 
+// readCase is one file TestReadFormats reads: its options, the format it
+// detects, whether its rows are timed, the rows and the counts.
+type readCase struct {
+	file   string
+	o      ReaderOptions
+	format Format
+	timed  bool
+	want   []row
+	counts Counts
+}
+
 func TestReadFormats(t *testing.T) {
-	tests := []struct {
-		file   string
-		o      ReaderOptions
-		format Format
-		timed  bool
-		want   []row
-		counts Counts
-	}{
+	tests := []readCase{
 		{
 			// Azure 2024 layout (offset +00:00, 6 fraction digits): times
 			// relative to the first row; the zero-output row is dropped.
@@ -139,14 +143,7 @@ func TestReadFormats(t *testing.T) {
 		{id: 2, at: 1250 * ms, in: 30, out: 3},
 	}
 	for _, f := range []string{"testdata/servesim.csv", "testdata/servesim.jsonl"} {
-		tests = append(tests, struct {
-			file   string
-			o      ReaderOptions
-			format Format
-			timed  bool
-			want   []row
-			counts Counts
-		}{file: f, format: Servesim, timed: true, want: native, counts: Counts{Rows: 3, Yielded: 3}})
+		tests = append(tests, readCase{file: f, format: Servesim, timed: true, want: native, counts: Counts{Rows: 3, Yielded: 3}})
 	}
 	for _, tt := range tests {
 		for _, named := range []bool{false, true} {

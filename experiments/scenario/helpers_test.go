@@ -1,0 +1,57 @@
+package scenario
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// loadFile loads the scenario file at path, failing the test on an error.
+func loadFile(t *testing.T, path string) Scenario {
+	t.Helper()
+	s, err := LoadScenario(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// resolveRun resolves s and runs it without writing files, failing the
+// test on any error.
+func resolveRun(t *testing.T, s Scenario) (*Plan, *Report) {
+	t.Helper()
+	p, err := s.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Run(p, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, r
+}
+
+// readSummary decodes dir's summary.json into v, failing the test on an
+// error.
+func readSummary(t *testing.T, dir string, v any) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// goldenFiles lists the golden scenarios, testdata/golden/*.toml, failing
+// the test when there are none.
+func goldenFiles(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob("testdata/golden/*.toml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden scenarios: %v", err)
+	}
+	return files
+}

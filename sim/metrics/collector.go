@@ -2,30 +2,36 @@ package metrics
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/servesim/servesim/sim"
 )
 
 // Collector aggregates records and steps into a Summary. Per request it
-// keeps three float64s (TTFT, TPOT, E2E in ms) and, for Saturation, its
-// arrival, finish and output length, never the Record; per
-// AddITL call at most one (gap, count) pair; per step a few running sums.
+// keeps its TTFT and E2E (integer nanoseconds, which sort in fewer radix
+// passes than milliseconds as floats and give the same sorted milliseconds:
+// t ↦ float64(t)/1e6 is monotone), its TPOT (a float64, ms) and, for
+// Saturation, its arrival, finish and output length, never the Record; per
+// AddITL call at most one (gap, count) pair, in blocks; per step a few
+// running sums.
 // It is not safe for concurrent use: one run is single-threaded.
 type Collector struct {
 	slo SLO
 
-	ttft, tpot, e2e []float64 // ms
-	itl             []itlRun
-	// Phases (ms): queueing (arrival → scheduled) and prefill (scheduled →
+	// Samples are kept in blocks, never copied as they grow.
+	ttft, e2e blocks[sim.Time]
+	tpot      blocks[float64] // ms
+	itl       blocks[itlRun]  // 313,000 runs of 16 bytes for the 100k-request default run
+	// Phases: queueing (arrival → scheduled) and prefill (scheduled →
 	// first token) for every served request; transfer wait, transfer and
 	// decode for disaggregated ones.
-	queue, prefill, xferWait, xfer, decode []float64
+	queue, prefill, xferWait, xfer, decode blocks[sim.Time]
 	classes                                map[string]*Collector
 	// sat keeps each served request's arrival, finish and output tokens, in
-	// blocks of satBlock (never copied as they grow), and rejArr each
+	// blocks, and rejArr each
 	// rejected one's arrival, for Saturation (24 and 8 bytes a request); a
 	// class's collector keeps none (noSat).
-	sat    [][]served
+	sat    blocks[served]
 	rejArr []sim.Time
 	noSat  bool
 	busyBy []sim.Time
@@ -114,39 +120,28 @@ func (c *Collector) Add(r *Record) {
 	}
 	c.completed++
 	if !c.noSat {
-		c.addServed(served{r.Arrival, r.Finish, int64(r.OutputTokens)})
+		c.sat.add(served{r.Arrival, r.Finish, int64(r.OutputTokens)})
 	}
 	if r.Scheduled >= r.Arrival && (r.Scheduled > 0 || r.Arrival == 0) {
-		c.queue = append(c.queue, (r.Scheduled - r.Arrival).Milliseconds())
-		c.prefill = append(c.prefill, (r.FirstToken - r.Scheduled).Milliseconds())
+		c.queue.add(r.Scheduled - r.Arrival)
+		c.prefill.add(r.FirstToken - r.Scheduled)
 	}
 	if r.TransferEnd > 0 {
-		c.xferWait = append(c.xferWait, (r.TransferStart - r.FirstToken).Milliseconds())
-		c.xfer = append(c.xfer, (r.TransferEnd - r.TransferStart).Milliseconds())
-		c.decode = append(c.decode, (r.Finish - r.TransferEnd).Milliseconds())
+		c.xferWait.add(r.TransferStart - r.FirstToken)
+		c.xfer.add(r.TransferEnd - r.TransferStart)
+		c.decode.add(r.Finish - r.TransferEnd)
 	}
 	c.inTok += int64(r.PromptTokens)
 	c.outTok += int64(r.OutputTokens)
 	c.lastFinish = max(c.lastFinish, r.Finish)
-	c.ttft = append(c.ttft, r.TTFT().Milliseconds())
-	c.e2e = append(c.e2e, r.E2E().Milliseconds())
+	c.ttft.add(r.TTFT())
+	c.e2e.add(r.E2E())
 	if ms, ok := r.TPOT(); ok {
-		c.tpot = append(c.tpot, ms)
+		c.tpot.add(ms)
 	}
 	if c.slo.Override(r.SLO).Met(r) {
 		c.good++
 	}
-}
-
-// satBlock is the length of one block of Collector.sat: 96 KiB.
-const satBlock = 4096
-
-func (c *Collector) addServed(v served) {
-	if k := len(c.sat) - 1; k >= 0 && len(c.sat[k]) < satBlock {
-		c.sat[k] = append(c.sat[k], v)
-		return
-	}
-	c.sat = append(c.sat, append(make([]served, 0, satBlock), v))
 }
 
 // AddITL accounts for n inter-token gaps all equal to gap: a decode step
@@ -160,11 +155,11 @@ func (c *Collector) AddITL(gap sim.Time, n int) {
 	if n == 0 {
 		return
 	}
-	if k := len(c.itl) - 1; k >= 0 && c.itl[k].gap == gap {
-		c.itl[k].n += int64(n)
+	if l := c.itl.last(); l != nil && l.gap == gap {
+		l.n += int64(n)
 		return
 	}
-	c.itl = append(c.itl, itlRun{gap, int64(n)})
+	c.itl.add(itlRun{gap, int64(n)})
 }
 
 // AddStep accounts for one model step. It panics if the step is
@@ -202,10 +197,10 @@ func (c *Collector) AddStep(s *Step) {
 	}
 }
 
-// Summary computes the summary of everything added so far. It sorts the
-// collector's samples in place (which changes no result), so it may be
-// called again, also after more Adds. Results do not depend on the order in
-// which records and gaps were added.
+// Summary computes the summary of everything added so far. It sorts copies
+// of the samples (the ITL runs it merges in place, which changes no
+// result), so it may be called again, also after more Adds. Results do not
+// depend on the order in which records and gaps were added.
 func (c *Collector) Summary() Summary {
 	s := Summary{
 		Completed:    c.completed,
@@ -235,24 +230,37 @@ func (c *Collector) Summary() Summary {
 		s.Attainment = float64(c.good) / float64(total)
 	}
 
-	var scratch []float64
-	scratch = sortFloats(c.ttft, scratch)
-	scratch = sortFloats(c.tpot, scratch)
-	scratch = sortFloats(c.e2e, scratch)
-	s.TTFT = sampleStats(c.ttft)
-	s.TPOT = sampleStats(c.tpot)
-	s.E2E = sampleStats(c.e2e)
-	c.itl = sortMergeITL(c.itl)
-	v := make([]float64, len(c.itl))
-	n := make([]int64, len(c.itl))
-	for i, r := range c.itl {
-		v[i], n[i] = r.gap.Milliseconds(), r.n
+	// The ITL runs and the saturation judgement (about half the work for a
+	// 100k-request run) are computed by a goroutine while the samples are
+	// sorted here; each writes only its own fields of s.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		itl, _ := sortMergeITL(c.itl, nil)
+		c.itl = blocks[itlRun]{itl}
+		v := make([]float64, len(itl))
+		n := make([]int64, len(itl))
+		for i, r := range itl {
+			v[i], n[i] = r.gap.Milliseconds(), r.n
+		}
+		s.ITL = weightedStats(v, n)
+		if !c.noSat {
+			s.Saturation = saturation(c.sat, c.rejArr)
+		}
+	}()
+	var scratch []uint64
+	var ms []float64
+	scratch, ms = timeStats(c.ttft, scratch, ms, &s.TTFT)
+	scratch, ms = floatStats(c.tpot, scratch, ms, &s.TPOT)
+	scratch, ms = timeStats(c.e2e, scratch, ms, &s.E2E)
+	for _, ph := range []struct {
+		v   blocks[sim.Time]
+		dst *Stats
+	}{{c.queue, &s.Phases.Queue}, {c.prefill, &s.Phases.Prefill}, {c.xferWait, &s.Phases.TransferWait},
+		{c.xfer, &s.Phases.Transfer}, {c.decode, &s.Phases.Decode}} {
+		scratch, ms = timeStats(ph.v, scratch, ms, ph.dst)
 	}
-	s.ITL = weightedStats(v, n)
-
-	if !c.noSat {
-		s.Saturation = saturation(c.sat, c.rejArr)
-	}
+	<-done
 	if c.steps > 0 {
 		s.MeanBatch = float64(c.batch) / float64(c.steps)
 	}
@@ -272,14 +280,6 @@ func (c *Collector) Summary() Summary {
 	for _, b := range c.busyBy {
 		s.BusyByInstance = append(s.BusyByInstance, b.Seconds())
 	}
-	for _, ph := range []struct {
-		v   []float64
-		dst *Stats
-	}{{c.queue, &s.Phases.Queue}, {c.prefill, &s.Phases.Prefill}, {c.xferWait, &s.Phases.TransferWait},
-		{c.xfer, &s.Phases.Transfer}, {c.decode, &s.Phases.Decode}} {
-		scratch = sortFloats(ph.v, scratch)
-		*ph.dst = sampleStats(ph.v)
-	}
 	if len(c.classes) > 0 {
 		s.ByClass = map[string]ClassSummary{}
 		for name, cc := range c.classes {
@@ -291,16 +291,32 @@ func (c *Collector) Summary() Summary {
 	return s
 }
 
-// sortMergeITL sorts runs by gap and merges equal gaps, in place.
-func sortMergeITL(runs []itlRun) []itlRun {
-	sortITL(runs)
-	out := runs[:0]
-	for _, r := range runs {
-		if k := len(out) - 1; k >= 0 && out[k].gap == r.gap {
-			out[k].n += r.n
-			continue
-		}
-		out = append(out, r)
+// timeStats sets *dst to the stats of the sample v in milliseconds, sorted
+// into ms; it returns the scratch slices for reuse.
+func timeStats(v blocks[sim.Time], scratch []uint64, ms []float64, dst *Stats) ([]uint64, []float64) {
+	var sorted []uint64
+	sorted, scratch = sortedTimeKeys(v, scratch)
+	ms = slices.Grow(ms[:0], len(sorted))[:len(sorted)]
+	for i, k := range sorted {
+		ms[i] = timeOfKey(k).Milliseconds()
 	}
-	return out
+	*dst = sampleStats(ms)
+	return scratch, ms
+}
+
+// floatStats sets *dst to the stats of the sample v, sorted into ms; it
+// returns the scratch slices for reuse.
+func floatStats(v blocks[float64], scratch []uint64, ms []float64, dst *Stats) ([]uint64, []float64) {
+	sorted, scratch, ok := sortedFloatKeys(v, scratch)
+	ms = slices.Grow(ms[:0], len(sorted))[:len(sorted)]
+	if ok {
+		for i, k := range sorted {
+			ms[i] = floatOfKey(k)
+		}
+	} else { // NaN or −0: slices.Sort's order (see radix.go)
+		ms = append(ms[:0], slices.Concat(v...)...)
+		slices.Sort(ms)
+	}
+	*dst = sampleStats(ms)
+	return scratch, ms
 }

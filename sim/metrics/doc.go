@@ -39,11 +39,16 @@
 //
 // # Memory and cost
 //
-// A Collector keeps three float64s per served request, its arrival, finish
-// and output length (for Saturation, computed once in Summary), and one pair
-// per distinct consecutive ITL gap, never a Record, so a long run's memory
-// grows by tens of bytes per request. Add, AddITL, AddStep and the CSV writers'
-// Write do not allocate beyond amortized slice growth. Inconsistent records
-// or steps (first token before arrival, KV use above capacity) are broken
-// simulator contracts and panic.
+// A Collector keeps three samples per served request (TTFT and E2E as
+// integer nanoseconds, TPOT as a float64), its arrival, finish and output
+// length (for Saturation, computed once in Summary), and one pair per
+// distinct consecutive ITL gap, never a Record, so a long run's memory
+// grows by tens of bytes per request. Summary sorts the samples with a radix
+// sort over the bits their keys span, the ITL runs and Saturation in a
+// goroutine beside the rest. The CSV writers copy each row's Record or Step
+// into a chunk of 2,048 that a goroutine formats and writes while the next
+// fills, so formatting and write(2) overlap the simulation. Add, AddITL,
+// AddStep and the CSV writers' Write do not allocate beyond amortized slice
+// growth. Inconsistent records or steps (first token before arrival, KV use
+// above capacity) are broken simulator contracts and panic.
 package metrics

@@ -3,23 +3,35 @@ package metrics
 import (
 	"cmp"
 	"math"
+	"math/bits"
 	"slices"
+
+	"github.com/servesim/servesim/sim"
 )
 
 // Exact percentiles need sorted samples (100,000 per latency for a
-// 100k-request run, eight latencies, plus the ITL runs). A least-significant
-// digit radix sort over the samples' bit patterns, 8 bits a pass, sorts them
-// in about a tenth of pdqsort's time at that size and gives the same sorted
-// slice: for non-negative float64 and for int64 keys mapped as below, the
-// order of the keys is the order of the values, and a sorted slice of values
-// is unique once equal values are indistinguishable. Two float64 values that
+// 100k-request run, eight latencies, plus about 600,000 ITL runs). A
+// least-significant digit radix sort over the samples' keys sorts them in a
+// fraction of pdqsort's time at that size and gives the same sorted slice:
+// for non-negative float64 and for int64 keys mapped as below, the order of
+// the keys is the order of the values, and a sorted slice of values is
+// unique once equal values are indistinguishable. Two float64 values that
 // compare equal but differ in bits (−0 and +0) or NaN (which slices.Sort
 // puts first in an unspecified order) make the slice fall back to
 // slices.Sort, so the result is always slices.Sort's.
+//
+// The sort passes only over the bits in which keys differ: the keys less
+// the smallest span bits.Len64(max−min) bits, cut into the fewest digits of
+// at most radixBits bits (a 100 s range of nanoseconds, 37 bits, is four
+// passes of 10 bits; a float64 in milliseconds, all 64, six of 11).
 
-// radixMin is the length below which slices.Sort is used as it is: the
-// radix sort's fixed cost (a 256-entry count per pass) is not worth paying.
+// radixMin is the length below which a comparison sort is used: the radix
+// sort's fixed cost (a count per digit value and pass) is not worth paying.
 const radixMin = 256
+
+// radixBits is the widest digit: 2¹¹ counts of 8 bytes (16 KiB) a pass,
+// which stay in a 32 KiB L1 data cache while the pass scatters.
+const radixBits = 11
 
 // floatKey maps a float64 to a uint64 whose unsigned order is the value's
 // order (IEEE 754 total order: flip every bit of a negative, the sign bit
@@ -32,69 +44,197 @@ func floatKey(f float64) uint64 {
 	return b | 1<<63
 }
 
+// floatOfKey is floatKey's inverse.
+func floatOfKey(k uint64) float64 {
+	if k>>63 != 0 {
+		return math.Float64frombits(k &^ (1 << 63))
+	}
+	return math.Float64frombits(^k)
+}
+
+// timeKey maps a sim.Time to a uint64 of the same order; timeOfKey is its
+// inverse.
+func timeKey(t sim.Time) uint64   { return uint64(t) ^ 1<<63 }
+func timeOfKey(k uint64) sim.Time { return sim.Time(k ^ 1<<63) }
+
+// sortedTimeKeys returns the keys of the values of bs, sorted, in scratch
+// (grown when short), and scratch for reuse.
+func sortedTimeKeys(bs [][]sim.Time, scratch []uint64) ([]uint64, []uint64) {
+	keys, scratch := keysIn(scratch, blocks[sim.Time](bs).len())
+	i := 0
+	for _, b := range bs {
+		for _, t := range b {
+			keys[i] = timeKey(t)
+			i++
+		}
+	}
+	return sortKeys(keys, scratch[len(keys):]), scratch
+}
+
+// sortedFloatKeys returns the keys of the values of bs, sorted, in scratch
+// (grown when short), and scratch for reuse; ok is false, and nothing
+// sorted, when a value is NaN or −0 (see the comment above).
+func sortedFloatKeys(bs [][]float64, scratch []uint64) (sorted, _ []uint64, ok bool) {
+	keys, scratch := keysIn(scratch, blocks[float64](bs).len())
+	i := 0
+	for _, b := range bs {
+		for _, f := range b {
+			if f != f || (f == 0 && math.Signbit(f)) {
+				return nil, scratch, false
+			}
+			keys[i] = floatKey(f)
+			i++
+		}
+	}
+	return sortKeys(keys, scratch[len(keys):]), scratch, true
+}
+
+// sortKeys sorts keys with tmp (as long) as the radix sort's other buffer
+// and returns the one holding the result.
+func sortKeys(keys, tmp []uint64) []uint64 {
+	if len(keys) < radixMin {
+		slices.Sort(keys)
+		return keys
+	}
+	return radix(keys, tmp, 0)
+}
+
 // sortFloats sorts v ascending, as slices.Sort does; scratch is reused
 // when it is long enough and returned for the next call.
-func sortFloats(v, scratch []float64) []float64 {
-	if len(v) < radixMin {
+func sortFloats(v []float64, scratch []uint64) []uint64 {
+	sorted, scratch, ok := sortedFloatKeys([][]float64{v}, scratch)
+	if !ok {
 		slices.Sort(v)
 		return scratch
 	}
-	for _, f := range v {
-		if f != f || (f == 0 && math.Signbit(f)) { // NaN or −0: see the comment above
-			slices.Sort(v)
-			return scratch
-		}
+	for i, k := range sorted {
+		v[i] = floatOfKey(k)
 	}
-	if cap(scratch) < len(v) {
-		scratch = make([]float64, len(v))
-	}
-	tmp := scratch[:len(v)]
-	radix(v, tmp, floatKey)
 	return scratch
 }
 
-// sortITL sorts ITL runs by gap; runs of equal gap may come out in any
-// order (sortMergeITL adds their counts).
-func sortITL(runs []itlRun) {
-	if len(runs) < radixMin {
-		slices.SortFunc(runs, func(a, b itlRun) int { return cmp.Compare(a.gap, b.gap) })
-		return
+// sortTimes sorts v ascending; scratch is reused when it is long enough and
+// returned for the next call.
+func sortTimes(v []sim.Time, scratch []uint64) []uint64 {
+	sorted, scratch := sortedTimeKeys([][]sim.Time{v}, scratch)
+	for i, k := range sorted {
+		v[i] = timeOfKey(k)
 	}
-	radix(runs, make([]itlRun, len(runs)), func(r itlRun) uint64 { return uint64(r.gap) ^ 1<<63 })
+	return scratch
 }
 
-// radix sorts v by key (ascending, stable) with tmp (len(v)) as the
-// other buffer; the sorted values end in v. Passes in which every key has
-// the same digit are skipped.
-func radix[T any](v, tmp []T, key func(T) uint64) {
-	var counts [8][256]int
+// keysIn returns the first n of scratch, grown to at least 2n (the keys and
+// the radix sort's other buffer), and scratch sliced to 2n.
+func keysIn(scratch []uint64, n int) ([]uint64, []uint64) {
+	if cap(scratch) < 2*n {
+		scratch = make([]uint64, 2*n)
+	}
+	return scratch[:n], scratch[:2*n]
+}
+
+// sortMergeITL returns the runs of blocks sorted by gap, equal gaps merged
+// (their counts added), in a new slice; scratch is used when it is long
+// enough and returned. Each run is packed into one uint64, its gap less the
+// smallest above its count, when the two fit (gaps spanning 30 bits, about
+// a second of nanoseconds, leave 34 bits for counts), so the radix sort
+// moves 8 bytes a run instead of 16; otherwise the runs are sorted by
+// comparison.
+func sortMergeITL(blocks [][]itlRun, scratch []uint64) ([]itlRun, []uint64) {
+	n := 0
+	lo, hi, nmax := sim.Time(math.MaxInt64), sim.Time(math.MinInt64), int64(0)
+	for _, b := range blocks {
+		n += len(b)
+		for _, r := range b {
+			lo, hi, nmax = min(lo, r.gap), max(hi, r.gap), max(nmax, r.n)
+		}
+	}
+	if n == 0 {
+		return nil, scratch
+	}
+	var out []itlRun
+	add := func(gap sim.Time, c int64) {
+		if k := len(out) - 1; k >= 0 && out[k].gap == gap {
+			out[k].n += c
+			return
+		}
+		out = append(out, itlRun{gap, c})
+	}
+	nb := bits.Len64(uint64(nmax))
+	if n < radixMin || bits.Len64(uint64(hi-lo))+nb > 64 {
+		runs := slices.Concat(blocks...)
+		slices.SortFunc(runs, func(a, b itlRun) int { return cmp.Compare(a.gap, b.gap) })
+		out = runs[:0] // merged in place: out never passes the run it reads
+		for _, r := range runs {
+			add(r.gap, r.n)
+		}
+		return out, scratch
+	}
+	packed, scratch := keysIn(scratch, n)
+	i := 0
+	for _, b := range blocks {
+		for _, r := range b {
+			packed[i] = uint64(r.gap-lo)<<nb | uint64(r.n)
+			i++
+		}
+	}
+	sorted := radix(packed, scratch[n:2*n], nb)
+	distinct := 1 // out is allocated to the merged length (the 1M-request run's peak memory)
+	for i := 1; i < n; i++ {
+		if sorted[i]>>nb != sorted[i-1]>>nb {
+			distinct++
+		}
+	}
+	out = make([]itlRun, 0, distinct)
+	mask := uint64(1)<<nb - 1
+	for _, p := range sorted {
+		add(lo+sim.Time(p>>nb), int64(p&mask))
+	}
+	return out, scratch
+}
+
+// radix sorts v by its bits from skip up (ascending, stable) with tmp
+// (len(v)) as the other buffer and returns the one holding the result.
+// Passes in which every value has the same digit are skipped.
+func radix(v, tmp []uint64, skip int) []uint64 {
+	if len(v) == 0 {
+		return v
+	}
+	lo, hi := uint64(math.MaxUint64), uint64(0)
 	for _, x := range v {
-		k := key(x)
-		for d := range 8 {
-			counts[d][byte(k>>(8*d))]++
+		lo, hi = min(lo, x>>skip), max(hi, x>>skip)
+	}
+	span := bits.Len64(hi - lo)
+	if span == 0 {
+		return v
+	}
+	passes := (span + radixBits - 1) / radixBits
+	width := (span + passes - 1) / passes
+	mask := uint64(1)<<width - 1
+	counts := make([]int, passes<<width)
+	for _, x := range v {
+		k := x>>skip - lo
+		for d := range passes {
+			counts[d<<width+int(k>>(d*width)&mask)]++
 		}
 	}
 	src, dst := v, tmp
-	for d := range 8 {
-		c := &counts[d]
-		if c[byte(key(src[0])>>(8*d))] == len(src) {
+	for d := range passes {
+		c := counts[d<<width : (d+1)<<width]
+		shift := d * width
+		if c[(src[0]>>skip-lo)>>shift&mask] == len(v) {
 			continue // one digit value for all: this pass would copy
 		}
-		var pos [256]int
 		sum := 0
 		for i, n := range c {
-			pos[i] = sum
+			c[i] = sum
 			sum += n
 		}
-		shift := 8 * d
 		for _, x := range src {
-			b := byte(key(x) >> shift)
-			dst[pos[b]] = x
-			pos[b]++
+			i := (x>>skip - lo) >> shift & mask
+			dst[c[i]] = x
+			c[i]++
 		}
 		src, dst = dst, src
 	}
-	if &src[0] != &v[0] {
-		copy(v, src)
-	}
+	return src
 }

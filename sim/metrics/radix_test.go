@@ -46,26 +46,69 @@ func TestSortFloatsMatchesSlicesSort(t *testing.T) {
 
 // TestSortMergeITLMatchesReference checks the radix-sorted merge of ITL runs
 // against a comparison sort and merge on seeded random runs (negative gaps
-// included, though a run never records one).
+// included, though a run never records one). With big set, one run's count
+// is 2⁶⁰, too wide to pack beside a 13-bit gap: the comparison sort path.
 func TestSortMergeITLMatchesReference(t *testing.T) {
 	r := rand.New(rand.NewPCG(25, 2))
 	for _, n := range []int{0, 3, 300, 50_000} {
-		runs := make([]itlRun, n)
-		for i := range runs {
-			runs[i] = itlRun{sim.Time(r.Int64N(5000) - 100), r.Int64N(9) + 1}
-		}
-		ref := slices.Clone(runs)
-		slices.SortStableFunc(ref, func(a, b itlRun) int { return int(a.gap - b.gap) })
-		var want []itlRun
-		for _, x := range ref {
-			if k := len(want) - 1; k >= 0 && want[k].gap == x.gap {
-				want[k].n += x.n
-				continue
+		for _, big := range []bool{false, true} {
+			runs := make([]itlRun, n)
+			for i := range runs {
+				runs[i] = itlRun{sim.Time(r.Int64N(5000) - 100), r.Int64N(9) + 1}
 			}
-			want = append(want, x)
+			if big && n > 0 {
+				runs[n/2].n = 1 << 60
+			}
+			checkSortMergeITL(t, runs)
 		}
-		if got := sortMergeITL(runs); !slices.Equal(got, want) {
-			t.Fatalf("n=%d: merged runs differ (%d against %d)", n, len(got), len(want))
+	}
+}
+
+func checkSortMergeITL(t *testing.T, runs []itlRun) {
+	t.Helper()
+	n := len(runs)
+	ref := slices.Clone(runs)
+	slices.SortStableFunc(ref, func(a, b itlRun) int { return int(a.gap - b.gap) })
+	var want []itlRun
+	for _, x := range ref {
+		if k := len(want) - 1; k >= 0 && want[k].gap == x.gap {
+			want[k].n += x.n
+			continue
+		}
+		want = append(want, x)
+	}
+	// One block, and the same runs cut into blocks of 1,000 (the last short).
+	var blocks [][]itlRun
+	for i := 0; i < n; i += 1000 {
+		blocks = append(blocks, runs[i:min(i+1000, n)])
+	}
+	for _, bs := range [][][]itlRun{{slices.Clone(runs)}, blocks} {
+		if got, _ := sortMergeITL(bs, nil); !slices.Equal(got, want) {
+			t.Fatalf("n=%d in %d blocks: merged runs differ (%d against %d)", n, len(bs), len(got), len(want))
+		}
+	}
+}
+
+// TestSortTimesMatchesSlicesSort checks the radix sort of nanosecond
+// samples against slices.Sort on seeded random samples whose keys span
+// from no bits (all equal) to all 64 (the int64 extremes), so that every
+// digit width and pass count from one to six is taken.
+func TestSortTimesMatchesSlicesSort(t *testing.T) {
+	r := rand.New(rand.NewPCG(25, 6))
+	for _, span := range []int{0, 1, 7, 11, 12, 22, 23, 34, 37, 50, 62} {
+		for _, n := range []int{255, 256, 1000, 100_000} {
+			v := make([]sim.Time, n)
+			for i := range v {
+				v[i] = sim.Time(1e9 + r.Int64N(1<<span))
+			}
+			if span == 62 { // and the extremes: all 64 bits
+				v[0], v[n-1] = math.MinInt64, math.MaxInt64
+			}
+			want := slices.Clone(v)
+			slices.Sort(want)
+			if sortTimes(v, nil); !slices.Equal(v, want) {
+				t.Fatalf("span %d bits, n=%d: radix sort differs from slices.Sort", span, n)
+			}
 		}
 	}
 }

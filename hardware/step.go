@@ -31,6 +31,10 @@ type tokenPart struct {
 	ok                bool
 	sec, flops, bytes float64
 	embed             float64 // the embedding's share of sec (a pipeline's first stage runs it)
+	// lm is the LM head's time, FLOPs and bytes (Count × one occurrence)
+	// in a batch of this many tokens and no prefill, where every token
+	// samples: its LM head is that of Ops(Batch{Decodes: n}).
+	lm [3]float64
 }
 
 // maxCachedTokens bounds the token-count cache (≈ 2 MiB at the bound).
@@ -130,7 +134,14 @@ func (s *StepModel) Step(b models.Batch) (sec, flops, bytes float64) {
 	}
 	tp := s.tokenPart(n)
 	sec, flops, bytes = tp.sec, tp.flops, tp.bytes
-	s.ops = s.m.BatchOps(b, s.p, s.ops[:0])
+	// BatchOps' operators in its order: attention, then the LM head, which
+	// a batch without prefill takes from tp (the same products, so the
+	// same bits).
+	decodeOnly := b.Prefills == 0 && b.PrefillTokens == 0
+	s.ops = s.m.AttentionOps(b, s.p, s.ops[:0])
+	if !decodeOnly {
+		s.ops = s.m.LMHeadOps(b, s.p, s.ops)
+	}
 	for i := range s.ops {
 		op := &s.ops[i]
 		c := float64(op.Count)
@@ -139,6 +150,9 @@ func (s *StepModel) Step(b models.Batch) (sec, flops, bytes float64) {
 		}
 		flops += c * op.FLOPs
 		bytes += c * op.Bytes
+	}
+	if decodeOnly {
+		sec, flops, bytes = sec+tp.lm[0], flops+tp.lm[1], bytes+tp.lm[2]
 	}
 	return s.iterOverhead + sec, flops, bytes
 }
@@ -152,6 +166,13 @@ func (s *StepModel) tokenPart(n int) tokenPart {
 	s.ops = s.m.Ops(models.Batch{Decodes: n}, s.p, s.ops[:0])
 	for i := range s.ops {
 		op := &s.ops[i]
+		if op.Kind == models.OpLMHead {
+			c := float64(op.Count)
+			if op.Count != 0 {
+				tp.lm[0] = c * s.k.OpTime(op)
+			}
+			tp.lm[1], tp.lm[2] = c*op.FLOPs, c*op.Bytes
+		}
 		if !models.TokenOnly(op.Kind) {
 			continue
 		}

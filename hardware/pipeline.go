@@ -431,7 +431,7 @@ func (ps *PipelineStep) stageTimes(mb models.Batch, load float64, t, send, a2a [
 	tok := ps.s.tokenPart(mb.Tokens())
 	embed, head, layers := tok.embed, 0.0, tok.sec-tok.embed
 	flops, bytes = tok.flops, tok.bytes
-	ps.ops = ps.s.m.BatchOps(mb, ps.s.p, ps.ops[:0])
+	ps.ops = ps.s.m.AttentionOps(mb, ps.s.p, ps.ops[:0])
 	for i := range ps.ops {
 		op := &ps.ops[i]
 		c := float64(op.Count)
@@ -449,6 +449,11 @@ func (ps *PipelineStep) stageTimes(mb models.Batch, load float64, t, send, a2a [
 		}
 		flops += c * op.FLOPs
 		bytes += c * op.Bytes
+	}
+	if lm := ps.s.lmHead(tok, mb); lm != nil { // BatchOps' last operator, as StepModel.Step
+		head = lm[0]
+		flops += lm[1]
+		bytes += lm[2]
 	}
 	for s := range pp {
 		t[s] = layers * ps.frac[s]

@@ -25,6 +25,8 @@ type StepModel struct {
 	// (models.TokenOnly): most of a step's operators. A step then prices
 	// only attention and the LM head afresh.
 	byTokens []tokenPart
+	big      tokenPart   // tokenPart's answer beyond maxCachedTokens
+	lm       []models.Op // scratch for lmHead
 }
 
 type tokenPart struct {
@@ -35,9 +37,13 @@ type tokenPart struct {
 	// in a batch of this many tokens and no prefill, where every token
 	// samples: its LM head is that of Ops(Batch{Decodes: n}).
 	lm [3]float64
+	// mixed is the same for a batch of this many tokens with prefill
+	// chunks that samples mixedRows rows (0: none yet).
+	mixed     [3]float64
+	mixedRows int
 }
 
-// maxCachedTokens bounds the token-count cache (≈ 2 MiB at the bound).
+// maxCachedTokens bounds the token-count cache (≈ 6 MiB at the bound).
 const maxCachedTokens = 1 << 16
 
 // NewStepModel returns the step model of m on g at p, with kernel model k
@@ -91,6 +97,7 @@ func newStepModel(m *models.Model, g *GPU, p models.Parallel, k KernelModel, ite
 	}
 	s := &StepModel{m: m, g: g, p: p, k: k, iterOverhead: iterOverhead}
 	s.ops = make([]models.Op, 0, models.NumOpKinds)
+	s.lm = make([]models.Op, 0, 1)
 	return s, nil
 }
 
@@ -134,14 +141,10 @@ func (s *StepModel) Step(b models.Batch) (sec, flops, bytes float64) {
 	}
 	tp := s.tokenPart(n)
 	sec, flops, bytes = tp.sec, tp.flops, tp.bytes
-	// BatchOps' operators in its order: attention, then the LM head, which
-	// a batch without prefill takes from tp (the same products, so the
-	// same bits).
-	decodeOnly := b.Prefills == 0 && b.PrefillTokens == 0
+	// BatchOps' operators in its order: attention, then the LM head, whose
+	// Count × time, FLOPs and bytes come from tp (the same products, so
+	// the same bits).
 	s.ops = s.m.AttentionOps(b, s.p, s.ops[:0])
-	if !decodeOnly {
-		s.ops = s.m.LMHeadOps(b, s.p, s.ops)
-	}
 	for i := range s.ops {
 		op := &s.ops[i]
 		c := float64(op.Count)
@@ -151,16 +154,43 @@ func (s *StepModel) Step(b models.Batch) (sec, flops, bytes float64) {
 		flops += c * op.FLOPs
 		bytes += c * op.Bytes
 	}
-	if decodeOnly {
-		sec, flops, bytes = sec+tp.lm[0], flops+tp.lm[1], bytes+tp.lm[2]
+	if lm := s.lmHead(tp, b); lm != nil {
+		sec, flops, bytes = sec+lm[0], flops+lm[1], bytes+lm[2]
 	}
 	return s.iterOverhead + sec, flops, bytes
 }
 
-// tokenPart returns the summed token-only operators for n tokens.
-func (s *StepModel) tokenPart(n int) tokenPart {
+// lmHead returns the LM head's Count × time, FLOPs and bytes in b, whose
+// token count tp is for, or nil if b samples no row. A batch without
+// prefill samples every token (tp.lm); another samples its decodes' tokens
+// and one row a prefill chunk, kept for the last such count seen at this
+// token count (tp.mixed).
+func (s *StepModel) lmHead(tp *tokenPart, b models.Batch) *[3]float64 {
+	if b.Prefills == 0 && b.PrefillTokens == 0 {
+		return &tp.lm
+	}
+	sampled := b.DecodeTokens() + b.Prefills
+	if sampled <= 0 {
+		return nil
+	}
+	if tp.mixedRows != sampled {
+		s.lm = s.m.LMHeadOps(b, s.p, s.lm[:0])
+		op := &s.lm[0]
+		c := float64(op.Count)
+		tp.mixed = [3]float64{0, c * op.FLOPs, c * op.Bytes}
+		if op.Count != 0 {
+			tp.mixed[0] = c * s.k.OpTime(op)
+		}
+		tp.mixedRows = sampled
+	}
+	return &tp.mixed
+}
+
+// tokenPart returns the summed token-only operators for n tokens: an
+// entry of s.byTokens, or s.big beyond it, valid until the next call.
+func (s *StepModel) tokenPart(n int) *tokenPart {
 	if n < len(s.byTokens) && s.byTokens[n].ok {
-		return s.byTokens[n]
+		return &s.byTokens[n]
 	}
 	var tp tokenPart
 	s.ops = s.m.Ops(models.Batch{Decodes: n}, s.p, s.ops[:0])
@@ -188,15 +218,17 @@ func (s *StepModel) tokenPart(n int) tokenPart {
 		tp.bytes += c * op.Bytes
 	}
 	tp.ok = true
-	if n < maxCachedTokens {
-		if n >= len(s.byTokens) {
-			grown := make([]tokenPart, max(n+1, 2*len(s.byTokens)))
-			copy(grown, s.byTokens)
-			s.byTokens = grown
-		}
-		s.byTokens[n] = tp
+	if n >= maxCachedTokens {
+		s.big = tp
+		return &s.big
 	}
-	return tp
+	if n >= len(s.byTokens) {
+		grown := make([]tokenPart, max(n+1, 2*len(s.byTokens)))
+		copy(grown, s.byTokens)
+		s.byTokens = grown
+	}
+	s.byTokens[n] = tp
+	return &s.byTokens[n]
 }
 
 // OpTime is one operator class's share of an iteration, for reports.

@@ -80,21 +80,16 @@ func TestStepSameBits(t *testing.T) {
 				t.Fatalf("%s %s: %v", c.model, name, err)
 			}
 			r := rand.New(rand.NewPCG(7, uint64(c.p.TP)))
+			var b models.Batch
 			for i := range 3000 {
-				var b models.Batch
-				if r.IntN(3) > 0 {
-					b.Decodes = 1 + r.IntN(256)
-					b.DecodeCtx = int64(b.Decodes) * int64(1+r.IntN(8000))
-					if r.IntN(4) == 0 {
-						b.DecodeQuery = 1 + r.IntN(5) // speculative: 1 + k query tokens
-					}
-				}
-				if b.Decodes == 0 || r.IntN(2) == 0 {
-					b.Prefills = 1 + r.IntN(3)
-					b.PrefillTokens = b.Prefills + r.IntN(4096)
-					b.PrefillCtx = int64(r.IntN(20000))
-					pt := float64(b.PrefillTokens)
-					b.PrefillPairs = pt * (float64(b.PrefillCtx)/float64(b.Prefills) + (pt+1)/2)
+				if i > 0 && r.IntN(3) == 0 {
+					// The last batch a step later: its token count and
+					// sampled rows again (the cached LM head), each
+					// context one token longer.
+					b.DecodeCtx += int64(b.Decodes)
+					b.PrefillCtx += int64(b.PrefillTokens)
+				} else {
+					b = randomBatch(r)
 				}
 				gs, gf, gb := s.Step(b)
 				ws, wf, wb := stepByOps(m, c.p, k, 1e-3, b)
@@ -105,4 +100,25 @@ func TestStepSameBits(t *testing.T) {
 			}
 		}
 	}
+}
+
+// randomBatch returns a decode-only batch, a mixed one or a prefill-only
+// one, a quarter of those with decodes speculative.
+func randomBatch(r *rand.Rand) models.Batch {
+	var b models.Batch
+	if r.IntN(3) > 0 {
+		b.Decodes = 1 + r.IntN(256)
+		b.DecodeCtx = int64(b.Decodes) * int64(1+r.IntN(8000))
+		if r.IntN(4) == 0 {
+			b.DecodeQuery = 1 + r.IntN(5) // speculative: 1 + k query tokens
+		}
+	}
+	if b.Decodes == 0 || r.IntN(2) == 0 {
+		b.Prefills = 1 + r.IntN(3)
+		b.PrefillTokens = b.Prefills + r.IntN(4096)
+		b.PrefillCtx = int64(r.IntN(20000))
+		pt := float64(b.PrefillTokens)
+		b.PrefillPairs = pt * (float64(b.PrefillCtx)/float64(b.Prefills) + (pt+1)/2)
+	}
+	return b
 }

@@ -84,7 +84,7 @@ func TestStepSameBits(t *testing.T) {
 			for i := range 3000 {
 				if i > 0 && r.IntN(3) == 0 {
 					// The last batch a step later: its token count and
-					// sampled rows again (the cached LM head), each
+					// sampled rows again (the cached parts again), each
 					// context one token longer.
 					b.DecodeCtx += int64(b.Decodes)
 					b.PrefillCtx += int64(b.PrefillTokens)

@@ -19,4 +19,18 @@ fi
 if go list -f '{{join .Imports "\n"}}' ./policies/... | grep -q 'servesim/sim/serve'; then
   echo "policies imports the serving world"; fail=1
 fi
+# experiments/: scenario builds on none of its siblings; sweep, plan and
+# validate build on scenario and never on one another (experiments/doc.go).
+for pkg in scenario sweep plan validate; do
+  for other in scenario sweep plan validate; do
+    [ "$pkg" = "$other" ] && continue
+    [ "$other" = scenario ] && continue
+    if go list -f '{{join .Imports "\n"}}' ./experiments/$pkg | grep -qx "github.com/servesim/servesim/experiments/$other"; then
+      echo "experiments/$pkg imports its sibling experiments/$other"; fail=1
+    fi
+  done
+done
+if go list -f '{{join .Imports "\n"}}' ./experiments | grep -q 'servesim'; then
+  echo "package experiments (the embedded files) imports servesim packages"; fail=1
+fi
 exit $fail

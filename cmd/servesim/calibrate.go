@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/experiments/scenario"
 	"github.com/servesim/servesim/hardware"
 	"github.com/servesim/servesim/hardware/calibrate"
 	"github.com/servesim/servesim/models"
@@ -302,27 +302,27 @@ func checkCalibrateOutput(out, trace string, inputs []string) error {
 			return err
 		}
 		if st, err := os.Stat(trace); err == nil && st.IsDir() {
-			if experiments.Inside(out, trace) {
+			if scenario.Inside(out, trace) {
 				return fmt.Errorf("calibrate: -o %s is inside the trace directory %s, an input: write the profile elsewhere", out, trace)
 			}
 		} else {
 			inputs = append(inputs, trace)
 		}
 	}
-	if err := experiments.CheckOutputs([]string{out}, inputs); err != nil {
+	if err := scenario.CheckOutputs([]string{out}, inputs); err != nil {
 		return fmt.Errorf("calibrate: -o: %w", err)
 	}
 	return nil
 }
 
 // writeFileAtomic writes a profile to path whole or not at all, mode 0644
-// (experiments.WriteFileAtomic), after removing the temporaries an earlier
+// (scenario.WriteFileAtomic), after removing the temporaries an earlier
 // interrupted servesim left beside it.
 func writeFileAtomic(path string, data []byte) error {
-	if _, err := experiments.SweepStale(filepath.Dir(path), time.Now()); err != nil {
+	if _, err := scenario.SweepStale(filepath.Dir(path), time.Now()); err != nil {
 		return err
 	}
-	return experiments.WriteFileAtomic(path, data)
+	return scenario.WriteFileAtomic(path, data)
 }
 
 // calibrateBundle fits attention to the bundles under dir for GPU g and

@@ -17,7 +17,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/experiments/scenario"
 	"github.com/servesim/servesim/internal/bounded"
 	"github.com/servesim/servesim/sim/workload/trace"
 )
@@ -61,7 +61,7 @@ func addDatasetFlags(fs *pflag.FlagSet, d *datasetFlags) {
 // DIR/dataset.csv (a servesim trace, every arrival at 0), replayed with the
 // scenario's rate and burstiness; servesim replays the file as --trace.
 // dir is the output directory ("" : a temporary one, removed by cleanup).
-func applyDataset(fs *pflag.FlagSet, d *datasetFlags, base *experiments.Scenario, dir string) (cleanup func(), err error) {
+func applyDataset(fs *pflag.FlagSet, d *datasetFlags, base *scenario.Scenario, dir string) (cleanup func(), err error) {
 	cleanup = func() {}
 	random := fs.Changed("random-input-len") || fs.Changed("random-output-len") || fs.Changed("random-range-ratio") || fs.Changed("input-len")
 	if !fs.Changed("dataset-name") {
@@ -130,7 +130,7 @@ func applyDataset(fs *pflag.FlagSet, d *datasetFlags, base *experiments.Scenario
 		}
 		tmp := dir
 		cleanup = func() { os.RemoveAll(tmp) }
-	} else if err := experiments.MkdirAll(dir); err != nil {
+	} else if err := scenario.MkdirAll(dir); err != nil {
 		return cleanup, err
 	}
 	file := filepath.Join(dir, "dataset.csv")
@@ -139,7 +139,7 @@ func applyDataset(fs *pflag.FlagSet, d *datasetFlags, base *experiments.Scenario
 	for _, q := range reqs {
 		fmt.Fprintf(&buf, "0,%d,%d\n", q.prompt, q.output)
 	}
-	if err := experiments.WriteFileAtomic(file, buf.Bytes()); err != nil {
+	if err := scenario.WriteFileAtomic(file, buf.Bytes()); err != nil {
 		return cleanup, err
 	}
 	opt := &trace.Options{File: file, Format: "servesim"}

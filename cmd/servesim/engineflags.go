@@ -1,16 +1,16 @@
 package main
 
 import (
-	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/experiments/scenario"
 	"github.com/spf13/pflag"
 )
 
 // engineFlags binds the [engine] table's flags on fs (run and validate
 // share them), and the [batch] fields of vLLM's memory plan, filling s.
-func engineFlags(fs *pflag.FlagSet, s *experiments.Scenario) {
-	e := &experiments.Engine{}
+func engineFlags(fs *pflag.FlagSet, s *scenario.Scenario) {
+	e := &scenario.Engine{}
 	s.Engine = e
-	fs.StringVar(&e.Name, "engine", "", "engine model: "+experiments.EngineNames+" (default "+experiments.DefaultEngine+")")
+	fs.StringVar(&e.Name, "engine", "", "engine model: "+scenario.EngineNames+" (default "+scenario.DefaultEngine+")")
 	fs.BoolVar(&e.NoAsyncScheduling, "no-async-scheduling", false, "vllm-v1: synchronous scheduling (vLLM --no-async-scheduling)")
 	fs.BoolVar(&e.NoFrontEnd, "no-front-end", false, "vllm-v1: no front-end costs")
 	fs.BoolVar(&e.NoStepCPU, "no-step-cpu", false, "vllm-v1: no per-request CPU time per step")
@@ -40,48 +40,48 @@ func engineFlags(fs *pflag.FlagSet, s *experiments.Scenario) {
 	fs.IntVar(&e.MaxPrefillTokens, "max-prefill-tokens", 0, "sglang: tokens of a prefill batch at most (default 16384)")
 	fs.BoolVar(&e.DisableOverlapSchedule, "disable-overlap-schedule", false, "sglang: schedule, run and wait in series (no overlap scheduling)")
 	switchVar(fs, boolTo{&e.EnforceEager, true}, "disable-cuda-graph", "SGLang's name of --enforce-eager: no CUDA graphs")
-	fs.Var(specConfig{s}, "speculative-config", `speculative decoding, vLLM's JSON: '{"method": "eagle3", "num_speculative_tokens": 3}' (methods `+experiments.SpecMethods+`; also acceptance_rates, acceptance_trace, draft_vocab, proposer_cpu_us, verify: decode or batch-expansion)`)
+	fs.Var(specConfig{s}, "speculative-config", `speculative decoding, vLLM's JSON: '{"method": "eagle3", "num_speculative_tokens": 3}' (methods `+scenario.SpecMethods+`; also acceptance_rates, acceptance_trace, draft_vocab, proposer_cpu_us, verify: decode or batch-expansion)`)
 }
 
 // engineScenarioFlags are the [engine] entries of scenarioFlags: src.Engine
 // is always set (engineFlags binds it).
 var engineScenarioFlags = map[string]scenarioFlag{
-	"engine":                  {"engine.name", func(d, s *experiments.Scenario) { engineOf(d).Name = s.Engine.Name }},
-	"no-async-scheduling":     {"engine.no_async_scheduling", func(d, s *experiments.Scenario) { engineOf(d).NoAsyncScheduling = s.Engine.NoAsyncScheduling }},
-	"no-front-end":            {"engine.no_front_end", func(d, s *experiments.Scenario) { engineOf(d).NoFrontEnd = s.Engine.NoFrontEnd }},
-	"no-step-cpu":             {"engine.no_step_cpu", func(d, s *experiments.Scenario) { engineOf(d).NoStepCPU = s.Engine.NoStepCPU }},
-	"front-end-request-ms":    {"engine.front_end_request_ms", func(d, s *experiments.Scenario) { engineOf(d).RequestMs = s.Engine.RequestMs }},
-	"tokenize-us-per-token":   {"engine.tokenize_us_per_token", func(d, s *experiments.Scenario) { engineOf(d).TokenizeUsPerToken = s.Engine.TokenizeUsPerToken }},
-	"front-end-token-ms":      {"engine.front_end_token_ms", func(d, s *experiments.Scenario) { engineOf(d).TokenMs = s.Engine.TokenMs }},
-	"step-cpu-per-request-us": {"engine.step_cpu_per_request_us", func(d, s *experiments.Scenario) { engineOf(d).CPUPerRequestUs = s.Engine.CPUPerRequestUs }},
-	"no-custom-all-reduce":    {"engine.no_custom_all_reduce", func(d, s *experiments.Scenario) { engineOf(d).NoCustomAllReduce = s.Engine.NoCustomAllReduce }},
-	"no-fused-add-norm":       {"engine.no_fused_add_norm", func(d, s *experiments.Scenario) { engineOf(d).NoFusedAddNorm = s.Engine.NoFusedAddNorm }},
-	"custom-all-reduce-latency-us": {"engine.custom_all_reduce_latency_us", func(d, s *experiments.Scenario) {
+	"engine":                  {"engine.name", func(d, s *scenario.Scenario) { engineOf(d).Name = s.Engine.Name }},
+	"no-async-scheduling":     {"engine.no_async_scheduling", func(d, s *scenario.Scenario) { engineOf(d).NoAsyncScheduling = s.Engine.NoAsyncScheduling }},
+	"no-front-end":            {"engine.no_front_end", func(d, s *scenario.Scenario) { engineOf(d).NoFrontEnd = s.Engine.NoFrontEnd }},
+	"no-step-cpu":             {"engine.no_step_cpu", func(d, s *scenario.Scenario) { engineOf(d).NoStepCPU = s.Engine.NoStepCPU }},
+	"front-end-request-ms":    {"engine.front_end_request_ms", func(d, s *scenario.Scenario) { engineOf(d).RequestMs = s.Engine.RequestMs }},
+	"tokenize-us-per-token":   {"engine.tokenize_us_per_token", func(d, s *scenario.Scenario) { engineOf(d).TokenizeUsPerToken = s.Engine.TokenizeUsPerToken }},
+	"front-end-token-ms":      {"engine.front_end_token_ms", func(d, s *scenario.Scenario) { engineOf(d).TokenMs = s.Engine.TokenMs }},
+	"step-cpu-per-request-us": {"engine.step_cpu_per_request_us", func(d, s *scenario.Scenario) { engineOf(d).CPUPerRequestUs = s.Engine.CPUPerRequestUs }},
+	"no-custom-all-reduce":    {"engine.no_custom_all_reduce", func(d, s *scenario.Scenario) { engineOf(d).NoCustomAllReduce = s.Engine.NoCustomAllReduce }},
+	"no-fused-add-norm":       {"engine.no_fused_add_norm", func(d, s *scenario.Scenario) { engineOf(d).NoFusedAddNorm = s.Engine.NoFusedAddNorm }},
+	"custom-all-reduce-latency-us": {"engine.custom_all_reduce_latency_us", func(d, s *scenario.Scenario) {
 		engineOf(d).CustomARLatencyUs = s.Engine.CustomARLatencyUs
 	}},
-	"custom-all-reduce-link-efficiency": {"engine.custom_all_reduce_link_efficiency", func(d, s *experiments.Scenario) {
+	"custom-all-reduce-link-efficiency": {"engine.custom_all_reduce_link_efficiency", func(d, s *scenario.Scenario) {
 		engineOf(d).CustomARLinkEff = s.Engine.CustomARLinkEff
 	}},
-	"custom-all-reduce-max-bytes": {"engine.custom_all_reduce_max_bytes", func(d, s *experiments.Scenario) { engineOf(d).CustomARMaxBytes = s.Engine.CustomARMaxBytes }},
-	"no-memory-profile":           {"engine.no_memory_profile", func(d, s *experiments.Scenario) { engineOf(d).NoMemoryProfile = s.Engine.NoMemoryProfile }},
-	"enforce-eager":               {"engine.enforce_eager", func(d, s *experiments.Scenario) { engineOf(d).EnforceEager = s.Engine.EnforceEager }},
-	"no-cpu-overlap":              {"engine.no_cpu_overlap", func(d, s *experiments.Scenario) { engineOf(d).NoCPUOverlap = s.Engine.NoCPUOverlap }},
-	"no-kernel-launches":          {"engine.no_kernel_launches", func(d, s *experiments.Scenario) { engineOf(d).NoLaunches = s.Engine.NoLaunches }},
-	"kernel-launch-us":            {"engine.kernel_launch_us", func(d, s *experiments.Scenario) { engineOf(d).LaunchUs = s.Engine.LaunchUs }},
-	"no-vllm-defaults":            {"engine.no_vllm_defaults", func(d, s *experiments.Scenario) { engineOf(d).NoVLLMDefaults = s.Engine.NoVLLMDefaults }},
-	"non-torch-memory-gib":        {"engine.non_torch_memory_gib", func(d, s *experiments.Scenario) { engineOf(d).NonTorchGiB = s.Engine.NonTorchGiB }},
-	"kv-cache-memory-bytes":       {"batch.kv_cache_memory_bytes", func(d, s *experiments.Scenario) { d.Batch.KVCacheMemoryBytes = s.Batch.KVCacheMemoryBytes }},
-	"num-gpu-blocks-override":     {"batch.num_gpu_blocks_override", func(d, s *experiments.Scenario) { d.Batch.NumGPUBlocksOverride = s.Batch.NumGPUBlocksOverride }},
-	"mem-fraction-static":         {"engine.mem_fraction_static", func(d, s *experiments.Scenario) { engineOf(d).MemFractionStatic = s.Engine.MemFractionStatic }},
-	"schedule-conservativeness": {"engine.schedule_conservativeness", func(d, s *experiments.Scenario) {
+	"custom-all-reduce-max-bytes": {"engine.custom_all_reduce_max_bytes", func(d, s *scenario.Scenario) { engineOf(d).CustomARMaxBytes = s.Engine.CustomARMaxBytes }},
+	"no-memory-profile":           {"engine.no_memory_profile", func(d, s *scenario.Scenario) { engineOf(d).NoMemoryProfile = s.Engine.NoMemoryProfile }},
+	"enforce-eager":               {"engine.enforce_eager", func(d, s *scenario.Scenario) { engineOf(d).EnforceEager = s.Engine.EnforceEager }},
+	"no-cpu-overlap":              {"engine.no_cpu_overlap", func(d, s *scenario.Scenario) { engineOf(d).NoCPUOverlap = s.Engine.NoCPUOverlap }},
+	"no-kernel-launches":          {"engine.no_kernel_launches", func(d, s *scenario.Scenario) { engineOf(d).NoLaunches = s.Engine.NoLaunches }},
+	"kernel-launch-us":            {"engine.kernel_launch_us", func(d, s *scenario.Scenario) { engineOf(d).LaunchUs = s.Engine.LaunchUs }},
+	"no-vllm-defaults":            {"engine.no_vllm_defaults", func(d, s *scenario.Scenario) { engineOf(d).NoVLLMDefaults = s.Engine.NoVLLMDefaults }},
+	"non-torch-memory-gib":        {"engine.non_torch_memory_gib", func(d, s *scenario.Scenario) { engineOf(d).NonTorchGiB = s.Engine.NonTorchGiB }},
+	"kv-cache-memory-bytes":       {"batch.kv_cache_memory_bytes", func(d, s *scenario.Scenario) { d.Batch.KVCacheMemoryBytes = s.Batch.KVCacheMemoryBytes }},
+	"num-gpu-blocks-override":     {"batch.num_gpu_blocks_override", func(d, s *scenario.Scenario) { d.Batch.NumGPUBlocksOverride = s.Batch.NumGPUBlocksOverride }},
+	"mem-fraction-static":         {"engine.mem_fraction_static", func(d, s *scenario.Scenario) { engineOf(d).MemFractionStatic = s.Engine.MemFractionStatic }},
+	"schedule-conservativeness": {"engine.schedule_conservativeness", func(d, s *scenario.Scenario) {
 		engineOf(d).ScheduleConservativeness = s.Engine.ScheduleConservativeness
 	}},
-	"enable-mixed-chunk":       {"engine.enable_mixed_chunk", func(d, s *experiments.Scenario) { engineOf(d).EnableMixedChunk = s.Engine.EnableMixedChunk }},
-	"cuda-graph-max-bs":        {"engine.cuda_graph_max_bs", func(d, s *experiments.Scenario) { engineOf(d).CUDAGraphMaxBS = s.Engine.CUDAGraphMaxBS }},
-	"max-prefill-tokens":       {"engine.max_prefill_tokens", func(d, s *experiments.Scenario) { engineOf(d).MaxPrefillTokens = s.Engine.MaxPrefillTokens }},
-	"disable-cuda-graph":       {"engine.enforce_eager", func(d, s *experiments.Scenario) { engineOf(d).EnforceEager = s.Engine.EnforceEager }},
-	"disable-overlap-schedule": {"engine.disable_overlap_schedule", func(d, s *experiments.Scenario) { engineOf(d).DisableOverlapSchedule = s.Engine.DisableOverlapSchedule }},
-	"speculative-config": {"speculative", func(d, s *experiments.Scenario) {
+	"enable-mixed-chunk":       {"engine.enable_mixed_chunk", func(d, s *scenario.Scenario) { engineOf(d).EnableMixedChunk = s.Engine.EnableMixedChunk }},
+	"cuda-graph-max-bs":        {"engine.cuda_graph_max_bs", func(d, s *scenario.Scenario) { engineOf(d).CUDAGraphMaxBS = s.Engine.CUDAGraphMaxBS }},
+	"max-prefill-tokens":       {"engine.max_prefill_tokens", func(d, s *scenario.Scenario) { engineOf(d).MaxPrefillTokens = s.Engine.MaxPrefillTokens }},
+	"disable-cuda-graph":       {"engine.enforce_eager", func(d, s *scenario.Scenario) { engineOf(d).EnforceEager = s.Engine.EnforceEager }},
+	"disable-overlap-schedule": {"engine.disable_overlap_schedule", func(d, s *scenario.Scenario) { engineOf(d).DisableOverlapSchedule = s.Engine.DisableOverlapSchedule }},
+	"speculative-config": {"speculative", func(d, s *scenario.Scenario) {
 		if s.Speculative != nil {
 			c := *s.Speculative
 			d.Speculative = &c
@@ -97,8 +97,8 @@ func init() {
 
 // engineOf returns d's [engine] table, creating it (a copy: d may share
 // its table with the scenario it was copied from).
-func engineOf(d *experiments.Scenario) *experiments.Engine {
-	e := experiments.Engine{}
+func engineOf(d *scenario.Scenario) *scenario.Engine {
+	e := scenario.Engine{}
 	if d.Engine != nil {
 		e = *d.Engine
 	}

@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/experiments/plan"
+	"github.com/servesim/servesim/experiments/scenario"
+	"github.com/servesim/servesim/experiments/sweep"
 	"github.com/servesim/servesim/plots"
 )
 
@@ -36,7 +38,7 @@ func examplesCmd(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if err := experiments.MkdirAll(*out); err != nil {
+	if err := scenario.MkdirAll(*out); err != nil {
 		return err
 	}
 	// A signal stops the step in flight: its sweep points and runs leave no
@@ -54,7 +56,7 @@ func examplesCmd(args []string, stdout, stderr io.Writer) error {
 	var files []string
 	for i, name := range []string{"batch-latency", "gpu-capacity", "goodput-rate"} {
 		stage(i+1, name)
-		sw, err := experiments.ExampleSweep(name)
+		sw, err := sweep.ExampleSweep(name)
 		if err != nil {
 			return err
 		}
@@ -63,14 +65,14 @@ func examplesCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		dir := filepath.Join(*out, name)
-		if _, _, err := experiments.RunSweepDir(pts, dir, experiments.DirOptions{Context: ctx}); err != nil {
+		if _, _, err := sweep.RunSweepDir(pts, dir, sweep.DirOptions{Context: ctx}); err != nil {
 			return err
 		}
-		pfs, err := experiments.Collect(pts, dir)
+		pfs, err := sweep.Collect(pts, dir)
 		if err != nil {
 			return err
 		}
-		if err := experiments.WriteResults(dir, sw.Axes, pfs); err != nil {
+		if err := sweep.WriteResults(dir, sw.Axes, pfs); err != nil {
 			return err
 		}
 		slo := sw.Base.SLO
@@ -82,19 +84,19 @@ func examplesCmd(args []string, stdout, stderr io.Writer) error {
 	}
 
 	stage(4, "plan")
-	base, err := experiments.ExampleScenario("plan")
+	base, err := scenario.ExampleScenario("plan")
 	if err != nil {
 		return err
 	}
-	opts, err := experiments.PlanCapacity(base, experiments.PlanOptions{Rate: 20, GPUs: []string{"h100", "h200", "b200"}, TPs: []int{2, 4, 8}, PPs: []int{1}, Context: ctx})
+	opts, err := plan.PlanCapacity(base, plan.PlanOptions{Rate: 20, GPUs: []string{"h100", "h200", "b200"}, TPs: []int{2, 4, 8}, PPs: []int{1}, Context: ctx})
 	if err != nil {
 		return err
 	}
-	var plan bytes.Buffer
-	if err := experiments.WritePlan(&plan, opts, 20, 0.9); err != nil {
+	var planMD bytes.Buffer
+	if err := plan.WritePlan(&planMD, opts, 20, 0.9); err != nil {
 		return err
 	}
-	if err := experiments.WriteFileAtomic(filepath.Join(*out, "plan.md"), plan.Bytes()); err != nil {
+	if err := scenario.WriteFileAtomic(filepath.Join(*out, "plan.md"), planMD.Bytes()); err != nil {
 		return err
 	}
 	chart := filepath.Join(*out, "plan.png")
@@ -106,7 +108,7 @@ func examplesCmd(args []string, stdout, stderr io.Writer) error {
 	stage(5, "dashboard and CDFs")
 	var runs []*plots.Run
 	for _, policy := range []string{"chunked", "prefill-first"} {
-		s := experiments.Default()
+		s := scenario.Default()
 		s.Workload.Rate = 14
 		s.Batch.Policy = policy
 		if policy == "prefill-first" {
@@ -117,7 +119,7 @@ func examplesCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		dir := filepath.Join(*out, "run-"+policy)
-		if _, err := experiments.RunContext(ctx, p, dir); err != nil {
+		if _, err := scenario.RunContext(ctx, p, dir); err != nil {
 			return err
 		}
 		run, err := plots.LoadRun(dir)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/experiments/scenario"
 )
 
 // An interrupted run (SIGINT or SIGTERM) stops, removes its temporary
@@ -93,7 +93,7 @@ func temps(t *testing.T, dir string) []string {
 	}
 	var out []string
 	for _, e := range ents {
-		if experiments.IsTempName(e.Name()) {
+		if scenario.IsTempName(e.Name()) {
 			out = append(out, filepath.Join(dir, e.Name()))
 		}
 	}
@@ -104,7 +104,7 @@ func temps(t *testing.T, dir string) []string {
 // earlier, killed servesim left beside it (old enough; not a user's file).
 func TestCalibrateProfileModeAndStaleTemps(t *testing.T) {
 	dir := t.TempDir()
-	stale := filepath.Join(dir, experiments.TempPrefix+"h100.toml-42")
+	stale := filepath.Join(dir, scenario.TempPrefix+"h100.toml-42")
 	user := filepath.Join(dir, ".h100.toml.bak")
 	old := time.Now().Add(-time.Hour)
 	for _, f := range []string{stale, user} {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/experiments/scenario"
 )
 
 // examples, plan and place stop on SIGINT or SIGTERM like run and sweep:
@@ -42,7 +42,7 @@ func TestInterruptStopsSearches(t *testing.T) {
 				func() bool { _, err := os.Stat(ready); return err == nil })
 			var left []string
 			filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-				if err == nil && p != dir && (c.empty || experiments.IsTempName(d.Name())) {
+				if err == nil && p != dir && (c.empty || scenario.IsTempName(d.Name())) {
 					left = append(left, p)
 				}
 				return nil

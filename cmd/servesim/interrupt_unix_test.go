@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/experiments/scenario"
 )
 
 // Tests that need a named pipe, flock(2) or SIGPIPE: unix only.
@@ -79,7 +79,7 @@ func TestInterruptStopsReading(t *testing.T) {
 // run holds it: experiments/runset.go).
 func TestRunSaysSharedDirectory(t *testing.T) {
 	dir := t.TempDir()
-	other := filepath.Join(dir, experiments.TempPrefix+"run-other")
+	other := filepath.Join(dir, scenario.TempPrefix+"run-other")
 	if err := os.Mkdir(other, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestClosedStdoutLeavesWholeFiles(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 141 || stderr.Len() != 0 {
 		t.Errorf("exit %v, stderr %q; want exit 141 and nothing said", err, stderr.String())
 	}
-	for _, f := range append(experiments.RunFiles(), "r.json") {
+	for _, f := range append(scenario.RunFiles(), "r.json") {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s: %v, want it written whole", f, err)
 		}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/experiments/scenario"
 )
 
 // vLLM's KV offloading flags, into [offload] (experiments/offload.go):
@@ -32,9 +32,9 @@ import (
 // (--decode-replicas) models that, not the connector.
 
 // offloadOf returns s's [offload] table, creating it.
-func offloadOf(s *experiments.Scenario) *experiments.Offload {
+func offloadOf(s *scenario.Scenario) *scenario.Offload {
 	if s.Offload == nil {
-		s.Offload = &experiments.Offload{}
+		s.Offload = &scenario.Offload{}
 	} else {
 		o := *s.Offload // a copy: s may share its table with the scenario it was copied from
 		s.Offload = &o
@@ -44,9 +44,9 @@ func offloadOf(s *experiments.Scenario) *experiments.Offload {
 
 // offloadValue sets a field of src's [offload] table from a flag.
 type offloadValue struct {
-	s   *experiments.Scenario
-	set func(o *experiments.Offload, v string) error
-	get func(o *experiments.Offload) string
+	s   *scenario.Scenario
+	set func(o *scenario.Offload, v string) error
+	get func(o *scenario.Offload) string
 }
 
 func (v offloadValue) String() string {
@@ -58,7 +58,7 @@ func (v offloadValue) String() string {
 
 func (v offloadValue) Set(x string) error {
 	if v.s.Offload == nil {
-		v.s.Offload = &experiments.Offload{}
+		v.s.Offload = &scenario.Offload{}
 	}
 	return v.set(v.s.Offload, x)
 }
@@ -66,40 +66,40 @@ func (v offloadValue) Set(x string) error {
 func (v offloadValue) Type() string { return "string" }
 
 // vllmOffloadFlags binds vLLM's offloading flags (run only).
-func vllmOffloadFlags(fs *pflag.FlagSet, s *experiments.Scenario) {
-	fs.Var(offloadValue{s, func(o *experiments.Offload, x string) error {
+func vllmOffloadFlags(fs *pflag.FlagSet, s *scenario.Scenario) {
+	fs.Var(offloadValue{s, func(o *scenario.Offload, x string) error {
 		g, err := strconv.ParseFloat(x, 64)
 		if err != nil || !(g >= 0) || math.IsInf(g, 0) {
 			return fmt.Errorf("want a number of GiB ≥ 0")
 		}
 		o.CPUGiB = g
 		return nil
-	}, func(o *experiments.Offload) string { return strconv.FormatFloat(o.CPUGiB, 'g', -1, 64) }},
+	}, func(o *scenario.Offload) string { return strconv.FormatFloat(o.CPUGiB, 'g', -1, 64) }},
 		"kv-offloading-size", "vLLM's KV offload buffer in host memory, GiB over the instance's GPUs (offload.cpu_gib; needs prefix caching)")
-	fs.Var(offloadValue{s, func(o *experiments.Offload, x string) error {
+	fs.Var(offloadValue{s, func(o *scenario.Offload, x string) error {
 		if x != "native" && x != "lmcache" {
 			return fmt.Errorf("want native or lmcache%s", didYouMean(x, []string{"native", "lmcache"}))
 		}
 		o.Backend = x
 		return nil
-	}, func(o *experiments.Offload) string { return o.Backend }},
+	}, func(o *scenario.Offload) string { return o.Backend }},
 		"kv-offloading-backend", "vLLM's KV offloading backend: native (OffloadingConnector) or lmcache (offload.backend)")
-	fs.Var(offloadValue{s, func(o *experiments.Offload, x string) error {
+	fs.Var(offloadValue{s, func(o *scenario.Offload, x string) error {
 		c, err := parseKVTransferConfig([]byte(x))
 		if err != nil {
 			return err
 		}
 		*o = c
 		return nil
-	}, func(o *experiments.Offload) string { return "" }},
+	}, func(o *scenario.Offload) string { return "" }},
 		"kv-transfer-config", `vLLM's KV connector as JSON: OffloadingConnector (cpu_bytes_to_use) or LMCacheConnectorV1 (lmcache.max_local_cpu_size, lmcache.max_local_disk_size) become [offload]`)
 }
 
 func init() {
 	for name, f := range map[string]scenarioFlag{
-		"kv-offloading-size":    {"offload.cpu_gib", func(d, s *experiments.Scenario) { offloadOf(d).CPUGiB = s.Offload.CPUGiB }},
-		"kv-offloading-backend": {"offload.backend", func(d, s *experiments.Scenario) { offloadOf(d).Backend = s.Offload.Backend }},
-		"kv-transfer-config":    {"offload", func(d, s *experiments.Scenario) { *offloadOf(d) = *s.Offload }},
+		"kv-offloading-size":    {"offload.cpu_gib", func(d, s *scenario.Scenario) { offloadOf(d).CPUGiB = s.Offload.CPUGiB }},
+		"kv-offloading-backend": {"offload.backend", func(d, s *scenario.Scenario) { offloadOf(d).Backend = s.Offload.Backend }},
+		"kv-transfer-config":    {"offload", func(d, s *scenario.Scenario) { *offloadOf(d) = *s.Offload }},
 	} {
 		scenarioFlags[name] = f
 	}
@@ -111,7 +111,7 @@ func init() {
 // engine_id, …) that price nothing here; a connector servesim does not
 // model, a role other than kv_both, or a size that is not a number ≥ 0 is
 // an error naming it.
-func parseKVTransferConfig(data []byte) (experiments.Offload, error) {
+func parseKVTransferConfig(data []byte) (scenario.Offload, error) {
 	var cfg struct {
 		Connector string                     `json:"kv_connector"`
 		Role      *string                    `json:"kv_role"`
@@ -119,13 +119,13 @@ func parseKVTransferConfig(data []byte) (experiments.Offload, error) {
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&cfg); err != nil {
-		return experiments.Offload{}, fmt.Errorf("not a KV transfer config (JSON object): %v", err)
+		return scenario.Offload{}, fmt.Errorf("not a KV transfer config (JSON object): %v", err)
 	}
 	if dec.More() {
-		return experiments.Offload{}, fmt.Errorf("not a KV transfer config: text after the JSON object")
+		return scenario.Offload{}, fmt.Errorf("not a KV transfer config: text after the JSON object")
 	}
 	if cfg.Role != nil && *cfg.Role != "kv_both" {
-		return experiments.Offload{}, fmt.Errorf("kv_role %q: an offloading connector stores and loads (kv_both); kv_producer and kv_consumer are the two sides of prefill/decode disaggregation (--decode-replicas)", *cfg.Role)
+		return scenario.Offload{}, fmt.Errorf("kv_role %q: an offloading connector stores and loads (kv_both); kv_producer and kv_consumer are the two sides of prefill/decode disaggregation (--decode-replicas)", *cfg.Role)
 	}
 	num := func(key string) (float64, bool, error) {
 		raw, ok := cfg.Extra[key]
@@ -138,7 +138,7 @@ func parseKVTransferConfig(data []byte) (experiments.Offload, error) {
 		}
 		return v, true, nil
 	}
-	var o experiments.Offload
+	var o scenario.Offload
 	switch cfg.Connector {
 	case "OffloadingConnector":
 		o.Backend = "native"
@@ -149,7 +149,7 @@ func parseKVTransferConfig(data []byte) (experiments.Offload, error) {
 		if !ok {
 			return o, fmt.Errorf("OffloadingConnector without kv_connector_extra_config.cpu_bytes_to_use (the host buffer in bytes, as --kv-offloading-size writes it)%s", otherKeys(cfg.Extra))
 		}
-		o.CPUGiB = b / experiments.GiB
+		o.CPUGiB = b / scenario.GiB
 	case "LMCacheConnectorV1":
 		o.Backend = "lmcache"
 		cpu, okc, err := num("lmcache.max_local_cpu_size")

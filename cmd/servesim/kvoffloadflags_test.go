@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/experiments/scenario"
 )
 
 // TestKVTransferConfig reads the connectors vLLM's offloading flags write
@@ -15,19 +15,19 @@ import (
 func TestKVTransferConfig(t *testing.T) {
 	for _, c := range []struct {
 		json  string
-		want  experiments.Offload
+		want  scenario.Offload
 		wants string // error
 	}{
 		{`{"kv_connector":"OffloadingConnector","kv_role":"kv_both","kv_connector_extra_config":{"cpu_bytes_to_use":4294967296}}`,
-			experiments.Offload{Backend: "native", CPUGiB: 4}, ""},
+			scenario.Offload{Backend: "native", CPUGiB: 4}, ""},
 		{`{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both","kv_connector_extra_config":{"lmcache.max_local_cpu_size":2.0,"lmcache.max_local_disk_size":50}}`,
-			experiments.Offload{Backend: "lmcache", CPUGiB: 2, DiskGiB: 50, PerRank: true}, ""},
-		{`{"kv_connector":"NixlConnector","kv_role":"kv_both"}`, experiments.Offload{}, "--decode-replicas"},
-		{`{"kv_connector":"OffloadingConnector","kv_role":"kv_producer"}`, experiments.Offload{}, "kv_role"},
-		{`{"kv_connector":"OffloadingConnector","kv_connector_extra_config":{"num_cpu_blocks":1000}}`, experiments.Offload{}, "cpu_bytes_to_use"},
-		{`{"kv_connector":"OffloadingConnector","kv_connector_extra_config":{"cpu_bytes_to_use":-1}}`, experiments.Offload{}, "want a number ≥ 0"},
-		{`{"kv_connector":"OffloadingConnector"} {}`, experiments.Offload{}, "text after"},
-		{`[1]`, experiments.Offload{}, "not a KV transfer config"},
+			scenario.Offload{Backend: "lmcache", CPUGiB: 2, DiskGiB: 50, PerRank: true}, ""},
+		{`{"kv_connector":"NixlConnector","kv_role":"kv_both"}`, scenario.Offload{}, "--decode-replicas"},
+		{`{"kv_connector":"OffloadingConnector","kv_role":"kv_producer"}`, scenario.Offload{}, "kv_role"},
+		{`{"kv_connector":"OffloadingConnector","kv_connector_extra_config":{"num_cpu_blocks":1000}}`, scenario.Offload{}, "cpu_bytes_to_use"},
+		{`{"kv_connector":"OffloadingConnector","kv_connector_extra_config":{"cpu_bytes_to_use":-1}}`, scenario.Offload{}, "want a number ≥ 0"},
+		{`{"kv_connector":"OffloadingConnector"} {}`, scenario.Offload{}, "text after"},
+		{`[1]`, scenario.Offload{}, "not a KV transfer config"},
 	} {
 		got, err := parseKVTransferConfig([]byte(c.json))
 		switch {

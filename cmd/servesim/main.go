@@ -24,7 +24,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/experiments/scenario"
 )
 
 type command struct {
@@ -133,7 +133,7 @@ func exitCode(err error, stderr io.Writer) int {
 }
 
 // interruptible returns a context cancelled by the first SIGINT or SIGTERM,
-// for a command whose library calls observe it (experiments.RunContext,
+// for a command whose library calls observe it (scenario.RunContext,
 // DirOptions.Context) and remove their temporary files; stop restores the
 // default handling. After the first signal the default handling is back at
 // once, so a second one kills the process even if the work does not stop.
@@ -143,7 +143,7 @@ func exitCode(err error, stderr io.Writer) int {
 // never ends, a digest of a large trace, a data set parsed whole) must not
 // hold the signal up: if the command has not returned interruptGrace after
 // the signal, the process removes every temporary it has open
-// (experiments.AbandonTemporaries, which waits for a commit in progress, so
+// (scenario.AbandonTemporaries, which waits for a commit in progress, so
 // no result set is cut in half), says "interrupted" and exits 130 itself.
 //
 // It is a variable so that tests can bound a command's run time.
@@ -165,7 +165,7 @@ var interruptible = func() (ctx context.Context, stop func()) {
 			return
 		case <-time.After(interruptGrace):
 		}
-		experiments.AbandonTemporaries()
+		scenario.AbandonTemporaries()
 		fmt.Fprintln(os.Stderr, "servesim: interrupted")
 		os.Exit(exitInterrupted)
 	}()
@@ -181,7 +181,7 @@ var interruptible = func() (ctx context.Context, stop func()) {
 
 // interruptGrace is how long a command has to stop by itself after a
 // signal before the process exits under it: half of the second within
-// which servesim promises to stop (README: the exit statuses), leaving the other
+// which servesim promises to stop (README, Using it: the exit statuses), leaving the other
 // half for removing temporaries and exiting on a loaded machine. A run
 // that observes its context stops in milliseconds (serve.StopCheckEvents).
 const interruptGrace = 500 * time.Millisecond

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/experiments/sweep"
 )
 
 const mergeUsage = `Usage: servesim merge FILE PATH... [-o OUT] [-q]
@@ -44,10 +44,10 @@ func mergeCmd(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return fmt.Errorf("merge: want an experiment file and at least one shard file or directory")
 	}
-	if err := experiments.CheckColumns(strings.Split(*table, ",")); err != nil {
+	if err := sweep.CheckColumns(strings.Split(*table, ",")); err != nil {
 		return fmt.Errorf("%s: --table: %w", fs.Name(), err)
 	}
-	sw, err := experiments.LoadSweep(fs.Arg(0))
+	sw, err := sweep.LoadSweep(fs.Arg(0))
 	if err != nil {
 		return err
 	}
@@ -63,20 +63,20 @@ func mergeCmd(args []string, stdout, stderr io.Writer) error {
 			dst = filepath.Dir(dst)
 		}
 	}
-	files, err := experiments.FindShardFiles(paths)
+	files, err := sweep.FindShardFiles(paths)
 	if err != nil {
 		return err
 	}
-	var pfs []experiments.PointFile
+	var pfs []sweep.PointFile
 	if len(files) > 0 {
-		var axes []experiments.Axis
-		if axes, pfs, err = experiments.MergeShards(files, experiments.Digest(sw.Axes, pts)); err != nil {
+		var axes []sweep.Axis
+		if axes, pfs, err = sweep.MergeShards(files, sweep.Digest(sw.Axes, pts)); err != nil {
 			return err
 		}
 		if len(axes) != len(sw.Axes) {
 			return fmt.Errorf("merge: the shards have %d axes, %s has %d", len(axes), fs.Arg(0), len(sw.Axes))
 		}
-	} else if pfs, err = experiments.Collect(pts, paths...); err != nil {
+	} else if pfs, err = sweep.Collect(pts, paths...); err != nil {
 		return err
 	}
 	return finishSweep(sw, pfs, dst, *table, 0, stdout, *quiet)

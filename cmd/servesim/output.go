@@ -9,7 +9,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/experiments/scenario"
+	"github.com/servesim/servesim/experiments/sweep"
 )
 
 // positiveInts parses a comma-separated list of positive integers (a flag).
@@ -32,9 +33,9 @@ func positiveInts(cmd, flag, list string) ([]int, error) {
 // the scenario or its file, which must be one safe file name (a name such as
 // "../../x" would write outside dir), and not the scenario file itself.
 // Commands call it before their search, so that a bad name fails at once.
-func resultPath(path, dir string, base experiments.Scenario, config string) (string, error) {
+func resultPath(path, dir string, base scenario.Scenario, config string) (string, error) {
 	if path != "" {
-		if err := experiments.CheckOutputs([]string{path}, []string{config}); err != nil { // plan -o s.toml --config s.toml
+		if err := scenario.CheckOutputs([]string{path}, []string{config}); err != nil { // plan -o s.toml --config s.toml
 			return "", err
 		}
 		return path, nil
@@ -43,7 +44,7 @@ func resultPath(path, dir string, base experiments.Scenario, config string) (str
 	if name == "" {
 		name = strings.TrimSuffix(filepath.Base(config), filepath.Ext(config))
 	}
-	if err := experiments.CheckName(name); err != nil {
+	if err := sweep.CheckName(name); err != nil {
 		return "", fmt.Errorf("%s: %s: the scenario's name %v; set a plain name or give -o FILE", dir, config, err)
 	}
 	return filepath.Join(dir, name+".csv"), nil
@@ -51,7 +52,7 @@ func resultPath(path, dir string, base experiments.Scenario, config string) (str
 
 // writeResultCSV writes a command's CSV to path (default dir/NAME.csv, NAME
 // from the scenario or its file; "-" writes nothing), atomically.
-func writeResultCSV(path, dir string, base experiments.Scenario, config string, write func(io.Writer) error, stdout io.Writer) error {
+func writeResultCSV(path, dir string, base scenario.Scenario, config string, write func(io.Writer) error, stdout io.Writer) error {
 	path, err := resultPath(path, dir, base, config)
 	if err != nil {
 		return err
@@ -63,10 +64,10 @@ func writeResultCSV(path, dir string, base experiments.Scenario, config string, 
 	if err := write(&buf); err != nil {
 		return err
 	}
-	if err := experiments.MkdirAll(filepath.Dir(path)); err != nil {
+	if err := scenario.MkdirAll(filepath.Dir(path)); err != nil {
 		return err
 	}
-	if err := experiments.WriteFileAtomic(path, buf.Bytes()); err != nil {
+	if err := scenario.WriteFileAtomic(path, buf.Bytes()); err != nil {
 		return err
 	}
 	_, err = fmt.Fprintf(stdout, "Wrote %s.\n", path)

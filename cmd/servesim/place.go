@@ -4,7 +4,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/experiments/plan"
+	"github.com/servesim/servesim/experiments/scenario"
 )
 
 const placeUsage = `Usage: servesim place --config FILE --gpus N [flags]
@@ -53,20 +54,20 @@ func placeCmd(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return fmt.Errorf("place: --config and --gpus N > 0 are required")
 	}
-	if *gpus > experiments.MaxPlaceGPUs {
-		return fmt.Errorf("place: --gpus %d: at most %d (the search lists every split of the budget)", *gpus, experiments.MaxPlaceGPUs)
+	if *gpus > plan.MaxPlaceGPUs {
+		return fmt.Errorf("place: --gpus %d: at most %d (the search lists every split of the budget)", *gpus, plan.MaxPlaceGPUs)
 	}
 	if err := checkTarget("place", *target); err != nil {
 		return err
 	}
-	base, err := experiments.LoadScenario(*config)
+	base, err := scenario.LoadScenario(*config)
 	if err != nil {
 		return err
 	}
 	if _, err := resultPath(*out, "placements", base, *config); err != nil {
 		return err
 	}
-	o := experiments.PlaceOptions{GPUs: *gpus, Target: *target, Workers: *workers, EP: *ep}
+	o := plan.PlaceOptions{GPUs: *gpus, Target: *target, Workers: *workers, EP: *ep}
 	if o.TPs, err = positiveInts("place", "tps", *tps); err != nil {
 		return err
 	}
@@ -93,21 +94,21 @@ func placeCmd(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := interruptible()
 	defer stop()
 	o.Context = ctx
-	ps, err := experiments.Place(base, o)
+	ps, err := plan.Place(base, o)
 	bar()
 	if err != nil {
 		return err
 	}
-	if err := experiments.WritePlacements(stdout, ps, *target); err != nil {
+	if err := plan.WritePlacements(stdout, ps, *target); err != nil {
 		return err
 	}
-	return writeResultCSV(*out, "placements", base, *config, func(w io.Writer) error { return experiments.WritePlacementsCSV(w, ps) }, unlessQuiet(stdout, *quiet))
+	return writeResultCSV(*out, "placements", base, *config, func(w io.Writer) error { return plan.WritePlacementsCSV(w, ps) }, unlessQuiet(stdout, *quiet))
 }
 
 // checkEPFlag refuses an --ep other than auto, on or off, naming the flag.
 func checkEPFlag(cmd, ep string) error {
 	switch ep {
-	case experiments.EPAuto, experiments.EPOn, experiments.EPOff:
+	case plan.EPAuto, plan.EPOn, plan.EPOff:
 		return nil
 	}
 	return fmt.Errorf("%s: --ep %q: want auto, on or off", cmd, ep)

@@ -7,7 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/experiments/plan"
+	"github.com/servesim/servesim/experiments/scenario"
 	"github.com/servesim/servesim/plots"
 )
 
@@ -70,8 +71,8 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 	if err := checkPositive("plan", "rate", *rate); err != nil {
 		return err
 	}
-	if 1 / *rate > experiments.MaxDurationS {
-		return fmt.Errorf("plan: --rate %g: below %g req/s (one gap, 1/rate, is past the longest run, %g s)", *rate, 1/experiments.MaxDurationS, experiments.MaxDurationS)
+	if 1 / *rate > scenario.MaxDurationS {
+		return fmt.Errorf("plan: --rate %g: below %g req/s (one gap, 1/rate, is past the longest run, %g s)", *rate, 1/scenario.MaxDurationS, scenario.MaxDurationS)
 	}
 	if err := checkTarget("plan", *target); err != nil {
 		return err
@@ -79,20 +80,20 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 	if err := checkPositive("plan", "duration", *duration); err != nil {
 		return err
 	}
-	if *duration > experiments.MaxDurationS {
-		return fmt.Errorf("plan: --duration %g: at most %g s", *duration, experiments.MaxDurationS)
+	if *duration > scenario.MaxDurationS {
+		return fmt.Errorf("plan: --duration %g: at most %g s", *duration, scenario.MaxDurationS)
 	}
 	if *maxGPUs < 1 {
 		return fmt.Errorf("plan: --max-gpus %d: want at least 1 GPU", *maxGPUs)
 	}
-	base, err := experiments.LoadScenario(*config)
+	base, err := scenario.LoadScenario(*config)
 	if err != nil {
 		return err
 	}
 	if _, err := resultPath(*out, "plans", base, *config); err != nil {
 		return err
 	}
-	o := experiments.PlanOptions{Rate: *rate, Target: *target, Disagg: *disagg, MaxGPUs: *maxGPUs, Duration: *duration, Workers: *workers, Prices: map[string]float64{}, EP: *ep}
+	o := plan.PlanOptions{Rate: *rate, Target: *target, Disagg: *disagg, MaxGPUs: *maxGPUs, Duration: *duration, Workers: *workers, Prices: map[string]float64{}, EP: *ep}
 	for _, f := range strings.Split(*gpus, ",") {
 		f = strings.TrimSpace(f)
 		if f == "" {
@@ -132,12 +133,12 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := interruptible()
 	defer stop()
 	o.Context = ctx
-	opts, err := experiments.PlanCapacity(base, o)
+	opts, err := plan.PlanCapacity(base, o)
 	bar()
 	if err != nil {
 		return err
 	}
-	if err := experiments.WritePlan(stdout, opts, *rate, *target); err != nil {
+	if err := plan.WritePlan(stdout, opts, *rate, *target); err != nil {
 		return err
 	}
 	if *chart != "" {
@@ -148,11 +149,11 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "Wrote %s.\n", *chart)
 		}
 	}
-	return writeResultCSV(*out, "plans", base, *config, func(w io.Writer) error { return experiments.WritePlanCSV(w, opts) }, unlessQuiet(stdout, *quiet))
+	return writeResultCSV(*out, "plans", base, *config, func(w io.Writer) error { return plan.WritePlanCSV(w, opts) }, unlessQuiet(stdout, *quiet))
 }
 
 // planChart draws the deployments that meet the target, cheapest first.
-func planChart(opts []experiments.Option, rate float64, file string) error {
+func planChart(opts []plan.Option, rate float64, file string) error {
 	var bars []plots.PlanOption
 	for _, o := range opts {
 		if o.Err == "" {

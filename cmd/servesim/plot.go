@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/experiments/scenario"
 	"github.com/servesim/servesim/plots"
 )
 
@@ -199,7 +199,7 @@ func plotCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	// -o into a folder that does not exist yet creates it, as run -o and
 	// plan -o do (else the error would name Save's temporary file).
-	if err := experiments.MkdirAll(filepath.Dir(path)); err != nil {
+	if err := scenario.MkdirAll(filepath.Dir(path)); err != nil {
 		return fmt.Errorf("plot %s: -o %s: %w", kind, path, err)
 	}
 	if err := plots.Save(d, path, *width, *height); err != nil {

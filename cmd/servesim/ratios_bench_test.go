@@ -12,7 +12,7 @@ import (
 
 // BenchmarkGPURatios prints the saturated output throughput (`--rate inf`,
 // the default engine) of the built-in H100, H200 and B200 profiles on the
-// README's two example workloads (its "GPU ratios these profiles give"
+// docs/calibration.md's two example workloads (its "GPU ratios these profiles give"
 // table) and on an MLPerf-like Llama-2-70B offline run, with the
 // H200/H100 and B200/H200 ratios. It is a report, not a check (nothing is
 // compared with a target); run it with

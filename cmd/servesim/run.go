@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/experiments/scenario"
 	"github.com/servesim/servesim/hardware"
 	"github.com/servesim/servesim/sim/workload/trace"
 )
@@ -39,8 +39,8 @@ vLLM's flags carry over: each flag of vllm serve and vllm bench serve is
 honoured (the same servesim field: -tp is --tp), accepted with no effect
 in a simulation (--host, --port, --tokenizer, ...; the header lists them),
 or refused with a message naming it and servesim's equivalent
-(--kv-transfer-config, ...). README.md, "From vllm serve and vllm bench
-serve", has the table; only the honoured ones are listed below.
+(--kv-transfer-config, ...). docs/vllm-sglang.md, "From vllm serve and
+vllm bench serve", has the table; only the honoured ones are listed below.
 `
 
 func runCmd(args []string, stdout, stderr io.Writer) error {
@@ -51,7 +51,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	quiet := fs.BoolP("quiet", "q", false, "print only the summary block")
 
 	// Scenario fields; applied only when set on the command line.
-	var s experiments.Scenario
+	var s scenario.Scenario
 	w, b := &s.Workload, &s.Batch
 	fs.StringVar(&s.Name, "name", "", "scenario name")
 	fs.StringVar(&s.Model, "model", "", "model name or Hugging Face id (list them: servesim models)")
@@ -167,18 +167,18 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("run: --config %s: vLLM's YAML file of serve options is not read (servesim: --config (a scenario TOML)); give its options as flags", *config)
 	}
 	if *printDefault {
-		_, err := io.WriteString(stdout, experiments.DefaultTOML())
+		_, err := io.WriteString(stdout, scenario.DefaultTOML())
 		return err
 	}
 	// Every phase from here on stops on SIGINT or SIGTERM: reading the
 	// inputs, building the plan, simulating, writing (see interruptible).
 	ctx, stop := interruptible()
 	defer stop()
-	base := experiments.Default()
+	base := scenario.Default()
 	what := "the embedded default scenario (servesim run --print-default shows it)"
 	if *config != "" {
 		var err error
-		if base, err = experiments.LoadScenario(*config); err != nil {
+		if base, err = scenario.LoadScenario(*config); err != nil {
 			return err
 		}
 		what = *config
@@ -230,7 +230,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	if (fs.Changed("policy") || chunkedChanged(fs)) && !base.Explicit("batch.max_num_batched_tokens") {
 		// A token budget nobody chose — the embedded default's 8192 is
 		// chunked prefill's — is derived for the policy the flag chose, as
-		// README documents: 8192 chunked, max(max_model_len, 2048) otherwise.
+		// docs/scenario.md documents: 8192 chunked, max(max_model_len, 2048) otherwise.
 		base.Batch.MaxNumBatchedTokens = 0
 	}
 	if *traceFile != "" {
@@ -261,11 +261,11 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 		base.Workload.Trace.Scale = *traceScale
 	}
 	if *ablation {
-		rows, err := experiments.Ablation(base)
+		rows, err := scenario.Ablation(base)
 		if err != nil {
 			return err
 		}
-		return experiments.WriteAblation(stdout, rows)
+		return scenario.WriteAblation(stdout, rows)
 	}
 	plan, err := base.Resolve()
 	if err != nil {
@@ -305,7 +305,7 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 	if err := save.check(*out, plan); err != nil {
 		return err
 	}
-	rep, err := experiments.RunContext(ctx, plan, *out)
+	rep, err := scenario.RunContext(ctx, plan, *out)
 	if err != nil {
 		return err
 	}
@@ -339,26 +339,26 @@ func runCmd(args []string, stdout, stderr io.Writer) error {
 // copying it from the flag-bound scenario into the base.
 type scenarioFlag struct {
 	key   string
-	apply func(dst, src *experiments.Scenario)
+	apply func(dst, src *scenario.Scenario)
 }
 
 // scenarioFlags maps each scenario flag to its field.
 var scenarioFlags = map[string]scenarioFlag{
-	"name":                   {"name", func(d, s *experiments.Scenario) { d.Name = s.Name }},
-	"model":                  {"model", func(d, s *experiments.Scenario) { d.Model = s.Model }},
-	"gpu":                    {"gpu", func(d, s *experiments.Scenario) { d.GPU = s.GPU }},
-	"tp":                     {"tp", func(d, s *experiments.Scenario) { d.TP = s.TP }},
-	"pp":                     {"pp", func(d, s *experiments.Scenario) { d.PP = s.PP }},
-	"pp-layers":              {"pp_layers", func(d, s *experiments.Scenario) { d.PPLayers = s.PPLayers }},
-	"pp-chunked":             {"pp_chunked", func(d, s *experiments.Scenario) { d.PPChunked = s.PPChunked }},
-	"dp":                     {"dp", func(d, s *experiments.Scenario) { d.DP = s.DP }},
-	"expert-parallel":        {"expert_parallel", func(d, s *experiments.Scenario) { d.ExpertParallel = s.ExpertParallel }},
-	"eplb":                   {"eplb", func(d, s *experiments.Scenario) { d.EPLB = s.EPLB }},
-	"eplb-redundant-experts": {"eplb_redundant_experts", func(d, s *experiments.Scenario) { d.RedundantExperts = s.RedundantExperts }},
-	"expert-skew":            {"expert_skew", func(d, s *experiments.Scenario) { d.ExpertSkew = s.ExpertSkew }},
-	"all2all-backend":        {"all2all_backend", func(d, s *experiments.Scenario) { d.All2All = s.All2All }},
-	"two-batch-overlap":      {"two_batch_overlap", func(d, s *experiments.Scenario) { d.TwoBatchOverlap = s.TwoBatchOverlap }},
-	"enable-two-batch-overlap": {"two_batch_overlap", func(d, s *experiments.Scenario) {
+	"name":                   {"name", func(d, s *scenario.Scenario) { d.Name = s.Name }},
+	"model":                  {"model", func(d, s *scenario.Scenario) { d.Model = s.Model }},
+	"gpu":                    {"gpu", func(d, s *scenario.Scenario) { d.GPU = s.GPU }},
+	"tp":                     {"tp", func(d, s *scenario.Scenario) { d.TP = s.TP }},
+	"pp":                     {"pp", func(d, s *scenario.Scenario) { d.PP = s.PP }},
+	"pp-layers":              {"pp_layers", func(d, s *scenario.Scenario) { d.PPLayers = s.PPLayers }},
+	"pp-chunked":             {"pp_chunked", func(d, s *scenario.Scenario) { d.PPChunked = s.PPChunked }},
+	"dp":                     {"dp", func(d, s *scenario.Scenario) { d.DP = s.DP }},
+	"expert-parallel":        {"expert_parallel", func(d, s *scenario.Scenario) { d.ExpertParallel = s.ExpertParallel }},
+	"eplb":                   {"eplb", func(d, s *scenario.Scenario) { d.EPLB = s.EPLB }},
+	"eplb-redundant-experts": {"eplb_redundant_experts", func(d, s *scenario.Scenario) { d.RedundantExperts = s.RedundantExperts }},
+	"expert-skew":            {"expert_skew", func(d, s *scenario.Scenario) { d.ExpertSkew = s.ExpertSkew }},
+	"all2all-backend":        {"all2all_backend", func(d, s *scenario.Scenario) { d.All2All = s.All2All }},
+	"two-batch-overlap":      {"two_batch_overlap", func(d, s *scenario.Scenario) { d.TwoBatchOverlap = s.TwoBatchOverlap }},
+	"enable-two-batch-overlap": {"two_batch_overlap", func(d, s *scenario.Scenario) {
 		// SGLang splits any batch it can (two_batch_overlap.py), not at
 		// vLLM's thresholds: 1 and 1 unless a threshold is given.
 		d.TwoBatchOverlap = true
@@ -372,65 +372,65 @@ var scenarioFlags = map[string]scenarioFlag{
 			d.TBOPrefillThreshold = hardware.SGLangTBO.PrefillThreshold
 		}
 	}},
-	"tbo-decode-token-threshold":  {"tbo_decode_token_threshold", func(d, s *experiments.Scenario) { d.TBODecodeThreshold = s.TBODecodeThreshold }},
-	"tbo-prefill-token-threshold": {"tbo_prefill_token_threshold", func(d, s *experiments.Scenario) { d.TBOPrefillThreshold = s.TBOPrefillThreshold }},
-	"weights":                     {"weights", func(d, s *experiments.Scenario) { d.Weights = s.Weights }},
-	"kv":                          {"kv", func(d, s *experiments.Scenario) { d.KV = s.KV }},
-	"seed":                        {"seed", func(d, s *experiments.Scenario) { d.Seed = s.Seed }},
-	"models-file":                 {"models_file", func(d, s *experiments.Scenario) { d.ModelsFile = s.ModelsFile }},
-	"model-config":                {"model_config", func(d, s *experiments.Scenario) { d.ModelConfig = s.ModelConfig }},
-	"gpus-file":                   {"gpus_file", func(d, s *experiments.Scenario) { d.GPUsFile = s.GPUsFile }},
-	"arrival":                     {"workload.arrival", func(d, s *experiments.Scenario) { d.Workload.Arrival = s.Workload.Arrival }},
-	"rate":                        {"workload.rate", func(d, s *experiments.Scenario) { d.Workload.Rate = s.Workload.Rate }},
-	"burstiness":                  {"workload.burstiness", func(d, s *experiments.Scenario) { d.Workload.Burstiness = s.Workload.Burstiness }},
-	"requests":                    {"workload.requests", func(d, s *experiments.Scenario) { d.Workload.Requests = s.Workload.Requests }},
-	"duration":                    {"workload.duration_s", func(d, s *experiments.Scenario) { d.Workload.DurationS = s.Workload.DurationS }},
-	"prompt-len":                  {"workload.prompt", func(d, s *experiments.Scenario) { d.Workload.Prompt = s.Workload.Prompt }},
-	"output-len":                  {"workload.output", func(d, s *experiments.Scenario) { d.Workload.Output = s.Workload.Output }},
-	"policy":                      {"batch.policy", func(d, s *experiments.Scenario) { d.Batch.Policy = s.Batch.Policy }},
-	"chunked-prefill":             {"batch.policy", func(d, s *experiments.Scenario) { d.Batch.Policy = s.Batch.Policy }},
-	"max-num-seqs":                {"batch.max_num_seqs", func(d, s *experiments.Scenario) { d.Batch.MaxNumSeqs = s.Batch.MaxNumSeqs }},
-	"max-num-batched-tokens":      {"batch.max_num_batched_tokens", func(d, s *experiments.Scenario) { d.Batch.MaxNumBatchedTokens = s.Batch.MaxNumBatchedTokens }},
-	"max-model-len":               {"batch.max_model_len", func(d, s *experiments.Scenario) { d.Batch.MaxModelLen = s.Batch.MaxModelLen }},
-	"block-size":                  {"batch.block_size", func(d, s *experiments.Scenario) { d.Batch.BlockSize = s.Batch.BlockSize }},
-	"gpu-memory-utilization":      {"batch.gpu_memory_utilization", func(d, s *experiments.Scenario) { d.Batch.GPUMemUtil = s.Batch.GPUMemUtil }},
-	"slo-ttft":                    {"slo.ttft_ms", func(d, s *experiments.Scenario) { d.SLO.TTFTms = s.SLO.TTFTms }},
-	"slo-tpot":                    {"slo.tpot_ms", func(d, s *experiments.Scenario) { d.SLO.TPOTms = s.SLO.TPOTms }},
-	"slo-e2e":                     {"slo.e2e_ms", func(d, s *experiments.Scenario) { d.SLO.E2Ems = s.SLO.E2Ems }},
-	"iteration-overhead-ms":       {"hardware.iteration_overhead_ms", func(d, s *experiments.Scenario) { d.Hardware.IterOverheadMs = s.Hardware.IterOverheadMs }},
-	"profile":                     {"hardware.profile", func(d, s *experiments.Scenario) { d.Hardware.Profile = s.Hardware.Profile }},
-	"replicas":                    {"replicas", func(d, s *experiments.Scenario) { d.Replicas = s.Replicas }},
-	"router":                      {"router.policy", func(d, s *experiments.Scenario) { d.Router.Policy = s.Router.Policy }},
-	"router-staleness-ms":         {"router.staleness_ms", func(d, s *experiments.Scenario) { d.Router.StalenessMs = s.Router.StalenessMs }},
-	"scheduler":                   {"scheduler.policy", func(d, s *experiments.Scenario) { d.Scheduler.Policy = s.Scheduler.Policy }},
-	"predict-error":               {"scheduler.predict_error", func(d, s *experiments.Scenario) { d.Scheduler.PredictError = s.Scheduler.PredictError }},
-	"admission":                   {"admission.policy", func(d, s *experiments.Scenario) { d.Admission.Policy = s.Admission.Policy }},
-	"queue-cap":                   {"admission.queue_cap", func(d, s *experiments.Scenario) { d.Admission.QueueCap = s.Admission.QueueCap }},
-	"prefix-caching":              {"batch.prefix_caching", func(d, s *experiments.Scenario) { d.Batch.PrefixCaching = s.Batch.PrefixCaching }},
-	"preemption":                  {"batch.preemption", func(d, s *experiments.Scenario) { d.Batch.Preemption = s.Batch.Preemption }},
-	"victim":                      {"batch.victim", func(d, s *experiments.Scenario) { d.Batch.Victim = s.Batch.Victim }},
-	"max-wait-ms":                 {"batch.max_wait_ms", func(d, s *experiments.Scenario) { d.Batch.MaxWaitMs = s.Batch.MaxWaitMs }},
-	"refill":                      {"batch.refill", func(d, s *experiments.Scenario) { d.Batch.Refill = s.Batch.Refill }},
-	"shared-prefix-tokens":        {"workload.shared_prefix_tokens", func(d, s *experiments.Scenario) { d.Workload.SharedPrefix = s.Workload.SharedPrefix }},
-	"prefix-groups":               {"workload.prefix_groups", func(d, s *experiments.Scenario) { d.Workload.PrefixGroups = s.Workload.PrefixGroups }},
-	"turns":                       {"workload.turns", func(d, s *experiments.Scenario) { d.Workload.Turns = s.Workload.Turns }},
-	"conversations":               {"workload.conversations", func(d, s *experiments.Scenario) { d.Workload.Conversations = s.Workload.Conversations }},
-	"decode-replicas":             {"disagg.decode_replicas", func(d, s *experiments.Scenario) { d.Disagg.DecodeReplicas = s.Disagg.DecodeReplicas }},
-	"decode-gpu":                  {"disagg.decode_gpu", func(d, s *experiments.Scenario) { d.Disagg.DecodeGPU = s.Disagg.DecodeGPU }},
-	"decode-tp":                   {"disagg.decode_tp", func(d, s *experiments.Scenario) { d.Disagg.DecodeTP = s.Disagg.DecodeTP }},
-	"decode-dp":                   {"disagg.decode_dp", func(d, s *experiments.Scenario) { d.Disagg.DecodeDP = s.Disagg.DecodeDP }},
-	"decode-pp":                   {"disagg.decode_pp", func(d, s *experiments.Scenario) { d.Disagg.DecodePP = s.Disagg.DecodePP }},
-	"decode-expert-parallel":      {"disagg.decode_expert_parallel", func(d, s *experiments.Scenario) { d.Disagg.DecodeExpertParallel = s.Disagg.DecodeExpertParallel }},
-	"decode-all2all-backend":      {"disagg.decode_all2all_backend", func(d, s *experiments.Scenario) { d.Disagg.DecodeAll2All = s.Disagg.DecodeAll2All }},
-	"decode-two-batch-overlap":    {"disagg.decode_two_batch_overlap", func(d, s *experiments.Scenario) { d.Disagg.DecodeTwoBatchOverlap = s.Disagg.DecodeTwoBatchOverlap }},
-	"link":                        {"disagg.link", func(d, s *experiments.Scenario) { d.Disagg.Link = s.Disagg.Link }},
-	"streaming":                   {"disagg.streaming", func(d, s *experiments.Scenario) { d.Disagg.Streaming = s.Disagg.Streaming }},
+	"tbo-decode-token-threshold":  {"tbo_decode_token_threshold", func(d, s *scenario.Scenario) { d.TBODecodeThreshold = s.TBODecodeThreshold }},
+	"tbo-prefill-token-threshold": {"tbo_prefill_token_threshold", func(d, s *scenario.Scenario) { d.TBOPrefillThreshold = s.TBOPrefillThreshold }},
+	"weights":                     {"weights", func(d, s *scenario.Scenario) { d.Weights = s.Weights }},
+	"kv":                          {"kv", func(d, s *scenario.Scenario) { d.KV = s.KV }},
+	"seed":                        {"seed", func(d, s *scenario.Scenario) { d.Seed = s.Seed }},
+	"models-file":                 {"models_file", func(d, s *scenario.Scenario) { d.ModelsFile = s.ModelsFile }},
+	"model-config":                {"model_config", func(d, s *scenario.Scenario) { d.ModelConfig = s.ModelConfig }},
+	"gpus-file":                   {"gpus_file", func(d, s *scenario.Scenario) { d.GPUsFile = s.GPUsFile }},
+	"arrival":                     {"workload.arrival", func(d, s *scenario.Scenario) { d.Workload.Arrival = s.Workload.Arrival }},
+	"rate":                        {"workload.rate", func(d, s *scenario.Scenario) { d.Workload.Rate = s.Workload.Rate }},
+	"burstiness":                  {"workload.burstiness", func(d, s *scenario.Scenario) { d.Workload.Burstiness = s.Workload.Burstiness }},
+	"requests":                    {"workload.requests", func(d, s *scenario.Scenario) { d.Workload.Requests = s.Workload.Requests }},
+	"duration":                    {"workload.duration_s", func(d, s *scenario.Scenario) { d.Workload.DurationS = s.Workload.DurationS }},
+	"prompt-len":                  {"workload.prompt", func(d, s *scenario.Scenario) { d.Workload.Prompt = s.Workload.Prompt }},
+	"output-len":                  {"workload.output", func(d, s *scenario.Scenario) { d.Workload.Output = s.Workload.Output }},
+	"policy":                      {"batch.policy", func(d, s *scenario.Scenario) { d.Batch.Policy = s.Batch.Policy }},
+	"chunked-prefill":             {"batch.policy", func(d, s *scenario.Scenario) { d.Batch.Policy = s.Batch.Policy }},
+	"max-num-seqs":                {"batch.max_num_seqs", func(d, s *scenario.Scenario) { d.Batch.MaxNumSeqs = s.Batch.MaxNumSeqs }},
+	"max-num-batched-tokens":      {"batch.max_num_batched_tokens", func(d, s *scenario.Scenario) { d.Batch.MaxNumBatchedTokens = s.Batch.MaxNumBatchedTokens }},
+	"max-model-len":               {"batch.max_model_len", func(d, s *scenario.Scenario) { d.Batch.MaxModelLen = s.Batch.MaxModelLen }},
+	"block-size":                  {"batch.block_size", func(d, s *scenario.Scenario) { d.Batch.BlockSize = s.Batch.BlockSize }},
+	"gpu-memory-utilization":      {"batch.gpu_memory_utilization", func(d, s *scenario.Scenario) { d.Batch.GPUMemUtil = s.Batch.GPUMemUtil }},
+	"slo-ttft":                    {"slo.ttft_ms", func(d, s *scenario.Scenario) { d.SLO.TTFTms = s.SLO.TTFTms }},
+	"slo-tpot":                    {"slo.tpot_ms", func(d, s *scenario.Scenario) { d.SLO.TPOTms = s.SLO.TPOTms }},
+	"slo-e2e":                     {"slo.e2e_ms", func(d, s *scenario.Scenario) { d.SLO.E2Ems = s.SLO.E2Ems }},
+	"iteration-overhead-ms":       {"hardware.iteration_overhead_ms", func(d, s *scenario.Scenario) { d.Hardware.IterOverheadMs = s.Hardware.IterOverheadMs }},
+	"profile":                     {"hardware.profile", func(d, s *scenario.Scenario) { d.Hardware.Profile = s.Hardware.Profile }},
+	"replicas":                    {"replicas", func(d, s *scenario.Scenario) { d.Replicas = s.Replicas }},
+	"router":                      {"router.policy", func(d, s *scenario.Scenario) { d.Router.Policy = s.Router.Policy }},
+	"router-staleness-ms":         {"router.staleness_ms", func(d, s *scenario.Scenario) { d.Router.StalenessMs = s.Router.StalenessMs }},
+	"scheduler":                   {"scheduler.policy", func(d, s *scenario.Scenario) { d.Scheduler.Policy = s.Scheduler.Policy }},
+	"predict-error":               {"scheduler.predict_error", func(d, s *scenario.Scenario) { d.Scheduler.PredictError = s.Scheduler.PredictError }},
+	"admission":                   {"admission.policy", func(d, s *scenario.Scenario) { d.Admission.Policy = s.Admission.Policy }},
+	"queue-cap":                   {"admission.queue_cap", func(d, s *scenario.Scenario) { d.Admission.QueueCap = s.Admission.QueueCap }},
+	"prefix-caching":              {"batch.prefix_caching", func(d, s *scenario.Scenario) { d.Batch.PrefixCaching = s.Batch.PrefixCaching }},
+	"preemption":                  {"batch.preemption", func(d, s *scenario.Scenario) { d.Batch.Preemption = s.Batch.Preemption }},
+	"victim":                      {"batch.victim", func(d, s *scenario.Scenario) { d.Batch.Victim = s.Batch.Victim }},
+	"max-wait-ms":                 {"batch.max_wait_ms", func(d, s *scenario.Scenario) { d.Batch.MaxWaitMs = s.Batch.MaxWaitMs }},
+	"refill":                      {"batch.refill", func(d, s *scenario.Scenario) { d.Batch.Refill = s.Batch.Refill }},
+	"shared-prefix-tokens":        {"workload.shared_prefix_tokens", func(d, s *scenario.Scenario) { d.Workload.SharedPrefix = s.Workload.SharedPrefix }},
+	"prefix-groups":               {"workload.prefix_groups", func(d, s *scenario.Scenario) { d.Workload.PrefixGroups = s.Workload.PrefixGroups }},
+	"turns":                       {"workload.turns", func(d, s *scenario.Scenario) { d.Workload.Turns = s.Workload.Turns }},
+	"conversations":               {"workload.conversations", func(d, s *scenario.Scenario) { d.Workload.Conversations = s.Workload.Conversations }},
+	"decode-replicas":             {"disagg.decode_replicas", func(d, s *scenario.Scenario) { d.Disagg.DecodeReplicas = s.Disagg.DecodeReplicas }},
+	"decode-gpu":                  {"disagg.decode_gpu", func(d, s *scenario.Scenario) { d.Disagg.DecodeGPU = s.Disagg.DecodeGPU }},
+	"decode-tp":                   {"disagg.decode_tp", func(d, s *scenario.Scenario) { d.Disagg.DecodeTP = s.Disagg.DecodeTP }},
+	"decode-dp":                   {"disagg.decode_dp", func(d, s *scenario.Scenario) { d.Disagg.DecodeDP = s.Disagg.DecodeDP }},
+	"decode-pp":                   {"disagg.decode_pp", func(d, s *scenario.Scenario) { d.Disagg.DecodePP = s.Disagg.DecodePP }},
+	"decode-expert-parallel":      {"disagg.decode_expert_parallel", func(d, s *scenario.Scenario) { d.Disagg.DecodeExpertParallel = s.Disagg.DecodeExpertParallel }},
+	"decode-all2all-backend":      {"disagg.decode_all2all_backend", func(d, s *scenario.Scenario) { d.Disagg.DecodeAll2All = s.Disagg.DecodeAll2All }},
+	"decode-two-batch-overlap":    {"disagg.decode_two_batch_overlap", func(d, s *scenario.Scenario) { d.Disagg.DecodeTwoBatchOverlap = s.Disagg.DecodeTwoBatchOverlap }},
+	"link":                        {"disagg.link", func(d, s *scenario.Scenario) { d.Disagg.Link = s.Disagg.Link }},
+	"streaming":                   {"disagg.streaming", func(d, s *scenario.Scenario) { d.Disagg.Streaming = s.Disagg.Streaming }},
 }
 
 // override copies the flags set on the command line into dst and records
 // their fields as set explicitly (so that --max-num-seqs 0 is an error, not
 // the default).
-func override(fs *pflag.FlagSet, dst, src *experiments.Scenario) {
+func override(fs *pflag.FlagSet, dst, src *scenario.Scenario) {
 	for name, f := range scenarioFlags {
 		if fs.Changed(name) {
 			f.apply(dst, src)

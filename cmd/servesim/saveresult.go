@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/experiments/scenario"
 )
 
 // saveResultFlags are `vllm bench serve`'s result-file flags.
@@ -29,8 +29,8 @@ func addSaveResultFlags(fs *pflag.FlagSet, f *saveResultFlags) {
 }
 
 // options checks the flags before the run, so that a typo fails at once.
-func (f *saveResultFlags) options(fs *pflag.FlagSet) (experiments.VLLMResultOptions, error) {
-	o := experiments.VLLMResultOptions{Label: f.label}
+func (f *saveResultFlags) options(fs *pflag.FlagSet) (scenario.VLLMResultOptions, error) {
+	o := scenario.VLLMResultOptions{Label: f.label}
 	if !f.save {
 		for _, n := range []string{"result-filename", "result-dir", "label", "metric-percentiles", "percentile-metrics"} {
 			if fs.Changed(n) {
@@ -40,16 +40,16 @@ func (f *saveResultFlags) options(fs *pflag.FlagSet) (experiments.VLLMResultOpti
 		return o, nil
 	}
 	var err error
-	if o.Percentiles, err = experiments.ParseVLLMPercentiles(f.percentiles); err != nil {
+	if o.Percentiles, err = scenario.ParseVLLMPercentiles(f.percentiles); err != nil {
 		return o, err
 	}
-	o.Metrics, err = experiments.ParseVLLMMetrics(f.pmetrics)
+	o.Metrics, err = scenario.ParseVLLMMetrics(f.pmetrics)
 	return o, err
 }
 
 // path is the vLLM result file's path: --result-filename (default vLLM's
 // name for this run) in --result-dir.
-func (f *saveResultFlags) path(rep *experiments.Report, o experiments.VLLMResultOptions) string {
+func (f *saveResultFlags) path(rep *scenario.Report, o scenario.VLLMResultOptions) string {
 	name := f.filename
 	if name == "" {
 		name = rep.VLLMResultFileName(o)
@@ -64,7 +64,7 @@ func (f *saveResultFlags) path(rep *experiments.Report, o experiments.VLLMResult
 // run's own files in out (requests.csv, steps.csv, summary.json) or one of
 // its inputs (--result-filename trace.csv beside --trace trace.csv). A
 // default name holds the date and cannot collide.
-func (f *saveResultFlags) check(out string, plan *experiments.Plan) error {
+func (f *saveResultFlags) check(out string, plan *scenario.Plan) error {
 	if !f.save || f.filename == "" {
 		return nil
 	}
@@ -74,11 +74,11 @@ func (f *saveResultFlags) check(out string, plan *experiments.Plan) error {
 	}
 	outs := []string{p}
 	if out != "" {
-		for _, n := range experiments.RunFiles() {
+		for _, n := range scenario.RunFiles() {
 			outs = append(outs, filepath.Join(out, n))
 		}
 	}
-	if err := experiments.CheckOutputs(outs, plan.InputFiles()); err != nil {
+	if err := scenario.CheckOutputs(outs, plan.InputFiles()); err != nil {
 		return fmt.Errorf("run: --result-filename: %w", err)
 	}
 	return nil
@@ -86,7 +86,7 @@ func (f *saveResultFlags) check(out string, plan *experiments.Plan) error {
 
 // write writes the vLLM result file and returns its path ("" when
 // --save-result is off).
-func (f *saveResultFlags) write(rep *experiments.Report, o experiments.VLLMResultOptions) (string, error) {
+func (f *saveResultFlags) write(rep *scenario.Report, o scenario.VLLMResultOptions) (string, error) {
 	if !f.save {
 		return "", nil
 	}
@@ -96,12 +96,12 @@ func (f *saveResultFlags) write(rep *experiments.Report, o experiments.VLLMResul
 		return "", err
 	}
 	if f.dir != "" {
-		if err := experiments.MkdirAll(f.dir); err != nil {
+		if err := scenario.MkdirAll(f.dir); err != nil {
 			return "", err
 		}
 	}
 	name := f.path(rep, o)
-	if err := experiments.WriteFileAtomic(name, data); err != nil {
+	if err := scenario.WriteFileAtomic(name, data); err != nil {
 		return "", err
 	}
 	return name, nil

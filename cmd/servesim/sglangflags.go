@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/experiments/scenario"
 )
 
 // SGLang's spelling of servesim's flags (sglangtable.go lists them with
@@ -46,7 +46,7 @@ type sglangArgs struct {
 
 // addSGLangFlags binds sglangFlags on fs (the no-effect and refused ones
 // hidden, as vLLM's table's are).
-func addSGLangFlags(fs *pflag.FlagSet, s *experiments.Scenario) *sglangArgs {
+func addSGLangFlags(fs *pflag.FlagSet, s *scenario.Scenario) *sglangArgs {
 	g := &sglangArgs{fs: fs, words: map[string]*vllmWord{}}
 	b := &s.Batch
 	fs.IntVar(&s.TP, "tp-size", 0, "SGLang's name of --tp; with --enable-dp-attention, SGLang's tp_size: the DP group's GPUs (tp = tp_size / dp_size)")
@@ -258,7 +258,7 @@ func (g *sglangArgs) pre() (ignored []string, err error) {
 // vLLM's spelling too, which would bring vLLM's defaults); and, on the
 // embedded default, puts SGLang's radix cache (on) in place unless a flag
 // says otherwise. Called after override.
-func (g *sglangArgs) post(config string, base *experiments.Scenario) error {
+func (g *sglangArgs) post(config string, base *scenario.Scenario) error {
 	fs := g.fs
 	if config == "" && len(g.given()) > 0 && !fs.Changed("engine") {
 		// An SGLang command line on the embedded default selects the sglang
@@ -366,9 +366,9 @@ func orDefault(s, d string) string {
 }
 
 // engineName names the scenario's engine model for the header.
-func engineName(s experiments.Scenario) string {
-	if s.Engine == nil || s.Engine.Name == "" || s.Engine.Name == experiments.DefaultEngine {
-		return "vLLM-V1 (" + experiments.DefaultEngine + ")"
+func engineName(s scenario.Scenario) string {
+	if s.Engine == nil || s.Engine.Name == "" || s.Engine.Name == scenario.DefaultEngine {
+		return "vLLM-V1 (" + scenario.DefaultEngine + ")"
 	}
 	return s.Engine.Name
 }

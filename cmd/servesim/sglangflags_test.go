@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/experiments/scenario"
 )
 
 // TestSGLangAliases: each SGLang spelling sets the same scenario field as
@@ -18,7 +18,7 @@ import (
 // (TestSGLangHeader) out of the comparison.
 func TestSGLangAliases(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "default.toml")
-	if err := os.WriteFile(cfg, []byte(experiments.DefaultTOML()), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(scenario.DefaultTOML()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	base := "run --config " + cfg + " --prompt-len constant:200 --output-len constant:20 -n 30 "
@@ -185,7 +185,7 @@ func TestSGLangFlagWalk(t *testing.T) {
 		t.Fatal(err)
 	}
 	fs := newFlagSet("run", "", &bytes.Buffer{})
-	var s experiments.Scenario
+	var s scenario.Scenario
 	addSGLangFlags(fs, &s)
 	const noEffectLine = "SGLang flags with no effect in a simulation: "
 	counts := map[vllmClass]int{}
@@ -236,7 +236,7 @@ func TestSGLangFlagWalk(t *testing.T) {
 	t.Logf("%d SGLang flags: %d honoured, %d no effect, %d refused", len(sglangFlags), counts[honoured], counts[noEffect], counts[refused])
 }
 
-// sglangFlagTableMarkdown renders sglangFlags as README's table.
+// sglangFlagTableMarkdown renders sglangFlags as docs/vllm-sglang.md's table.
 func sglangFlagTableMarkdown() string {
 	var b strings.Builder
 	b.WriteString("| class | SGLang flag | servesim | what SGLang means, and how servesim reads it |\n|---|---|---|---|\n")
@@ -263,10 +263,10 @@ func sglangFlagTableMarkdown() string {
 	return b.String()
 }
 
-// TestSGLangFlagTableInREADME: README's table of SGLang's flags is
+// TestSGLangFlagTableInREADME: docs/vllm-sglang.md's table of SGLang's flags is
 // sglangFlagTableMarkdown's (SERVESIM_UPDATE_README=1 prints it to paste).
 func TestSGLangFlagTableInREADME(t *testing.T) {
-	readmeHasTable(t, sglangFlagTableMarkdown(), "SGLang flags rendered from sglangFlags")
+	docHasTable(t, "docs/vllm-sglang.md", sglangFlagTableMarkdown(), "SGLang flags rendered from sglangFlags")
 }
 
 // TestSGLangPPMaxRunning: on the embedded default (the sglang engine),

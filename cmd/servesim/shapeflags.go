@@ -7,13 +7,13 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/experiments/scenario"
 )
 
 // addShapeFlags adds the workload-shape flags of `servesim run` (stages,
 // drain, rescaling, closed-loop concurrency) bound to s; scenarioFlags
 // copies them into the base scenario when set.
-func addShapeFlags(fs *pflag.FlagSet, s *experiments.Scenario) {
+func addShapeFlags(fs *pflag.FlagSet, s *scenario.Scenario) {
 	w := &s.Workload
 	fs.Var(&stagesValue{&w.Stages}, "stages", "rate schedule RATE:SECONDS,... (e.g. 8:600,20:600), replacing --rate, --requests and --duration")
 	fs.BoolVar(&w.Drain, "drain", false, "start each stage only when every request of the one before has finished")
@@ -25,19 +25,19 @@ func addShapeFlags(fs *pflag.FlagSet, s *experiments.Scenario) {
 
 func init() {
 	for name, f := range map[string]scenarioFlag{
-		"stages":          {"workload.stages", func(d, s *experiments.Scenario) { d.Workload.Stages = s.Workload.Stages }},
-		"drain":           {"workload.drain", func(d, s *experiments.Scenario) { d.Workload.Drain = s.Workload.Drain }},
-		"gap":             {"workload.gap_s", func(d, s *experiments.Scenario) { d.Workload.GapS = s.Workload.GapS }},
-		"rescale":         {"workload.rescale", func(d, s *experiments.Scenario) { d.Workload.Rescale = s.Workload.Rescale }},
-		"max-concurrency": {"workload.max_concurrency", func(d, s *experiments.Scenario) { d.Workload.MaxConcurrency = s.Workload.MaxConcurrency }},
-		"think-time":      {"workload.think_time_s", func(d, s *experiments.Scenario) { d.Workload.ThinkTimeS = s.Workload.ThinkTimeS }},
+		"stages":          {"workload.stages", func(d, s *scenario.Scenario) { d.Workload.Stages = s.Workload.Stages }},
+		"drain":           {"workload.drain", func(d, s *scenario.Scenario) { d.Workload.Drain = s.Workload.Drain }},
+		"gap":             {"workload.gap_s", func(d, s *scenario.Scenario) { d.Workload.GapS = s.Workload.GapS }},
+		"rescale":         {"workload.rescale", func(d, s *scenario.Scenario) { d.Workload.Rescale = s.Workload.Rescale }},
+		"max-concurrency": {"workload.max_concurrency", func(d, s *scenario.Scenario) { d.Workload.MaxConcurrency = s.Workload.MaxConcurrency }},
+		"think-time":      {"workload.think_time_s", func(d, s *scenario.Scenario) { d.Workload.ThinkTimeS = s.Workload.ThinkTimeS }},
 	} {
 		scenarioFlags[name] = f
 	}
 }
 
 // stagesValue is --stages: RATE:SECONDS pairs separated by commas.
-type stagesValue struct{ p *[]experiments.Stage }
+type stagesValue struct{ p *[]scenario.Stage }
 
 func (v *stagesValue) String() string {
 	if v.p == nil {
@@ -51,7 +51,7 @@ func (v *stagesValue) String() string {
 }
 
 func (v *stagesValue) Set(s string) error {
-	var st []experiments.Stage
+	var st []scenario.Stage
 	for i, part := range strings.Split(s, ",") {
 		r, d, ok := strings.Cut(strings.TrimSpace(part), ":")
 		rate, err1 := strconv.ParseFloat(r, 64)
@@ -59,7 +59,7 @@ func (v *stagesValue) Set(s string) error {
 		if !ok || err1 != nil || err2 != nil {
 			return fmt.Errorf("stage %d %q: want RATE:SECONDS, e.g. 8:600", i, part)
 		}
-		st = append(st, experiments.Stage{Rate: rate, DurationS: dur})
+		st = append(st, scenario.Stage{Rate: rate, DurationS: dur})
 	}
 	*v.p = st
 	return nil

@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/experiments/scenario"
 )
 
 // specConfig is --speculative-config: vLLM's JSON of SpeculativeConfig
@@ -17,7 +17,7 @@ import (
 // and its own acceptance_rates, acceptance_trace, draft_vocab,
 // proposer_cpu_us and verify; vLLM keys that change no simulated cost are accepted
 // (specNoEffect); any other key is an error naming it.
-type specConfig struct{ s *experiments.Scenario }
+type specConfig struct{ s *scenario.Scenario }
 
 // specNoEffect are SpeculativeConfig keys accepted without effect.
 var specNoEffect = map[string]string{
@@ -73,7 +73,7 @@ func (f specConfig) Set(v string) error {
 		return fmt.Errorf("unknown key %s (servesim reads method, num_speculative_tokens, model, acceptance_rates, class_acceptance_rates, acceptance_trace, draft_vocab, proposer_cpu_us, verify)", strings.Join(unknown, ", "))
 	}
 	b, _ := json.Marshal(clean)
-	var sp experiments.Speculative
+	var sp scenario.Speculative
 	d := json.NewDecoder(bytes.NewReader(b))
 	if err := d.Decode(&sp); err != nil {
 		var te *json.UnmarshalTypeError
@@ -83,7 +83,7 @@ func (f specConfig) Set(v string) error {
 		return err
 	}
 	if sp.Method == "" {
-		return fmt.Errorf("key \"method\" is missing (one of %s)", experiments.SpecMethods)
+		return fmt.Errorf("key \"method\" is missing (one of %s)", scenario.SpecMethods)
 	}
 	f.s.Speculative = &sp
 	return nil

@@ -7,7 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/experiments/scenario"
+	"github.com/servesim/servesim/experiments/sweep"
 	"github.com/servesim/servesim/plots"
 )
 
@@ -62,10 +63,10 @@ func sweepCmd(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return fmt.Errorf("sweep: want one experiment file, got %d arguments", fs.NArg())
 	}
-	if err := experiments.CheckColumns(strings.Split(*table, ",")); err != nil {
+	if err := sweep.CheckColumns(strings.Split(*table, ",")); err != nil {
 		return fmt.Errorf("%s: --table: %w", fs.Name(), err)
 	}
-	sw, err := experiments.LoadSweep(fs.Arg(0))
+	sw, err := sweep.LoadSweep(fs.Arg(0))
 	if err != nil {
 		return err
 	}
@@ -73,7 +74,7 @@ func sweepCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	o := experiments.DirOptions{Workers: *workers, KeepRecords: *keep}
+	o := sweep.DirOptions{Workers: *workers, KeepRecords: *keep}
 	if *shard != "" {
 		if o.Shard, o.Of, err = parseShard(*shard, stderr, *quiet); err != nil {
 			return err
@@ -88,21 +89,21 @@ func sweepCmd(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := interruptible()
 	defer stop()
 	o.Context = ctx
-	ran, found, err := experiments.RunSweepDir(pts, dir, o)
+	ran, found, err := sweep.RunSweepDir(pts, dir, o)
 	bar()
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(unlessQuiet(stderr, *quiet), "servesim: sweep %s: %d points ran, %d already done, in %s\n", sw.Name, ran, found, dir)
 	if o.Of > 1 {
-		if err := experiments.WriteShardResults(dir, sw.Name, sw.Axes, pts, o.Shard, o.Of); err != nil {
+		if err := sweep.WriteShardResults(dir, sw.Name, sw.Axes, pts, o.Shard, o.Of); err != nil {
 			return err
 		}
 		fmt.Fprintf(unlessQuiet(stdout, *quiet), "Shard %d/%d done (%s); gather the shards' outputs anywhere and join them with: servesim merge %s DIR...\n",
-			o.Shard, o.Of, filepath.Join(dir, experiments.ShardFileName(o.Shard, o.Of)), fs.Arg(0))
+			o.Shard, o.Of, filepath.Join(dir, sweep.ShardFileName(o.Shard, o.Of)), fs.Arg(0))
 		return nil
 	}
-	pfs, err := experiments.Collect(pts, dir)
+	pfs, err := sweep.Collect(pts, dir)
 	if err != nil {
 		return err
 	}
@@ -113,9 +114,9 @@ func sweepCmd(args []string, stdout, stderr io.Writer) error {
 // array job's or a Kubernetes Indexed Job's environment (said on stderr).
 func parseShard(s string, stderr io.Writer, quiet bool) (i, n int, err error) {
 	if !strings.HasPrefix(s, "auto") {
-		return experiments.ParseShard(s)
+		return sweep.ParseShard(s)
 	}
-	i, n, from, err := experiments.ShardFromEnv(s, os.Getenv)
+	i, n, from, err := sweep.ShardFromEnv(s, os.Getenv)
 	if err == nil {
 		fmt.Fprintf(unlessQuiet(stderr, quiet), "servesim: shard %d/%d (from %s)\n", i, n, from)
 	}
@@ -124,14 +125,14 @@ func parseShard(s string, stderr io.Writer, quiet bool) (i, n int, err error) {
 
 // finishSweep collects the points, writes the result files and prints the
 // table (and, unless quiet, the files written).
-func finishSweep(sw *experiments.Sweep, pfs []experiments.PointFile, out string, table string, workers int, stdout io.Writer, quiet bool) error {
-	if err := experiments.MkdirAll(out); err != nil {
+func finishSweep(sw *sweep.Sweep, pfs []sweep.PointFile, out string, table string, workers int, stdout io.Writer, quiet bool) error {
+	if err := scenario.MkdirAll(out); err != nil {
 		return err
 	}
-	if err := experiments.WriteResults(out, sw.Axes, pfs); err != nil {
+	if err := sweep.WriteResults(out, sw.Axes, pfs); err != nil {
 		return err
 	}
-	if err := experiments.WriteTable(stdout, sw.Axes, pfs, strings.Split(table, ",")); err != nil {
+	if err := sweep.WriteTable(stdout, sw.Axes, pfs, strings.Split(table, ",")); err != nil {
 		return err
 	}
 	fmt.Fprintf(unlessQuiet(stdout, quiet), "\nWrote %s and %s.\n", filepath.Join(out, "results.csv"), filepath.Join(out, "results.json"))

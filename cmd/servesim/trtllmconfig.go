@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/experiments/scenario"
 )
 
 // trtllm-serve's --extra_llm_api_options: a file of TensorRT-LLM LLM-API
@@ -176,22 +176,22 @@ func yamlScalar(s string) (any, error) {
 }
 
 // The LLM-API options read, each with the servesim field it sets.
-var trtllmKeys = map[string]func(d *experiments.Scenario, v any) (string, error){
-	"max_batch_size":         intTo("batch.max_num_seqs", func(d *experiments.Scenario, n int) { d.Batch.MaxNumSeqs = n }),
-	"max_num_tokens":         intTo("batch.max_num_batched_tokens", func(d *experiments.Scenario, n int) { d.Batch.MaxNumBatchedTokens = n }),
-	"max_seq_len":            intTo("batch.max_model_len", func(d *experiments.Scenario, n int) { d.Batch.MaxModelLen = n }),
-	"tensor_parallel_size":   intTo("tp", func(d *experiments.Scenario, n int) { d.TP = n }),
-	"pipeline_parallel_size": intTo("pp", func(d *experiments.Scenario, n int) { d.PP = n }),
-	"moe_expert_parallel_size": func(d *experiments.Scenario, v any) (string, error) {
+var trtllmKeys = map[string]func(d *scenario.Scenario, v any) (string, error){
+	"max_batch_size":         intTo("batch.max_num_seqs", func(d *scenario.Scenario, n int) { d.Batch.MaxNumSeqs = n }),
+	"max_num_tokens":         intTo("batch.max_num_batched_tokens", func(d *scenario.Scenario, n int) { d.Batch.MaxNumBatchedTokens = n }),
+	"max_seq_len":            intTo("batch.max_model_len", func(d *scenario.Scenario, n int) { d.Batch.MaxModelLen = n }),
+	"tensor_parallel_size":   intTo("tp", func(d *scenario.Scenario, n int) { d.TP = n }),
+	"pipeline_parallel_size": intTo("pp", func(d *scenario.Scenario, n int) { d.PP = n }),
+	"moe_expert_parallel_size": func(d *scenario.Scenario, v any) (string, error) {
 		n, err := asInt(v)
 		if err != nil {
 			return "", err
 		}
 		return "expert_parallel", setEP(d, n)
 	},
-	"enable_chunked_prefill":    boolTo2("engine.trtllm.enable_chunked_prefill", func(t *experiments.TRTLLMEngine, b bool) { t.EnableChunkedPrefill = b }),
-	"disable_overlap_scheduler": boolTo2("engine.trtllm.disable_overlap_scheduler", func(t *experiments.TRTLLMEngine, b bool) { t.DisableOverlapScheduler = b }),
-	"scheduler_config.capacity_scheduler_policy": func(d *experiments.Scenario, v any) (string, error) {
+	"enable_chunked_prefill":    boolTo2("engine.trtllm.enable_chunked_prefill", func(t *scenario.TRTLLMEngine, b bool) { t.EnableChunkedPrefill = b }),
+	"disable_overlap_scheduler": boolTo2("engine.trtllm.disable_overlap_scheduler", func(t *scenario.TRTLLMEngine, b bool) { t.DisableOverlapScheduler = b }),
+	"scheduler_config.capacity_scheduler_policy": func(d *scenario.Scenario, v any) (string, error) {
 		s, ok := v.(string)
 		if !ok {
 			return "", fmt.Errorf("want a policy name, got %v", v)
@@ -199,14 +199,14 @@ var trtllmKeys = map[string]func(d *experiments.Scenario, v any) (string, error)
 		trtllmOf(d).CapacitySchedulerPolicy = s
 		return "engine.trtllm.capacity_scheduler_policy", nil
 	},
-	"scheduler_config.context_chunking_policy": func(d *experiments.Scenario, v any) (string, error) {
+	"scheduler_config.context_chunking_policy": func(d *scenario.Scenario, v any) (string, error) {
 		if v == nil || v == "FIRST_COME_FIRST_SERVED" {
 			return "", nil
 		}
 		return "", fmt.Errorf("%v is not modelled (FIRST_COME_FIRST_SERVED, the default, is)", v)
 	},
-	"kv_cache_config.enable_block_reuse": boolTo2("engine.trtllm.disable_block_reuse", func(t *experiments.TRTLLMEngine, b bool) { t.DisableBlockReuse = !b }),
-	"kv_cache_config.free_gpu_memory_fraction": func(d *experiments.Scenario, v any) (string, error) {
+	"kv_cache_config.enable_block_reuse": boolTo2("engine.trtllm.disable_block_reuse", func(t *scenario.TRTLLMEngine, b bool) { t.DisableBlockReuse = !b }),
+	"kv_cache_config.free_gpu_memory_fraction": func(d *scenario.Scenario, v any) (string, error) {
 		f, err := asFloat(v)
 		if err != nil {
 			return "", err
@@ -214,7 +214,7 @@ var trtllmKeys = map[string]func(d *experiments.Scenario, v any) (string, error)
 		trtllmOf(d).FreeGPUMemoryFraction = f
 		return "engine.trtllm.free_gpu_memory_fraction", nil
 	},
-	"kv_cache_config.max_tokens": func(d *experiments.Scenario, v any) (string, error) {
+	"kv_cache_config.max_tokens": func(d *scenario.Scenario, v any) (string, error) {
 		if v == nil {
 			return "", nil
 		}
@@ -225,8 +225,8 @@ var trtllmKeys = map[string]func(d *experiments.Scenario, v any) (string, error)
 		trtllmOf(d).MaxTokens = n
 		return "engine.trtllm.max_tokens", nil
 	},
-	"kv_cache_config.tokens_per_block": intTo("batch.block_size", func(d *experiments.Scenario, n int) { d.Batch.BlockSize = n }),
-	"kv_cache_config.dtype": func(d *experiments.Scenario, v any) (string, error) {
+	"kv_cache_config.tokens_per_block": intTo("batch.block_size", func(d *scenario.Scenario, n int) { d.Batch.BlockSize = n }),
+	"kv_cache_config.dtype": func(d *scenario.Scenario, v any) (string, error) {
 		switch v {
 		case "auto":
 			return "", nil
@@ -236,31 +236,31 @@ var trtllmKeys = map[string]func(d *experiments.Scenario, v any) (string, error)
 		}
 		return "", fmt.Errorf("%v: want auto or fp8", v)
 	},
-	"kv_cache_config.enable_partial_reuse": func(d *experiments.Scenario, v any) (string, error) {
+	"kv_cache_config.enable_partial_reuse": func(d *scenario.Scenario, v any) (string, error) {
 		return "", nil // accepted: servesim reuses whole blocks either way (the run header says so)
 	},
-	"cuda_graph_config": func(d *experiments.Scenario, v any) (string, error) {
+	"cuda_graph_config": func(d *scenario.Scenario, v any) (string, error) {
 		if v != nil {
 			return "", fmt.Errorf("want null (no CUDA graphs) or a mapping of max_batch_size, enable_padding")
 		}
 		trtllmOf(d).NoCUDAGraphs = true
 		return "engine.trtllm.no_cuda_graphs", nil
 	},
-	"cuda_graph_config.max_batch_size": intTo("engine.trtllm.cuda_graph_max_batch_size", func(d *experiments.Scenario, n int) { trtllmOf(d).CUDAGraphMaxBatchSize = n }),
-	"cuda_graph_config.enable_padding": boolTo2("engine.trtllm.cuda_graph_padding", func(t *experiments.TRTLLMEngine, b bool) { t.CUDAGraphPadding = b }),
-	"cuda_graph_config.batch_sizes": func(d *experiments.Scenario, v any) (string, error) {
+	"cuda_graph_config.max_batch_size": intTo("engine.trtllm.cuda_graph_max_batch_size", func(d *scenario.Scenario, n int) { trtllmOf(d).CUDAGraphMaxBatchSize = n }),
+	"cuda_graph_config.enable_padding": boolTo2("engine.trtllm.cuda_graph_padding", func(t *scenario.TRTLLMEngine, b bool) { t.CUDAGraphPadding = b }),
+	"cuda_graph_config.batch_sizes": func(d *scenario.Scenario, v any) (string, error) {
 		return "", fmt.Errorf("explicit CUDA-graph batch sizes are not read: give cuda_graph_config.max_batch_size (and enable_padding) for TensorRT-LLM's generated sizes")
 	},
 	// No effect in a simulation.
 	"print_iter_log":         noEffectKey,
 	"enable_iter_perf_stats": noEffectKey,
-	"stream_interval": func(d *experiments.Scenario, v any) (string, error) {
+	"stream_interval": func(d *scenario.Scenario, v any) (string, error) {
 		if n, err := asInt(v); err == nil && n == 1 {
 			return "", nil
 		}
 		return "", fmt.Errorf("%v: responses every step (1, the default) only", v)
 	},
-	"enable_attention_dp": func(d *experiments.Scenario, v any) (string, error) {
+	"enable_attention_dp": func(d *scenario.Scenario, v any) (string, error) {
 		if v == false {
 			return "", nil
 		}
@@ -268,10 +268,10 @@ var trtllmKeys = map[string]func(d *experiments.Scenario, v any) (string, error)
 	},
 }
 
-func noEffectKey(*experiments.Scenario, any) (string, error) { return "", nil }
+func noEffectKey(*scenario.Scenario, any) (string, error) { return "", nil }
 
-func intTo(field string, f func(d *experiments.Scenario, n int)) func(d *experiments.Scenario, v any) (string, error) {
-	return func(d *experiments.Scenario, v any) (string, error) {
+func intTo(field string, f func(d *scenario.Scenario, n int)) func(d *scenario.Scenario, v any) (string, error) {
+	return func(d *scenario.Scenario, v any) (string, error) {
 		n, err := asInt(v)
 		if err != nil {
 			return "", err
@@ -281,8 +281,8 @@ func intTo(field string, f func(d *experiments.Scenario, n int)) func(d *experim
 	}
 }
 
-func boolTo2(field string, f func(t *experiments.TRTLLMEngine, b bool)) func(d *experiments.Scenario, v any) (string, error) {
-	return func(d *experiments.Scenario, v any) (string, error) {
+func boolTo2(field string, f func(t *scenario.TRTLLMEngine, b bool)) func(d *scenario.Scenario, v any) (string, error) {
+	return func(d *scenario.Scenario, v any) (string, error) {
 		b, ok := v.(bool)
 		if !ok {
 			return "", fmt.Errorf("want true or false, got %v", v)
@@ -311,9 +311,9 @@ func asInt(v any) (int, error) {
 }
 
 // trtllmOf returns d's [engine.trtllm] table, creating it (a copy, as engineOf).
-func trtllmOf(d *experiments.Scenario) *experiments.TRTLLMEngine {
+func trtllmOf(d *scenario.Scenario) *scenario.TRTLLMEngine {
 	e := engineOf(d)
-	t := experiments.TRTLLMEngine{}
+	t := scenario.TRTLLMEngine{}
 	if e.TRTLLM != nil {
 		t = *e.TRTLLM
 	}
@@ -323,7 +323,7 @@ func trtllmOf(d *experiments.Scenario) *experiments.TRTLLMEngine {
 
 // applyLLMAPIOptions reads file and applies its options to d, each field
 // recorded as set explicitly; it returns the fields set, for the header.
-func applyLLMAPIOptions(file string, d *experiments.Scenario) ([]string, error) {
+func applyLLMAPIOptions(file string, d *scenario.Scenario) ([]string, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("run: --extra_llm_api_options: %v", err)
@@ -353,7 +353,7 @@ func applyLLMAPIOptions(file string, d *experiments.Scenario) ([]string, error) 
 			}
 			f, ok := trtllmKeys[path]
 			if !ok {
-				return fmt.Errorf("run: --extra_llm_api_options %s: key %q: not an LLM-API option servesim reads (README, \"TensorRT-LLM engine\", lists them)", filepath.Base(file), path)
+				return fmt.Errorf("run: --extra_llm_api_options %s: key %q: not an LLM-API option servesim reads (docs/engine-model.md, \"TensorRT-LLM engine\", lists them)", filepath.Base(file), path)
 			}
 			field, err := f(d, v)
 			if err != nil {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/experiments/scenario"
 )
 
 // trtllm-serve's spelling (trtllmtable.go lists it with TensorRT-LLM's
@@ -36,7 +36,7 @@ type trtllmArgs struct {
 	notes    []string
 }
 
-func addTRTLLMFlags(fs *pflag.FlagSet, s *experiments.Scenario) *trtllmArgs {
+func addTRTLLMFlags(fs *pflag.FlagSet, s *scenario.Scenario) *trtllmArgs {
 	g := &trtllmArgs{fs: fs, words: map[string]*vllmWord{}}
 	b := &s.Batch
 	fs.IntVar(&b.MaxNumSeqs, "max_batch_size", 0, "trtllm-serve's name of --max-num-seqs (selects --engine trtllm)")
@@ -129,7 +129,7 @@ func (g *trtllmArgs) pre() (ignored []string, err error) {
 }
 
 // setEP sets expert parallelism from TensorRT-LLM's EP size n.
-func setEP(d *experiments.Scenario, n int) error {
+func setEP(d *scenario.Scenario, n int) error {
 	tp := max(d.TP, 1)
 	switch n {
 	case 1:
@@ -146,7 +146,7 @@ func setEP(d *experiments.Scenario, n int) error {
 // --enable_chunked_prefill and --extra_llm_api_options to base (after
 // override; the file's options win over the flags, as trtllm-serve's
 // "overwrites the parameters specified by trtllm-serve").
-func (g *trtllmArgs) post(base *experiments.Scenario) error {
+func (g *trtllmArgs) post(base *scenario.Scenario) error {
 	fs := g.fs
 	if fs.Changed("ep_size") {
 		if err := setEP(base, g.epSize); err != nil {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/experiments/scenario"
 )
 
 // TestTRTLLMAliases: each trtllm-serve spelling, and each key of an
@@ -163,7 +163,7 @@ func FuzzLLMAPIOptions(f *testing.F) {
 		if err := os.WriteFile(p, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		var s experiments.Scenario
+		var s scenario.Scenario
 		if _, err := applyLLMAPIOptions(p, &s); err == nil && m == nil && len(bytes.TrimSpace(data)) > 0 && bytes.TrimSpace(data)[0] == '{' {
 			t.Fatalf("%q: a JSON object parsed to nil", data)
 		}

@@ -9,8 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/servesim/servesim/experiments"
 	"github.com/servesim/servesim/experiments/realrun"
+	"github.com/servesim/servesim/experiments/scenario"
+	"github.com/servesim/servesim/experiments/validate"
 	"github.com/servesim/servesim/plots"
 )
 
@@ -74,7 +75,7 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 	suite := fs.Bool("suite", false, "run the validation suite (experiments/validation/*.toml)")
 	data := fs.String("data", "", "the suite's data directory (default: ../shared/data from here)")
 	ablation := fs.Bool("ablation", false, "with --suite: run the suite with vllm-v1, each engine mechanism off in turn, all off and ideal; print a Markdown table of the held-out medians (writes no files)")
-	var s experiments.Scenario
+	var s scenario.Scenario
 	b := &s.Batch
 	fs.StringVar(&s.Model, "model", "", "catalog model, replacing the run's (list them: servesim models)")
 	fs.StringVar(&s.GPU, "gpu", "", "catalog GPU, replacing the run's (list them: servesim gpus)")
@@ -99,7 +100,7 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 	vllmEngineAliases(fs, &s)
 	quiet := fs.BoolP("quiet", "q", false, "print only the tables")
 	ignoreOffload := fs.Bool("ignore-kv-offload", false, "replay a run that configured a CPU KV-cache offload tier (the sim2real tables' cpu_kv_blocks_logged) with the GPU's KV cache only; without this flag the tier is replayed as a host tier of the logged blocks")
-	allowLarge := fs.Bool("allow-large", false, fmt.Sprintf("replay a run larger than %d× the largest real run in ../shared/data (%d requests or %d tokens)", experiments.MaxReplayScale, experiments.MaxReplayRequests, experiments.MaxReplayTokens))
+	allowLarge := fs.Bool("allow-large", false, fmt.Sprintf("replay a run larger than %d× the largest real run in ../shared/data (%d requests or %d tokens)", validate.MaxReplayScale, validate.MaxReplayRequests, validate.MaxReplayTokens))
 	if err := parseFlags(fs, vllmArgs(args)); err != nil {
 		return err
 	}
@@ -108,9 +109,9 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 	// (interruptible's grace exit; the replays do not poll the signal).
 	_, stopSignals := interruptible()
 	defer stopSignals()
-	base := experiments.Scenario{ModelsFile: s.ModelsFile, GPUsFile: s.GPUsFile, Model: s.Model, GPU: s.GPU, ModelConfig: s.ModelConfig}
-	var vs []*experiments.Validation
-	var floor *experiments.RepeatSpread
+	base := scenario.Scenario{ModelsFile: s.ModelsFile, GPUsFile: s.GPUsFile, Model: s.Model, GPU: s.GPU, ModelConfig: s.ModelConfig}
+	var vs []*validate.Validation
+	var floor *validate.RepeatSpread
 	if *ablation && fs.Changed("out") {
 		return errors.New("validate: --ablation prints a table and writes no files: drop -o/--out")
 	}
@@ -122,27 +123,27 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 		if fs.Changed("ignore-kv-offload") {
 			return errors.New("validate: --ignore-kv-offload applies to RUN arguments: the suite's files say which runs are replayed GPU-only (ignore_kv_offload)")
 		}
-		dir, err := experiments.FindDataDir(*data)
+		dir, err := scenario.FindDataDir(*data)
 		if err != nil {
 			return err
 		}
-		entries, err := experiments.Suite()
+		entries, err := validate.Suite()
 		if err != nil {
 			return err
 		}
 		if !*quiet {
 			fmt.Fprintf(stdout, "Validation suite: %d files, data in %s.\n", len(entries), dir)
 		}
-		adjust := func(sc *experiments.Scenario) { override(fs, sc, &s) }
+		adjust := func(sc *scenario.Scenario) { override(fs, sc, &s) }
 		if *ablation {
-			bar := newProgress(stderr, *quiet, len(entries)*len(experiments.AblationEngines(nil)), "validate --suite --ablation")
+			bar := newProgress(stderr, *quiet, len(entries)*len(scenario.AblationEngines(nil)), "validate --suite --ablation")
 			defer bar.Done()
-			rows, err := experiments.SuiteAblation(entries, dir, base, adjust, bar.Add)
+			rows, err := validate.SuiteAblation(entries, dir, base, adjust, bar.Add)
 			if err != nil {
 				return err
 			}
 			bar.Done()
-			return experiments.WriteSuiteAblation(stdout, rows)
+			return validate.WriteSuiteAblation(stdout, rows)
 		}
 		bar := newProgress(stderr, *quiet, len(entries), "validate --suite")
 		defer bar.Done()
@@ -158,7 +159,7 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 			}
 			vs = append(vs, got...)
 		}
-		if floor, err = experiments.LoadRepeatSpread(filepath.Join(dir, "vllm-sim2real-runs")); err != nil {
+		if floor, err = validate.LoadRepeatSpread(filepath.Join(dir, "vllm-sim2real-runs")); err != nil {
 			return err
 		}
 	case *ablation:
@@ -182,12 +183,12 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 			runs = append(runs, got...)
 		}
 		if !*allowLarge {
-			if err := experiments.CheckReplaySize(runs); err != nil {
+			if err := validate.CheckReplaySize(runs); err != nil {
 				return err
 			}
 		}
 		var err error
-		if vs, err = experiments.ValidateRuns(runs, base, func(sc *experiments.Scenario) { override(fs, sc, &s) }); err != nil {
+		if vs, err = validate.ValidateRuns(runs, base, func(sc *scenario.Scenario) { override(fs, sc, &s) }); err != nil {
 			return err
 		}
 	}
@@ -195,7 +196,7 @@ func validateCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := experiments.WriteSuiteText(stdout, vs, floor); err != nil {
+	if err := validate.WriteSuiteText(stdout, vs, floor); err != nil {
 		return err
 	}
 	if *out == "" {
@@ -222,13 +223,13 @@ type outFile struct {
 }
 
 // validationFiles builds every output before anything is written.
-func validationFiles(vs []*experiments.Validation) ([]outFile, error) {
-	js, err := experiments.ValidationJSON(vs)
+func validationFiles(vs []*validate.Validation) ([]outFile, error) {
+	js, err := validate.ValidationJSON(vs)
 	if err != nil {
 		return nil, err
 	}
-	files := []outFile{{name: "validation.csv", data: experiments.ValidationCSV(vs)}, {name: "validation.json", data: js}}
-	var sims []*experiments.Validation
+	files := []outFile{{name: "validation.csv", data: validate.ValidationCSV(vs)}, {name: "validation.json", data: js}}
+	var sims []*validate.Validation
 	for _, v := range vs {
 		if v.Plan != nil && len(v.Run.Requests) > 0 { // aggregate-only rows have no measured CDF
 			sims = append(sims, v)
@@ -258,7 +259,7 @@ func validationFiles(vs []*experiments.Validation) ([]outFile, error) {
 // ablation score: one point per run, or per stage of an inference-perf run
 // (summary rows, which repeat the stages' requests, are left out). nil for
 // three runs or fewer.
-func suiteFigure(vs []*experiments.Validation) (*plots.Figure, error) {
+func suiteFigure(vs []*validate.Validation) (*plots.Figure, error) {
 	n := 0
 	for _, v := range vs {
 		if v.Plan != nil {
@@ -280,7 +281,7 @@ var suiteMetrics = []struct{ metric, title string }{{"ttft_mean", "TTFT mean"}, 
 // suitePanels returns the suite figure's points, one per simulated
 // validation that is not an overlapping summary row, and how many of
 // them are held out.
-func suitePanels(vs []*experiments.Validation) (panels []plots.SuitePanel, held int) {
+func suitePanels(vs []*validate.Validation) (panels []plots.SuitePanel, held int) {
 	for _, m := range suiteMetrics {
 		panels = append(panels, plots.SuitePanel{Title: m.title, Unit: "ms"})
 	}
@@ -291,9 +292,9 @@ func suitePanels(vs []*experiments.Validation) (panels []plots.SuitePanel, held 
 		if len(v.Fitted) == 0 {
 			held++
 		}
-		group, mark := experiments.ShortRunName(v.Run.Name), 0
+		group, mark := validate.ShortRunName(v.Run.Name), 0
 		if r := v.Run.Stage; r != nil {
-			group = experiments.ShortRunName(r.Experiment)
+			group = validate.ShortRunName(r.Experiment)
 			fmt.Sscanf(r.Scope, "stage_%d", &mark)
 		}
 		for i, sm := range suiteMetrics {
@@ -309,7 +310,7 @@ func suitePanels(vs []*experiments.Validation) (panels []plots.SuitePanel, held 
 
 // suiteEngine names the engine the suite's simulations ran (they share
 // the command's flags, so the first simulated one speaks for all).
-func suiteEngine(vs []*experiments.Validation) string {
+func suiteEngine(vs []*validate.Validation) string {
 	for _, v := range vs {
 		if v.Plan != nil {
 			name, _, _ := strings.Cut(v.Plan.EngineName(), ":") // the model's name, not its parameters
@@ -319,7 +320,7 @@ func suiteEngine(vs []*experiments.Validation) string {
 	return "none"
 }
 
-func validationData(v *experiments.Validation) plots.ValidationData {
+func validationData(v *validate.Validation) plots.ValidationData {
 	d := plots.ValidationData{Label: v.Run.Name}
 	for i := range v.Run.Requests {
 		q := &v.Run.Requests[i]
@@ -374,14 +375,14 @@ func slug(s string) string {
 // writeAllOrNothing writes every file into a temporary directory inside
 // dir and then renames them into place, so a failure leaves no new file.
 func writeAllOrNothing(dir string, files []outFile) error {
-	if err := experiments.MkdirAll(dir); err != nil {
+	if err := scenario.MkdirAll(dir); err != nil {
 		return err
 	}
-	tmp, err := experiments.TempDir(dir, experiments.TempPrefix+"validate-*")
+	tmp, err := scenario.TempDir(dir, scenario.TempPrefix+"validate-*")
 	if err != nil {
 		return fmt.Errorf("validate: %w", err)
 	}
-	defer experiments.RemoveTempDir(tmp)
+	defer scenario.RemoveTempDir(tmp)
 	for _, f := range files {
 		p := filepath.Join(tmp, f.name)
 		if f.fig != nil {
@@ -393,7 +394,7 @@ func writeAllOrNothing(dir string, files []outFile) error {
 			return fmt.Errorf("validate: writing %s: %w", f.name, err)
 		}
 	}
-	return experiments.CommitTempDir(tmp, func() error {
+	return scenario.CommitTempDir(tmp, func() error {
 		for _, f := range files {
 			if err := os.Rename(filepath.Join(tmp, f.name), filepath.Join(dir, f.name)); err != nil {
 				return fmt.Errorf("validate: %w", err)

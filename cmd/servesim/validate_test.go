@@ -7,8 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/servesim/servesim/experiments"
 	"github.com/servesim/servesim/experiments/realrun"
+	"github.com/servesim/servesim/experiments/scenario"
+	"github.com/servesim/servesim/experiments/validate"
 )
 
 // TestValidateWritesNothingOnFailure: when validation fails (here: an
@@ -88,14 +89,14 @@ func TestValidateSuiteCLI(t *testing.T) {
 // validation's mean, measured and simulated; overlapping summary rows and
 // unsimulated rows are left out.
 func TestSuitePanelsPlotScored(t *testing.T) {
-	v := func(name string, overlap bool, ttftMean, ttftMedian float64) *experiments.Validation {
-		return &experiments.Validation{Run: &realrun.Run{Name: name}, Plan: &experiments.Plan{}, Overlap: overlap, Metrics: []experiments.MetricRow{
+	v := func(name string, overlap bool, ttftMean, ttftMedian float64) *validate.Validation {
+		return &validate.Validation{Run: &realrun.Run{Name: name}, Plan: &scenario.Plan{}, Overlap: overlap, Metrics: []validate.MetricRow{
 			{Metric: "ttft_mean", Real: 51.85, Sim: ttftMean}, {Metric: "ttft_median", Real: 50, Sim: ttftMedian},
 			{Metric: "tpot_mean", Real: 16.62, Sim: 23.12}, {Metric: "tpot_median", Real: 16, Sim: 17},
 			{Metric: "e2e_mean", Real: 4158, Sim: 5933}, {Metric: "e2e_median", Real: 4000, Sim: 5000},
 		}}
 	}
-	vs := []*experiments.Validation{v("a", false, 221.57, 66.5), v("b", true, 1, 1), {Run: &realrun.Run{Name: "c"}}}
+	vs := []*validate.Validation{v("a", false, 221.57, 66.5), v("b", true, 1, 1), {Run: &realrun.Run{Name: "c"}}}
 	panels, held := suitePanels(vs)
 	if len(panels) != 3 || held != 1 {
 		t.Fatalf("%d panels, %d held out; want 3 and 1 (b overlaps, c was not simulated)", len(panels), held)

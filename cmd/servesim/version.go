@@ -5,7 +5,7 @@ import (
 	"io"
 	"runtime"
 
-	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/experiments/scenario"
 )
 
 const versionUsage = `Usage: servesim version   (or servesim --version)
@@ -25,9 +25,9 @@ func versionCmd(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("version: unexpected argument %q", fs.Arg(0))
 	}
 	if *quiet {
-		_, err := fmt.Fprintln(stdout, experiments.Version())
+		_, err := fmt.Fprintln(stdout, scenario.Version())
 		return err
 	}
-	_, err := fmt.Fprintf(stdout, "servesim %s (%s)\n", experiments.Version(), runtime.Version())
+	_, err := fmt.Fprintf(stdout, "servesim %s (%s)\n", scenario.Version(), runtime.Version())
 	return err
 }

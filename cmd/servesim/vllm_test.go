@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/experiments/scenario"
 )
 
 // summaryOf runs `servesim run ARGS -o DIR -q` and returns summary.json's
@@ -42,7 +42,7 @@ func summaryOf(t *testing.T, args string) map[string]any {
 // vLLM's defaults (TestVLLMDefaultsBySpelling) stay out of the comparison.
 func TestVLLMAliases(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "default.toml")
-	if err := os.WriteFile(cfg, []byte(experiments.DefaultTOML()), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(scenario.DefaultTOML()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	base := "--config " + cfg + " --model llama-3.1-8b --prompt-len constant:200 --output-len constant:20 "

@@ -46,7 +46,7 @@ func (w *vllmWord) Type() string {
 }
 
 // vllmAccepted binds the flags of vllmFlags that servesim does not honour
-// (hidden from --help, which points at the README's table instead).
+// (hidden from --help, which points at docs/vllm-sglang.md's table instead).
 type vllmAccepted struct {
 	fs    *pflag.FlagSet
 	words map[string]*vllmWord // by the bound name

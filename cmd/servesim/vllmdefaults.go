@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/experiments/scenario"
 )
 
 // servesimOwn are the flags of vllmFlags that servesim spells so itself:
@@ -47,7 +47,7 @@ func anyChanged(fs *pflag.FlagSet, names ...string) bool {
 
 // vllmDefaults puts vLLM V1's defaults in place of the embedded default
 // scenario's where they differ and the command line is in vLLM's
-// spelling (README, "Defaults that differ from vLLM"): vllm serve's prefix
+// spelling (docs/vllm-sglang.md, "Defaults that differ from vLLM"): vllm serve's prefix
 // caching on (EngineArgs._set_default_args, vllm/engine/arg_utils.py: "V1
 // always uses chunked prefills and prefix caching for non-pooling tasks");
 // vllm bench serve's --request-rate inf, no SLOs (goodput only with
@@ -55,7 +55,7 @@ func anyChanged(fs *pflag.FlagSet, names ...string) bool {
 // workload, its default random dataset (1024 and 128 tokens; ds.implied).
 // A flag or a --config file that sets the field keeps its value. It
 // returns what it changed, for the run header.
-func vllmDefaults(fs *pflag.FlagSet, config string, base *experiments.Scenario, ds *datasetFlags) []string {
+func vllmDefaults(fs *pflag.FlagSet, config string, base *scenario.Scenario, ds *datasetFlags) []string {
 	if config != "" {
 		return nil // the file's values, not the embedded default's
 	}
@@ -83,7 +83,7 @@ func vllmDefaults(fs *pflag.FlagSet, config string, base *experiments.Scenario, 
 		changed = append(changed, "the random dataset, 1024 prompt and 128 output tokens (vllm bench serve's --dataset-name)")
 	}
 	if !anyChanged(fs, "goodput", "slo-ttft", "slo-tpot", "slo-e2e") {
-		base.SLO = experiments.SLO{}
+		base.SLO = scenario.SLO{}
 		for _, k := range []string{"slo.ttft_ms", "slo.tpot_ms", "slo.e2e_ms"} {
 			base.SetByFlag(k)
 		}

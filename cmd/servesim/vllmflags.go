@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/experiments/scenario"
 )
 
 // vLLM's spelling of servesim's flags. Each alias binds the same variable
@@ -46,7 +46,7 @@ import (
 
 // vllmEngineAliases binds the aliases that describe the server (run and
 // validate share them).
-func vllmEngineAliases(fs *pflag.FlagSet, s *experiments.Scenario) {
+func vllmEngineAliases(fs *pflag.FlagSet, s *scenario.Scenario) {
 	fs.IntVar(&s.TP, "tensor-parallel-size", 0, "vLLM's name of --tp (also -tp N)")
 	fs.IntVar(&s.PP, "pipeline-parallel-size", 0, "vLLM's name of --pp (also -pp N)")
 	fs.IntVar(&s.DP, "data-parallel-size", 0, "vLLM's name of --dp (also -dp N)")
@@ -125,7 +125,7 @@ func (c choiceValue) Type() string { return "string" }
 
 // vllmRunAliases binds the aliases of `vllm bench serve`'s load flags and
 // the chunked-prefill switch (run only).
-func vllmRunAliases(fs *pflag.FlagSet, s *experiments.Scenario, chunked *bool, g *goodputValue) {
+func vllmRunAliases(fs *pflag.FlagSet, s *scenario.Scenario, chunked *bool, g *goodputValue) {
 	fs.Float64Var(&s.Workload.Rate, "request-rate", 0, "vLLM bench's name of --rate (inf: every request at t = 0)")
 	fs.IntVar(&s.Workload.Requests, "num-prompts", 0, "vLLM bench's name of --requests")
 	switchVar(fs, boolTo{chunked, true}, "enable-chunked-prefill", "vLLM's name of --chunked-prefill")
@@ -161,7 +161,7 @@ func init() {
 		"disable-custom-all-reduce":    engineScenarioFlags["no-custom-all-reduce"],
 		"no-disable-custom-all-reduce": engineScenarioFlags["no-custom-all-reduce"],
 		"async-scheduling":             engineScenarioFlags["no-async-scheduling"],
-		"swap-space":                   {"batch.swap_space_gb", func(d, s *experiments.Scenario) { d.Batch.SwapSpaceGB = s.Batch.SwapSpaceGB }},
+		"swap-space":                   {"batch.swap_space_gb", func(d, s *scenario.Scenario) { d.Batch.SwapSpaceGB = s.Batch.SwapSpaceGB }},
 		"scheduling-policy":            scenarioFlags["scheduler"],
 		"hf-config-path":               scenarioFlags["model-config"],
 	} {
@@ -314,7 +314,7 @@ func (v vllmDType) Type() string { return "string" }
 // ttft, tpot or e2el, each a non-negative number of milliseconds. keys
 // lists the keys given, so that only their fields are set.
 type goodputValue struct {
-	slo  *experiments.SLO
+	slo  *scenario.SLO
 	keys []string
 }
 
@@ -385,7 +385,7 @@ var goodputSLOFlags = map[string]string{"ttft": "slo-ttft", "tpot": "slo-tpot", 
 // TPOT 50 ms no longer count — unless a --slo-* flag sets them too. It
 // returns a line for the run header naming the SLOs that apply and those
 // dropped ("" without --goodput).
-func (g *goodputValue) apply(fs *pflag.FlagSet, dst *experiments.Scenario) string {
+func (g *goodputValue) apply(fs *pflag.FlagSet, dst *scenario.Scenario) string {
 	if !fs.Changed("goodput") {
 		return ""
 	}

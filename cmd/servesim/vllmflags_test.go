@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/experiments/scenario"
 )
 
 // TestGoodputOnlyNamedSLOs: with --goodput, exactly the SLOs it names
@@ -196,7 +196,7 @@ func TestVLLMFlagsRefusedTogether(t *testing.T) {
 	}
 }
 
-// vllmFlagTableMarkdown renders vllmFlags as README's table: one row per
+// vllmFlagTableMarkdown renders vllmFlags as docs/vllm-sglang.md's table: one row per
 // class and servesim meaning, the flags of the row comma-separated.
 func vllmFlagTableMarkdown() string {
 	type row struct {
@@ -250,10 +250,10 @@ func vllmFlagTableMarkdown() string {
 	return b.String()
 }
 
-// TestVLLMFlagTableInREADME: README's table of every vLLM flag is
+// TestVLLMFlagTableInREADME: docs/vllm-sglang.md's table of every vLLM flag is
 // vllmFlagTableMarkdown's (SERVESIM_UPDATE_README=1 prints it to paste).
 func TestVLLMFlagTableInREADME(t *testing.T) {
-	readmeHasTable(t, vllmFlagTableMarkdown(), "vLLM flags rendered from vllmFlags")
+	docHasTable(t, "docs/vllm-sglang.md", vllmFlagTableMarkdown(), "vLLM flags rendered from vllmFlags")
 }
 
 // TestCheckpointPrecision: a quantized checkpoint named by --model runs at
@@ -292,14 +292,14 @@ func TestCheckpointPrecision(t *testing.T) {
 }
 
 // TestVLLMDefaultsBySpelling: a command line in vLLM's spelling gets
-// vLLM V1's defaults where servesim's embedded scenario differs (README,
-// "Defaults that differ from vLLM"): vllm serve's prefix caching on;
+// vLLM V1's defaults where servesim's embedded scenario differs
+// (docs/vllm-sglang.md, "Defaults that differ from vLLM"): vllm serve's prefix caching on;
 // vllm bench serve's rate inf, no SLOs, and for --num-prompts its random
 // dataset of 1024 and 128 tokens. servesim's spelling, an explicit flag or
 // a --config file keeps servesim's values.
 func TestVLLMDefaultsBySpelling(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "s.toml")
-	if err := os.WriteFile(cfg, []byte(experiments.DefaultTOML()), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(scenario.DefaultTOML()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	type want struct {

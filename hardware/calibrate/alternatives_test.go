@@ -78,7 +78,7 @@ func altFit(terms []altTerm, pts []altPoint) ([]float64, float64) {
 // TestAlternativeForms fits GEMM model forms other than the shipped one to
 // the Vidur traces and prints their held-out-by-model errors (GEMMs of the
 // four profiled classes, median / p90 absolute percentage error): the
-// evidence behind the README's choice of min(saturating FLOPs term, wave
+// evidence behind docs/calibration.md's choice of min(saturating FLOPs term, wave
 // term). It runs only with -alternatives:
 //
 //	go test ./hardware/calibrate -run TestAlternativeForms -alternatives -v -timeout 1h

@@ -74,7 +74,7 @@ func diffNumeric(a, b string, rel float64) string {
 }
 
 // The accuracy report on the shared data is golden: testdata/report.md
-// (the tables of the README's calibration section). Regenerate with
+// (the full report of docs/calibration.md, TestDocsCalibrationReport). Regenerate with
 // `go test ./hardware/calibrate -run TestReportGolden -update` and read the
 // diff.
 func TestReportGolden(t *testing.T) {

@@ -58,7 +58,7 @@
 // parameters for each of nine tiles (64, 128 or 256 on a side), started
 // from the fit without a wave term, and keeps the best, or none unless it
 // lowers the squared log error by 1 %. Simpler forms did worse on the
-// Vidur data (see the README): the padded work in place of the FLOPs, with
+// Vidur data (see docs/calibration.md): the padded work in place of the FLOPs, with
 // or without the saturation, and a min of two tiles.
 //
 // The wave term follows only part of the steps: cuBLAS chooses its kernel

@@ -417,8 +417,7 @@ func Transfer(p *Profile, g *hardware.GPU) (*Profile, error) {
 // of more bandwidth for its compute (H100 → H200: ridge 206) lifts the
 // floor above the faster weight read and prices every decode-sized GEMM
 // by it: the H200's measured GEMMs of 1–128 tokens came out 30 % slow
-// (median), the A100's 39 %, before this scaling (README, Calibrated
-// kernel times).
+// (median), the A100's 39 %, before this scaling (docs/calibration.md).
 func ridgeRatio(from, to Peaks) float64 {
 	if !(from.BF16FLOPS > 0 && from.MemBW > 0 && to.BF16FLOPS > 0 && to.MemBW > 0) {
 		return 1

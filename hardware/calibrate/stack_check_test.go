@@ -34,7 +34,7 @@ import (
 // validation runs' GEMM shapes; this project's H200 timings do, on the
 // same die (TestH200GEMMsAgainstH100Traces), and give the large ones the
 // bandwidth fraction Vidur's traces give them. The profile is not
-// rescaled (README, Known limits).
+// rescaled (docs/limits.md).
 // bundleGEMM is one GEMM shape of the H100 bundle's layer: N × K weights.
 type bundleGEMM struct {
 	kind models.OpKind
@@ -106,7 +106,7 @@ func TestH100GEMMsAgainstLaterStacks(t *testing.T) {
 		med := errStats(v).Bias // median of the signed errors
 		t.Logf("bundle %-14s M ≤ 64: %2d rows, the profile's signed median error %+.1f %%", c.key, len(v), med)
 		if med < c.lo || med > c.hi {
-			t.Errorf("%s: signed median %+.1f %%, outside [%g, %g] %%: the comparison the README quotes has moved", c.key, med, c.lo, c.hi)
+			t.Errorf("%s: signed median %+.1f %%, outside [%g, %g] %%: the comparison docs/limits.md quotes has moved", c.key, med, c.lo, c.hi)
 		}
 	}
 
@@ -151,7 +151,7 @@ func TestH100GEMMsAgainstLaterStacks(t *testing.T) {
 // its 17 MB o_proj 1.23 as the profile's 1.26 (TP 8: 1.11 and 1.05). So
 // the newer stack keeps some steps and drops others, and whether the runs'
 // larger GEMMs step under their stack is not measured here: the profile
-// keeps Vidur's steps (README, Known limits).
+// keeps Vidur's steps (docs/limits.md).
 func TestH100GEMMStepAbove128(t *testing.T) {
 	b, err := ReadBundle(filepath.Join(bundlesDir(t), "H100", "Qwen", "Qwen3.6-35B-A3B", "bf16"))
 	if err != nil {

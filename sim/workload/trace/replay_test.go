@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/servesim/servesim/experiments"
+	"github.com/servesim/servesim/experiments/scenario"
 	"github.com/servesim/servesim/sim"
 	"github.com/servesim/servesim/sim/metrics"
 	"github.com/servesim/servesim/sim/serve"
@@ -34,7 +34,7 @@ func shared(t testing.TB, rel string) string {
 // prefix caching.
 func replay(t *testing.T, src workload.Source, prefixCaching bool) (serve.Result, metrics.Summary) {
 	t.Helper()
-	s := experiments.Default()
+	s := scenario.Default()
 	s.Batch.PrefixCaching = prefixCaching
 	p, err := s.Resolve()
 	if err != nil {

@@ -1,0 +1,100 @@
+package scenario
+
+import (
+	"testing"
+)
+
+// BenchmarkSimulate100k simulates 100,000 requests of the default workload
+// (Llama-3.1-8B, BF16, one H100, chunked prefill, calibrated kernel times)
+// at 17 req/s, at the instance's saturation (≈ 16.8 req/s completed when
+// 3,000 requests are offered at 30 req/s), streaming requests.csv and
+// steps.csv to disk. It reports simulated requests per wall-clock second.
+func BenchmarkSimulate100k(b *testing.B) {
+	s := Default()
+	s.Workload.Rate = 17
+	s.Workload.Requests = 100_000
+	benchRun(b, s)
+}
+
+// BenchmarkSimulate100kPP2 is BenchmarkSimulate100k at pp = 2 (two H100s,
+// rounds priced by hardware.PipelineStep): the cost of pricing up to two
+// micro-batches a step from the whole model's operators.
+func BenchmarkSimulate100kPP2(b *testing.B) {
+	s := Default()
+	s.PP = 2
+	s.Workload.Rate = 17
+	s.Workload.Requests = 100_000
+	benchRun(b, s)
+}
+
+// BenchmarkSimulate100kWideEP64 is a 64-rank wide-EP simulation of 100k
+// requests: DeepSeek-V3 at FP8 on GB200, DP 64 ranks with expert
+// parallelism over all 64 GPUs (4 experts a GPU, one NVL72 domain), DeepEP
+// low-latency, at 5 req/s a rank. Each rank is an instance, so the cost is
+// 64 instances' steps, each priced with its all-to-all.
+func BenchmarkSimulate100kWideEP64(b *testing.B) {
+	s := Default()
+	s.Model, s.GPU, s.Weights, s.KV = "deepseek-v3", "gb200", "fp8", "fp8"
+	s.DP, s.ExpertParallel, s.All2All = 64, true, "deepep_low_latency"
+	s.Workload.Rate = 64 * 5
+	s.Workload.Requests = 100_000
+	benchRun(b, s)
+}
+
+// benchRun resolves s and runs it b.N times into one directory, streaming
+// requests.csv and steps.csv, checking that all of its requests finish, and
+// reports simulated requests per wall-clock second.
+func benchRun(b *testing.B, s Scenario) {
+	b.Helper()
+	p, err := s.Resolve()
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rep, err := Run(p, dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if rep.Result.Finished != int64(s.Workload.Requests) {
+			b.Fatalf("finished %d of %d", rep.Result.Finished, s.Workload.Requests)
+		}
+	}
+	b.ReportMetric(float64(b.N)*float64(s.Workload.Requests)/b.Elapsed().Seconds(), "req/s")
+}
+
+// BenchmarkSimulate100kEAGLE3 is BenchmarkSimulate100k with EAGLE-3
+// speculative decoding (k = 3): the cost of drawing every decoding
+// request's acceptance each step and pricing the drafter's passes.
+func BenchmarkSimulate100kEAGLE3(b *testing.B) {
+	s := Default()
+	s.Workload.Rate = 17
+	s.Workload.Requests = 100_000
+	s.Speculative = &Speculative{Method: "eagle3", NumSpeculativeTokens: 3}
+	benchRun(b, s)
+}
+
+// BenchmarkSimulate100kKVTier is BenchmarkSimulate100k with prefix caching
+// on shared system prompts (1,024 tokens, 200 of them) and a 4,000-block
+// GPU cache, without and with a 100 GiB host-memory offload tier: the
+// cost of the tier's stores, lookups and loads.
+func BenchmarkSimulate100kKVTier(b *testing.B) {
+	for _, cpu := range []float64{0, 100} {
+		name := "off"
+		if cpu > 0 {
+			name = "cpu"
+		}
+		b.Run(name, func(b *testing.B) {
+			s := Default()
+			s.Workload.Rate = 17
+			s.Workload.Requests = 100_000
+			s.Workload.SharedPrefix, s.Workload.PrefixGroups = 1024, 200
+			s.Batch.PrefixCaching = true
+			s.Batch.NumGPUBlocksOverride = 4000
+			s.Offload = &Offload{CPUGiB: cpu}
+			benchRun(b, s)
+		})
+	}
+}

@@ -99,7 +99,7 @@ func (f *binnedForest) at(x []float64) float64 {
 	// Without branches that the walk's data decides: a token count's
 	// features follow no pattern a branch predictor learns, and the
 	// mispredictions were most of the walk's cost. A feature's bin is
-	// counted over its thresholds' keys (a borrow is 1 iff key < x's); a
+	// found over its thresholds' keys (a borrow is 1 iff key < x's); a
 	// split selects its child with a mask.
 	var bins [numFeatures]uint16
 	for j := range numFeatures {
@@ -107,12 +107,21 @@ func (f *binnedForest) at(x []float64) float64 {
 		if v != v {
 			v = math.Inf(-1) // NaN: no threshold below it, as for −Inf
 		}
-		kx, c := orderKey(v), uint64(0)
-		for _, k := range f.keys[f.off[j]:f.off[j+1]] {
-			_, b := bits.Sub64(k, kx, 0)
-			c += b
+		// A binary search over the ascending keys that moves its base
+		// by a mask: base is the count of keys below x's at the end.
+		kx, ks := orderKey(v), f.keys[f.off[j]:f.off[j+1]]
+		base, n := 0, len(ks)
+		for n > 1 {
+			h := n / 2
+			_, b := bits.Sub64(ks[base+h-1], kx, 0) // 1 iff the h-th key from base is below x's
+			base += h & -int(b)
+			n -= h
 		}
-		bins[j] = uint16(c)
+		if n == 1 {
+			_, b := bits.Sub64(ks[base], kx, 0)
+			base += int(b)
+		}
+		bins[j] = uint16(base)
 	}
 	nodes := f.nodes
 	step := func(i int32) int32 {

@@ -25,9 +25,7 @@ type StepModel struct {
 	// (models.TokenOnly): most of a step's operators. A step then prices
 	// only attention and the LM head afresh.
 	byTokens []tokenPart
-	big      tokenPart   // tokenPart's answer beyond maxCachedTokens
-	lm       []models.Op // scratch for lmHead
-	mixed    [3]float64  // lmHead's answer for a batch with prefill
+	big      tokenPart // tokenPart's answer beyond maxCachedTokens
 }
 
 type tokenPart struct {
@@ -94,7 +92,6 @@ func newStepModel(m *models.Model, g *GPU, p models.Parallel, k KernelModel, ite
 	}
 	s := &StepModel{m: m, g: g, p: p, k: k, iterOverhead: iterOverhead}
 	s.ops = make([]models.Op, 0, models.NumOpKinds)
-	s.lm = make([]models.Op, 0, 1)
 	return s, nil
 }
 
@@ -138,10 +135,11 @@ func (s *StepModel) Step(b models.Batch) (sec, flops, bytes float64) {
 	}
 	tp := s.tokenPart(n)
 	sec, flops, bytes = tp.sec, tp.flops, tp.bytes
-	// BatchOps' operators in its order: attention, then the LM head, whose
-	// Count × time, FLOPs and bytes come from tp (the same products, so
-	// the same bits).
-	s.ops = s.m.AttentionOps(b, s.p, s.ops[:0])
+	// BatchOps' operators in its order, but for a batch without prefill
+	// the LM head's Count × time, FLOPs and bytes come from tp (the same
+	// products, so the same bits).
+	var cached bool
+	s.ops, cached = s.batchOps(b, s.ops[:0])
 	for i := range s.ops {
 		op := &s.ops[i]
 		c := float64(op.Count)
@@ -151,33 +149,23 @@ func (s *StepModel) Step(b models.Batch) (sec, flops, bytes float64) {
 		flops += c * op.FLOPs
 		bytes += c * op.Bytes
 	}
-	if lm := s.lmHead(tp, b); lm != nil {
-		sec, flops, bytes = sec+lm[0], flops+lm[1], bytes+lm[2]
+	if cached {
+		sec, flops, bytes = sec+tp.lm[0], flops+tp.lm[1], bytes+tp.lm[2]
 	}
 	return s.iterOverhead + sec, flops, bytes
 }
 
-// lmHead returns the LM head's Count × time, FLOPs and bytes in b, whose
-// token count tp is for, or nil if b samples no row. A batch without
-// prefill samples every token: tp.lm. A batch with prefill chunks samples
-// its decodes' tokens and one row a chunk, priced afresh (a 100k-request
-// run's 78,644 mixed steps have 62,281 distinct pairs of token count and
-// sampled rows: a cache would rarely hit).
-func (s *StepModel) lmHead(tp *tokenPart, b models.Batch) *[3]float64 {
+// batchOps appends BatchOps(b) to dst, or for a batch without prefill only
+// its attention, and says which: such a batch samples every token, so its
+// LM head is that of its token count's tokenPart (lm). A batch with
+// prefill chunks samples its decodes' tokens and one row a chunk (a
+// 100k-request run's 78,644 mixed steps have 62,281 distinct pairs of
+// token count and sampled rows: a cache would rarely hit).
+func (s *StepModel) batchOps(b models.Batch, dst []models.Op) (ops []models.Op, lmCached bool) {
 	if b.Prefills == 0 && b.PrefillTokens == 0 {
-		return &tp.lm
+		return s.m.AttentionOps(b, s.p, dst), true
 	}
-	s.lm = s.m.LMHeadOps(b, s.p, s.lm[:0])
-	if len(s.lm) == 0 {
-		return nil
-	}
-	op := &s.lm[0]
-	c := float64(op.Count)
-	s.mixed = [3]float64{0, c * op.FLOPs, c * op.Bytes}
-	if op.Count != 0 {
-		s.mixed[0] = c * s.k.OpTime(op)
-	}
-	return &s.mixed
+	return s.m.BatchOps(b, s.p, dst), false
 }
 
 // tokenPart returns the summed token-only operators for n tokens: an

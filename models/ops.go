@@ -242,27 +242,23 @@ func (m *Model) moeOps(L, rc, nTok int, touched, t, wb float64, wc DType) [4]Op 
 // equals Ops of the same token count with these replaced by BatchOps(b)
 // (TestBatchOpsSplit checks it).
 func (m *Model) BatchOps(b Batch, p Parallel, dst []Op) []Op {
-	return m.LMHeadOps(b, p, m.AttentionOps(b, p, dst))
+	if b.Tokens() <= 0 {
+		return dst
+	}
+	tp := tpOf(p)
+	dst = m.appendAttention(b, tp, p.KV.Bytes(), p.Weights.Bytes(), dst)
+	return m.appendLMHead(b, tp, p.Weights.Bytes(), p.Weights, dst)
 }
 
-// AttentionOps appends BatchOps' attention operators (the first part of
-// its list) and LMHeadOps its LM head (the rest): a step model that knows
-// the LM head's cost of a batch, which depends on b.Tokens() alone when
-// the batch has no prefill (every token then samples), asks only for the
-// attention.
+// AttentionOps appends BatchOps' attention operators, the first part of
+// its list (the LM head is the rest): a step model that knows the LM
+// head's cost of a batch, which depends on b.Tokens() alone when the batch
+// has no prefill (every token then samples), asks only for these.
 func (m *Model) AttentionOps(b Batch, p Parallel, dst []Op) []Op {
 	if b.Tokens() <= 0 {
 		return dst
 	}
 	return m.appendAttention(b, tpOf(p), p.KV.Bytes(), p.Weights.Bytes(), dst)
-}
-
-// LMHeadOps appends BatchOps' LM head (see AttentionOps).
-func (m *Model) LMHeadOps(b Batch, p Parallel, dst []Op) []Op {
-	if b.Tokens() <= 0 {
-		return dst
-	}
-	return m.appendLMHead(b, tpOf(p), p.Weights.Bytes(), p.Weights, dst)
 }
 
 // TokenOnly reports whether an operator class's cost depends only on the

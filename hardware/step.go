@@ -22,8 +22,9 @@ type StepModel struct {
 	ops          []models.Op // scratch, reused by every call
 	// byTokens caches, per batch token count, the time, FLOPs and bytes of
 	// the operators whose cost depends on the token count alone
-	// (models.TokenOnly): most of a step's operators. A step then prices
-	// only attention and the LM head afresh.
+	// (models.TokenOnly): most of a step's operators, and the LM head of a
+	// batch without prefill. A step then prices only attention afresh (and
+	// the LM head of a batch with prefill chunks).
 	byTokens []tokenPart
 	big      tokenPart // tokenPart's answer beyond maxCachedTokens
 }

@@ -431,7 +431,8 @@ func (ps *PipelineStep) stageTimes(mb models.Batch, load float64, t, send, a2a [
 	tok := ps.s.tokenPart(mb.Tokens())
 	embed, head, layers := tok.embed, 0.0, tok.sec-tok.embed
 	flops, bytes = tok.flops, tok.bytes
-	ps.ops = ps.s.m.BatchOps(mb, ps.s.p, ps.ops[:0])
+	var cached bool
+	ps.ops, cached = ps.s.batchOps(mb, ps.ops[:0])
 	for i := range ps.ops {
 		op := &ps.ops[i]
 		c := float64(op.Count)
@@ -449,6 +450,11 @@ func (ps *PipelineStep) stageTimes(mb models.Batch, load float64, t, send, a2a [
 		}
 		flops += c * op.FLOPs
 		bytes += c * op.Bytes
+	}
+	if cached { // BatchOps' last operator, as StepModel.Step takes it
+		head = tok.lm[0]
+		flops += tok.lm[1]
+		bytes += tok.lm[2]
 	}
 	for s := range pp {
 		t[s] = layers * ps.frac[s]

@@ -250,6 +250,17 @@ func (m *Model) BatchOps(b Batch, p Parallel, dst []Op) []Op {
 	return m.appendLMHead(b, tp, p.Weights.Bytes(), p.Weights, dst)
 }
 
+// AttentionOps appends BatchOps' attention operators, the first part of
+// its list (the LM head is the rest): a step model that knows the LM
+// head's cost of a batch, which depends on b.Tokens() alone when the batch
+// has no prefill (every token then samples), asks only for these.
+func (m *Model) AttentionOps(b Batch, p Parallel, dst []Op) []Op {
+	if b.Tokens() <= 0 {
+		return dst
+	}
+	return m.appendAttention(b, tpOf(p), p.KV.Bytes(), p.Weights.Bytes(), dst)
+}
+
 // TokenOnly reports whether an operator class's cost depends only on the
 // batch's token count (and the model and parallel configuration).
 func TokenOnly(k OpKind) bool {

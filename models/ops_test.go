@@ -478,6 +478,17 @@ func TestBatchOpsSplit(t *testing.T) {
 			if got := m.BatchOps(b, p, nil); !slices.Equal(got, rest) {
 				t.Fatalf("%s %+v: BatchOps = %+v, want %+v", name, b, got, rest)
 			}
+			// AttentionOps is BatchOps but the LM head, which in a batch
+			// without prefill is that of its token count as decodes.
+			att := slices.DeleteFunc(slices.Clone(rest), func(op Op) bool { return op.Kind == OpLMHead })
+			if got := m.AttentionOps(b, p, nil); !slices.Equal(got, att) {
+				t.Fatalf("%s %+v: AttentionOps = %+v, want %+v", name, b, got, att)
+			}
+			ops := m.Ops(plain, p, nil)
+			i := slices.IndexFunc(ops, func(op Op) bool { return op.Kind == OpLMHead })
+			if lm := rest[len(rest)-1]; b.Prefills == 0 && (lm.Kind != OpLMHead || lm != ops[i]) {
+				t.Fatalf("%s %+v: LM head %+v is not that of %d decodes", name, b, lm, b.Tokens())
+			}
 		}
 	}
 }

@@ -166,6 +166,9 @@ type forest struct {
 	depth int // the deepest leaf's depth
 	kinds [models.NumOpKinds]bool
 	dtype models.DType
+	// binned is the same forest over bin indices (trees_eval.go), which
+	// at uses when set: the same leaves, summed in the same order.
+	binned *binnedForest
 }
 
 func newForest(t *GEMMTrees) *forest {
@@ -193,14 +196,23 @@ func newForest(t *GEMMTrees) *forest {
 		f.kinds[kind] = true
 	}
 	f.dtype, _ = models.ParseDType(t.Dtype)
+	f.binned = newBinnedForest(f)
 	return f
 }
 
-// at returns the log correction for feature vector x. It walks four trees
+// at returns the log correction for feature vector x. atFloat walks four trees
 // at a time for f.depth steps each (leaves absorb the walk, so every tree
 // takes the same steps), so that the four chains of dependent loads
 // overlap.
 func (f *forest) at(x []float64) float64 {
+	if f.binned != nil {
+		return f.binned.at(x)
+	}
+	return f.atFloat(x)
+}
+
+// atFloat is at by walking the nodes' float thresholds.
+func (f *forest) atFloat(x []float64) float64 {
 	s := f.base
 	nodes, roots := f.nodes, f.roots
 	step := func(i int32) int32 {

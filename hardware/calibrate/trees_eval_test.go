@@ -1,0 +1,81 @@
+package calibrate
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/servesim/servesim/models"
+)
+
+// TestBinnedForestSameBits checks that the binned walk returns the float
+// walk's bits for every built-in profile with trees, at the feature
+// vectors of the GEMMs of two models at two TPs over every token count up to 8,192
+// (what a step model prices), at every threshold and its two neighbouring
+// floats in each feature alone, at NaN and ±Inf, and at random vectors.
+func TestBinnedForestSameBits(t *testing.T) {
+	for _, gpu := range []string{"a100", "a100-pcie", "h100", "h200", "rtx-pro-6000"} {
+		p, ok := Builtin(gpu)
+		if !ok || p.GEMMTrees == nil {
+			t.Fatalf("%s: no built-in profile with trees", gpu)
+		}
+		f := newForest(p.GEMMTrees)
+		if f.binned == nil {
+			t.Fatalf("%s: the forest was not binned", gpu)
+		}
+		n := 0
+		check := func(x []float64, what string) {
+			t.Helper()
+			n++
+			if got, want := f.binned.at(x), f.atFloat(x); math.Float64bits(got) != math.Float64bits(want) {
+				t.Fatalf("%s, %s: binned %v, float walk %v (x = %v)", gpu, what, got, want, x)
+			}
+		}
+		k, err := p.Calibrated(mustGPU(t, gpu), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		param := *k // the parametric time: k without its trees
+		param.trees = nil
+		var x [numFeatures]float64
+		for _, name := range []string{"llama-3.1-8b", "qwen3-32b"} {
+			m := mustModel(t, name)
+			for _, tp := range []int{1, 4} {
+				par := models.Parallel{TP: tp, Weights: models.BF16, KV: models.BF16}
+				var ops []models.Op
+				for tok := 1; tok <= 8192; tok++ {
+					ops = m.Ops(models.Batch{Decodes: tok}, par, ops[:0])
+					for i := range ops {
+						op := &ops[i]
+						if treeDomain(op, &f.kinds, f.dtype) {
+							k.features(op, param.OpTime(op), x[:])
+							check(x[:], op.Kind.String())
+						}
+					}
+				}
+			}
+		}
+		// Each threshold, the floats either side and the specials, in one
+		// feature at a time over the last GEMM's vector.
+		for j := range numFeatures {
+			y := x
+			for _, v := range append(f.binned.thr[j], math.NaN(), math.Inf(1), math.Inf(-1), 0) {
+				for _, w := range []float64{math.Nextafter(v, math.Inf(-1)), v, math.Nextafter(v, math.Inf(1))} {
+					y[j] = w
+					check(y[:], "threshold")
+				}
+			}
+		}
+		r := rand.New(rand.NewPCG(1, 2))
+		for range 20000 {
+			for j := range x {
+				x[j] = (r.Float64() - 0.3) * 40 // features span about [-12, 28] (logs, fractions, M mod 256 up to 255)
+				if r.IntN(4) == 0 {
+					x[j] *= 10
+				}
+			}
+			check(x[:], "random")
+		}
+		t.Logf("%s: %d vectors agree", gpu, n)
+	}
+}

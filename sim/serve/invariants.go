@@ -27,7 +27,7 @@ func (in *Instance) checkInvariants() {
 			sumKV += int64(kv)
 			decodes++
 			phase[in.phaseOf(r)]++
-			if r.hidx < 0 || in.heap[r.hidx] != r {
+			if r.hidx < 0 || in.heap[r.hidx].r != r || in.heap[r.hidx].at != r.finishAt {
 				panic(fmt.Sprintf("serve: decoding request %d not in the finish heap", r.id))
 			}
 		case statePrefill:

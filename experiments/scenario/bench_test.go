@@ -98,3 +98,26 @@ func BenchmarkSimulate100kKVTier(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRunSetup resolves and runs a 10-request default scenario with
+// its files: the fixed cost of one run (scenario resolution, the kernel
+// model's build, the output set) that a sweep pays for every scenario.
+func BenchmarkRunSetup(b *testing.B) {
+	s := Default()
+	s.Workload.Requests = 10
+	dir := b.TempDir()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		p, err := s.Resolve()
+		if err != nil {
+			b.Fatal(err)
+		}
+		rep, err := Run(p, dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if rep.Result.Finished != int64(s.Workload.Requests) {
+			b.Fatalf("finished %d of %d", rep.Result.Finished, s.Workload.Requests)
+		}
+	}
+}

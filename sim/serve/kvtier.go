@@ -130,75 +130,51 @@ type tierNode struct {
 }
 
 // tierLRU is one tier's units in LRU order (head = least recently used).
-// Units are found in maps with 8-byte keys (the runtime's fast map for
-// them) where they fit: prefix units by their hash, own blocks by their
-// request id and block index packed into one word (packOwn); an own block
-// that does not pack goes to a map keyed by its selfKey. A tier of a
-// 100k-request run takes millions of stores, most of them own blocks, and
-// hashing the 32-byte tierKey for each was most of their cost
-// (BenchmarkSimulate100kKVTier/cpu).
+// Prefix units are found by their hash and own blocks in a selfMap (most
+// keys one packed word): a tier of a 100k-request run takes millions of
+// stores, most of them own blocks, and hashing the 32-byte tierKey for
+// each was most of their cost (BenchmarkSimulate100kKVTier/cpu).
 type tierLRU struct {
 	capacity, used float64
-	prefix         map[uint64]*tierNode  // prefix units by hash
-	own            map[uint64]*tierNode  // own blocks by packOwn
-	ownWide        map[selfKey]*tierNode // own blocks that do not pack
+	prefix         map[uint64]*tierNode // prefix units by hash
+	own            selfMap[tierNode]    // own blocks
 	head, tail     *tierNode
 	free           []*tierNode
 }
 
 func newTierLRU(capacity float64) tierLRU {
-	return tierLRU{capacity: capacity, prefix: map[uint64]*tierNode{}, own: map[uint64]*tierNode{}, ownWide: map[selfKey]*tierNode{}}
-}
-
-// Own blocks pack as id<<ownBlockBits | block for 0 ≤ id < 2^40 and
-// 0 ≤ block < 2^24 (16M blocks: 268M tokens at 16 a block, past any
-// model's context); others use the selfKey map.
-const ownBlockBits = 24
-
-// packOwn returns k's own block as one word, and whether it packs.
-func packOwn(k selfKey) (uint64, bool) {
-	if k.id < 0 || k.id >= 1<<(64-ownBlockBits) || k.block < 0 || k.block >= 1<<ownBlockBits {
-		return 0, false
-	}
-	return uint64(k.id)<<ownBlockBits | uint64(k.block), true
+	return tierLRU{capacity: capacity, prefix: map[uint64]*tierNode{}, own: newSelfMap[tierNode]()}
 }
 
 // get returns the node holding k, or nil.
 func (t *tierLRU) get(k tierKey) *tierNode {
-	if !k.own {
-		return t.prefix[k.hash]
+	if k.own {
+		return t.own.get(k.self)
 	}
-	if p, ok := packOwn(k.self); ok {
-		return t.own[p]
-	}
-	return t.ownWide[k.self]
+	return t.prefix[k.hash]
 }
 
 // put makes n the node holding k.
 func (t *tierLRU) put(k tierKey, n *tierNode) {
-	if !k.own {
-		t.prefix[k.hash] = n
-	} else if p, ok := packOwn(k.self); ok {
-		t.own[p] = n
+	if k.own {
+		t.own.put(k.self, n)
 	} else {
-		t.ownWide[k.self] = n
+		t.prefix[k.hash] = n
 	}
 }
 
 // del forgets k.
 func (t *tierLRU) del(k tierKey) {
-	if !k.own {
-		delete(t.prefix, k.hash)
-	} else if p, ok := packOwn(k.self); ok {
-		delete(t.own, p)
+	if k.own {
+		t.own.del(k.self)
 	} else {
-		delete(t.ownWide, k.self)
+		delete(t.prefix, k.hash)
 	}
 }
 
 func (t *tierLRU) has(k tierKey) bool { return t.get(k) != nil }
 
-func (t *tierLRU) units() int { return len(t.prefix) + len(t.own) + len(t.ownWide) }
+func (t *tierLRU) units() int { return len(t.prefix) + t.own.len() }
 
 func (t *tierLRU) unlink(n *tierNode) {
 	if n.prev != nil {

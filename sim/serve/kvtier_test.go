@@ -269,7 +269,7 @@ func TestQueueInsertOrder(t *testing.T) {
 }
 
 // TestTierKeysPackAndWide stores, in a tier of room for 6 units of 1 B,
-// keys on both sides of packOwn's limits (ids below 2^40 and blocks below
+// keys on both sides of packSelf's limits (ids below 2^40 and blocks below
 // 2^24 pack, others go to the selfKey map) and a prefix hash equal to a
 // packed own key: each is found as itself only, and the seventh store
 // evicts the first (LRU), from whichever map held it.
@@ -284,8 +284,8 @@ func TestTierKeysPackAndWide(t *testing.T) {
 	}
 	wantPacked := []bool{true, false, false, false, true, false}
 	for i, k := range keys[:5] {
-		if _, ok := packOwn(k.self); ok != wantPacked[i] {
-			t.Errorf("packOwn(%+v) packs = %v, want %v", k.self, ok, wantPacked[i])
+		if _, ok := packSelf(k.self); ok != wantPacked[i] {
+			t.Errorf("packSelf(%+v) packs = %v, want %v", k.self, ok, wantPacked[i])
 		}
 	}
 	tiers := newKVTiers([]KVTier{{Name: "cpu", Bytes: 6, ReadBW: 1, WriteBW: 1}}, &Result{})
@@ -297,8 +297,18 @@ func TestTierKeysPackAndWide(t *testing.T) {
 		}
 	}
 	tiers.check()
-	if len(lru.prefix) != 1 || len(lru.own) != 2 || len(lru.ownWide) != 3 {
-		t.Errorf("maps hold %d prefix, %d packed, %d wide units; want 1, 2, 3", len(lru.prefix), len(lru.own), len(lru.ownWide))
+	if len(lru.prefix) != 1 || len(lru.own.packed) != 2 || len(lru.own.wide) != 3 {
+		t.Errorf("maps hold %d prefix, %d packed, %d wide units; want 1, 2, 3", len(lru.prefix), len(lru.own.packed), len(lru.own.wide))
+	}
+	seen := 0
+	lru.own.each(func(k selfKey, n *tierNode) {
+		seen++
+		if n.key != ownKey(k.id, k.block) {
+			t.Errorf("each gives key %+v for the node of %+v", k, n.key)
+		}
+	})
+	if seen != 5 {
+		t.Errorf("each visits %d own blocks, want 5", seen)
 	}
 	for _, k := range keys {
 		if n := lru.get(k); n == nil || n.key != k {

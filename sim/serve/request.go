@@ -153,7 +153,7 @@ func (h *finishHeap) remove(i int) *request {
 // swapping sift of container/heap with the entry held aside, so entries
 // end where swapping would leave them.
 func (h finishHeap) up(j int) {
-	e := h[j]
+	j0, e := j, h[j]
 	for j > 0 {
 		i := (j - 1) / 2
 		if !e.less(&h[i]) {
@@ -163,7 +163,9 @@ func (h finishHeap) up(j int) {
 		h[j].r.hidx = j
 		j = i
 	}
-	h[j] = e
+	if j != j0 {
+		h[j] = e
+	}
 	e.r.hidx = j
 }
 
@@ -189,9 +191,12 @@ func (h finishHeap) down(i0 int) bool {
 		h[i].r.hidx = i
 		i = j
 	}
+	if i == i0 {
+		return false // e stays: its index is i0 already, or (moved there by remove) up sets it
+	}
 	h[i] = e
 	e.r.hidx = i
-	return i > i0
+	return true
 }
 
 // queue holds requests sorted by request.less on a ring buffer: O(1) to add

@@ -8,9 +8,11 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/BurntSushi/toml"
 
@@ -32,14 +34,32 @@ type Catalog struct {
 
 // Builtin returns a fresh catalog holding the built-in models (builtin.toml,
 // each citing its published config.json). Callers may add to it.
+//
+// The embedded file is parsed once per process (every scenario a sweep
+// resolves asks for the catalog; parsing it was about a fifth of a small
+// run's fixed cost, BenchmarkRunSetup); each call gets its own map and its
+// own copies of the models, so no caller sees another's changes.
 func Builtin() *Catalog {
+	parsed := builtinParsed()
+	c := &Catalog{models: make(map[string]*Model, len(parsed.models))}
+	for n, m := range parsed.models {
+		cp := *m
+		cp.HFAliases = slices.Clone(m.HFAliases)
+		cp.Inferred.Notes = slices.Clone(m.Inferred.Notes)
+		c.models[n] = &cp
+	}
+	return c
+}
+
+// builtinParsed is the built-in catalog as parsed once; never modified.
+var builtinParsed = sync.OnceValue(func() *Catalog {
 	c := &Catalog{}
 	if err := c.Load(bytes.NewReader(builtinTOML), "builtin.toml"); err != nil {
 		// The embedded file is part of the program; TestBuiltin loads it.
 		panic(err)
 	}
 	return c
-}
+})
 
 // Get returns a copy of the named model, matching the name without regard to
 // case. A name with a '/' is a HuggingFace repository id

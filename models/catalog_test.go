@@ -57,6 +57,31 @@ func TestBuiltinIsFresh(t *testing.T) {
 	}
 }
 
+// TestBuiltinParsedOnce checks the catalog Builtin copies from its one
+// parse of builtin.toml: equal to a fresh parse, and each catalog's models
+// its own (a change to one catalog's stored model, aliases included, does
+// not reach the next Builtin()).
+func TestBuiltinParsedOnce(t *testing.T) {
+	var fresh Catalog
+	if err := fresh.Load(bytes.NewReader(builtinTOML), "builtin.toml"); err != nil {
+		t.Fatal(err)
+	}
+	a := Builtin()
+	if !reflect.DeepEqual(a.models, fresh.models) {
+		t.Fatal("Builtin() differs from a fresh parse of builtin.toml")
+	}
+	m := a.models["llama-3.1-8b"]
+	if len(m.HFAliases) == 0 {
+		t.Fatal("llama-3.1-8b has no hf_aliases to change")
+	}
+	m.Layers = 1
+	m.HFAliases[0] = "changed"
+	m.Inferred.Notes = append(m.Inferred.Notes, "changed")
+	if !reflect.DeepEqual(Builtin().models, fresh.models) {
+		t.Error("a change to one Builtin() catalog's model shows in the next")
+	}
+}
+
 func TestGet(t *testing.T) {
 	c := Builtin()
 	for _, name := range []string{"llama-3.1-8b", "Llama-3.1-8B", " LLAMA-3.1-8B "} {

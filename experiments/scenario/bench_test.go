@@ -2,6 +2,9 @@ package scenario
 
 import (
 	"testing"
+
+	"github.com/servesim/servesim/models"
+	"github.com/servesim/servesim/sim/serve"
 )
 
 // BenchmarkSimulate100k simulates 100,000 requests of the default workload
@@ -97,4 +100,102 @@ func BenchmarkSimulate100kKVTier(b *testing.B) {
 			benchRun(b, s)
 		})
 	}
+}
+
+// BenchmarkRunSetup resolves and runs a 10-request default scenario with
+// its files: the fixed cost of one run (scenario resolution, the kernel
+// model's build, the output set) that a sweep pays for every scenario.
+func BenchmarkRunSetup(b *testing.B) {
+	s := Default()
+	s.Workload.Requests = 10
+	dir := b.TempDir()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		p, err := s.Resolve()
+		if err != nil {
+			b.Fatal(err)
+		}
+		rep, err := Run(p, dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if rep.Result.Finished != int64(s.Workload.Requests) {
+			b.Fatalf("finished %d of %d", rep.Result.Finished, s.Workload.Requests)
+		}
+	}
+}
+
+// BenchmarkSimulate100kLoop is BenchmarkSimulate100k with the kernel
+// model's step prices replayed: a first run records every price the
+// engine asks for, in order, and the timed runs get them back from that
+// list (each batch checked against the recorded one). What is left is the
+// event loop's own work: the batcher, the engine's bookkeeping, the
+// metrics and the files, without the pricing.
+func BenchmarkSimulate100kLoop(b *testing.B) {
+	s := Default()
+	s.Workload.Rate = 17
+	s.Workload.Requests = 100_000
+	p, err := s.Resolve()
+	if err != nil {
+		b.Fatal(err)
+	}
+	k := p.Serve.Instance.Step
+	if _, ok := k.(serve.PipelinedTimer); ok {
+		b.Fatal("the replay timer does not price back-to-back steps apart")
+	}
+	ov, ok := k.(interface{ IterOverhead() float64 })
+	if !ok {
+		b.Fatal("the kernel model reports no per-iteration overhead")
+	}
+	rt := &replayTimer{k: k, overhead: ov.IterOverhead()}
+	p.Serve.Instance.Step = rt
+	dir := b.TempDir()
+	first, err := Run(p, dir) // records
+	if err != nil {
+		b.Fatal(err)
+	}
+	rt.replay = true
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rt.next = 0
+		rep, err := Run(p, dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if rep.Result != first.Result || rt.next != len(rt.steps) {
+			b.Fatalf("replayed run differs: %+v after %d of %d steps, recorded %+v", rep.Result, rt.next, len(rt.steps), first.Result)
+		}
+	}
+	b.ReportMetric(float64(b.N)*float64(s.Workload.Requests)/b.Elapsed().Seconds(), "req/s")
+}
+
+// replayTimer records the prices k gives, then replays them in order.
+type replayTimer struct {
+	k        serve.StepTimer
+	overhead float64
+	replay   bool
+	steps    []pricedStep
+	next     int
+}
+
+type pricedStep struct {
+	b                    models.Batch
+	seconds, flops, byts float64
+}
+
+func (t *replayTimer) IterOverhead() float64 { return t.overhead }
+
+func (t *replayTimer) Step(b models.Batch) (seconds, flops, bytes float64) {
+	if !t.replay {
+		s, f, y := t.k.Step(b)
+		t.steps = append(t.steps, pricedStep{b, s, f, y})
+		return s, f, y
+	}
+	if t.next >= len(t.steps) || t.steps[t.next].b != b {
+		panic("scenario: the replayed run asked for a batch the recording did not")
+	}
+	p := &t.steps[t.next]
+	t.next++
+	return p.seconds, p.flops, p.byts
 }

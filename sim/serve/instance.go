@@ -561,7 +561,7 @@ func (in *Instance) endStep(now sim.Time) {
 		if in.cfg.Spec != nil {
 			in.specAdvance()
 		}
-		for len(in.heap) > 0 && in.heap[0].finishAt == in.decCounter {
+		for len(in.heap) > 0 && in.heap[0].at == in.decCounter {
 			r := in.heap.remove(0)
 			in.leaveDecode(r)
 			r.lastToken = now

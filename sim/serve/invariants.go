@@ -27,7 +27,7 @@ func (in *Instance) checkInvariants() {
 			sumKV += int64(kv)
 			decodes++
 			phase[in.phaseOf(r)]++
-			if r.hidx < 0 || in.heap[r.hidx] != r {
+			if r.hidx < 0 || in.heap[r.hidx].r != r || in.heap[r.hidx].at != r.finishAt {
 				panic(fmt.Sprintf("serve: decoding request %d not in the finish heap", r.id))
 			}
 		case statePrefill:
@@ -92,7 +92,7 @@ func (in *Instance) checkInvariants() {
 				unrefs++
 			}
 		}
-		for k, u := range in.cache.selfs {
+		in.cache.selfs.each(func(k selfKey, u *unit) {
 			used += u.blocks
 			if u.self != k || u.kind != unitSelf || u.blocks != 1 || u.refs != refs[u] || u.refs > 1 {
 				panic(fmt.Sprintf("serve: self unit %v has %d references, running requests hold %d", k, u.refs, refs[u]))
@@ -100,7 +100,7 @@ func (in *Instance) checkInvariants() {
 			if u.refs == 0 {
 				unrefs++
 			}
-		}
+		})
 		// The LRU holds exactly the unreferenced units and the anonymous
 		// freed blocks, and its blocks are the evictable count.
 		anon, lru := 0, 0

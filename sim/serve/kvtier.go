@@ -130,14 +130,51 @@ type tierNode struct {
 }
 
 // tierLRU is one tier's units in LRU order (head = least recently used).
+// Prefix units are found by their hash and own blocks in a selfMap (most
+// keys one packed word): a tier of a 100k-request run takes millions of
+// stores, most of them own blocks, and hashing the 32-byte tierKey for
+// each was most of their cost (BenchmarkSimulate100kKVTier/cpu).
 type tierLRU struct {
 	capacity, used float64
-	nodes          map[tierKey]*tierNode
+	prefix         map[uint64]*tierNode // prefix units by hash
+	own            selfMap[tierNode]    // own blocks
 	head, tail     *tierNode
 	free           []*tierNode
 }
 
-func (t *tierLRU) has(k tierKey) bool { _, ok := t.nodes[k]; return ok }
+func newTierLRU(capacity float64) tierLRU {
+	return tierLRU{capacity: capacity, prefix: map[uint64]*tierNode{}, own: newSelfMap[tierNode]()}
+}
+
+// get returns the node holding k, or nil.
+func (t *tierLRU) get(k tierKey) *tierNode {
+	if k.own {
+		return t.own.get(k.self)
+	}
+	return t.prefix[k.hash]
+}
+
+// put makes n the node holding k.
+func (t *tierLRU) put(k tierKey, n *tierNode) {
+	if k.own {
+		t.own.put(k.self, n)
+	} else {
+		t.prefix[k.hash] = n
+	}
+}
+
+// del forgets k.
+func (t *tierLRU) del(k tierKey) {
+	if k.own {
+		t.own.del(k.self)
+	} else {
+		delete(t.prefix, k.hash)
+	}
+}
+
+func (t *tierLRU) has(k tierKey) bool { return t.get(k) != nil }
+
+func (t *tierLRU) units() int { return len(t.prefix) + t.own.len() }
 
 func (t *tierLRU) unlink(n *tierNode) {
 	if n.prev != nil {
@@ -165,7 +202,14 @@ func (t *tierLRU) pushBack(n *tierNode) {
 
 // touch makes k the most recently used unit, if held.
 func (t *tierLRU) touch(k tierKey) {
-	if n, ok := t.nodes[k]; ok && n != t.tail {
+	if n := t.get(k); n != nil {
+		t.touchNode(n)
+	}
+}
+
+// touchNode makes held unit n the most recently used.
+func (t *tierLRU) touchNode(n *tierNode) {
+	if n != t.tail {
 		t.unlink(n)
 		t.pushBack(n)
 	}
@@ -175,7 +219,7 @@ func (t *tierLRU) touch(k tierKey) {
 func (t *tierLRU) evictHead() (tierKey, float64) {
 	v := t.head
 	t.unlink(v)
-	delete(t.nodes, v.key)
+	t.del(v.key)
 	t.used -= v.bytes
 	t.free = append(t.free, v)
 	return v.key, v.bytes
@@ -192,7 +236,7 @@ func (t *tierLRU) add(k tierKey, bytes float64) {
 		n = new(tierNode)
 	}
 	*n = tierNode{key: k, bytes: bytes}
-	t.nodes[k] = n
+	t.put(k, n)
 	t.pushBack(n)
 	t.used += bytes
 }
@@ -208,7 +252,7 @@ type kvTiers struct {
 func newKVTiers(cfg []KVTier, res *Result) *kvTiers {
 	k := &kvTiers{cfg: cfg, res: res}
 	for i, t := range cfg {
-		k.lru[i] = tierLRU{capacity: t.Bytes, nodes: map[tierKey]*tierNode{}}
+		k.lru[i] = newTierLRU(t.Bytes)
 	}
 	return k
 }
@@ -257,9 +301,9 @@ func (k *kvTiers) store(key tierKey, bytes float64) {
 func (k *kvTiers) storeAt(i int, h tierKey, bytes float64) {
 	t := &k.lru[i]
 	down := i+1 < len(k.cfg)
-	switch {
-	case t.has(h):
-		t.touch(h)
+	switch n := t.get(h); {
+	case n != nil:
+		t.touchNode(n)
 	case bytes <= t.capacity:
 		for t.used+bytes > t.capacity {
 			vh, vb := t.evictHead()
@@ -332,15 +376,15 @@ func (k *kvTiers) check() {
 		t := &k.lru[i]
 		n, used := 0, 0.0
 		for v := t.head; v != nil; v = v.next {
-			if t.nodes[v.key] != v {
+			if t.get(v.key) != v {
 				panic(fmt.Sprintf("serve: tier %d: unit %+v in the LRU list is not its map's", i, v.key))
 			}
 			n++
 			used += v.bytes
 		}
 		switch {
-		case n != len(t.nodes):
-			panic(fmt.Sprintf("serve: tier %d: %d units in the LRU list, %d in the map", i, n, len(t.nodes)))
+		case n != t.units():
+			panic(fmt.Sprintf("serve: tier %d: %d units in the LRU list, %d in the maps", i, n, t.units()))
 		case math.Abs(used-t.used) > 1e-6*max(1, t.used):
 			panic(fmt.Sprintf("serve: tier %d: units hold %g bytes, counter %g", i, used, t.used))
 		case t.used > t.capacity:

@@ -267,3 +267,65 @@ func TestQueueInsertOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestTierKeysPackAndWide stores, in a tier of room for 6 units of 1 B,
+// keys on both sides of packSelf's limits (ids below 2^40 and blocks below
+// 2^24 pack, others go to the selfKey map) and a prefix hash equal to a
+// packed own key: each is found as itself only, and the seventh store
+// evicts the first (LRU), from whichever map held it.
+func TestTierKeysPackAndWide(t *testing.T) {
+	keys := []tierKey{
+		ownKey(1<<40-1, 1<<24-1), // packs: the largest id and block
+		ownKey(1<<40, 0),         // id too large: wide
+		ownKey(0, 1<<24),         // block too large: wide
+		ownKey(-1, 3),            // negative id: wide
+		ownKey(1, 0),             // packs as 1<<24
+		prefixKey(1 << 24),       // the same word as ownKey(1, 0), a prefix unit
+	}
+	wantPacked := []bool{true, false, false, false, true, false}
+	for i, k := range keys[:5] {
+		if _, ok := packSelf(k.self); ok != wantPacked[i] {
+			t.Errorf("packSelf(%+v) packs = %v, want %v", k.self, ok, wantPacked[i])
+		}
+	}
+	tiers := newKVTiers([]KVTier{{Name: "cpu", Bytes: 6, ReadBW: 1, WriteBW: 1}}, &Result{})
+	lru := &tiers.lru[0]
+	for i, k := range keys {
+		tiers.store(k, 1)
+		if got := lru.units(); got != i+1 {
+			t.Fatalf("after storing %d keys the tier holds %d units", i+1, got)
+		}
+	}
+	tiers.check()
+	if len(lru.prefix) != 1 || len(lru.own.packed) != 2 || len(lru.own.wide) != 3 {
+		t.Errorf("maps hold %d prefix, %d packed, %d wide units; want 1, 2, 3", len(lru.prefix), len(lru.own.packed), len(lru.own.wide))
+	}
+	seen := 0
+	lru.own.each(func(k selfKey, n *tierNode) {
+		seen++
+		if n.key != ownKey(k.id, k.block) {
+			t.Errorf("each gives key %+v for the node of %+v", k, n.key)
+		}
+	})
+	if seen != 5 {
+		t.Errorf("each visits %d own blocks, want 5", seen)
+	}
+	for _, k := range keys {
+		if n := lru.get(k); n == nil || n.key != k {
+			t.Errorf("get(%+v) = %v", k, n)
+		}
+	}
+	for _, k := range []tierKey{ownKey(1<<40-1, 0), ownKey(1<<39, 1<<24-1), prefixKey(1<<64 - 1)} {
+		if lru.has(k) {
+			t.Errorf("has(%+v) for a key never stored", k)
+		}
+	}
+	tiers.store(ownKey(2, 2), 1) // full: evicts keys[0], the least recently used
+	tiers.check()
+	if lru.has(keys[0]) || !lru.has(ownKey(2, 2)) || lru.units() != 6 {
+		t.Errorf("the seventh store did not replace the first: has first %v, units %d", lru.has(keys[0]), lru.units())
+	}
+	if tiers.res.TierEvictions[0] != 1 {
+		t.Errorf("evictions %d, want 1", tiers.res.TierEvictions[0])
+	}
+}

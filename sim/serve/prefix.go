@@ -44,11 +44,76 @@ type selfKey struct {
 	block int
 }
 
+// selfMap maps selfKeys to Ts (the GPU cache's self units, a tier's own
+// blocks). A key packs into one word where it can (packSelf), so that
+// most lookups take the runtime's fast map for 8-byte keys, not a hash of
+// the 16-byte key: the batcher looks a queued preempted request's self
+// blocks up at every step it is considered, and a tier stores millions of
+// own blocks in a 100k-request run (BenchmarkSimulate100kKVTier).
+type selfMap[T any] struct {
+	packed map[uint64]*T
+	wide   map[selfKey]*T // keys that do not pack
+}
+
+func newSelfMap[T any]() selfMap[T] {
+	return selfMap[T]{packed: map[uint64]*T{}, wide: map[selfKey]*T{}}
+}
+
+// Self keys pack as id<<selfBlockBits | block for 0 ≤ id < 2^40 and
+// 0 ≤ block < 2^24 (16M blocks: 268M tokens at 16 a block, past any
+// model's context); the others use the wide map.
+const selfBlockBits = 24
+
+// packSelf returns k as one word, and whether it packs.
+func packSelf(k selfKey) (uint64, bool) {
+	if k.id < 0 || k.id >= 1<<(64-selfBlockBits) || k.block < 0 || k.block >= 1<<selfBlockBits {
+		return 0, false
+	}
+	return uint64(k.id)<<selfBlockBits | uint64(k.block), true
+}
+
+// get returns k's value, or nil.
+func (m *selfMap[T]) get(k selfKey) *T {
+	if p, ok := packSelf(k); ok {
+		return m.packed[p]
+	}
+	return m.wide[k]
+}
+
+func (m *selfMap[T]) put(k selfKey, v *T) {
+	if p, ok := packSelf(k); ok {
+		m.packed[p] = v
+	} else {
+		m.wide[k] = v
+	}
+}
+
+func (m *selfMap[T]) del(k selfKey) {
+	if p, ok := packSelf(k); ok {
+		delete(m.packed, p)
+	} else {
+		delete(m.wide, k)
+	}
+}
+
+func (m *selfMap[T]) len() int { return len(m.packed) + len(m.wide) }
+
+// each calls f for every entry, in no particular order (for invariant
+// checks: nothing that reaches an output may depend on it).
+func (m *selfMap[T]) each(f func(k selfKey, v *T)) {
+	for p, v := range m.packed {
+		f(selfKey{int64(p >> selfBlockBits), int(p & (1<<selfBlockBits - 1))}, v)
+	}
+	for k, v := range m.wide {
+		f(k, v)
+	}
+}
+
 // prefixCache maps hashes to cached units and keeps the unreferenced ones
 // in LRU order (head = least recently released) for eviction.
 type prefixCache struct {
 	units      map[uint64]*unit
-	selfs      map[selfKey]*unit
+	selfs      selfMap[unit]
 	head, tail *unit
 	evictable  int // blocks held by unreferenced units (all of the LRU)
 	anon       int // blocks of anonymous units
@@ -56,7 +121,7 @@ type prefixCache struct {
 }
 
 func newPrefixCache() *prefixCache {
-	return &prefixCache{units: map[uint64]*unit{}, selfs: map[selfKey]*unit{}}
+	return &prefixCache{units: map[uint64]*unit{}, selfs: newSelfMap[unit]()}
 }
 
 // match returns how many leading hashes are cached, at most limit.
@@ -76,7 +141,7 @@ func (c *prefixCache) match(hashes []uint64, limit int) int {
 func (c *prefixCache) matchSelf(id int64, b0, limit int) int {
 	n := 0
 	for n < limit {
-		if _, ok := c.selfs[selfKey{id, b0 + n}]; !ok {
+		if c.selfs.get(selfKey{id, b0 + n}) == nil {
 			break
 		}
 		n++
@@ -100,7 +165,7 @@ func (c *prefixCache) pinnedBlocks(hashes []uint64, n int) int {
 func (c *prefixCache) ref(h uint64) *unit { return c.take(c.units[h]) }
 
 // refSelf takes a reference to request id's self unit of block b.
-func (c *prefixCache) refSelf(id int64, b int) *unit { return c.take(c.selfs[selfKey{id, b}]) }
+func (c *prefixCache) refSelf(id int64, b int) *unit { return c.take(c.selfs.get(selfKey{id, b})) }
 
 func (c *prefixCache) take(u *unit) *unit {
 	if u.refs == 0 {
@@ -173,12 +238,12 @@ func (c *prefixCache) freeAnon(n int) {
 // anonymizes a request's unmatched self units) would be a bug.
 func (c *prefixCache) freeSelf(id int64, b int) {
 	k := selfKey{id, b}
-	if _, ok := c.selfs[k]; ok {
+	if c.selfs.get(k) != nil {
 		panic("serve: self block cached twice")
 	}
 	u := c.newUnit()
 	*u = unit{kind: unitSelf, self: k, blocks: 1}
-	c.selfs[k] = u
+	c.selfs.put(k, u)
 	c.evictable++
 	c.pushLRU(u)
 }
@@ -189,7 +254,7 @@ func (c *prefixCache) anonymize(u *unit) {
 	if u.kind != unitSelf || u.refs != 0 {
 		return
 	}
-	delete(c.selfs, u.self)
+	c.selfs.del(u.self)
 	u.kind = unitAnon
 	c.anon += u.blocks
 }
@@ -214,7 +279,7 @@ func (c *prefixCache) evict(need int) (int, bool) {
 	case unitPrefix:
 		delete(c.units, u.hash)
 	case unitSelf:
-		delete(c.selfs, u.self)
+		c.selfs.del(u.self)
 	default:
 		c.anon -= u.blocks
 	}
@@ -272,7 +337,7 @@ func (in *Instance) takeHits(r *request) {
 	r.nSelf = k
 	for b := r.selfLo; b < r.selfHi; b++ {
 		if b < b0 || b >= b0+k {
-			if u, ok := c.selfs[selfKey{r.id, b}]; ok {
+			if u := c.selfs.get(selfKey{r.id, b}); u != nil {
 				c.anonymize(u)
 			}
 		}

@@ -106,7 +106,7 @@ func TestFreeQueueOrder(t *testing.T) {
 			t.Fatalf("after evict(%d): request 9 matches %d blocks, want %d", tc.need, got, tc.left9)
 		}
 	}
-	if c.evictable != 0 || c.anon != 0 || len(c.selfs) != 0 {
-		t.Fatalf("emptied cache holds %d evictable, %d anonymous, %d self units", c.evictable, c.anon, len(c.selfs))
+	if c.evictable != 0 || c.anon != 0 || c.selfs.len() != 0 {
+		t.Fatalf("emptied cache holds %d evictable, %d anonymous, %d self units", c.evictable, c.anon, c.selfs.len())
 	}
 }

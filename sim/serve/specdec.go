@@ -383,7 +383,8 @@ func (in *Instance) specAdvance() {
 	st := in.w.res.Spec
 	k := sp.K
 	need := 0
-	for _, r := range in.heap {
+	for i := range in.heap {
+		r := in.heap[i].r
 		cur := r.k0 + int(in.decCounter-r.d0) // KV after the step's sampled token
 		if r.specSteps == 0 {
 			r.spec.Seed(in.w.cfg.Seed, streamSpec^uint64(r.id))
@@ -403,6 +404,7 @@ func (in *Instance) specAdvance() {
 			r.k0 += a
 			r.g0 += a
 			r.finishAt -= int64(a)
+			in.heap[i].at = r.finishAt
 			in.phase[in.phaseOf(r)]++
 			in.sumKV += int64(a)
 		}

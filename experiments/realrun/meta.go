@@ -198,28 +198,16 @@ func ReadMeta(r io.Reader, name string) (Engine, error) {
 			DP *int  `json:"data_parallel_size"`
 			EP *bool `json:"enable_expert_parallel"`
 		}
-		if json.Unmarshal(pc, &f) == nil && f.DP != nil {
-			switch {
-			case *f.DP < 1:
-				return Engine{}, fieldErr(name, 0, "resolved_config.parallel_config.data_parallel_size", "%d: want ≥ 1", *f.DP)
-			case k.DataParallelSize == nil:
-				e.DP = *f.DP
-			case *k.DataParallelSize != *f.DP:
-				return Engine{}, fieldErr(name, 0, "resolved_config.parallel_config.data_parallel_size", "%d, but engine_kwargs.data_parallel_size is %d: how many DP ranks ran?", *f.DP, *k.DataParallelSize)
+		if json.Unmarshal(pc, &f) == nil {
+			if err := resolvedSize(name, "data_parallel_size", f.DP, k.DataParallelSize, &e.DP, "how many DP ranks ran?"); err != nil {
+				return Engine{}, err
 			}
 		}
 		if f.EP != nil && k.ExpertParallel == nil {
 			e.ExpertParallel = *f.EP
 		}
-		if f.PP != nil {
-			switch {
-			case *f.PP < 1:
-				return Engine{}, fieldErr(name, 0, "resolved_config.parallel_config.pipeline_parallel_size", "%d: want ≥ 1", *f.PP)
-			case k.PipelineParallel == nil:
-				e.PP = *f.PP
-			case *k.PipelineParallel != *f.PP:
-				return Engine{}, fieldErr(name, 0, "resolved_config.parallel_config.pipeline_parallel_size", "%d, but engine_kwargs.pipeline_parallel_size is %d: how many stages ran?", *f.PP, *k.PipelineParallel)
-			}
+		if err := resolvedSize(name, "pipeline_parallel_size", f.PP, k.PipelineParallel, &e.PP, "how many stages ran?"); err != nil {
+			return Engine{}, err
 		}
 	}
 	// resolved_config.speculative_config is what vLLM ran (its resolved
@@ -393,3 +381,21 @@ func csvErr(name string, err error) error {
 
 // stripBOM drops a leading UTF-8 byte-order mark.
 func stripBOM(b []byte) []byte { return bytes.TrimPrefix(b, []byte("\ufeff")) }
+
+// resolvedSize takes resolved_config.parallel_config's key (got; nil where
+// absent) into dst where engine_kwargs gives none (kw nil); a size below 1,
+// or one that disagrees with engine_kwargs's, is an error asking question.
+func resolvedSize(name, key string, got, kw, dst *int, question string) error {
+	if got == nil {
+		return nil
+	}
+	switch field := "resolved_config.parallel_config." + key; {
+	case *got < 1:
+		return fieldErr(name, 0, field, "%d: want ≥ 1", *got)
+	case kw == nil:
+		*dst = *got
+	case *kw != *got:
+		return fieldErr(name, 0, field, "%d, but engine_kwargs.%s is %d: %s", *got, key, *kw, question)
+	}
+	return nil
+}

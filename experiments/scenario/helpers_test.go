@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -54,4 +55,14 @@ func goldenFiles(t *testing.T) []string {
 		t.Fatalf("no golden scenarios: %v", err)
 	}
 	return files
+}
+
+// header returns p's run header (Describe), failing the test on an error.
+func header(t *testing.T, p *Plan) string {
+	t.Helper()
+	var b strings.Builder
+	if err := p.Describe(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/servesim/servesim/experiments/internal/parallel"
 	"github.com/servesim/servesim/experiments/scenario"
-	"github.com/servesim/servesim/hardware"
 )
 
 // PlaceOptions configure a placement search.
@@ -124,11 +123,9 @@ func Place(base scenario.Scenario, o PlaceOptions) ([]Placement, error) {
 	}
 	node := 8
 	if sp.nodeDP {
-		gc := hardware.Builtin()
-		if base.GPUsFile != "" {
-			if err := gc.LoadFile(base.Path(base.GPUsFile)); err != nil {
-				return nil, err
-			}
+		gc, err := base.GPUCatalog()
+		if err != nil {
+			return nil, err
 		}
 		g, err := gc.Get(base.GPU)
 		if err != nil {

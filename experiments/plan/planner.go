@@ -11,7 +11,6 @@ import (
 
 	"github.com/servesim/servesim/experiments/internal/parallel"
 	"github.com/servesim/servesim/experiments/scenario"
-	"github.com/servesim/servesim/hardware"
 )
 
 // PlanOptions configure the capacity planner.
@@ -402,11 +401,9 @@ func WritePlanCSV(w io.Writer, opts []Option) error {
 // the catalog rather than a table of error rows; a GPU given twice is an
 // error, and prices are keyed by the catalog's name, whatever the spelling.
 func (o *PlanOptions) checkGPUs(base scenario.Scenario) error {
-	gc := hardware.Builtin()
-	if base.GPUsFile != "" {
-		if err := gc.LoadFile(base.Path(base.GPUsFile)); err != nil {
-			return err
-		}
+	gc, err := base.GPUCatalog()
+	if err != nil {
+		return err
 	}
 	prices := map[string]float64{}
 	o.nodes = map[string]int{}

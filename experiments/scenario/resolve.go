@@ -194,15 +194,37 @@ func (s *Scenario) resolvePool(gc *hardware.Catalog, m *models.Model, prefix, gp
 // would only exhaust memory before the first event.
 const MaxReplicas = 100_000
 
-// LookupModel returns the scenario's model: the catalog's (and
-// models_file's) entry named by model, or the HuggingFace config.json of
-// model_config.
-func (s *Scenario) LookupModel() (*models.Model, error) {
+// ModelCatalog returns the built-in model catalog with the scenario's
+// models_file (relative to its directory) loaded over it.
+func (s Scenario) ModelCatalog() (*models.Catalog, error) {
 	mc := models.Builtin()
 	if s.ModelsFile != "" {
 		if err := mc.LoadFile(s.Path(s.ModelsFile)); err != nil {
 			return nil, err
 		}
+	}
+	return mc, nil
+}
+
+// GPUCatalog returns the built-in GPU catalog with the scenario's
+// gpus_file (relative to its directory) loaded over it.
+func (s Scenario) GPUCatalog() (*hardware.Catalog, error) {
+	gc := hardware.Builtin()
+	if s.GPUsFile != "" {
+		if err := gc.LoadFile(s.Path(s.GPUsFile)); err != nil {
+			return nil, err
+		}
+	}
+	return gc, nil
+}
+
+// LookupModel returns the scenario's model: the catalog's (and
+// models_file's) entry named by model, or the HuggingFace config.json of
+// model_config.
+func (s *Scenario) LookupModel() (*models.Model, error) {
+	mc, err := s.ModelCatalog()
+	if err != nil {
+		return nil, err
 	}
 	switch {
 	case s.ModelConfig != "" && s.Model != "":
@@ -230,11 +252,9 @@ func (s Scenario) Resolve() (*Plan, error) {
 	if p.Model, err = s.LookupModel(); err != nil {
 		return nil, err
 	}
-	gc := hardware.Builtin()
-	if s.GPUsFile != "" {
-		if err := gc.LoadFile(s.Path(s.GPUsFile)); err != nil {
-			return nil, err
-		}
+	gc, err := s.GPUCatalog()
+	if err != nil {
+		return nil, err
 	}
 	if s.GPU == "" {
 		return nil, s.fieldError("gpu", "gpu", "missing (see `servesim gpus`)")

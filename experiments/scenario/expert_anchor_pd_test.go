@@ -68,14 +68,7 @@ func runWideEPPD(t *testing.T, c wideEPPDCase, set func(*Scenario)) (p *Plan, r 
 	if c.replicas > 0 {
 		s.Replicas, s.Workload.Rate, s.Workload.Requests = c.replicas, c.rate, c.requests
 	}
-	p, err := s.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := t.TempDir()
-	if r, err = Run(p, out); err != nil {
-		t.Fatal(err)
-	}
+	p, r, out := runDir(t, s)
 	if cn := r.Counts(); cn.Finished != cn.Arrived || cn.Arrived == 0 {
 		t.Fatalf("%s: %d arrived, %d finished", c.file, cn.Arrived, cn.Finished)
 	}

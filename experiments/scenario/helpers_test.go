@@ -33,6 +33,22 @@ func resolveRun(t *testing.T, s Scenario) (*Plan, *Report) {
 	return p, r
 }
 
+// runDir resolves s and runs it into a temporary directory, failing the
+// test on any error; it returns the plan, the report and the directory.
+func runDir(t *testing.T, s Scenario) (*Plan, *Report, string) {
+	t.Helper()
+	p, err := s.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	r, err := Run(p, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, r, dir
+}
+
 // readSummary decodes dir's summary.json into v, failing the test on an
 // error.
 func readSummary(t *testing.T, dir string, v any) {

@@ -49,6 +49,24 @@ func runDir(t *testing.T, s Scenario) (*Plan, *Report, string) {
 	return p, r, dir
 }
 
+// errHas reports a nil err, or one that lacks any of want, after label
+// and a colon when label is not "".
+func errHas(t *testing.T, label string, err error, want []string) {
+	t.Helper()
+	if label != "" {
+		label += ": "
+	}
+	if err == nil {
+		t.Errorf("%sno error", label)
+		return
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%serror %q does not contain %q", label, err, w)
+		}
+	}
+}
+
 // readSummary decodes dir's summary.json into v, failing the test on an
 // error.
 func readSummary(t *testing.T, dir string, v any) {

@@ -241,15 +241,7 @@ func TestBadWorkloadShapes(t *testing.T) {
 		s := Default()
 		tt.edit(&s.Workload)
 		_, err := s.Resolve()
-		if err == nil {
-			t.Errorf("%s: no error", tt.name)
-			continue
-		}
-		for _, w := range tt.want {
-			if !strings.Contains(err.Error(), w) {
-				t.Errorf("%s: error %q does not contain %q", tt.name, err, w)
-			}
-		}
+		errHas(t, tt.name, err, tt.want)
 	}
 }
 

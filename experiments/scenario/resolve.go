@@ -197,25 +197,24 @@ const MaxReplicas = 100_000
 // ModelCatalog returns the built-in model catalog with the scenario's
 // models_file (relative to its directory) loaded over it.
 func (s Scenario) ModelCatalog() (*models.Catalog, error) {
-	mc := models.Builtin()
-	if s.ModelsFile != "" {
-		if err := mc.LoadFile(s.Path(s.ModelsFile)); err != nil {
-			return nil, err
-		}
-	}
-	return mc, nil
+	return withFile(s, models.Builtin(), s.ModelsFile)
 }
 
 // GPUCatalog returns the built-in GPU catalog with the scenario's
 // gpus_file (relative to its directory) loaded over it.
 func (s Scenario) GPUCatalog() (*hardware.Catalog, error) {
-	gc := hardware.Builtin()
-	if s.GPUsFile != "" {
-		if err := gc.LoadFile(s.Path(s.GPUsFile)); err != nil {
-			return nil, err
+	return withFile(s, hardware.Builtin(), s.GPUsFile)
+}
+
+// withFile loads s's file (none when "") over the catalog c.
+func withFile[C interface{ LoadFile(string) error }](s Scenario, c C, file string) (C, error) {
+	if file != "" {
+		if err := c.LoadFile(s.Path(file)); err != nil {
+			var none C
+			return none, err
 		}
 	}
-	return gc, nil
+	return c, nil
 }
 
 // LookupModel returns the scenario's model: the catalog's (and

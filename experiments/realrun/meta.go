@@ -312,12 +312,9 @@ func ReadTimeseries(r io.Reader, name string) ([]Tick, error) {
 	cr := csv.NewReader(r)
 	cr.FieldsPerRecord = 6
 	cr.ReuseRecord = true
-	head, err := cr.Read()
+	head, err := readHead(cr, name)
 	if err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("realrun: %s: empty file", name)
-		}
-		return nil, csvErr(name, err)
+		return nil, err
 	}
 	if got := strings.TrimPrefix(strings.Join(head, ","), "\ufeff"); got != TimeseriesHeader {
 		return nil, fmt.Errorf("realrun: %s line 1: header %q, want %q", name, got, TimeseriesHeader)
@@ -364,6 +361,19 @@ func ReadTimeseries(r io.Reader, name string) ([]Tick, error) {
 		}
 	}
 	return ticks, nil
+}
+
+// readHead reads cr's header row; an empty file is an error, as is a CSV
+// error (csvErr).
+func readHead(cr *csv.Reader, name string) ([]string, error) {
+	head, err := cr.Read()
+	if errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("realrun: %s: empty file", name)
+	}
+	if err != nil {
+		return nil, csvErr(name, err)
+	}
+	return head, nil
 }
 
 func csvErr(name string, err error) error {

@@ -206,3 +206,18 @@ func TestOpenRequestsDirNoMeta(t *testing.T) {
 		t.Errorf("error %v, want %s", err, want)
 	}
 }
+
+// TestCSVEmptyFile: each CSV reader (one readHead) calls an empty file so,
+// naming it.
+func TestCSVEmptyFile(t *testing.T) {
+	_, err1 := ReadStageRows(strings.NewReader(""), "s.csv")
+	_, err2 := ReadTimeseries(strings.NewReader(""), "ts.csv")
+	for _, c := range []struct {
+		err  error
+		want string
+	}{{err1, "realrun: s.csv: empty file"}, {err2, "realrun: ts.csv: empty file"}} {
+		if c.err == nil || c.err.Error() != c.want {
+			t.Errorf("error %v, want %s", c.err, c.want)
+		}
+	}
+}

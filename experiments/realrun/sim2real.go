@@ -3,7 +3,6 @@ package realrun
 import (
 	"bytes"
 	"encoding/csv"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -177,12 +176,9 @@ func openCSV(r io.Reader, name string, need []string) (*csv.Reader, map[string]i
 		return nil, nil, fmt.Errorf("realrun: %s: %v", name, err)
 	}
 	cr := csv.NewReader(bytes.NewReader(stripBOM(b)))
-	head, err := cr.Read()
+	head, err := readHead(cr, name)
 	if err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, nil, fmt.Errorf("realrun: %s: empty file", name)
-		}
-		return nil, nil, csvErr(name, err)
+		return nil, nil, err
 	}
 	col := map[string]int{}
 	for i, h := range head {

@@ -61,12 +61,9 @@ type Quant struct{ Mean, Median, P90, P99 float64 }
 // CRLF line endings are fine. Errors name the file, the line and the column.
 func ReadStageRows(r io.Reader, name string) ([]StageRow, error) {
 	cr := csv.NewReader(r)
-	head, err := cr.Read()
+	head, err := readHead(cr, name)
 	if err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("realrun: %s: empty file", name)
-		}
-		return nil, csvErr(name, err)
+		return nil, err
 	}
 	col := map[string]int{}
 	for i, h := range head {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/servesim/servesim/experiments/internal/parallel"
 	"github.com/servesim/servesim/experiments/scenario"
-	"github.com/servesim/servesim/hardware"
 )
 
 // PlaceOptions configure a placement search.
@@ -124,11 +123,9 @@ func Place(base scenario.Scenario, o PlaceOptions) ([]Placement, error) {
 	}
 	node := 8
 	if sp.nodeDP {
-		gc := hardware.Builtin()
-		if base.GPUsFile != "" {
-			if err := gc.LoadFile(base.Path(base.GPUsFile)); err != nil {
-				return nil, err
-			}
+		gc, err := base.GPUCatalog()
+		if err != nil {
+			return nil, err
 		}
 		g, err := gc.Get(base.GPU)
 		if err != nil {
@@ -219,18 +216,29 @@ func Place(base scenario.Scenario, o PlaceOptions) ([]Placement, error) {
 // noneServes is an error when every candidate failed, listing the distinct
 // reasons (at most five), so that an empty ranking never passes for a result.
 func noneServes(cands []Placement) error {
-	var why []string
-	seen := map[string]bool{}
-	for _, c := range cands {
-		if c.Err == "" {
-			return nil
-		}
-		if !seen[c.Err] && len(why) < 5 {
-			seen[c.Err] = true
-			why = append(why, c.Name+": "+c.Err)
-		}
+	why, none := failReasons(cands, func(c *Placement) (string, string) { return c.Err, c.Name })
+	if !none {
+		return nil
 	}
 	return fmt.Errorf("experiments: place: none of the %d deployments can serve:\n  %s", len(cands), strings.Join(why, "\n  "))
+}
+
+// failReasons returns the distinct errors of cands (at most five), each
+// after its candidate's label (of returns the error, "" for none, and the
+// label), and whether every candidate failed (true for none at all).
+func failReasons[T any](cands []T, of func(*T) (err, label string)) (why []string, allFailed bool) {
+	seen := map[string]bool{}
+	for i := range cands {
+		err, label := of(&cands[i])
+		if err == "" {
+			return nil, false
+		}
+		if !seen[err] && len(why) < 5 {
+			seen[err] = true
+			why = append(why, label+": "+err)
+		}
+	}
+	return why, true
 }
 
 // ctx is o.Context, or the background context when unset.

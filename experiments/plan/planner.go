@@ -11,7 +11,6 @@ import (
 
 	"github.com/servesim/servesim/experiments/internal/parallel"
 	"github.com/servesim/servesim/experiments/scenario"
-	"github.com/servesim/servesim/hardware"
 )
 
 // PlanOptions configure the capacity planner.
@@ -375,11 +374,7 @@ func WritePlan(w io.Writer, opts []Option, rate, target float64) error {
 	fmt.Fprintf(&b, "| rank | GPU | deployment | GPUs | $/hour | attainment | p90 TTFT (ms) | p90 TPOT (ms) | $/M output tokens |\n|---|---|---|---|---|---|---|---|---|\n")
 	for i, o := range opts {
 		if o.Err != "" {
-			shape := "colocated"
-			if o.Disagg {
-				shape = "disagg"
-			}
-			fmt.Fprintf(&b, "| - | %s | %s %s | — | — | — | — | — | %s |\n", o.GPU, shape, o.layout(), o.Err)
+			fmt.Fprintf(&b, "| - | %s | %s %s | — | — | — | — | — | %s |\n", o.GPU, o.shape(), o.layout(), o.Err)
 			continue
 		}
 		fmt.Fprintf(&b, "| %d | %s | %s | %d | %.2f | %.3f | %.1f | %.1f | %.3f |\n", i+1, o.GPU, o.Name, o.GPUs, o.CostPerHour, o.Attainment, o.TTFTp90, o.TPOTp90, o.CostPerMOutTok)
@@ -406,11 +401,9 @@ func WritePlanCSV(w io.Writer, opts []Option) error {
 // the catalog rather than a table of error rows; a GPU given twice is an
 // error, and prices are keyed by the catalog's name, whatever the spelling.
 func (o *PlanOptions) checkGPUs(base scenario.Scenario) error {
-	gc := hardware.Builtin()
-	if base.GPUsFile != "" {
-		if err := gc.LoadFile(base.Path(base.GPUsFile)); err != nil {
-			return err
-		}
+	gc, err := base.GPUCatalog()
+	if err != nil {
+		return err
 	}
 	prices := map[string]float64{}
 	o.nodes = map[string]int{}
@@ -447,23 +440,22 @@ func (o *PlanOptions) checkGPUs(base scenario.Scenario) error {
 	return nil
 }
 
+// shape is "disagg" for a disaggregated option, else "colocated".
+func (o *Option) shape() string {
+	if o.Disagg {
+		return "disagg"
+	}
+	return "colocated"
+}
+
 // noPlanServes is an error when no shape meets the target, listing the
 // distinct reasons (at most five): a table of error rows is no plan.
 func noPlanServes(opts []Option, o PlanOptions) error {
-	var why []string
-	seen := map[string]bool{}
-	for _, op := range opts {
-		if op.Err == "" {
-			return nil
-		}
-		shape := "colocated"
-		if op.Disagg {
-			shape = "disagg"
-		}
-		if !seen[op.Err] && len(why) < 5 {
-			seen[op.Err] = true
-			why = append(why, fmt.Sprintf("%s %s %s: %s", op.GPU, shape, op.layout(), op.Err))
-		}
+	why, none := failReasons(opts, func(op *Option) (string, string) {
+		return op.Err, fmt.Sprintf("%s %s %s", op.GPU, op.shape(), op.layout())
+	})
+	if !none {
+		return nil
 	}
 	return fmt.Errorf("experiments: plan: no deployment of up to %d GPUs serves %g req/s with %.0f %% of requests within the SLOs:\n  %s",
 		o.MaxGPUs, o.Rate, 100*o.Target, strings.Join(why, "\n  "))

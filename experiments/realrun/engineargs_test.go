@@ -212,3 +212,21 @@ func TestEngineArgsSpeculative(t *testing.T) {
 		}
 	}
 }
+
+// TestResolvedParallelErrors pins the whole message for each
+// resolved_config.parallel_config size that is below 1 or disagrees with
+// engine_kwargs (data_parallel_size and pipeline_parallel_size share one
+// check, resolvedSize).
+func TestResolvedParallelErrors(t *testing.T) {
+	for _, c := range []struct{ kwargs, resolved, want string }{
+		{``, `"data_parallel_size": 0`, `realrun: meta.json: field "resolved_config.parallel_config.data_parallel_size": 0: want ≥ 1`},
+		{`, "data_parallel_size": 2`, `"data_parallel_size": 4`, `realrun: meta.json: field "resolved_config.parallel_config.data_parallel_size": 4, but engine_kwargs.data_parallel_size is 2: how many DP ranks ran?`},
+		{``, `"pipeline_parallel_size": -1`, `realrun: meta.json: field "resolved_config.parallel_config.pipeline_parallel_size": -1: want ≥ 1`},
+		{`, "pipeline_parallel_size": 2`, `"pipeline_parallel_size": 4`, `realrun: meta.json: field "resolved_config.parallel_config.pipeline_parallel_size": 4, but engine_kwargs.pipeline_parallel_size is 2: how many stages ran?`},
+	} {
+		meta := `{"engine_kwargs": {"model": "m"` + c.kwargs + `}, "resolved_config": {"parallel_config": {` + c.resolved + `}}}`
+		if _, err := ReadMeta(strings.NewReader(meta), "meta.json"); err == nil || err.Error() != c.want {
+			t.Errorf("%s:\n got %v\nwant %s", meta, err, c.want)
+		}
+	}
+}

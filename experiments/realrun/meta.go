@@ -7,8 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -198,28 +199,16 @@ func ReadMeta(r io.Reader, name string) (Engine, error) {
 			DP *int  `json:"data_parallel_size"`
 			EP *bool `json:"enable_expert_parallel"`
 		}
-		if json.Unmarshal(pc, &f) == nil && f.DP != nil {
-			switch {
-			case *f.DP < 1:
-				return Engine{}, fieldErr(name, 0, "resolved_config.parallel_config.data_parallel_size", "%d: want ≥ 1", *f.DP)
-			case k.DataParallelSize == nil:
-				e.DP = *f.DP
-			case *k.DataParallelSize != *f.DP:
-				return Engine{}, fieldErr(name, 0, "resolved_config.parallel_config.data_parallel_size", "%d, but engine_kwargs.data_parallel_size is %d: how many DP ranks ran?", *f.DP, *k.DataParallelSize)
+		if json.Unmarshal(pc, &f) == nil {
+			if err := resolvedSize(name, "data_parallel_size", f.DP, k.DataParallelSize, &e.DP, "how many DP ranks ran?"); err != nil {
+				return Engine{}, err
 			}
 		}
 		if f.EP != nil && k.ExpertParallel == nil {
 			e.ExpertParallel = *f.EP
 		}
-		if f.PP != nil {
-			switch {
-			case *f.PP < 1:
-				return Engine{}, fieldErr(name, 0, "resolved_config.parallel_config.pipeline_parallel_size", "%d: want ≥ 1", *f.PP)
-			case k.PipelineParallel == nil:
-				e.PP = *f.PP
-			case *k.PipelineParallel != *f.PP:
-				return Engine{}, fieldErr(name, 0, "resolved_config.parallel_config.pipeline_parallel_size", "%d, but engine_kwargs.pipeline_parallel_size is %d: how many stages ran?", *f.PP, *k.PipelineParallel)
-			}
+		if err := resolvedSize(name, "pipeline_parallel_size", f.PP, k.PipelineParallel, &e.PP, "how many stages ran?"); err != nil {
+			return Engine{}, err
 		}
 	}
 	// resolved_config.speculative_config is what vLLM ran (its resolved
@@ -292,14 +281,8 @@ func argText(v json.RawMessage) string {
 	return string(bytes.TrimSpace(v))
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // decodeOne decodes data, which must hold exactly one JSON value, into v.
 func decodeOne(data []byte, v any, name string) error {
@@ -329,12 +312,9 @@ func ReadTimeseries(r io.Reader, name string) ([]Tick, error) {
 	cr := csv.NewReader(r)
 	cr.FieldsPerRecord = 6
 	cr.ReuseRecord = true
-	head, err := cr.Read()
+	head, err := readHead(cr, name)
 	if err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("realrun: %s: empty file", name)
-		}
-		return nil, csvErr(name, err)
+		return nil, err
 	}
 	if got := strings.TrimPrefix(strings.Join(head, ","), "\ufeff"); got != TimeseriesHeader {
 		return nil, fmt.Errorf("realrun: %s line 1: header %q, want %q", name, got, TimeseriesHeader)
@@ -383,6 +363,19 @@ func ReadTimeseries(r io.Reader, name string) ([]Tick, error) {
 	return ticks, nil
 }
 
+// readHead reads cr's header row; an empty file is an error, as is a CSV
+// error (csvErr).
+func readHead(cr *csv.Reader, name string) ([]string, error) {
+	head, err := cr.Read()
+	if errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("realrun: %s: empty file", name)
+	}
+	if err != nil {
+		return nil, csvErr(name, err)
+	}
+	return head, nil
+}
+
 func csvErr(name string, err error) error {
 	var pe *csv.ParseError
 	if errors.As(err, &pe) {
@@ -393,3 +386,21 @@ func csvErr(name string, err error) error {
 
 // stripBOM drops a leading UTF-8 byte-order mark.
 func stripBOM(b []byte) []byte { return bytes.TrimPrefix(b, []byte("\ufeff")) }
+
+// resolvedSize takes resolved_config.parallel_config's key (got; nil where
+// absent) into dst where engine_kwargs gives none (kw nil); a size below 1,
+// or one that disagrees with engine_kwargs's, is an error asking question.
+func resolvedSize(name, key string, got, kw, dst *int, question string) error {
+	if got == nil {
+		return nil
+	}
+	switch field := "resolved_config.parallel_config." + key; {
+	case *got < 1:
+		return fieldErr(name, 0, field, "%d: want ≥ 1", *got)
+	case kw == nil:
+		*dst = *got
+	case *kw != *got:
+		return fieldErr(name, 0, field, "%d, but engine_kwargs.%s is %d: %s", *got, key, *kw, question)
+	}
+	return nil
+}

@@ -2,6 +2,7 @@ package realrun
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,12 +64,7 @@ func OpenWith(path string, opt OpenOptions) ([]*Run, error) {
 		r.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 		return []*Run{r}, nil
 	case ".csv":
-		f, err := os.Open(path)
-		if err != nil {
-			return nil, fmt.Errorf("realrun: %w", err)
-		}
-		defer f.Close()
-		rows, err := ReadStageRows(f, path)
+		rows, err := readPath(path, "", ReadStageRows)
 		if err != nil {
 			return nil, err
 		}
@@ -95,6 +91,18 @@ func OpenWith(path string, opt OpenOptions) ([]*Run, error) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// readPath opens path and reads it with read, naming the file by its
+// path; a file that does not open is "realrun: " and the error, then why.
+func readPath[T any](path, why string, read func(io.Reader, string) (T, error)) (T, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		var zero T
+		return zero, fmt.Errorf("realrun: %w%s", err, why)
+	}
+	defer f.Close()
+	return read(f, path)
+}
 
 // sim2RealDir reports whether path is a sim2real table: a directory with
 // experiments.csv and runs_long.csv, or one of the two files beside the
@@ -159,13 +167,8 @@ func openRequestsDir(dir string) (*Run, error) {
 		dir = filepath.Join(dir, "vllm")
 	}
 	run := &Run{Path: root, Format: FormatRequests, Name: runName(root)}
-	mf, err := os.Open(filepath.Join(dir, "meta.json"))
-	if err != nil {
-		return nil, fmt.Errorf("realrun: %w (a run needs its engine arguments)", err)
-	}
-	run.Engine, err = ReadMeta(mf, mf.Name())
-	mf.Close()
-	if err != nil {
+	var err error
+	if run.Engine, err = readPath(filepath.Join(dir, "meta.json"), " (a run needs its engine arguments)", ReadMeta); err != nil {
 		return nil, err
 	}
 	run.Notes = append(run.Notes, run.Engine.Notes...)
@@ -174,13 +177,7 @@ func openRequestsDir(dir string) (*Run, error) {
 			return nil, err
 		}
 	}
-	rf, err := os.Open(filepath.Join(dir, "requests.jsonl"))
-	if err != nil {
-		return nil, fmt.Errorf("realrun: %w", err)
-	}
-	run.Requests, err = ReadRequests(rf, rf.Name())
-	rf.Close()
-	if err != nil {
+	if run.Requests, err = readPath(filepath.Join(dir, "requests.jsonl"), "", ReadRequests); err != nil {
 		return nil, err
 	}
 	if tf, err := os.Open(filepath.Join(dir, "timeseries.csv")); err == nil {

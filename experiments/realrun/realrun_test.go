@@ -193,3 +193,31 @@ func TestSharedRuns(t *testing.T) {
 		t.Errorf("%d stage rows, want 14", len(runs))
 	}
 }
+
+// TestOpenRequestsDirNoMeta: a run directory without meta.json is an error
+// that names the file and says why it is needed.
+func TestOpenRequestsDirNoMeta(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "requests.jsonl"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := "realrun: open " + filepath.Join(dir, "meta.json") + ": no such file or directory (a run needs its engine arguments)"
+	if _, err := Open(dir); err == nil || err.Error() != want {
+		t.Errorf("error %v, want %s", err, want)
+	}
+}
+
+// TestCSVEmptyFile: each CSV reader (one readHead) calls an empty file so,
+// naming it.
+func TestCSVEmptyFile(t *testing.T) {
+	_, err1 := ReadStageRows(strings.NewReader(""), "s.csv")
+	_, err2 := ReadTimeseries(strings.NewReader(""), "ts.csv")
+	for _, c := range []struct {
+		err  error
+		want string
+	}{{err1, "realrun: s.csv: empty file"}, {err2, "realrun: ts.csv: empty file"}} {
+		if c.err == nil || c.err.Error() != c.want {
+			t.Errorf("error %v, want %s", c.err, c.want)
+		}
+	}
+}

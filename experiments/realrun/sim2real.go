@@ -3,7 +3,6 @@ package realrun
 import (
 	"bytes"
 	"encoding/csv"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -177,12 +176,9 @@ func openCSV(r io.Reader, name string, need []string) (*csv.Reader, map[string]i
 		return nil, nil, fmt.Errorf("realrun: %s: %v", name, err)
 	}
 	cr := csv.NewReader(bytes.NewReader(stripBOM(b)))
-	head, err := cr.Read()
+	head, err := readHead(cr, name)
 	if err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, nil, fmt.Errorf("realrun: %s: empty file", name)
-		}
-		return nil, nil, csvErr(name, err)
+		return nil, nil, err
 	}
 	col := map[string]int{}
 	for i, h := range head {
@@ -213,18 +209,8 @@ func readSim2RealExperiments(r io.Reader, name string) ([]StageRow, error) {
 		row := StageRow{Line: line, Experiment: p.str("experiment"), Model: p.str("model"), Hardware: p.str("hardware"),
 			Precision: p.str("precision"), Workload: p.str("workload"), LoadType: "constant", DataType: "shared_prefix",
 			Successes: -1, Failures: -1, PromptLenMean: nan, RequestsPerSec: nan, InputTokensPS: nan, OutputTokensPS: nan}
-		for _, f := range []struct {
-			c   string
-			dst *int
-			min int
-		}{
-			{"tp", &row.TP, 1}, {"max_num_seqs", &row.MaxNumSeqs, 1}, {"max_num_batched_tokens", &row.MaxNumBatchedTokens, 1},
-			{"max_model_len", &row.MaxModelLen, 1}, {"system_prompt_len", &row.SystemPromptLen, 0}, {"question_len", &row.QuestionLen, 0},
-			{"output_len", &row.OutputLen, 1}, {"num_groups", &row.Groups, 1}, {"prompts_per_group", &row.PromptsPerGroup, 1},
-			{"gpu_kv_blocks_logged", &row.GPUKVBlocks, 0}, {"cpu_kv_blocks_logged", &row.CPUKVBlocks, 0},
-		} {
-			*f.dst = p.int(f.c, f.min)
-		}
+		p.stageInts(&row, intCol{"num_groups", &row.Groups, 1}, intCol{"prompts_per_group", &row.PromptsPerGroup, 1},
+			intCol{"gpu_kv_blocks_logged", &row.GPUKVBlocks, 0}, intCol{"cpu_kv_blocks_logged", &row.CPUKVBlocks, 0})
 		row.Stages = p.stages("stages")
 		for _, c := range []struct{ c, v string }{{"experiment", row.Experiment}, {"model", row.Model}, {"hardware", row.Hardware}, {"workload", row.Workload}} {
 			if c.v == "" {

@@ -61,12 +61,9 @@ type Quant struct{ Mean, Median, P90, P99 float64 }
 // CRLF line endings are fine. Errors name the file, the line and the column.
 func ReadStageRows(r io.Reader, name string) ([]StageRow, error) {
 	cr := csv.NewReader(r)
-	head, err := cr.Read()
+	head, err := readHead(cr, name)
 	if err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("realrun: %s: empty file", name)
-		}
-		return nil, csvErr(name, err)
+		return nil, err
 	}
 	col := map[string]int{}
 	for i, h := range head {
@@ -96,17 +93,7 @@ func ReadStageRows(r io.Reader, name string) ([]StageRow, error) {
 		line := p.line
 		row := StageRow{Line: line, Experiment: p.str("experiment"), Model: p.str("model"), Scope: p.str("scope"),
 			LoadType: p.str("load_type"), DataType: p.str("data_type")}
-		for _, f := range []struct {
-			c   string
-			dst *int
-			min int
-		}{
-			{"tp", &row.TP, 1}, {"max_num_seqs", &row.MaxNumSeqs, 1}, {"max_num_batched_tokens", &row.MaxNumBatchedTokens, 1},
-			{"max_model_len", &row.MaxModelLen, 1}, {"system_prompt_len", &row.SystemPromptLen, 0}, {"question_len", &row.QuestionLen, 0},
-			{"output_len", &row.OutputLen, 1}, {"successes", &row.Successes, 0}, {"failures", &row.Failures, 0},
-		} {
-			*f.dst = p.int(f.c, f.min)
-		}
+		p.stageInts(&row, intCol{"successes", &row.Successes, 0}, intCol{"failures", &row.Failures, 0})
 		for _, f := range []struct {
 			c   string
 			dst *float64
@@ -280,6 +267,26 @@ func (p *rowParser) int(c string, min int) int {
 		p.fail(c, "%q: want a whole number ≥ %d", s, min)
 	}
 	return v
+}
+
+// intCol is an integer column, the field it fills and its least value.
+type intCol struct {
+	c   string
+	dst *int
+	min int
+}
+
+// stageInts parses the integer columns both stage formats have (the
+// launch and the workload shape) into row, then the format's own, in
+// order (the first bad one is the error).
+func (p *rowParser) stageInts(row *StageRow, own ...intCol) {
+	for _, f := range append([]intCol{
+		{"tp", &row.TP, 1}, {"max_num_seqs", &row.MaxNumSeqs, 1}, {"max_num_batched_tokens", &row.MaxNumBatchedTokens, 1},
+		{"max_model_len", &row.MaxModelLen, 1}, {"system_prompt_len", &row.SystemPromptLen, 0}, {"question_len", &row.QuestionLen, 0},
+		{"output_len", &row.OutputLen, 1},
+	}, own...) {
+		*f.dst = p.int(f.c, f.min)
+	}
 }
 
 func (p *rowParser) float(c string) float64 {

@@ -98,13 +98,10 @@ func TestDisaggExpertPools(t *testing.T) {
 		es.Backend != "deepep_low_latency" || !es.TwoBatchOverlap || es.OverlapSteps == 0 || es.Waves != res.DecodeDPWaves || !(es.RankSpread > 0 && es.RankSpread <= 1) {
 		t.Errorf("summary.json decode_expert_parallel %+v", es)
 	}
-	var b strings.Builder
-	if err := p.Describe(&b); err != nil {
-		t.Fatal(err)
-	}
+	hdr := header(t, p)
 	for _, want := range []string{"Data parallel: dp 2 ranks", "Decode pool: Data parallel: dp 4 ranks", "Decode pool: Expert parallel: ep 4 GPUs hold 128 routed experts, 32 per GPU", "two-batch overlap above 1 decode / 1 prefill tokens"} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("header lacks %q:\n%s", want, b.String())
+		if !strings.Contains(hdr, want) {
+			t.Errorf("header lacks %q:\n%s", want, hdr)
 		}
 	}
 }

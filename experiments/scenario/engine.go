@@ -172,22 +172,45 @@ func (s *Scenario) resolveEngine(p *Plan) error {
 	if !e.NoLaunches {
 		v.Graphs = s.cudaGraphs(p, e)
 	}
+	v.RequestCost, v.TokenizeCost, v.TokenCost = s.frontEndCosts(p, e, "")
+	var err error
+	if v.PerRequestCPU, _, err = s.stepCPUPerRequest(p, e); err != nil {
+		return err
+	}
+	return setEngine(p, v)
+}
+
+// frontEndCosts returns the front end's costs under e, per request
+// (frontEndRequest), per prompt token in seconds and per output token, and
+// sets p.FrontEnd to the per-request line with why after it ("" under
+// no_front_end).
+func (s *Scenario) frontEndCosts(p *Plan, e *Engine, why string) (request sim.Time, tokenize float64, token sim.Time) {
 	requestMs, from := s.frontEndRequest(p.GPU, e)
-	v.RequestCost = sim.FromSeconds(requestMs / 1e3)
-	p.FrontEnd = fmt.Sprintf("%.4g ms per request, %s", requestMs, from)
+	p.FrontEnd = fmt.Sprintf("%.4g ms per request, %s%s", requestMs, from, why)
 	if e.NoFrontEnd {
 		p.FrontEnd = ""
 	}
-	v.TokenizeCost = s.unsetDefault("engine.tokenize_us_per_token", e.TokenizeUsPerToken, DefaultTokenizeUsPerToken) / 1e6
-	v.TokenCost = sim.FromSeconds(s.unsetDefault("engine.front_end_token_ms", e.TokenMs, DefaultFrontEndTokenMs) / 1e3)
+	return sim.FromSeconds(requestMs / 1e3),
+		s.unsetDefault("engine.tokenize_us_per_token", e.TokenizeUsPerToken, DefaultTokenizeUsPerToken) / 1e6,
+		sim.FromSeconds(s.unsetDefault("engine.front_end_token_ms", e.TokenMs, DefaultFrontEndTokenMs) / 1e3)
+}
+
+// stepCPUPerRequest returns the step CPU per request in seconds:
+// engine.step_cpu_per_request_us where given (an explicit 0: none), else
+// the kernel profile's (profilePerRequest; fromProfile true).
+func (s *Scenario) stepCPUPerRequest(p *Plan, e *Engine) (sec float64, fromProfile bool, err error) {
 	if e.CPUPerRequestUs > 0 || s.Explicit("engine.step_cpu_per_request_us") {
-		v.PerRequestCPU = e.CPUPerRequestUs / 1e6
-	} else {
-		var err error
-		if v.PerRequestCPU, err = s.profilePerRequest(p); err != nil {
-			return err
-		}
+		return e.CPUPerRequestUs / 1e6, false, nil
 	}
+	sec, err = s.profilePerRequest(p)
+	return sec, true, err
+}
+
+// setEngine makes the resolved engine model v p's once it validates.
+func setEngine[E interface {
+	serve.Engine
+	Validate() error
+}](p *Plan, v E) error {
 	if err := v.Validate(); err != nil {
 		return fmt.Errorf("experiments: field \"engine\": %w", err)
 	}

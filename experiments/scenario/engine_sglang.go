@@ -7,7 +7,6 @@ import (
 	"github.com/servesim/servesim/hardware"
 	"github.com/servesim/servesim/models"
 	"github.com/servesim/servesim/policies"
-	"github.com/servesim/servesim/sim"
 	"github.com/servesim/servesim/sim/serve"
 )
 
@@ -332,28 +331,16 @@ func (s *Scenario) resolveSGLang(p *Plan, e *Engine) error {
 		}
 		v.Graphs = g
 	}
-	requestMs, from := s.frontEndRequest(p.GPU, e)
-	v.RequestCost = sim.FromSeconds(requestMs / 1e3)
-	p.FrontEnd = fmt.Sprintf("%.4g ms per request, %s; transferred from the vllm-v1 fit on H100 (no SGLang front-end data here)", requestMs, from)
-	if e.NoFrontEnd {
-		p.FrontEnd = ""
+	v.RequestCost, v.TokenizeCost, v.TokenCost = s.frontEndCosts(p, e, "; transferred from the vllm-v1 fit on H100 (no SGLang front-end data here)")
+	cpu, fromProfile, err := s.stepCPUPerRequest(p, e)
+	if err != nil {
+		return err
 	}
-	v.TokenizeCost = s.unsetDefault("engine.tokenize_us_per_token", e.TokenizeUsPerToken, DefaultTokenizeUsPerToken) / 1e6
-	v.TokenCost = sim.FromSeconds(s.unsetDefault("engine.front_end_token_ms", e.TokenMs, DefaultFrontEndTokenMs) / 1e3)
-	if e.CPUPerRequestUs > 0 || s.Explicit("engine.step_cpu_per_request_us") {
-		v.PerRequestCPU = e.CPUPerRequestUs / 1e6
-	} else {
-		prof, err := s.profilePerRequest(p)
-		if err != nil {
-			return err
-		}
-		v.PerRequestCPU = prof * (1 - SGLangDetokenizeShare)
+	v.PerRequestCPU = cpu
+	if fromProfile {
+		v.PerRequestCPU = cpu * (1 - SGLangDetokenizeShare)
 		p.SGLang.Notes = append(p.SGLang.Notes, fmt.Sprintf("step CPU %.3g µs a request = the profile's %.3g µs less sarathi-serve's process_model_outputs share %.3f (detokenization: SGLang's DetokenizerManager process)",
-			v.PerRequestCPU*1e6, prof*1e6, SGLangDetokenizeShare))
+			v.PerRequestCPU*1e6, cpu*1e6, SGLangDetokenizeShare))
 	}
-	if err := v.Validate(); err != nil {
-		return fmt.Errorf("experiments: field \"engine\": %w", err)
-	}
-	p.Serve.Engine = v
-	return nil
+	return setEngine(p, v)
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/servesim/servesim/hardware"
 	"github.com/servesim/servesim/models"
 	"github.com/servesim/servesim/policies"
-	"github.com/servesim/servesim/sim"
 	"github.com/servesim/servesim/sim/serve"
 )
 
@@ -214,18 +213,12 @@ func (s *Scenario) resolveTRTLLM(p *Plan, e *Engine) error {
 	v := serve.TRTLLM{Overlap: !t.DisableOverlapScheduler, FrontEnd: !e.NoFrontEnd, StepCPU: !e.NoStepCPU}
 	var notes []string
 	note := func(format string, a ...any) { notes = append(notes, fmt.Sprintf(format, a...)) }
-	if !e.NoFrontEnd {
-		ms, from := s.frontEndRequest(p.GPU, e)
-		v.RequestCost = sim.FromSeconds(ms / 1e3)
-		p.FrontEnd = fmt.Sprintf("%.4g ms per request, %s; trtllm-serve's front end is not measured: vllm-v1's value, transferred", ms, from)
+	if !e.NoFrontEnd { // the per-token costs are vLLM's (vllmOnlyFields)
+		v.RequestCost, _, _ = s.frontEndCosts(p, e, "; trtllm-serve's front end is not measured: vllm-v1's value, transferred")
 	}
-	if e.CPUPerRequestUs > 0 || s.Explicit("engine.step_cpu_per_request_us") {
-		v.PerRequestCPU = e.CPUPerRequestUs / 1e6
-	} else {
-		var err error
-		if v.PerRequestCPU, err = s.profilePerRequest(p); err != nil {
-			return err
-		}
+	var err error
+	if v.PerRequestCPU, _, err = s.stepCPUPerRequest(p, e); err != nil {
+		return err
 	}
 	if !e.NoLaunches {
 		g := s.cudaGraphs(p, e)
@@ -236,10 +229,9 @@ func (s *Scenario) resolveTRTLLM(p *Plan, e *Engine) error {
 		}
 		v.Graphs = g
 	}
-	if err := v.Validate(); err != nil {
-		return fmt.Errorf("experiments: field \"engine\": %w", err)
+	if err := setEngine(p, v); err != nil {
+		return err
 	}
-	p.Serve.Engine = v
 	b := s.Batch
 	def := func(field string, val any, src string) {
 		if !s.Explicit(field) {

@@ -25,14 +25,7 @@ func trtllmScenario(t *testing.T, edit func(s *Scenario)) Scenario {
 // requestsCSV runs s and returns its requests.csv.
 func requestsCSV(t *testing.T, s Scenario) []byte {
 	t.Helper()
-	p, err := s.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := t.TempDir()
-	if _, err := Run(p, out); err != nil {
-		t.Fatal(err)
-	}
+	_, _, out := runDir(t, s)
 	b, err := os.ReadFile(filepath.Join(out, "requests.csv"))
 	if err != nil {
 		t.Fatal(err)

@@ -22,28 +22,10 @@ import (
 //     ranks' tokens in the middle half of the decode pool's span over that
 //     window, per GPU.
 func TestSGLangWideEPPD(t *testing.T) {
-	dir := filepath.Join("..", "validation", "published", "sglang-wide-ep")
 	for _, c := range wideEPPDCases {
 		for _, tbo := range []bool{true, false} {
-			s := loadFile(t, filepath.Join(dir, c.file))
 			// Without two-batch overlap too, to tell its share of the figure.
-			s.TwoBatchOverlap, s.Disagg.DecodeTwoBatchOverlap = tbo, tbo
-			if c.replicas > 0 {
-				s.Replicas, s.Workload.Rate, s.Workload.Requests = c.replicas, c.rate, c.requests
-			}
-			p, err := s.Resolve()
-			if err != nil {
-				t.Fatal(err)
-			}
-			out := t.TempDir()
-			r, err := Run(p, out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if cn := r.Counts(); cn.Finished != cn.Arrived || cn.Arrived == 0 {
-				t.Fatalf("%s: %d arrived, %d finished", c.file, cn.Arrived, cn.Finished)
-			}
-			rate, perStep := poolTokenRate(t, filepath.Join(out, "steps.csv"), p, c.decode)
+			p, r, rate, perStep := runWideEPPD(t, c, func(s *Scenario) { s.TwoBatchOverlap, s.Disagg.DecodeTwoBatchOverlap = tbo, tbo })
 			what := "prefill"
 			if c.decode {
 				what = "decode"
@@ -60,15 +42,36 @@ func TestSGLangWideEPPD(t *testing.T) {
 // wideEPPDCases are the wide-EP PD anchors' runs: the prefill figure on
 // the post's layout, and the decode figures with the prefill pool scaled
 // (replicas) so that the decode pool runs full.
-var wideEPPDCases = []struct {
+var wideEPPDCases = []wideEPPDCase{
+	{"h100-pd.toml", false, 0, 0, 0, sglangH100PrefillPerGPU},
+	{"h100-pd.toml", true, 32, 4000, 60000, sglangH100DecodePerGPU},
+	{"gb200-pd.toml", true, 64, 8000, 80000, sglangGB200DecodePerGPU},
+}
+
+type wideEPPDCase struct {
 	file      string
 	decode    bool
 	replicas  int // prefill replicas for the decode figure
 	rate      float64
 	requests  int
 	published float64
-}{
-	{"h100-pd.toml", false, 0, 0, 0, sglangH100PrefillPerGPU},
-	{"h100-pd.toml", true, 32, 4000, 60000, sglangH100DecodePerGPU},
-	{"gb200-pd.toml", true, 64, 8000, 80000, sglangGB200DecodePerGPU},
+}
+
+// runWideEPPD loads case c from experiments/validation/published/sglang-wide-ep,
+// sets it with set and the case's scale, resolves and runs it, fails the
+// test unless every request that arrived (at least one) finished, and
+// returns the plan, the report and the pool's token rate (poolTokenRate).
+func runWideEPPD(t *testing.T, c wideEPPDCase, set func(*Scenario)) (p *Plan, r *Report, rate, perStep float64) {
+	t.Helper()
+	s := loadFile(t, filepath.Join("..", "validation", "published", "sglang-wide-ep", c.file))
+	set(&s)
+	if c.replicas > 0 {
+		s.Replicas, s.Workload.Rate, s.Workload.Requests = c.replicas, c.rate, c.requests
+	}
+	p, r, out := runDir(t, s)
+	if cn := r.Counts(); cn.Finished != cn.Arrived || cn.Arrived == 0 {
+		t.Fatalf("%s: %d arrived, %d finished", c.file, cn.Arrived, cn.Finished)
+	}
+	rate, perStep = poolTokenRate(t, filepath.Join(out, "steps.csv"), p, c.decode)
+	return p, r, rate, perStep
 }

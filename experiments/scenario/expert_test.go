@@ -112,12 +112,9 @@ func TestExpertParallelFits(t *testing.T) {
 	if got := p.Model.LocalExperts(p.Parallel); got != 16 {
 		t.Errorf("%d experts per GPU, want 256 / 16 = 16", got)
 	}
-	var b strings.Builder
-	if err := p.Describe(&b); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(b.String(), "Expert parallel: ep 16 GPUs hold 256 routed experts, 16 per GPU whole; all-to-all deepep_high_throughput over NVLink and the scale-out NIC (2 domains of 8 GPUs") {
-		t.Errorf("header:\n%s", b.String())
+	hdr := header(t, p)
+	if !strings.Contains(hdr, "Expert parallel: ep 16 GPUs hold 256 routed experts, 16 per GPU whole; all-to-all deepep_high_throughput over NVLink and the scale-out NIC (2 domains of 8 GPUs") {
+		t.Errorf("header:\n%s", hdr)
 	}
 }
 
@@ -203,12 +200,9 @@ func TestDPWithPipeline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b strings.Builder
-	if err := p.Describe(&b); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(b.String(), "Data parallel: dp 2 ranks × pp 2 × tp 2 = 8 GPUs per replica") {
-		t.Errorf("header:\n%s", b.String())
+	hdr := header(t, p)
+	if !strings.Contains(hdr, "Data parallel: dp 2 ranks × pp 2 × tp 2 = 8 GPUs per replica") {
+		t.Errorf("header:\n%s", hdr)
 	}
 	r, err := Run(p, "")
 	if err != nil {

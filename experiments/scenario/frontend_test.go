@@ -85,12 +85,9 @@ func TestFrontEndPerHost(t *testing.T) {
 		if want := sim.FromSeconds(c.wantMs / 1e3); v.RequestCost != want {
 			t.Errorf("%s: request cost %v, want %v", c.name, v.RequestCost, want)
 		}
-		var b strings.Builder
-		if err := p.Describe(&b); err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(b.String(), c.want) {
-			t.Errorf("%s: header lacks %q:\n%s", c.name, c.want, b.String())
+		hdr := header(t, p)
+		if !strings.Contains(hdr, c.want) {
+			t.Errorf("%s: header lacks %q:\n%s", c.name, c.want, hdr)
 		}
 	}
 	// The front end off: no Front end line.
@@ -100,12 +97,9 @@ func TestFrontEndPerHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b strings.Builder
-	if err := p.Describe(&b); err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(b.String(), "Front end:") {
-		t.Errorf("no_front_end: header has a Front end line:\n%s", b.String())
+	hdr := header(t, p)
+	if strings.Contains(hdr, "Front end:") {
+		t.Errorf("no_front_end: header has a Front end line:\n%s", hdr)
 	}
 }
 

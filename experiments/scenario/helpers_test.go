@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -32,6 +33,40 @@ func resolveRun(t *testing.T, s Scenario) (*Plan, *Report) {
 	return p, r
 }
 
+// runDir resolves s and runs it into a temporary directory, failing the
+// test on any error; it returns the plan, the report and the directory.
+func runDir(t *testing.T, s Scenario) (*Plan, *Report, string) {
+	t.Helper()
+	p, err := s.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	r, err := Run(p, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, r, dir
+}
+
+// errHas reports a nil err, or one that lacks any of want, after label
+// and a colon when label is not "".
+func errHas(t *testing.T, label string, err error, want []string) {
+	t.Helper()
+	if label != "" {
+		label += ": "
+	}
+	if err == nil {
+		t.Errorf("%sno error", label)
+		return
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("%serror %q does not contain %q", label, err, w)
+		}
+	}
+}
+
 // readSummary decodes dir's summary.json into v, failing the test on an
 // error.
 func readSummary(t *testing.T, dir string, v any) {
@@ -54,4 +89,14 @@ func goldenFiles(t *testing.T) []string {
 		t.Fatalf("no golden scenarios: %v", err)
 	}
 	return files
+}
+
+// header returns p's run header (Describe), failing the test on an error.
+func header(t *testing.T, p *Plan) string {
+	t.Helper()
+	var b strings.Builder
+	if err := p.Describe(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }

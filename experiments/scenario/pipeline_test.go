@@ -230,15 +230,7 @@ func TestPipelineOneInFlight(t *testing.T) {
 // names the case in failures.
 func runConserved(t *testing.T, s Scenario, want int64, label string) (*Plan, *Report, string) {
 	t.Helper()
-	p, err := s.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	r, err := Run(p, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, r, dir := runDir(t, s)
 	c := r.Counts()
 	if c.Arrived != want || c.Finished+c.Rejected != c.Arrived || c.Finished == 0 {
 		t.Errorf("%q: arrived %d, finished %d, rejected %d", label, c.Arrived, c.Finished, c.Rejected)

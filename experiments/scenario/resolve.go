@@ -2,17 +2,12 @@ package scenario
 
 import (
 	"fmt"
-	"maps"
-	"math"
-	"slices"
 	"strings"
 
 	"github.com/servesim/servesim/hardware"
 	"github.com/servesim/servesim/models"
 	"github.com/servesim/servesim/policies"
 	"github.com/servesim/servesim/sim"
-	"github.com/servesim/servesim/sim/serve"
-	"github.com/servesim/servesim/sim/workload/trace"
 )
 
 // resolvePool resolves one pool's instance; prefix ("" or "disagg.decode_")
@@ -199,15 +194,36 @@ func (s *Scenario) resolvePool(gc *hardware.Catalog, m *models.Model, prefix, gp
 // would only exhaust memory before the first event.
 const MaxReplicas = 100_000
 
+// ModelCatalog returns the built-in model catalog with the scenario's
+// models_file (relative to its directory) loaded over it.
+func (s Scenario) ModelCatalog() (*models.Catalog, error) {
+	return withFile(s, models.Builtin(), s.ModelsFile)
+}
+
+// GPUCatalog returns the built-in GPU catalog with the scenario's
+// gpus_file (relative to its directory) loaded over it.
+func (s Scenario) GPUCatalog() (*hardware.Catalog, error) {
+	return withFile(s, hardware.Builtin(), s.GPUsFile)
+}
+
+// withFile loads s's file (none when "") over the catalog c.
+func withFile[C interface{ LoadFile(string) error }](s Scenario, c C, file string) (C, error) {
+	if file != "" {
+		if err := c.LoadFile(s.Path(file)); err != nil {
+			var none C
+			return none, err
+		}
+	}
+	return c, nil
+}
+
 // LookupModel returns the scenario's model: the catalog's (and
 // models_file's) entry named by model, or the HuggingFace config.json of
 // model_config.
 func (s *Scenario) LookupModel() (*models.Model, error) {
-	mc := models.Builtin()
-	if s.ModelsFile != "" {
-		if err := mc.LoadFile(s.Path(s.ModelsFile)); err != nil {
-			return nil, err
-		}
+	mc, err := s.ModelCatalog()
+	if err != nil {
+		return nil, err
 	}
 	switch {
 	case s.ModelConfig != "" && s.Model != "":
@@ -235,11 +251,9 @@ func (s Scenario) Resolve() (*Plan, error) {
 	if p.Model, err = s.LookupModel(); err != nil {
 		return nil, err
 	}
-	gc := hardware.Builtin()
-	if s.GPUsFile != "" {
-		if err := gc.LoadFile(s.Path(s.GPUsFile)); err != nil {
-			return nil, err
-		}
+	gc, err := s.GPUCatalog()
+	if err != nil {
+		return nil, err
 	}
 	if s.GPU == "" {
 		return nil, s.fieldError("gpu", "gpu", "missing (see `servesim gpus`)")
@@ -341,279 +355,4 @@ func (s Scenario) Resolve() (*Plan, error) {
 	p.Inputs = DigestOf(parts...)
 	p.Scenario = s
 	return p, nil
-}
-
-// resolveServe checks the policy sections and fills p.Serve.
-func (s *Scenario) resolveServe(p *Plan) error {
-	if err := orDefault(s, &s.Replicas, 1, "replicas", "replicas", "≥ 1", "1"); err != nil {
-		return err
-	}
-	if s.Replicas < 0 {
-		return s.fieldError("replicas", "replicas", "%d must be ≥ 1", s.Replicas)
-	}
-	if s.Replicas > MaxReplicas {
-		return s.fieldError("replicas", "replicas", "%d is out of range (at most %d instances)", s.Replicas, MaxReplicas)
-	}
-	if s.Replicas*s.Ranks() > MaxReplicas {
-		return s.fieldError("dp", "dp", "%d ranks × %d replicas is out of range (at most %d instances)", s.Ranks(), s.Replicas, MaxReplicas)
-	}
-	p.Replicas = s.Replicas * s.Ranks() // each DP rank is an instance
-	b := &s.Batch
-	if b.Preemption == "" {
-		b.Preemption = serve.PreemptRecompute
-	}
-	if b.Preemption != serve.PreemptRecompute && b.Preemption != serve.PreemptSwap {
-		return s.fieldError("batch.preemption", "preemption", "%q: want recompute or swap", b.Preemption)
-	}
-	if b.Victim == "" {
-		b.Victim = serve.VictimNewest
-	}
-	if b.Victim != serve.VictimNewest && b.Victim != serve.VictimLowestPriority && b.Victim != serve.VictimFewestOutput {
-		return s.fieldError("batch.victim", "victim", "%q: want newest, lowest-priority or fewest-output", b.Victim)
-	}
-	if b.SwapSpaceGB == 0 && !s.Explicit("batch.swap_space_gb") { // an explicit 0: no host memory to swap to
-		b.SwapSpaceGB = 4 * 1.073741824 // vLLM's default swap_space of 4 GiB per GPU
-	}
-	if !(b.SwapSpaceGB >= 0) || math.IsInf(b.SwapSpaceGB, 0) {
-		return s.fieldError("batch.swap_space_gb", "swap-space-gb", "%g must be ≥ 0", b.SwapSpaceGB)
-	}
-	sc := &s.Scheduler
-	if sc.Policy == "" {
-		sc.Policy = "fcfs"
-	}
-	sched, err := policies.SchedulerByName(sc.Policy, sc.Priorities)
-	if err != nil {
-		return s.fieldError("scheduler.policy", "scheduler", "%v", err)
-	}
-	if !(sc.PredictError >= 0) || math.IsInf(sc.PredictError, 0) {
-		return s.fieldError("scheduler.predict_error", "predict-error", "%g must be ≥ 0", sc.PredictError)
-	}
-	if err := s.checkPriorities(p); err != nil {
-		return err
-	}
-	ad := &s.Admission
-	if ad.Policy == "" {
-		ad.Policy = "none"
-	}
-	if err := s.checkAdmission(p); err != nil {
-		return err
-	}
-	adm, err := s.newAdmission()
-	if err != nil {
-		return s.fieldError("admission.policy", "admission", "%v", err)
-	}
-	rt := &s.Router
-	if rt.Policy == "" {
-		rt.Policy = "round-robin"
-		if s.Ranks() > 1 || (p.Decode != nil && s.decodeDP() > 1) {
-			rt.Policy = "dp-coordinator" // vLLM's DP load balancer
-		}
-	}
-	router, err := s.newRouter(serve.StreamRouting)
-	if err != nil {
-		return s.fieldError("router.policy", "router", "%v", err)
-	}
-	staleness, err := s.duration("router.staleness_ms", "router-staleness-ms", rt.StalenessMs, 1e-3, "ms")
-	if err != nil {
-		return err
-	}
-	if s.Workload.SharedPrefix < 0 || s.Workload.PrefixGroups < 0 || (s.Workload.SharedPrefix > 0 && s.Workload.PrefixGroups == 0) {
-		return s.fieldError("workload.prefix_groups", "prefix-groups", "shared_prefix_tokens %d with prefix_groups %d: both ≥ 0, and groups ≥ 1 when a prefix is set",
-			s.Workload.SharedPrefix, s.Workload.PrefixGroups)
-	}
-	p.Serve = serve.Config{
-		Instance: serve.InstanceConfig{
-			Step: p.Step, Blocks: p.Memory.Blocks, BlockSize: p.Memory.BlockSize, Limits: p.Limits,
-			Batcher: p.Batcher, MaxModelLen: p.MaxModelLen,
-			Preempt: b.Preemption, Victim: b.Victim, HostBW: p.GPU.HostBW, SwapSpace: b.SwapSpaceGB * 1e9,
-			KVBytesPerToken: p.Memory.KVBytesPerTokenPerGPU, PrefixCache: b.PrefixCaching,
-		},
-		Replicas: p.Replicas, Router: router, Scheduler: sched, Admission: adm,
-		RouterStaleness: staleness, PredictError: sc.PredictError,
-		TTFTSLO: p.SLO.TTFT, Seed: s.Seed,
-	}
-	if p.Serve.Instance.Tiers, err = s.offloadTiers(p.Parallel.TP*s.pp(), p.GPU.HostBW, float64(p.Memory.BlockSize)*p.Memory.KVBytesPerTokenPerGPU); err != nil {
-		return err
-	}
-	if p.Pipeline != nil {
-		// A round runs up to pp micro-batches, each with the token budget.
-		p.Serve.Instance.Step = p.Pipeline
-		p.Serve.Instance.Limits.MaxNumBatchedTokens *= len(p.Stages)
-		if p.Parallel.EP.On() && s.Ranks() > 1 {
-			// The DP ranks' stages run each MoE layer together (pipeline_expert.go).
-			p.Serve.DPLockstep = serve.DPLockstep{Ranks: s.Ranks(), Agree: p.Pipeline.SetGroupBatches}
-		}
-	}
-	if p.Expert != nil {
-		p.Serve.Instance.Step = p.Expert
-		if s.Ranks() > 1 {
-			// vLLM's DP engine cores step in lock-step for an MoE model.
-			p.Serve.DPLockstep = serve.DPLockstep{Ranks: s.Ranks(), Load: p.Expert.SetGroupLoad}
-			if p.Expert.TBO() != nil {
-				p.Serve.DPLockstep.Agree = p.Expert.SetGroupBatches
-			}
-		}
-	}
-	if p.Decode != nil {
-		if err := s.resolveDisagg(p); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// Link presets: per-GPU bandwidth per direction and latency of the KV link
-// between a prefill and a decode instance. Bandwidths are the interconnects'
-// nominal rates; latencies are assumptions of the order NCCL reports for a
-// small send/recv, not measurements.
-var linkPresets = map[string]struct {
-	gbPerS    float64 // per GPU, GB/s per direction; 0 = the GPU's own figure
-	latencyUs float64
-	note      string
-}{
-	"nvlink": {0, 10, "the prefill GPU's NVLink bandwidth per direction (same node)"},
-	"ib":     {50, 10, "InfiniBand NDR, 400 Gb/s per GPU"},
-	"roce":   {25, 20, "RoCE / Ethernet, 200 Gb/s per GPU"},
-	"pcie":   {0, 10, "the prefill GPU's host PCIe link (through host memory)"},
-}
-
-// resolveDisagg fills p.Serve.Disagg from the [disagg] section.
-func (s *Scenario) resolveDisagg(p *Plan) error {
-	d := &s.Disagg
-	if d.Link == "" {
-		d.Link = "ib"
-	}
-	preset, ok := linkPresets[d.Link]
-	if !ok {
-		return s.fieldError("disagg.link", "link", "unknown link %q (known: nvlink, ib, roce, pcie)", d.Link)
-	}
-	perGPU := preset.gbPerS * 1e9
-	switch d.Link {
-	case "nvlink":
-		perGPU = p.GPU.LinkBW
-	case "pcie":
-		perGPU = p.GPU.HostBW
-	}
-	if d.LinkGBps != 0 || s.Explicit("disagg.link_gb_per_s") {
-		perGPU = d.LinkGBps * 1e9
-	}
-	if !(perGPU > 0) || math.IsInf(perGPU, 0) {
-		return s.fieldError("disagg.link_gb_per_s", "link-gb-per-s", "%g must be > 0", d.LinkGBps)
-	}
-	if d.LinkLatencyUs == 0 && !s.Explicit("disagg.link_latency_us") { // an explicit 0: an instant link
-		d.LinkLatencyUs = preset.latencyUs
-	}
-	latency, err := s.duration("disagg.link_latency_us", "link-latency-us", d.LinkLatencyUs, 1e-6, "µs")
-	if err != nil {
-		return err
-	}
-	if d.MaxPending < 0 || (d.MaxPending == 0 && s.Explicit("disagg.max_pending")) {
-		return s.fieldError("disagg.max_pending", "max-pending", "%d must be ≥ 1; omit it for the default (the prefill pool's max_num_seqs)", d.MaxPending)
-	}
-	dp := p.Decode
-	decodeStep := serve.StepTimer(dp.Step)
-	decodeLimits := dp.Limits
-	var lock serve.DPLockstep
-	if dp.Pipeline != nil {
-		decodeStep = dp.Pipeline
-		decodeLimits.MaxNumBatchedTokens *= len(dp.Stages)
-		if dp.Parallel.EP.On() && s.decodeDP() > 1 {
-			lock = serve.DPLockstep{Ranks: s.decodeDP(), Agree: dp.Pipeline.SetGroupBatches}
-		}
-	}
-	if dp.Expert != nil {
-		decodeStep = dp.Expert
-		if s.decodeDP() > 1 {
-			lock = serve.DPLockstep{Ranks: s.decodeDP(), Load: dp.Expert.SetGroupLoad}
-			if dp.Expert.TBO() != nil {
-				lock.Agree = dp.Expert.SetGroupBatches
-			}
-		}
-	}
-	router, err := s.newRouter(decodeRoutingStream)
-	if err != nil {
-		return err
-	}
-	p.Serve.Disagg = &serve.Disagg{
-		Decode: serve.InstanceConfig{
-			Step: decodeStep, Blocks: dp.Memory.Blocks, BlockSize: dp.Memory.BlockSize, Limits: decodeLimits,
-			Batcher: dp.Batcher, MaxModelLen: dp.MaxModelLen,
-			Preempt: s.Batch.Preemption, Victim: s.Batch.Victim, HostBW: dp.GPU.HostBW, SwapSpace: s.Batch.SwapSpaceGB * 1e9,
-			KVBytesPerToken: dp.Memory.KVBytesPerTokenPerGPU,
-		},
-		DecodeReplicas: p.DecodeInstances,
-		DecodeLockstep: lock,
-		DecodeRouter:   router,
-		// Each GPU of the prefill group sends its shard over its own link;
-		// with pipeline stages, each stage's GPUs send its layers' KV.
-		Link:            serve.Link{Bandwidth: perGPU * float64(p.Parallel.TP) * kvLanes(p.Model.Layers, p.Stages), Latency: latency},
-		KVBytesPerToken: p.Model.KVBytesPerToken(p.Parallel.KV),
-		Streaming:       d.Streaming,
-		Layers:          p.Model.Layers,
-		MaxPending:      d.MaxPending,
-	}
-	return s.sglangDisagg(p)
-}
-
-// checkPriorities checks scheduler.priorities against the workload's
-// classes. The priority scheduler orders requests by class, so it needs
-// classes (a class mix, or a trace that may carry a class column) and a
-// priority for them; a priority naming a class the mix does not have is a
-// typo that would silently leave that class at the default priority 0.
-func (s *Scenario) checkPriorities(p *Plan) error {
-	sc := &s.Scheduler
-	if sc.Policy != "priority" {
-		return nil
-	}
-	if p.Mix == nil && p.Trace == nil {
-		return s.fieldError("scheduler.policy", "scheduler", "\"priority\" orders requests by class, but the workload has no classes: give workload.classes, or a trace with a class column, or choose another scheduler")
-	}
-	if len(sc.Priorities) == 0 {
-		return s.fieldError("scheduler.policy", "scheduler", "\"priority\" needs a priority per class (lower first) in scheduler.priorities, e.g. priorities = {chat = 0, batch = 1}")
-	}
-	if p.Mix == nil {
-		return nil // a trace's classes are known only when it is read
-	}
-	var known []string
-	for _, c := range p.Mix.Classes {
-		known = append(known, fmt.Sprintf("%q", c.Name))
-	}
-	names := slices.Sorted(maps.Keys(sc.Priorities))
-	for _, name := range names {
-		if !slices.ContainsFunc(p.Mix.Classes, func(c trace.Class) bool { return c.Name == name }) {
-			return s.fieldError("scheduler.priorities."+name, "", "unknown class %q (the workload's classes: %s)", name, strings.Join(known, ", "))
-		}
-	}
-	return nil
-}
-
-// checkAdmission checks what the admission policy needs besides its own
-// parameters: SLO-aware admission compares a request's predicted TTFT with
-// its deadline, arrival + TTFT SLO, and admits every request without one,
-// so it needs slo.ttft_ms or a ttft_ms in every class. A token bucket's
-// rate must let a deferred request's wait, at most 1/rate, fit the clock.
-func (s *Scenario) checkAdmission(p *Plan) error {
-	ad := &s.Admission
-	switch strings.ToLower(ad.Policy) {
-	case "slo-aware":
-		if s.SLO.TTFTms > 0 || p.Trace != nil { // a trace's rows may carry their own ttft_slo_ms
-			return nil
-		}
-		if p.Mix == nil {
-			return s.fieldError("admission.policy", "admission", "\"slo-aware\" rejects requests predicted to miss their TTFT deadline, but no TTFT SLO is set: give slo.ttft_ms (flag --slo-ttft)")
-		}
-		for i, c := range s.Workload.Classes {
-			if c.TTFTms == 0 {
-				return s.fieldError("admission.policy", "admission", "\"slo-aware\" needs a TTFT SLO for every request, but class %q (workload.classes[%d]) has no ttft_ms and slo.ttft_ms is not set", c.Name, i)
-			}
-		}
-	case "token-bucket":
-		if ad.Rate > 0 && !(ad.Rate >= 1/MaxDurationS && ad.Rate <= math.MaxFloat64) {
-			return s.fieldError("admission.rate", "", "%g requests/s is out of range (from %g, one per %g s, to a finite rate)", ad.Rate, 1/MaxDurationS, MaxDurationS)
-		}
-		if !(ad.Burst <= math.MaxFloat64) {
-			return s.fieldError("admission.burst", "", "%g is out of range (a finite number ≥ 1)", ad.Burst)
-		}
-	}
-	return nil
 }

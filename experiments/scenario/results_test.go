@@ -17,14 +17,7 @@ func TestSummarySLOInMilliseconds(t *testing.T) {
 	s := small()
 	s.Workload.Requests = 20
 	s.SLO.TTFTms, s.SLO.TPOTms, s.SLO.E2Ems = 300, 25.5, 4000
-	p, err := s.Resolve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if _, err := Run(p, dir); err != nil {
-		t.Fatal(err)
-	}
+	_, _, dir := runDir(t, s)
 	data, err := os.ReadFile(filepath.Join(dir, "summary.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package scenario
 
 import (
 	"math"
-	"path/filepath"
 	"strconv"
 	"testing"
 )
@@ -16,29 +15,11 @@ import (
 // carries both SGLang mechanisms and every request is served
 // (sim/serve TestDisaggSGLangPrealloc checks the mechanisms' arithmetic).
 func TestSGLangPDUnderSGLang(t *testing.T) {
-	dir := filepath.Join("..", "validation", "published", "sglang-wide-ep")
 	for _, c := range wideEPPDCases {
-		s := loadFile(t, filepath.Join(dir, c.file))
-		s.Engine.Name = "sglang"
-		if c.replicas > 0 {
-			s.Replicas, s.Workload.Rate, s.Workload.Requests = c.replicas, c.rate, c.requests
-		}
-		p, err := s.Resolve()
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, r, rate, perStep := runWideEPPD(t, c, func(s *Scenario) { s.Engine.Name = "sglang" })
 		if d := p.Serve.Disagg; d.DecodeReserveTokens != SGLangReservedDecodeTokens || !d.FirstTokenAtDecode {
 			t.Fatalf("%s: decode reserve %d, first token at decode %t", c.file, d.DecodeReserveTokens, d.FirstTokenAtDecode)
 		}
-		out := t.TempDir()
-		r, err := Run(p, out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if cn := r.Counts(); cn.Finished != cn.Arrived || cn.Arrived == 0 {
-			t.Fatalf("%s: %d arrived, %d finished", c.file, cn.Arrived, cn.Finished)
-		}
-		rate, perStep := poolTokenRate(t, filepath.Join(out, "steps.csv"), p, c.decode)
 		t.Logf("%s decode %t (%d + %d GPUs): %.0f tokens/s per GPU (published %.0f, error %+.1f %%); %.1f tokens a rank step; KV tokens a GPU %d / %d; TTFT %.0f ms, TPOT %.1f ms",
 			c.file, c.decode, p.Replicas, p.DecodeInstances, rate, c.published, 100*(rate/c.published-1), perStep,
 			p.Memory.Blocks, p.Decode.Memory.Blocks, r.Summary.TTFT.Mean, r.Summary.TPOT.Mean)

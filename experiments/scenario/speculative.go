@@ -220,11 +220,9 @@ func (s *Scenario) specDraft(sc *Speculative, target *models.Model) (models.Draf
 	if sc.Model == "" {
 		return models.Draft{}, s.fieldError("speculative.model", "speculative-config", "method draft_model needs the draft model (a catalog name, see `servesim models`)")
 	}
-	mc := models.Builtin()
-	if s.ModelsFile != "" {
-		if err := mc.LoadFile(s.Path(s.ModelsFile)); err != nil {
-			return models.Draft{}, err
-		}
+	mc, err := s.ModelCatalog()
+	if err != nil {
+		return models.Draft{}, err
 	}
 	m, err := mc.Lookup(sc.Model)
 	if err != nil {

@@ -168,10 +168,9 @@ func TestSharedPrefixHitsCache(t *testing.T) {
 	if hit > 548640.0/566000+1e-9 || hit < 0.96 {
 		t.Fatalf("prefix hit rate %.4f, want ≤ 0.9693 and ≥ 0.96", hit)
 	}
-	var b strings.Builder
-	p.Describe(&b)
-	if !strings.Contains(b.String(), "shared_prefix prompts: 10 groups × 10, system prompt 500 + question 66 tokens, cycled every 100 requests, output 248") {
-		t.Errorf("header does not describe the generator:\n%s", b.String())
+	hdr := header(t, p)
+	if !strings.Contains(hdr, "shared_prefix prompts: 10 groups × 10, system prompt 500 + question 66 tokens, cycled every 100 requests, output 248") {
+		t.Errorf("header does not describe the generator:\n%s", hdr)
 	}
 }
 
@@ -200,10 +199,9 @@ func TestDescribeShapes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
-		var b strings.Builder
-		p.Describe(&b)
-		if !strings.Contains(b.String(), tt.want) {
-			t.Errorf("%s: header\n%s\nwant it to contain %q", tt.name, b.String(), tt.want)
+		hdr := header(t, p)
+		if !strings.Contains(hdr, tt.want) {
+			t.Errorf("%s: header\n%s\nwant it to contain %q", tt.name, hdr, tt.want)
 		}
 	}
 }
@@ -243,15 +241,7 @@ func TestBadWorkloadShapes(t *testing.T) {
 		s := Default()
 		tt.edit(&s.Workload)
 		_, err := s.Resolve()
-		if err == nil {
-			t.Errorf("%s: no error", tt.name)
-			continue
-		}
-		for _, w := range tt.want {
-			if !strings.Contains(err.Error(), w) {
-				t.Errorf("%s: error %q does not contain %q", tt.name, err, w)
-			}
-		}
+		errHas(t, tt.name, err, tt.want)
 	}
 }
 

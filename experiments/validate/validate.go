@@ -8,8 +8,6 @@ import (
 
 	"github.com/servesim/servesim/experiments/realrun"
 	"github.com/servesim/servesim/experiments/scenario"
-	"github.com/servesim/servesim/hardware"
-	"github.com/servesim/servesim/models"
 	"github.com/servesim/servesim/sim"
 	"github.com/servesim/servesim/sim/metrics"
 	"github.com/servesim/servesim/sim/serve"
@@ -31,11 +29,9 @@ func RunScenario(run *realrun.Run, base scenario.Scenario) (scenario.Scenario, e
 	s.SetDir(base.Dir())
 	s.Model, s.GPU, s.ModelConfig = base.Model, base.GPU, base.ModelConfig
 	if s.Model == "" && s.ModelConfig == "" {
-		mc := models.Builtin()
-		if s.ModelsFile != "" {
-			if err := mc.LoadFile(s.Path(s.ModelsFile)); err != nil {
-				return s, err
-			}
+		mc, err := s.ModelCatalog()
+		if err != nil {
+			return s, err
 		}
 		m, err := mc.ByHFName(e.Model)
 		if err != nil {
@@ -47,11 +43,9 @@ func RunScenario(run *realrun.Run, base scenario.Scenario) (scenario.Scenario, e
 		if e.GPU == "" {
 			return s, fmt.Errorf("experiments: run %s records no GPU: name one with --gpu (see `servesim gpus`)", run.Name)
 		}
-		gc := hardware.Builtin()
-		if s.GPUsFile != "" {
-			if err := gc.LoadFile(s.Path(s.GPUsFile)); err != nil {
-				return s, err
-			}
+		gc, err := s.GPUCatalog()
+		if err != nil {
+			return s, err
 		}
 		g, err := gc.Get(e.GPU)
 		if err != nil {

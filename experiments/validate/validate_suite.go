@@ -141,35 +141,29 @@ func ValidateRuns(runs []*realrun.Run, base scenario.Scenario, adjust func(*scen
 			runs[i].Stage.Experiment == r.Stage.Experiment; i++ {
 			group = append(group, runs[i])
 		}
-		if r.Format != realrun.FormatStages {
-			s, err := RunScenario(r, base)
-			if err != nil {
-				return nil, err
-			}
-			if adjust != nil {
-				adjust(&s)
-			}
+		// A stage group simulates once, from its summary row when it has one.
+		build, from := RunScenario, r
+		check := func(s scenario.Scenario) ([]*Validation, error) {
 			v, err := Validate(r, s)
-			if err != nil {
-				return nil, err
-			}
-			vs = append(vs, v)
-			continue
+			return []*Validation{v}, err
 		}
-		from := group[0]
-		for _, g := range group {
-			if g.Stage.Scope == "summary" {
-				from = g
+		if r.Format == realrun.FormatStages {
+			build = StageScenario
+			check = func(s scenario.Scenario) ([]*Validation, error) { return ValidateStages(group, s) }
+			for _, g := range group {
+				if g.Stage.Scope == "summary" {
+					from = g
+				}
 			}
 		}
-		s, err := StageScenario(from, base)
+		s, err := build(from, base)
 		if err != nil {
 			return nil, err
 		}
 		if adjust != nil {
 			adjust(&s)
 		}
-		got, err := ValidateStages(group, s)
+		got, err := check(s)
 		if err != nil {
 			return nil, err
 		}

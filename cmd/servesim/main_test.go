@@ -29,7 +29,11 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if suite.dir != "" {
+		os.RemoveAll(suite.dir)
+	}
+	os.Exit(code)
 }
 
 func runMain(t *testing.T, args string) (string, int) {

@@ -301,14 +301,7 @@ func TestDocsCalibrationReport(t *testing.T) {
 // accuracy table is the suite's "by model left out" row (mean TTFT, TPOT
 // and E2E, the first, fifth and ninth columns).
 func TestDocsValidationSuite(t *testing.T) {
-	dir := filepath.Join(repoRoot, "..", "shared", "data", "vllm-sim2real-runs")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("needs ../shared/data: %v", err)
-	}
-	out, code := runCapture([]string{"validate", "--suite", "-o", t.TempDir()})
-	if code != 0 {
-		t.Fatalf("servesim validate --suite: exit %d:\n%s", code, tail(out))
-	}
+	_, out := suiteRun(t)
 	text := docPage(t, "docs/validation.md")
 	i := strings.Index(text, "\nSigned error")
 	if i < 0 {

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/servesim/servesim/experiments/realrun"
@@ -61,15 +63,7 @@ func TestValidateSharedRuns(t *testing.T) {
 // TestValidateSuiteCLI runs the whole suite through the CLI and checks the
 // tables and the suite figure are written (no accuracy is asserted).
 func TestValidateSuiteCLI(t *testing.T) {
-	data := filepath.Join("..", "..", "..", "shared", "data")
-	if _, err := os.Stat(filepath.Join(data, "vllm-h100-runs", "runs.csv")); err != nil {
-		t.Skip("../shared/data/vllm-h100-runs not found")
-	}
-	out := t.TempDir()
-	var buf bytes.Buffer
-	if err := dispatch([]string{"validate", "--suite", "--data", data, "-o", out}, &buf, &buf); err != nil {
-		t.Fatalf("%v\n%s", err, buf.String())
-	}
+	out, text := suiteRun(t)
 	for _, f := range []string{"validation.csv", "validation.json", "validation-suite.png"} {
 		if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s: %v", f, err)
@@ -77,10 +71,46 @@ func TestValidateSuiteCLI(t *testing.T) {
 	}
 	for _, want := range []string{"llama-2-70b-tp4-general/stage_1", "median |err|, held out (", "Signed error", "(median |error| held out)"} {
 		csv, _ := os.ReadFile(filepath.Join(out, "validation.csv"))
-		if !strings.Contains(buf.String(), want) && !strings.Contains(string(csv), want) {
+		if !strings.Contains(text, want) && !strings.Contains(string(csv), want) {
 			t.Errorf("output lacks %q", want)
 		}
 	}
+}
+
+// suite is one `servesim validate --suite` run over ../shared/data, shared
+// by the tests that read it (TestValidateSuiteCLI, TestDocsValidationSuite):
+// the suite takes about 1.6 s, and its output does not depend on the test.
+var suite struct {
+	once      sync.Once
+	dir, text string
+	err       error
+}
+
+// suiteRun returns the suite's output directory and printed text, running
+// it on first use; it skips without ../shared/data. The directory is
+// removed when the package's tests end (TestMain).
+func suiteRun(t *testing.T) (dir, text string) {
+	t.Helper()
+	data := filepath.Join("..", "..", "..", "shared", "data")
+	for _, f := range []string{filepath.Join("vllm-h100-runs", "runs.csv"), "vllm-sim2real-runs"} {
+		if _, err := os.Stat(filepath.Join(data, f)); err != nil {
+			t.Skipf("../shared/data/%s not found", f)
+		}
+	}
+	suite.once.Do(func() {
+		if suite.dir, suite.err = os.MkdirTemp("", "servesim-suite-"); suite.err != nil {
+			return
+		}
+		var buf bytes.Buffer
+		if err := dispatch([]string{"validate", "--suite", "--data", data, "-o", suite.dir}, &buf, &buf); err != nil {
+			suite.err = fmt.Errorf("servesim validate --suite: %v\n%s", err, buf.String())
+		}
+		suite.text = buf.String()
+	})
+	if suite.err != nil {
+		t.Fatal(suite.err)
+	}
+	return suite.dir, suite.text
 }
 
 // TestSuitePanelsPlotScored: the suite figure plots the figures the suite

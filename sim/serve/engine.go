@@ -227,16 +227,32 @@ func (e VLLMV1) Kernels(k StepTimer) StepTimer {
 
 // Validate checks that every cost is finite and ≥ 0.
 func (e VLLMV1) Validate() error {
-	switch {
-	case e.RequestCost < 0, e.TokenCost < 0:
-		return fmt.Errorf("serve: engine vllm-v1: front-end costs must be ≥ 0 (request %v, token %v)", e.RequestCost, e.TokenCost)
-	case !(e.TokenizeCost >= 0) || math.IsInf(e.TokenizeCost, 0):
-		return fmt.Errorf("serve: engine vllm-v1: tokenization cost %g s/token must be finite and ≥ 0", e.TokenizeCost)
-	case !(e.PerRequestCPU >= 0) || math.IsInf(e.PerRequestCPU, 0):
-		return fmt.Errorf("serve: engine vllm-v1: per-request step CPU %g s must be finite and ≥ 0", e.PerRequestCPU)
+	if err := checkFrontEnd("vllm-v1", e.RequestCost, e.TokenCost, e.TokenizeCost); err != nil {
+		return err
 	}
-	if e.Graphs != nil {
-		return e.Graphs.Validate()
+	return checkStepCPU("vllm-v1", e.PerRequestCPU, e.Graphs)
+}
+
+// checkFrontEnd checks an engine's front-end costs: per request and per
+// output token ≥ 0, per prompt token finite and ≥ 0 (vllm-v1 and sglang).
+func checkFrontEnd(engine string, request, token sim.Time, tokenize float64) error {
+	switch {
+	case request < 0, token < 0:
+		return fmt.Errorf("serve: engine %s: front-end costs must be ≥ 0 (request %v, token %v)", engine, request, token)
+	case !(tokenize >= 0) || math.IsInf(tokenize, 0):
+		return fmt.Errorf("serve: engine %s: tokenization cost %g s/token must be finite and ≥ 0", engine, tokenize)
+	}
+	return nil
+}
+
+// checkStepCPU checks an engine's per-request step CPU (finite, ≥ 0) and
+// its CUDA graphs, if any.
+func checkStepCPU(engine string, perRequest float64, g *CUDAGraphs) error {
+	if !(perRequest >= 0) || math.IsInf(perRequest, 0) {
+		return fmt.Errorf("serve: engine %s: per-request step CPU %g s must be finite and ≥ 0", engine, perRequest)
+	}
+	if g != nil {
+		return g.Validate()
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package serve
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/servesim/servesim/sim"
 )
@@ -100,18 +99,10 @@ func (e SGLang) Kernels(k StepTimer) StepTimer {
 
 // Validate checks that every cost is finite and ≥ 0.
 func (e SGLang) Validate() error {
-	switch {
-	case e.RequestCost < 0, e.TokenCost < 0:
-		return fmt.Errorf("serve: engine sglang: front-end costs must be ≥ 0 (request %v, token %v)", e.RequestCost, e.TokenCost)
-	case !(e.TokenizeCost >= 0) || math.IsInf(e.TokenizeCost, 0):
-		return fmt.Errorf("serve: engine sglang: tokenization cost %g s/token must be finite and ≥ 0", e.TokenizeCost)
-	case !(e.PerRequestCPU >= 0) || math.IsInf(e.PerRequestCPU, 0):
-		return fmt.Errorf("serve: engine sglang: per-request step CPU %g s must be finite and ≥ 0", e.PerRequestCPU)
+	if err := checkFrontEnd("sglang", e.RequestCost, e.TokenCost, e.TokenizeCost); err != nil {
+		return err
 	}
-	if e.Graphs != nil {
-		return e.Graphs.Validate()
-	}
-	return nil
+	return checkStepCPU("sglang", e.PerRequestCPU, e.Graphs)
 }
 
 // String describes the engine's mechanisms for reports.

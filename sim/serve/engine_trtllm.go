@@ -2,7 +2,6 @@ package serve
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/servesim/servesim/sim"
 )
@@ -85,13 +84,7 @@ func (e TRTLLM) Validate() error {
 	if e.RequestCost < 0 {
 		return fmt.Errorf("serve: engine trtllm: front-end cost must be ≥ 0 (request %v)", e.RequestCost)
 	}
-	if !(e.PerRequestCPU >= 0) || math.IsInf(e.PerRequestCPU, 0) {
-		return fmt.Errorf("serve: engine trtllm: per-request step CPU %g s must be finite and ≥ 0", e.PerRequestCPU)
-	}
-	if e.Graphs != nil {
-		return e.Graphs.Validate()
-	}
-	return nil
+	return checkStepCPU("trtllm", e.PerRequestCPU, e.Graphs)
 }
 
 // String describes the engine's mechanisms for reports.

@@ -57,20 +57,55 @@ func CheckOutputs(outputs, inputs []string) error {
 	return nil
 }
 
-// sameFile reports whether paths a and b name one file: equal once made
-// absolute and cleaned, or both existing and the same file.
+// sameFile reports whether paths a and b name one directory entry: equal
+// once made absolute and cleaned, equal once their links are resolved
+// (a linked directory, a link to the file), or the same name in one
+// directory (os.SameFile on the directories). Results are written to a
+// temporary and renamed over their name (files.go, runset.go), so two hard links
+// are two entries that never overwrite each other. Files themselves are
+// not compared by inode: a file that another run replaces between two
+// os.Stat calls frees its inode, which the file system may give the next
+// file (a concurrent run's requests.csv), and two distinct names would
+// then read as one. A name spelled in another case is one entry on a
+// case-insensitive file system: that alone is also compared by inode.
 func sameFile(a, b string) bool {
 	if a == "" || b == "" {
 		return false
 	}
-	aa, err1 := filepath.Abs(a)
-	bb, err2 := filepath.Abs(b)
-	if err1 == nil && err2 == nil && aa == bb {
+	ra, rb := resolvedPath(a), resolvedPath(b)
+	if ra == rb {
 		return true
 	}
-	sa, err1 := os.Stat(a)
-	sb, err2 := os.Stat(b)
+	da, err1 := os.Stat(filepath.Dir(ra))
+	db, err2 := os.Stat(filepath.Dir(rb))
+	if err1 != nil || err2 != nil || !os.SameFile(da, db) {
+		return false
+	}
+	na, nb := filepath.Base(ra), filepath.Base(rb)
+	if na == nb {
+		return true
+	}
+	if !strings.EqualFold(na, nb) {
+		return false
+	}
+	sa, err1 := os.Stat(ra)
+	sb, err2 := os.Stat(rb)
 	return err1 == nil && err2 == nil && os.SameFile(sa, sb)
+}
+
+// resolvedPath is p made absolute, with its links resolved: the whole path
+// where it exists, else its directory (an output not yet written).
+func resolvedPath(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		p = abs
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	if r, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+		return filepath.Join(r, filepath.Base(p))
+	}
+	return p
 }
 
 // Inside reports whether path is dir or lies below it (by path, after

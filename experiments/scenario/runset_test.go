@@ -200,3 +200,43 @@ func TestCheckOutputsRefusesInputs(t *testing.T) {
 		t.Error("Inside: wrong on a path through a link or outside")
 	}
 }
+
+// Two names in one directory are two outputs, even when a file under one
+// of them was just replaced by another run's and the file system gave its
+// inode to the other (the inode reuse behind a failed CI run of
+// TestConcurrentRunsLeaveOneSet); a hard link is another entry, which the
+// rename of a result over it never writes through; a link to a file and a
+// linked directory name the entry they resolve to.
+func TestSameFileByEntry(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.csv"), filepath.Join(dir, "b.csv")
+	if err := os.WriteFile(a, []byte("a"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(a, b); err != nil {
+		t.Skip("no hard links here:", err)
+	}
+	ln := filepath.Join(dir, "ln.csv")
+	if err := os.Symlink(a, ln); err != nil {
+		t.Fatal(err)
+	}
+	dl := filepath.Join(t.TempDir(), "d")
+	if err := os.Symlink(dir, dl); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		x, y string
+		want bool
+	}{
+		{"hard links: two entries", a, b, false},
+		{"a link to the file", ln, a, true},
+		{"through a linked directory", filepath.Join(dl, "a.csv"), a, true},
+		{"not yet written, through a linked directory", filepath.Join(dl, "new.csv"), filepath.Join(dir, "new.csv"), true},
+		{"two names not yet written", filepath.Join(dir, "x.csv"), filepath.Join(dir, "y.csv"), false},
+	} {
+		if got := sameFile(c.x, c.y); got != c.want {
+			t.Errorf("%s: sameFile(%s, %s) = %v, want %v", c.name, c.x, c.y, got, c.want)
+		}
+	}
+}

@@ -22,13 +22,13 @@ func TestPlanDPEPFlags(t *testing.T) {
 		{"moe ep off", []string{"plan", "-q", "--config", moe, "--rate", "8", "--gpus", "h200", "--tps", "8", "--pps", "1", "--ep", "off", "--duration", "20", "-o", "-"}, 0,
 			[]string{"| 1 | h200 | colocated 1×TP8 | 8 | 32.00 |"}, []string{"EP", "DP"}},
 		{"ep on dense", []string{"plan", "--config", dense, "--rate", "1", "--gpus", "h100", "--ep", "on"}, 1,
-			[]string{"experiments: plan: expert parallelism on: model llama-3.1-70b is dense"}, nil},
+			[]string{"plan: expert parallelism on: model llama-3.1-70b is dense"}, nil},
 		{"ep maybe", []string{"plan", "--config", dense, "--rate", "1", "--ep", "maybe"}, 1, []string{`plan: --ep "maybe": want auto, on or off`}, nil},
 		{"dps 0", []string{"plan", "--config", dense, "--rate", "1", "--dps", "0"}, 1, []string{`plan: --dps: "0" is not a positive integer`}, nil},
 		{"place moe", []string{"place", "-q", "--config", moe, "--gpus", "8", "--tps", "8", "--ep", "auto", "--only", "colocated", "-o", "-"}, 0,
 			[]string{"| colocated 1×TP8 | 8 |", "| colocated 1×TP8 EP8 | 8 |"}, nil},
 		{"place ep on dense", []string{"place", "--config", dense, "--gpus", "8", "--ep", "on"}, 1,
-			[]string{"experiments: place: expert parallelism on: model llama-3.1-70b is dense"}, nil},
+			[]string{"plan: place: expert parallelism on: model llama-3.1-70b is dense"}, nil},
 		{"place ep x", []string{"place", "--config", dense, "--gpus", "8", "--ep", "x"}, 1, []string{`place: --ep "x": want auto, on or off`}, nil},
 	}
 	for _, c := range cases {

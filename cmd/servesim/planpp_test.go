@@ -23,7 +23,7 @@ func TestPlanPPFlag(t *testing.T) {
 			[]string{"no deployment of up to 64 GPUs serves 1 req/s", "h100 colocated TP8: hardware: llama-3.1-405b at tp 8 on h100 leaves"}},
 		{"pps 0", []string{"plan", "--config", cfg, "--rate", "1", "--pps", "0"}, 1, []string{`plan: --pps: "0" is not a positive integer`}},
 		{"pps twice", []string{"plan", "--config", cfg, "--rate", "1", "--pps", "2,2"}, 1, []string{"plan: --pps: 2 is given twice"}},
-		{"pps 65", []string{"plan", "--config", cfg, "--rate", "1", "--gpus", "h100", "--pps", "65"}, 1, []string{"experiments: plan: pipeline degree 65: must be in [1, 64]"}},
+		{"pps 65", []string{"plan", "--config", cfg, "--rate", "1", "--gpus", "h100", "--pps", "65"}, 1, []string{"plan: pipeline degree 65: must be in [1, 64]"}},
 		{"duration 0", []string{"plan", "--config", cfg, "--rate", "1", "--duration", "0"}, 1, []string{"plan: --duration 0: want a finite number > 0"}},
 		{"place pp 2", []string{"place", "-q", "--config", cfg, "--gpus", "16", "--tps", "8", "--pps", "1,2", "--only", "colocated", "-o", "-"}, 0,
 			[]string{"| 1 | colocated 1×PP2×TP8 | 16 |"}},

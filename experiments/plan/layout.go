@@ -78,15 +78,15 @@ func checkLayoutSpace(tps, pps, dps []int, ep, def string, m *models.Model, what
 	case EPAuto, EPOff:
 	case EPOn:
 		if !m.IsMoE() {
-			return sp, fmt.Errorf("experiments: %s: expert parallelism on: model %s is dense (no routed experts to shard)", what, m.Name)
+			return sp, fmt.Errorf("%s: expert parallelism on: model %s is dense (no routed experts to shard)", what, m.Name)
 		}
 	default:
-		return sp, fmt.Errorf("experiments: %s: expert parallelism %q: want auto, on or off", what, ep)
+		return sp, fmt.Errorf("%s: expert parallelism %q: want auto, on or off", what, ep)
 	}
 	sp.EP = ep
 	for _, dp := range dps {
 		if dp < 1 || dp > models.MaxEP {
-			return sp, fmt.Errorf("experiments: %s: data-parallel degree %d: must be in [1, %d]", what, dp, models.MaxEP)
+			return sp, fmt.Errorf("%s: data-parallel degree %d: must be in [1, %d]", what, dp, models.MaxEP)
 		}
 	}
 	switch {
@@ -151,7 +151,7 @@ func checkPPs(pps []int, what string) ([]int, error) {
 	}
 	for _, pp := range pps {
 		if pp < 1 || pp > models.MaxPP {
-			return nil, fmt.Errorf("experiments: %s: pipeline degree %d: must be in [1, %d]", what, pp, models.MaxPP)
+			return nil, fmt.Errorf("%s: pipeline degree %d: must be in [1, %d]", what, pp, models.MaxPP)
 		}
 	}
 	return pps, nil
@@ -199,13 +199,13 @@ func epSize(l Layout) int {
 // and a layer partition or chunked pipelining fits one degree only.
 func searchPP(base scenario.Scenario, what string) error {
 	if base.PP > 1 || len(base.PPLayers) > 0 || base.PPChunked || base.Disagg.DecodePP > 1 {
-		return fmt.Errorf("experiments: %s: the scenario sets pp = %d (pp_layers %v, pp_chunked %v, disagg.decode_pp %d): the search proposes the pipeline degrees itself; drop the pipeline fields and give the degrees with --pps", what, base.PP, base.PPLayers, base.PPChunked, base.Disagg.DecodePP)
+		return fmt.Errorf("%s: the scenario sets pp = %d (pp_layers %v, pp_chunked %v, disagg.decode_pp %d): the search proposes the pipeline degrees itself; drop the pipeline fields and give the degrees with --pps", what, base.PP, base.PPLayers, base.PPChunked, base.Disagg.DecodePP)
 	}
 	if base.DP > 1 || base.ExpertParallel {
-		return fmt.Errorf("experiments: %s: the scenario sets dp = %d, expert_parallel = %v: the search proposes the DP degrees and expert parallelism itself; drop them and give them with --dps and --ep", what, base.DP, base.ExpertParallel)
+		return fmt.Errorf("%s: the scenario sets dp = %d, expert_parallel = %v: the search proposes the DP degrees and expert parallelism itself; drop them and give them with --dps and --ep", what, base.DP, base.ExpertParallel)
 	}
 	if d := base.Disagg; d.DecodeDP > 1 || d.DecodeExpertParallel || d.DecodeTwoBatchOverlap || base.TwoBatchOverlap {
-		return fmt.Errorf("experiments: %s: the scenario sets disagg.decode_dp = %d, decode_expert_parallel = %v (two-batch overlap %v, %v): the search varies TP and replicas only and does not propose DP or EP layouts; drop them, or run the layout with servesim run", what, d.DecodeDP, d.DecodeExpertParallel, base.TwoBatchOverlap, d.DecodeTwoBatchOverlap)
+		return fmt.Errorf("%s: the scenario sets disagg.decode_dp = %d, decode_expert_parallel = %v (two-batch overlap %v, %v): the search varies TP and replicas only and does not propose DP or EP layouts; drop them, or run the layout with servesim run", what, d.DecodeDP, d.DecodeExpertParallel, base.TwoBatchOverlap, d.DecodeTwoBatchOverlap)
 	}
 	return nil
 }

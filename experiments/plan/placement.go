@@ -84,7 +84,7 @@ type Placement struct {
 // requests / rate) seconds, so that queues reach their steady state.
 func Place(base scenario.Scenario, o PlaceOptions) ([]Placement, error) {
 	if o.GPUs <= 0 || o.GPUs > MaxPlaceGPUs {
-		return nil, fmt.Errorf("experiments: place: GPU budget %d: must be in [1, %d]", o.GPUs, MaxPlaceGPUs)
+		return nil, fmt.Errorf("plan: place: GPU budget %d: must be in [1, %d]", o.GPUs, MaxPlaceGPUs)
 	}
 	if len(o.TPs) == 0 {
 		o.TPs = []int{1, 2, 4, 8}
@@ -93,7 +93,7 @@ func Place(base scenario.Scenario, o PlaceOptions) ([]Placement, error) {
 		o.Target = 0.9
 	}
 	if !(o.Target > 0 && o.Target <= 1) {
-		return nil, fmt.Errorf("experiments: place: attainment target %g: must be in (0, 1]", o.Target)
+		return nil, fmt.Errorf("plan: place: attainment target %g: must be in (0, 1]", o.Target)
 	}
 	if o.Precision == 0 {
 		o.Precision = 0.02
@@ -107,17 +107,17 @@ func Place(base scenario.Scenario, o PlaceOptions) ([]Placement, error) {
 	if !o.Colocated && !o.Disagg {
 		o.Colocated, o.Disagg = true, true
 	}
-	if err := searchPP(base, "place"); err != nil {
+	if err := searchPP(base, "plan: place"); err != nil {
 		return nil, err
 	}
 	if !sloSet(base.SLO) {
-		return nil, fmt.Errorf("experiments: place: the scenario sets no SLO (slo.ttft_ms, slo.tpot_ms or slo.e2e_ms): goodput needs one")
+		return nil, fmt.Errorf("plan: place: the scenario sets no SLO (slo.ttft_ms, slo.tpot_ms or slo.e2e_ms): goodput needs one")
 	}
 	m, err := base.LookupModel()
 	if err != nil {
 		return nil, err
 	}
-	sp, err := checkLayoutSpace(o.TPs, o.PPs, o.DPs, o.EP, EPOff, m, "place")
+	sp, err := checkLayoutSpace(o.TPs, o.PPs, o.DPs, o.EP, EPOff, m, "plan: place")
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +129,7 @@ func Place(base scenario.Scenario, o PlaceOptions) ([]Placement, error) {
 		}
 		g, err := gc.Get(base.GPU)
 		if err != nil {
-			return nil, fmt.Errorf("experiments: place: %w (field \"gpu\")", err)
+			return nil, fmt.Errorf("plan: place: %w (field \"gpu\")", err)
 		}
 		if node, err = base.NodeGPUs(g); err != nil {
 			return nil, err
@@ -164,7 +164,7 @@ func Place(base scenario.Scenario, o PlaceOptions) ([]Placement, error) {
 		}
 	}
 	if len(cands) == 0 {
-		return nil, fmt.Errorf("experiments: place: no deployment fits %d GPUs with TP %v%s: each needs more GPUs (a disaggregated one at least two instances)", o.GPUs, o.TPs, ppList(sp.PPs))
+		return nil, fmt.Errorf("plan: place: no deployment fits %d GPUs with TP %v%s: each needs more GPUs (a disaggregated one at least two instances)", o.GPUs, o.TPs, ppList(sp.PPs))
 	}
 	if o.cache == nil {
 		o.cache = newProbeCache()
@@ -195,7 +195,7 @@ func Place(base scenario.Scenario, o PlaceOptions) ([]Placement, error) {
 		searchRate(base, &cands[i], co)
 	}, o.OnProgress)
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("experiments: place interrupted (%w)", err)
+		return nil, fmt.Errorf("plan: place: interrupted (%w)", err)
 	}
 	if err := noneServes(cands); err != nil {
 		return nil, err
@@ -220,7 +220,7 @@ func noneServes(cands []Placement) error {
 	if !none {
 		return nil
 	}
-	return fmt.Errorf("experiments: place: none of the %d deployments can serve:\n  %s", len(cands), strings.Join(why, "\n  "))
+	return fmt.Errorf("plan: place: none of the %d deployments can serve:\n  %s", len(cands), strings.Join(why, "\n  "))
 }
 
 // failReasons returns the distinct errors of cands (at most five), each

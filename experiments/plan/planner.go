@@ -83,21 +83,21 @@ type Option struct {
 // prefill count, the fewest decode instances by bisection.
 func PlanCapacity(base scenario.Scenario, o PlanOptions) ([]Option, error) {
 	if !(o.Rate > 0) || math.IsInf(o.Rate, 0) {
-		return nil, fmt.Errorf("experiments: plan: target rate %g: must be > 0", o.Rate)
+		return nil, fmt.Errorf("plan: target rate %g: must be > 0", o.Rate)
 	}
 	if 1/o.Rate > scenario.MaxDurationS {
 		// Checked here: each simulation's workload.rate would fail with the
 		// scenario file's line of a rate the file does not hold.
-		return nil, fmt.Errorf("experiments: plan: target rate %g req/s: below %g (one gap, 1/rate, is past the longest run, %g s)", o.Rate, 1/scenario.MaxDurationS, scenario.MaxDurationS)
+		return nil, fmt.Errorf("plan: target rate %g req/s: below %g (one gap, 1/rate, is past the longest run, %g s)", o.Rate, 1/scenario.MaxDurationS, scenario.MaxDurationS)
 	}
 	if len(o.GPUs) == 0 {
 		o.GPUs = []string{base.GPU}
 	}
 	if o.MaxGPUs < 0 {
-		return nil, fmt.Errorf("experiments: plan: largest deployment %d GPUs: must be ≥ 1", o.MaxGPUs)
+		return nil, fmt.Errorf("plan: largest deployment %d GPUs: must be ≥ 1", o.MaxGPUs)
 	}
 	if !(o.Target >= 0 && o.Target <= 1) {
-		return nil, fmt.Errorf("experiments: plan: attainment target %g: must be in (0, 1]", o.Target)
+		return nil, fmt.Errorf("plan: attainment target %g: must be in (0, 1]", o.Target)
 	}
 	if err := o.checkGPUs(base); err != nil {
 		return nil, err
@@ -126,7 +126,7 @@ func PlanCapacity(base scenario.Scenario, o PlanOptions) ([]Option, error) {
 		return nil, err
 	}
 	if !sloSet(base.SLO) {
-		return nil, fmt.Errorf("experiments: plan: the scenario sets no SLO: the planner needs one")
+		return nil, fmt.Errorf("plan: the scenario sets no SLO: the planner needs one")
 	}
 	type job struct {
 		gpu    string
@@ -173,7 +173,7 @@ func PlanCapacity(base scenario.Scenario, o PlanOptions) ([]Option, error) {
 		out[i].MaxNumSeqs = j.seqs
 	}, o.OnProgress)
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("experiments: plan interrupted (%w)", err)
+		return nil, fmt.Errorf("plan: interrupted (%w)", err)
 	}
 	if err := noPlanServes(out, o); err != nil {
 		return nil, err
@@ -411,10 +411,10 @@ func (o *PlanOptions) checkGPUs(base scenario.Scenario) error {
 	for i, name := range o.GPUs {
 		g, err := gc.Get(name)
 		if err != nil {
-			return fmt.Errorf("experiments: plan: candidate GPU %d: %w", i+1, err)
+			return fmt.Errorf("plan: candidate GPU %d: %w", i+1, err)
 		}
 		if prev, dup := seen[g.Name]; dup {
-			return fmt.Errorf("experiments: plan: GPU %q is given twice (as %q and %q)", g.Name, prev, name)
+			return fmt.Errorf("plan: GPU %q is given twice (as %q and %q)", g.Name, prev, name)
 		}
 		seen[g.Name] = name
 		if o.nodes[name], err = base.NodeGPUs(g); err != nil {
@@ -422,18 +422,18 @@ func (o *PlanOptions) checkGPUs(base scenario.Scenario) error {
 		}
 		if p, ok := o.Prices[name]; ok {
 			if !(p >= 0) || math.IsInf(p, 0) {
-				return fmt.Errorf("experiments: plan: price %g $/hour of %s: must be a finite number ≥ 0", p, name)
+				return fmt.Errorf("plan: price %g $/hour of %s: must be a finite number ≥ 0", p, name)
 			}
 			prices[g.Name] = p
 		} else if g.PricePerHour == 0 {
 			// 0 is the catalog's "unknown": ranked by cost, such a GPU
 			// would come first at $0/hour.
-			return fmt.Errorf("experiments: plan: GPU %s has no price (price_per_hour unknown in the catalog): give one as --gpus %s=PRICE ($/GPU-hour)", g.Name, name)
+			return fmt.Errorf("plan: GPU %s has no price (price_per_hour unknown in the catalog): give one as --gpus %s=PRICE ($/GPU-hour)", g.Name, name)
 		}
 	}
 	for name := range o.Prices {
 		if !slices.Contains(o.GPUs, name) {
-			return fmt.Errorf("experiments: plan: a price for %q, which is not a candidate GPU", name)
+			return fmt.Errorf("plan: a price for %q, which is not a candidate GPU", name)
 		}
 	}
 	o.Prices = prices
@@ -457,6 +457,6 @@ func noPlanServes(opts []Option, o PlanOptions) error {
 	if !none {
 		return nil
 	}
-	return fmt.Errorf("experiments: plan: no deployment of up to %d GPUs serves %g req/s with %.0f %% of requests within the SLOs:\n  %s",
+	return fmt.Errorf("plan: no deployment of up to %d GPUs serves %g req/s with %.0f %% of requests within the SLOs:\n  %s",
 		o.MaxGPUs, o.Rate, 100*o.Target, strings.Join(why, "\n  "))
 }

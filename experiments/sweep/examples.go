@@ -12,7 +12,7 @@ import (
 func ExampleSweep(name string) (*Sweep, error) {
 	data, err := experiments.Examples.ReadFile(path.Join("examples", name+".toml"))
 	if err != nil {
-		return nil, fmt.Errorf("experiments: no example %q", name)
+		return nil, fmt.Errorf("sweep: no example %q", name)
 	}
 	return ParseSweep(data, "experiments/examples/"+name+".toml", name, "")
 }

@@ -54,7 +54,7 @@ func WriteShardResults(dir, name string, axes []Axis, pts []Point, i, n int) err
 	sf := ShardFile{Shard: ShardHeader{Sweep: name, Digest: Digest(axes, pts), Points: len(pts), Shard: i, Shards: n}, Axes: axes, Points: pfs}
 	js, err := json.MarshalIndent(sf, "", " ")
 	if err != nil {
-		return fmt.Errorf("experiments: %s: %w", ShardFileName(i, n), err)
+		return fmt.Errorf("sweep: %s: %w", ShardFileName(i, n), err)
 	}
 	return scenario.WriteFileAtomic(filepath.Join(dir, ShardFileName(i, n)), append(js, '\n'))
 }
@@ -67,9 +67,9 @@ func FindShardFiles(paths []string) ([]string, error) {
 	for _, p := range paths {
 		st, err := os.Stat(p)
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("experiments: merge: %s does not exist", p)
+			return nil, fmt.Errorf("sweep: merge: %s does not exist", p)
 		} else if err != nil {
-			return nil, fmt.Errorf("experiments: merge: %w", err)
+			return nil, fmt.Errorf("sweep: merge: %w", err)
 		}
 		if !st.IsDir() {
 			out = append(out, p)
@@ -91,7 +91,7 @@ func FindShardFiles(paths []string) ([]string, error) {
 			return nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("experiments: merge: reading %s: %w", p, err)
+			return nil, fmt.Errorf("sweep: merge: reading %s: %w", p, err)
 		}
 	}
 	sort.Strings(out)
@@ -113,7 +113,7 @@ func isShardFileName(name string) bool {
 // other grid is an error.
 func MergeShards(files []string, want string) ([]Axis, []PointFile, error) {
 	if len(files) == 0 {
-		return nil, nil, errors.New("experiments: merge: no shard results files (results.shard-I-of-N.json) found")
+		return nil, nil, errors.New("sweep: merge: no shard results files (results.shard-I-of-N.json) found")
 	}
 	var (
 		first  ShardFile
@@ -129,23 +129,23 @@ func MergeShards(files []string, want string) ([]Axis, []PointFile, error) {
 		if k == 0 {
 			first = sf
 			if want != "" && h.Digest != want {
-				return nil, nil, fmt.Errorf("experiments: merge: %s is a shard of another grid (digest %s; the experiment file's is %s): the sweep's file, models, profiles or traces differ from the ones it ran with", f, h.Digest, want)
+				return nil, nil, fmt.Errorf("sweep: merge: %s is a shard of another grid (digest %s; the experiment file's is %s): the sweep's file, models, profiles or traces differ from the ones it ran with", f, h.Digest, want)
 			}
 		} else if d := headerDiff(first.Shard, h); d != "" {
-			return nil, nil, fmt.Errorf("experiments: merge: %s and %s are not shards of one sweep: %s", files[0], f, d)
+			return nil, nil, fmt.Errorf("sweep: merge: %s and %s are not shards of one sweep: %s", files[0], f, d)
 		} else if !axesEqual(first.Axes, sf.Axes) {
-			return nil, nil, fmt.Errorf("experiments: merge: %s and %s are not shards of one sweep: their axes differ", files[0], f)
+			return nil, nil, fmt.Errorf("sweep: merge: %s and %s are not shards of one sweep: their axes differ", files[0], f)
 		}
 		if prev, dup := byIdx[h.Shard]; dup {
-			return nil, nil, fmt.Errorf("experiments: merge: shard %d of %d is given twice: %s and %s", h.Shard, h.Shards, prev, f)
+			return nil, nil, fmt.Errorf("sweep: merge: shard %d of %d is given twice: %s and %s", h.Shard, h.Shards, prev, f)
 		}
 		byIdx[h.Shard] = f
 		if got, exp := len(sf.Points), shardSize(h); got != exp {
-			return nil, nil, fmt.Errorf("experiments: merge: %s: shard %d of %d holds %d points, want %d of the sweep's %d", f, h.Shard, h.Shards, got, exp, h.Points)
+			return nil, nil, fmt.Errorf("sweep: merge: %s: shard %d of %d holds %d points, want %d of the sweep's %d", f, h.Shard, h.Shards, got, exp, h.Points)
 		}
 		for _, p := range sf.Points {
 			if p.Index%h.Shards != h.Shard || p.Index >= h.Points {
-				return nil, nil, fmt.Errorf("experiments: merge: %s: point %d does not belong to shard %d of %d", f, p.Index, h.Shard, h.Shards)
+				return nil, nil, fmt.Errorf("sweep: merge: %s: point %d does not belong to shard %d of %d", f, p.Index, h.Shard, h.Shards)
 			}
 		}
 		points = append(points, sf.Points...)
@@ -157,12 +157,12 @@ func MergeShards(files []string, want string) ([]Axis, []PointFile, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return nil, nil, fmt.Errorf("experiments: merge: sweep %s: missing shards (of %d): %s; found %d files: %s", first.Shard.Sweep, first.Shard.Shards, strings.Join(missing, ", "), len(files), strings.Join(files, ", "))
+		return nil, nil, fmt.Errorf("sweep: merge: sweep %s: missing shards (of %d): %s; found %d files: %s", first.Shard.Sweep, first.Shard.Shards, strings.Join(missing, ", "), len(files), strings.Join(files, ", "))
 	}
 	sort.Slice(points, func(i, j int) bool { return points[i].Index < points[j].Index })
 	for i, p := range points {
 		if p.Index != i {
-			return nil, nil, fmt.Errorf("experiments: merge: point %d is missing or given twice among %s", i, strings.Join(files, ", "))
+			return nil, nil, fmt.Errorf("sweep: merge: point %d is missing or given twice among %s", i, strings.Join(files, ", "))
 		}
 	}
 	return first.Axes, points, nil
@@ -172,16 +172,16 @@ func readShardFile(path string) (ShardFile, error) {
 	var sf ShardFile
 	data, err := os.ReadFile(path) // as readPointFile: a sweep's own output, its size follows the grid
 	if err != nil {
-		return sf, fmt.Errorf("experiments: merge: %w", err)
+		return sf, fmt.Errorf("sweep: merge: %w", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&sf); err != nil {
-		return sf, fmt.Errorf("experiments: merge: %s: not a shard's results file (servesim sweep --shard i/n writes %s): %v", path, ShardFileName(0, 2), err)
+		return sf, fmt.Errorf("sweep: merge: %s: not a shard's results file (servesim sweep --shard i/n writes %s): %v", path, ShardFileName(0, 2), err)
 	}
 	h := sf.Shard
 	if h.Shards < 1 || h.Shard < 0 || h.Shard >= h.Shards || h.Points < 0 || h.Digest == "" {
-		return sf, fmt.Errorf("experiments: merge: %s: not a shard's results file: its shard header %+v is incomplete or out of range", path, h)
+		return sf, fmt.Errorf("sweep: merge: %s: not a shard's results file: its shard header %+v is incomplete or out of range", path, h)
 	}
 	return sf, nil
 }

@@ -27,41 +27,41 @@ import (
 func ShardFromEnv(spec string, getenv func(string) string) (i, n int, from string, err error) {
 	rest, ok := strings.CutPrefix(spec, "auto")
 	if !ok || (rest != "" && !strings.HasPrefix(rest, "/")) {
-		return 0, 0, "", fmt.Errorf("experiments: shard %q: want i/n, auto or auto/N", spec)
+		return 0, 0, "", fmt.Errorf("sweep: shard %q: want i/n, auto or auto/N", spec)
 	}
 	want := 0
 	if rest != "" {
 		if want, err = strconv.Atoi(rest[1:]); err != nil || want < 1 {
-			return 0, 0, "", fmt.Errorf("experiments: shard %q: N in auto/N must be a whole number ≥ 1", spec)
+			return 0, 0, "", fmt.Errorf("sweep: shard %q: N in auto/N must be a whole number ≥ 1", spec)
 		}
 	}
 	slurm, k8s := getenv("SLURM_ARRAY_TASK_ID"), getenv("JOB_COMPLETION_INDEX")
 	switch {
 	case slurm != "" && k8s != "":
-		return 0, 0, "", fmt.Errorf("experiments: --shard %s: both SLURM_ARRAY_TASK_ID (%s) and JOB_COMPLETION_INDEX (%s) are set: give --shard i/n", spec, slurm, k8s)
+		return 0, 0, "", fmt.Errorf("sweep: --shard %s: both SLURM_ARRAY_TASK_ID (%s) and JOB_COMPLETION_INDEX (%s) are set: give --shard i/n", spec, slurm, k8s)
 	case slurm != "":
 		i, n, err = slurmShard(getenv)
 		if err != nil {
-			return 0, 0, "", fmt.Errorf("experiments: --shard %s: %w", spec, err)
+			return 0, 0, "", fmt.Errorf("sweep: --shard %s: %w", spec, err)
 		}
 		if want > 0 && want != n {
-			return 0, 0, "", fmt.Errorf("experiments: --shard %s: the Slurm array has %d tasks, not %d", spec, n, want)
+			return 0, 0, "", fmt.Errorf("sweep: --shard %s: the Slurm array has %d tasks, not %d", spec, n, want)
 		}
 		return i, n, "SLURM_ARRAY_TASK_ID=" + slurm, nil
 	case k8s != "":
 		if want == 0 {
-			return 0, 0, "", fmt.Errorf("experiments: --shard auto: JOB_COMPLETION_INDEX=%s is set, but Kubernetes does not give the number of shards: give --shard auto/N with N the Job's completions", k8s)
+			return 0, 0, "", fmt.Errorf("sweep: --shard auto: JOB_COMPLETION_INDEX=%s is set, but Kubernetes does not give the number of shards: give --shard auto/N with N the Job's completions", k8s)
 		}
 		i, err = envInt("JOB_COMPLETION_INDEX", k8s)
 		if err == nil && i >= want {
 			err = fmt.Errorf("JOB_COMPLETION_INDEX=%d: want 0 ≤ index < %d (the N of auto/N)", i, want)
 		}
 		if err != nil {
-			return 0, 0, "", fmt.Errorf("experiments: --shard %s: %w", spec, err)
+			return 0, 0, "", fmt.Errorf("sweep: --shard %s: %w", spec, err)
 		}
 		return i, want, "JOB_COMPLETION_INDEX=" + k8s, nil
 	}
-	return 0, 0, "", fmt.Errorf("experiments: --shard %s: neither SLURM_ARRAY_TASK_ID (a Slurm array job) nor JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) is set: run under one of them, or give --shard i/n", spec)
+	return 0, 0, "", fmt.Errorf("sweep: --shard %s: neither SLURM_ARRAY_TASK_ID (a Slurm array job) nor JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) is set: run under one of them, or give --shard i/n", spec)
 }
 
 // slurmShard maps a Slurm array task to a shard index and count.

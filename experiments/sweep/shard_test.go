@@ -47,7 +47,7 @@ func TestShardFromEnv(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			i, n, from, err := ShardFromEnv(tc.spec, func(k string) string { return tc.env[k] })
 			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.HasPrefix(err.Error(), "experiments: ") {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.HasPrefix(err.Error(), "sweep: ") {
 					t.Fatalf("error %v, want one containing %q", err, tc.err)
 				}
 				return

@@ -71,7 +71,7 @@ type Point struct {
 func LoadSweep(path string) (*Sweep, error) {
 	data, err := bounded.ReadFile(path, bounded.TOML)
 	if err != nil {
-		return nil, fmt.Errorf("experiments: %w", err)
+		return nil, fmt.Errorf("sweep: %w", err)
 	}
 	name := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	return ParseSweep(data, path, name, filepath.Dir(path))
@@ -85,19 +85,19 @@ func ParseSweep(data []byte, file, name, dir string) (*Sweep, error) {
 	if err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("experiments: %s line %d: %s", file, pe.Position.Line, pe.Message)
+			return nil, fmt.Errorf("sweep: %s line %d: %s", file, pe.Position.Line, pe.Message)
 		}
-		return nil, fmt.Errorf("experiments: %s: %v", file, err)
+		return nil, fmt.Errorf("sweep: %s: %v", file, err)
 	}
 	if !md.IsDefined("base") {
 		hint := ""
 		if md.IsDefined("model") || md.IsDefined("workload") || md.IsDefined("gpu") {
 			hint = " (this looks like a scenario: run it with 'servesim run --config FILE')"
 		}
-		return nil, fmt.Errorf("experiments: %s: not an experiment file: an experiment needs a [base] scenario and [[axis]] tables (field = a scenario field, values = [...])%s", file, hint)
+		return nil, fmt.Errorf("sweep: %s: not an experiment file: an experiment needs a [base] scenario and [[axis]] tables (field = a scenario field, values = [...])%s", file, hint)
 	}
 	if len(sw.Axes) == 0 && len(sw.Seeds) == 0 {
-		return nil, fmt.Errorf("experiments: %s: no [[axis]] and no seeds: an experiment needs a [base] scenario and [[axis]] tables (field = a scenario field, values = [...])", file)
+		return nil, fmt.Errorf("sweep: %s: no [[axis]] and no seeds: an experiment needs a [base] scenario and [[axis]] tables (field = a scenario field, values = [...])", file)
 	}
 	for _, k := range md.Undecoded() {
 		if len(k) >= 2 && k[0] == "axis" && k[1] == "values" {
@@ -107,17 +107,17 @@ func ParseSweep(data []byte, file, name, dir string) (*Sweep, error) {
 		if line := scenario.KeyLine(data, k); line > 0 {
 			where = fmt.Sprintf("%s line %d", file, line)
 		}
-		return nil, fmt.Errorf("experiments: %s: unknown field %q", where, k.String())
+		return nil, fmt.Errorf("sweep: %s: unknown field %q", where, k.String())
 	}
 	sw.dir, sw.file, sw.src = dir, file, data
 	sw.Base.SetDir(dir)
 	if sw.Name == "" {
 		sw.Name = name
 		if err := CheckName(name); err != nil {
-			return nil, fmt.Errorf("experiments: %s: the sweep's name (from the file name) %v; set name = \"...\"", file, err)
+			return nil, fmt.Errorf("sweep: %s: the sweep's name (from the file name) %v; set name = \"...\"", file, err)
 		}
 	} else if err := CheckName(sw.Name); err != nil {
-		return nil, fmt.Errorf("experiments: %s: name %v", sw.at(scenario.KeyLine(data, toml.Key{"name"})), err)
+		return nil, fmt.Errorf("sweep: %s: name %v", sw.at(scenario.KeyLine(data, toml.Key{"name"})), err)
 	}
 	var all scenario.Scenario // the whole file's keys and lines
 	all.RecordKeys(md, data)
@@ -147,7 +147,7 @@ func ParseSweep(data []byte, file, name, dir string) (*Sweep, error) {
 					key = "base.seed"
 				}
 				line, _ := all.Origin(key)
-				return nil, fmt.Errorf("experiments: %s line %d: field %q: seed %d must be ≥ 0", file, line, key, v)
+				return nil, fmt.Errorf("sweep: %s line %d: field %q: seed %d must be ≥ 0", file, line, key, v)
 			}
 		}
 	}
@@ -165,17 +165,17 @@ func (sw *Sweep) PointsJ(workers int) ([]Point, error) {
 	for i, a := range sw.Axes {
 		at := sw.at(sw.axisLine(i))
 		if a.Field == "" {
-			return nil, fmt.Errorf("experiments: %s: axis %d has no field", at, i+1)
+			return nil, fmt.Errorf("sweep: %s: axis %d has no field", at, i+1)
 		}
 		if len(a.Values) == 0 {
-			return nil, fmt.Errorf("experiments: %s: axis %q has no values", at, a.Field)
+			return nil, fmt.Errorf("sweep: %s: axis %q has no values", at, a.Field)
 		}
 		if len(a.Labels) > 0 && len(a.Labels) != len(a.Values) {
-			return nil, fmt.Errorf("experiments: %s: axis %q has %d labels for %d values", at, a.Field, len(a.Labels), len(a.Values))
+			return nil, fmt.Errorf("sweep: %s: axis %q has %d labels for %d values", at, a.Field, len(a.Labels), len(a.Values))
 		}
 		for j := range i {
 			if sw.Axes[j].Field == a.Field {
-				return nil, fmt.Errorf("experiments: %s: field %q appears on two axes (axes %d and %d)", at, a.Field, j+1, i+1)
+				return nil, fmt.Errorf("sweep: %s: field %q appears on two axes (axes %d and %d)", at, a.Field, j+1, i+1)
 			}
 		}
 	}
@@ -196,7 +196,7 @@ func (sw *Sweep) PointsJ(workers int) ([]Point, error) {
 				}
 				for _, b := range sw.Axes {
 					if b.Field == full {
-						return nil, fmt.Errorf("experiments: %s: conflicting settings: axis %q sets %q, which axis %q also sweeps", sw.at(sw.axisLine(ai)), a.Field, k, b.Field)
+						return nil, fmt.Errorf("sweep: %s: conflicting settings: axis %q sets %q, which axis %q also sweeps", sw.at(sw.axisLine(ai)), a.Field, k, b.Field)
 					}
 				}
 			}
@@ -268,11 +268,11 @@ func (sw *Sweep) PointsJ(workers int) ([]Point, error) {
 func (sw *Sweep) scenario(vals []any, seed uint64) (scenario.Scenario, error) {
 	var buf bytes.Buffer
 	if err := toml.NewEncoder(&buf).Encode(sw.Base); err != nil {
-		return scenario.Scenario{}, fmt.Errorf("experiments: sweep %s: %v", sw.Name, err)
+		return scenario.Scenario{}, fmt.Errorf("sweep: sweep %s: %v", sw.Name, err)
 	}
 	m := map[string]any{}
 	if _, err := toml.Decode(buf.String(), &m); err != nil {
-		return scenario.Scenario{}, fmt.Errorf("experiments: sweep %s: %v", sw.Name, err)
+		return scenario.Scenario{}, fmt.Errorf("sweep: sweep %s: %v", sw.Name, err)
 	}
 	for k, a := range sw.Axes {
 		cur, leaf := m, a.Field
@@ -305,14 +305,14 @@ func (sw *Sweep) scenario(vals []any, seed uint64) (scenario.Scenario, error) {
 			continue
 		}
 		if a.Field == "." {
-			return scenario.Scenario{}, fmt.Errorf("experiments: %s: axis \".\" (the top level) takes table values, not %v", sw.at(sw.axisLine(k)), vals[k])
+			return scenario.Scenario{}, fmt.Errorf("sweep: %s: axis \".\" (the top level) takes table values, not %v", sw.at(sw.axisLine(k)), vals[k])
 		}
 		cur[leaf] = vals[k]
 	}
 	m["seed"] = int64(seed)
 	buf.Reset()
 	if err := toml.NewEncoder(&buf).Encode(m); err != nil {
-		return scenario.Scenario{}, fmt.Errorf("experiments: sweep %s: %v", sw.Name, err)
+		return scenario.Scenario{}, fmt.Errorf("sweep: sweep %s: %v", sw.Name, err)
 	}
 	s, err := sw.decodePoint(buf.String(), vals)
 	if err != nil {
@@ -414,7 +414,7 @@ func RunSweep(pts []Point, workers int) ([]PointResult, error) {
 	}, nil)
 	for i, err := range errs {
 		if err != nil {
-			return nil, fmt.Errorf("experiments: point %d: %w", i, err)
+			return nil, fmt.Errorf("sweep: point %d: %w", i, err)
 		}
 	}
 	return out, nil
@@ -552,7 +552,7 @@ func WriteTable(w io.Writer, axes []Axis, pts []PointFile, cols []string) error 
 				names = append(names, k.Name)
 			}
 			sort.Strings(names)
-			return fmt.Errorf("experiments: unknown column %q (known: %s)", c, strings.Join(names, ", "))
+			return fmt.Errorf("sweep: unknown column %q (known: %s)", c, strings.Join(names, ", "))
 		}
 		b.WriteString(" " + c + " |")
 	}

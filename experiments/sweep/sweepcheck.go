@@ -102,11 +102,11 @@ func tableHas(t map[string]any, k []string) bool {
 // about the user's experiment file: the line of the axis that set the field
 // (with the value), or of the base's key.
 func (sw *Sweep) pointError(key string, vals []any, msg string) error {
-	msg = strings.TrimPrefix(msg, "experiments: ")
+	msg = strings.TrimPrefix(msg, "sweep: ")
 	point := describe(sw.Axes, vals)
 	if i := sw.axisOf(key, vals); i >= 0 {
 		a := sw.Axes[i]
-		return fmt.Errorf("experiments: %s: axis %q value %s (point %s): %s", sw.at(sw.axisLine(i)), a.Field, formatValue(vals[i]), point, msg)
+		return fmt.Errorf("sweep: %s: axis %q value %s (point %s): %s", sw.at(sw.axisLine(i)), a.Field, formatValue(vals[i]), point, msg)
 	}
 	line := 0
 	if key != "" {
@@ -114,12 +114,12 @@ func (sw *Sweep) pointError(key string, vals []any, msg string) error {
 	}
 	if key == "" && point != "" {
 		// Not about a named field: about the point's values together.
-		return fmt.Errorf("experiments: %s: point %s: %s", sw.file, point, msg)
+		return fmt.Errorf("sweep: %s: point %s: %s", sw.file, point, msg)
 	}
 	if point == "" {
-		return fmt.Errorf("experiments: %s: [base]: %s", sw.at(line), msg)
+		return fmt.Errorf("sweep: %s: [base]: %s", sw.at(line), msg)
 	}
-	return fmt.Errorf("experiments: %s: [base] at point %s: %s", sw.at(line), point, msg)
+	return fmt.Errorf("sweep: %s: [base] at point %s: %s", sw.at(line), point, msg)
 }
 
 var (
@@ -173,14 +173,14 @@ func (sw *Sweep) checkGrid() error {
 		for j, v := range a.Values {
 			f := formatValue(v)
 			if k, dup := seen[f]; dup {
-				return fmt.Errorf("experiments: %s: axis %q: value %s is given twice (values %d and %d): each point would run twice", sw.at(sw.axisLine(i)), a.Field, f, k+1, j+1)
+				return fmt.Errorf("sweep: %s: axis %q: value %s is given twice (values %d and %d): each point would run twice", sw.at(sw.axisLine(i)), a.Field, f, k+1, j+1)
 			}
 			seen[f] = j
 		}
 		labels := map[string]int{}
 		for j, l := range a.Labels {
 			if k, dup := labels[l]; dup {
-				return fmt.Errorf("experiments: %s: axis %q: label %q is given twice (labels %d and %d): results could not tell the values apart", sw.at(sw.axisLine(i)), a.Field, l, k+1, j+1)
+				return fmt.Errorf("sweep: %s: axis %q: label %q is given twice (labels %d and %d): results could not tell the values apart", sw.at(sw.axisLine(i)), a.Field, l, k+1, j+1)
 			}
 			labels[l] = j
 		}
@@ -188,7 +188,7 @@ func (sw *Sweep) checkGrid() error {
 	seen := map[uint64]int{}
 	for j, s := range sw.Seeds {
 		if k, dup := seen[s]; dup {
-			return fmt.Errorf("experiments: %s: seeds: seed %d is given twice (seeds %d and %d): each point would run twice", sw.at(scenario.KeyLine(sw.src, toml.Key{"seeds"})), s, k+1, j+1)
+			return fmt.Errorf("sweep: %s: seeds: seed %d is given twice (seeds %d and %d): each point would run twice", sw.at(scenario.KeyLine(sw.src, toml.Key{"seeds"})), s, k+1, j+1)
 		}
 		seen[s] = j
 	}
@@ -203,7 +203,7 @@ func (sw *Sweep) checkGrid() error {
 func resolveGuarded(s scenario.Scenario) (p *scenario.Plan, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			p, err = nil, fmt.Errorf("experiments: a value out of range: %v", r)
+			p, err = nil, fmt.Errorf("sweep: a value out of range: %v", r)
 		}
 	}()
 	return s.Resolve()
@@ -217,7 +217,7 @@ func (sw *Sweep) checkKeys(pts []Point) error {
 	for i, p := range pts {
 		k := p.Key()
 		if j, dup := seen[k]; dup {
-			return fmt.Errorf("experiments: %s: points %s and %s (seed %d) resolve to the same scenario: their rows would be one run under two names; drop one of the values",
+			return fmt.Errorf("sweep: %s: points %s and %s (seed %d) resolve to the same scenario: their rows would be one run under two names; drop one of the values",
 				sw.file, describe(sw.Axes, pts[j].Values), describe(sw.Axes, p.Values), p.Seed)
 		}
 		seen[k] = i
@@ -237,7 +237,7 @@ func CheckColumns(cols []string) error {
 	for _, c := range cols {
 		if !known[c] {
 			sort.Strings(names)
-			return fmt.Errorf("experiments: unknown column %q (known: %s)", c, strings.Join(names, ", "))
+			return fmt.Errorf("sweep: unknown column %q (known: %s)", c, strings.Join(names, ", "))
 		}
 	}
 	return nil

@@ -46,7 +46,7 @@ func (p Point) Key() string {
 func (p Point) computeKey() string {
 	var buf bytes.Buffer
 	if err := toml.NewEncoder(&buf).Encode(p.Plan.Scenario); err != nil {
-		panic("experiments: encoding a resolved scenario: " + err.Error())
+		panic("sweep: encoding a resolved scenario: " + err.Error())
 	}
 	buf.WriteString("\ninputs " + p.Plan.Inputs)
 	sum := sha256.Sum256(buf.Bytes())
@@ -86,7 +86,7 @@ func RunSweepDir(pts []Point, dir string, o DirOptions) (ran, found int, err err
 		o.Shard, o.Of = 0, 1
 	}
 	if o.Shard < 0 || o.Shard >= o.Of {
-		return 0, 0, fmt.Errorf("experiments: shard %d/%d: want 0 ≤ i < n", o.Shard, o.Of)
+		return 0, 0, fmt.Errorf("sweep: shard %d/%d: want 0 ≤ i < n", o.Shard, o.Of)
 	}
 	ctx := o.Context
 	if ctx == nil {
@@ -125,7 +125,7 @@ func RunSweepDir(pts []Point, dir string, o DirOptions) (ran, found int, err err
 	parallel.Run(len(todo), o.Workers, func(i int) {
 		var err error
 		if err = ctx.Err(); err != nil {
-			err = fmt.Errorf("experiments: sweep interrupted (%w)", err)
+			err = fmt.Errorf("sweep: interrupted (%w)", err)
 		} else {
 			err = runPoint(ctx, todo[i], pdir, o.KeepRecords)
 		}
@@ -152,11 +152,11 @@ func runPoint(ctx context.Context, p Point, pdir string, keep bool) error {
 	}
 	rep, err := scenario.RunContext(ctx, p.Plan, out)
 	if err != nil {
-		return fmt.Errorf("experiments: point %d: %w", p.Index, err)
+		return fmt.Errorf("sweep: point %d: %w", p.Index, err)
 	}
 	js, err := json.MarshalIndent(PointFileOf(PointResult{Point: p, Report: rep}), "", " ")
 	if err != nil {
-		return fmt.Errorf("experiments: point %d: %w", p.Index, err)
+		return fmt.Errorf("sweep: point %d: %w", p.Index, err)
 	}
 	return scenario.WriteFileAtomic(filepath.Join(pdir, p.Key()+".json"), append(js, '\n'))
 }
@@ -168,7 +168,7 @@ func readPointFile(path string) (PointFile, error) {
 		return pf, err
 	}
 	if err := json.Unmarshal(data, &pf); err != nil {
-		return pf, fmt.Errorf("experiments: %s: %w", path, err)
+		return pf, fmt.Errorf("sweep: %s: %w", path, err)
 	}
 	return pf, nil
 }
@@ -180,14 +180,14 @@ func Collect(pts []Point, dirs ...string) ([]PointFile, error) {
 	have := map[string]PointFile{}
 	for _, d := range dirs {
 		if st, err := os.Stat(d); errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("experiments: results directory %s does not exist", d)
+			return nil, fmt.Errorf("sweep: results directory %s does not exist", d)
 		} else if err != nil {
-			return nil, fmt.Errorf("experiments: results directory %s: %w", d, err)
+			return nil, fmt.Errorf("sweep: results directory %s: %w", d, err)
 		} else if !st.IsDir() {
-			return nil, fmt.Errorf("experiments: results directory %s is not a directory", d)
+			return nil, fmt.Errorf("sweep: results directory %s is not a directory", d)
 		}
 		if _, err := os.Stat(filepath.Join(d, "points")); err != nil {
-			return nil, fmt.Errorf("experiments: results directory %s has no points/ folder: not a sweep's output (servesim sweep FILE -o DIR)", d)
+			return nil, fmt.Errorf("sweep: results directory %s has no points/ folder: not a sweep's output (servesim sweep FILE -o DIR)", d)
 		}
 		err := filepath.WalkDir(filepath.Join(d, "points"), func(path string, e fs.DirEntry, err error) error {
 			if err != nil {
@@ -204,7 +204,7 @@ func Collect(pts []Point, dirs ...string) ([]PointFile, error) {
 			return nil
 		})
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("experiments: reading %s: %w", d, err)
+			return nil, fmt.Errorf("sweep: reading %s: %w", d, err)
 		}
 	}
 	out := make([]PointFile, 0, len(pts))
@@ -220,7 +220,7 @@ func Collect(pts []Point, dirs ...string) ([]PointFile, error) {
 	}
 	if len(missing) > 0 {
 		show := missing[:min(len(missing), 10)]
-		return out, fmt.Errorf("experiments: %d of %d points have no result in %s (first: %v): run the missing shards, or rerun the sweep to compute them",
+		return out, fmt.Errorf("sweep: %d of %d points have no result in %s (first: %v): run the missing shards, or rerun the sweep to compute them",
 			len(missing), len(pts), strings.Join(dirs, ", "), show)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })
@@ -242,7 +242,7 @@ func WriteResults(dir string, axes []Axis, pfs []PointFile) error {
 		Points []PointFile `json:"points"`
 	}{axes, pfs}, "", " ")
 	if err != nil {
-		return fmt.Errorf("experiments: results.json: %w", err)
+		return fmt.Errorf("sweep: results.json: %w", err)
 	}
 	return scenario.WriteFileAtomic(filepath.Join(dir, "results.json"), append(js, '\n'))
 }
@@ -250,7 +250,7 @@ func WriteResults(dir string, axes []Axis, pfs []PointFile) error {
 // ParseShard reads "i/n".
 func ParseShard(s string) (i, n int, err error) {
 	if _, err := fmt.Sscanf(s, "%d/%d", &i, &n); err != nil || n < 1 || i < 0 || i >= n {
-		return 0, 0, fmt.Errorf("experiments: shard %q: want i/n with 0 ≤ i < n", s)
+		return 0, 0, fmt.Errorf("sweep: shard %q: want i/n with 0 ≤ i < n", s)
 	}
 	return i, n, nil
 }

@@ -35,13 +35,13 @@ func RunScenario(run *realrun.Run, base scenario.Scenario) (scenario.Scenario, e
 		}
 		m, err := mc.ByHFName(e.Model)
 		if err != nil {
-			return s, fmt.Errorf("experiments: run %s: model %q is not in the catalog: add it with --models-file FILE (a [[model]] with hf_name = %q, shaped like models/builtin.toml), import its config.json with --model-config, or name a catalog model with --model (see `servesim models`)", run.Name, e.Model, e.Model)
+			return s, fmt.Errorf("validate: run %s: model %q is not in the catalog: add it with --models-file FILE (a [[model]] with hf_name = %q, shaped like models/builtin.toml), import its config.json with --model-config, or name a catalog model with --model (see `servesim models`)", run.Name, e.Model, e.Model)
 		}
 		s.Model = m.Name
 	}
 	if s.GPU == "" {
 		if e.GPU == "" {
-			return s, fmt.Errorf("experiments: run %s records no GPU: name one with --gpu (see `servesim gpus`)", run.Name)
+			return s, fmt.Errorf("validate: run %s records no GPU: name one with --gpu (see `servesim gpus`)", run.Name)
 		}
 		gc, err := s.GPUCatalog()
 		if err != nil {
@@ -49,7 +49,7 @@ func RunScenario(run *realrun.Run, base scenario.Scenario) (scenario.Scenario, e
 		}
 		g, err := gc.Get(e.GPU)
 		if err != nil {
-			return s, fmt.Errorf("experiments: run %s: GPU %q is not in the catalog: add it with --gpus-file FILE (a [[gpu]] whose name or aliases include %q, shaped like hardware/gpus.toml), or name a catalog GPU with --gpu (see `servesim gpus`)", run.Name, e.GPU, strings.ToLower(strings.ReplaceAll(e.GPU, " ", "-")))
+			return s, fmt.Errorf("validate: run %s: GPU %q is not in the catalog: add it with --gpus-file FILE (a [[gpu]] whose name or aliases include %q, shaped like hardware/gpus.toml), or name a catalog GPU with --gpu (see `servesim gpus`)", run.Name, e.GPU, strings.ToLower(strings.ReplaceAll(e.GPU, " ", "-")))
 		}
 		s.GPU = g.Name
 	}
@@ -67,10 +67,10 @@ func RunScenario(run *realrun.Run, base scenario.Scenario) (scenario.Scenario, e
 	}
 	var err error
 	if s.Weights, err = vllmDType(e.DType, "bf16"); err != nil {
-		return s, fmt.Errorf("experiments: run %s: dtype: %w", run.Name, err)
+		return s, fmt.Errorf("validate: run %s: dtype: %w", run.Name, err)
 	}
 	if s.KV, err = vllmDType(e.KVDType, s.Weights); err != nil {
-		return s, fmt.Errorf("experiments: run %s: kv_cache_dtype: %w", run.Name, err)
+		return s, fmt.Errorf("validate: run %s: kv_cache_dtype: %w", run.Name, err)
 	}
 	if q := strings.ToLower(e.Quantization); q != "" {
 		// vLLM's --quantization names the weights' format; the KV cache
@@ -78,7 +78,7 @@ func RunScenario(run *realrun.Run, base scenario.Scenario) (scenario.Scenario, e
 		// (vLLM's --kv-cache-dtype: "auto" will use model data type).
 		w, ok := vllmQuantizations[q]
 		if !ok {
-			return s, fmt.Errorf("experiments: run %s: quantization %q: servesim models fp8, modelopt_fp4 and nvfp4 weights only", run.Name, e.Quantization)
+			return s, fmt.Errorf("validate: run %s: quantization %q: servesim models fp8, modelopt_fp4 and nvfp4 weights only", run.Name, e.Quantization)
 		}
 		s.Weights = w
 	}
@@ -112,7 +112,7 @@ func RunScenario(run *realrun.Run, base scenario.Scenario) (scenario.Scenario, e
 			Model  string `json:"model"`
 		}
 		if err := json.Unmarshal([]byte(e.Speculative), &sp); err != nil {
-			return s, fmt.Errorf("experiments: run %s: speculative_config %s: %v", run.Name, e.Speculative, err)
+			return s, fmt.Errorf("validate: run %s: speculative_config %s: %v", run.Name, e.Speculative, err)
 		}
 		s.Speculative = &scenario.Speculative{Method: sp.Method, NumSpeculativeTokens: sp.K}
 		if sp.Method == "draft_model" {
@@ -196,7 +196,7 @@ func Validate(run *realrun.Run, s scenario.Scenario) (*Validation, error) {
 	reqs := make([]workload.Request, len(run.Requests))
 	for i, q := range run.Requests {
 		if !(q.Arrival >= 0 && q.Arrival <= scenario.MaxDurationS) {
-			return nil, fmt.Errorf("experiments: run %s (%s): request %s arrives %g s after the first: outside the longest run servesim replays (%g s)", run.Name, run.Path, q.ID, q.Arrival, scenario.MaxDurationS)
+			return nil, fmt.Errorf("validate: run %s (%s): request %s arrives %g s after the first: outside the longest run servesim replays (%g s)", run.Name, run.Path, q.ID, q.Arrival, scenario.MaxDurationS)
 		}
 		reqs[i] = workload.Request{Arrival: sim.FromSeconds(q.Arrival), PromptTokens: q.Input, OutputTokens: q.Output}
 	}
@@ -270,7 +270,7 @@ func applyLoggedKV(run *realrun.Run, p *scenario.Plan) (string, error) {
 			mem, from = p.GPU.DeviceMemory(), "the catalog's "+p.GPU.Name
 		}
 		if need := float64(e.KVBlocks) * float64(bs) * p.Memory.KVBytesPerTokenPerGPU; need > mem {
-			return "", fmt.Errorf("experiments: run %s (%s): the logged KV cache, %d blocks × %d tokens × %.0f bytes per token per GPU (%s, TP %d) = %.4g GB, is more than the GPU's whole memory, %.4g GB (%s)",
+			return "", fmt.Errorf("validate: run %s (%s): the logged KV cache, %d blocks × %d tokens × %.0f bytes per token per GPU (%s, TP %d) = %.4g GB, is more than the GPU's whole memory, %.4g GB (%s)",
 				run.Name, run.Path, e.KVBlocks, bs, p.Memory.KVBytesPerTokenPerGPU, p.Model.Name, p.Parallel.TP, need/1e9, mem/1e9, from)
 		}
 	}
@@ -368,7 +368,7 @@ func measured(run *realrun.Run) (metrics.Summary, error) {
 			}
 			t, err := sim.FromSecondsChecked(v)
 			if err != nil {
-				return metrics.Summary{}, fmt.Errorf("experiments: run %s (%s): request %s: measured time: %w", run.Name, run.Path, q.ID, err)
+				return metrics.Summary{}, fmt.Errorf("validate: run %s (%s): request %s: measured time: %w", run.Name, run.Path, q.ID, err)
 			}
 			ts[k] = t
 		}
@@ -378,7 +378,7 @@ func measured(run *realrun.Run) (metrics.Summary, error) {
 		for _, g := range q.ITLs {
 			t, err := sim.FromSecondsChecked(g)
 			if err != nil {
-				return metrics.Summary{}, fmt.Errorf("experiments: run %s (%s): request %s: measured ITL: %w", run.Name, run.Path, q.ID, err)
+				return metrics.Summary{}, fmt.Errorf("validate: run %s (%s): request %s: measured ITL: %w", run.Name, run.Path, q.ID, err)
 			}
 			c.AddITL(t, 1)
 		}

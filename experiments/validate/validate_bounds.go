@@ -62,7 +62,7 @@ func CheckReplaySize(runs []*realrun.Run) error {
 		if n <= MaxReplayRequests && tok <= MaxReplayTokens {
 			continue
 		}
-		return fmt.Errorf("experiments: run %s (%s): its workload is %.4g requests and %.4g tokens (%s): past %d× the largest real run in ../shared/data (%d requests, %d tokens: %d and %d at most); --allow-large replays it anyway",
+		return fmt.Errorf("validate: run %s (%s): its workload is %.4g requests and %.4g tokens (%s): past %d× the largest real run in ../shared/data (%d requests, %d tokens: %d and %d at most); --allow-large replays it anyway",
 			run.Name, run.Path, n, tok, how, MaxReplayScale, largestRunRequests, largestRunTokens, MaxReplayRequests, MaxReplayTokens)
 	}
 	return nil

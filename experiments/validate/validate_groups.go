@@ -177,7 +177,7 @@ func LoadRepeatSpread(dir string) (*RepeatSpread, error) {
 	open := func(name string) (*os.File, error) {
 		f, err := os.Open(filepath.Join(dir, name))
 		if err != nil {
-			return nil, fmt.Errorf("experiments: %w", err)
+			return nil, fmt.Errorf("validate: %w", err)
 		}
 		return f, nil
 	}
@@ -214,19 +214,19 @@ func repeatSpread(rows []realrun.StageRow, rep map[string]map[string]float64, na
 	}
 	for exp := range later {
 		if _, ok := rep[exp]; !ok {
-			return nil, fmt.Errorf("experiments: %s: experiment %q (in runs_long.csv) has no repeat measurement", name, exp)
+			return nil, fmt.Errorf("validate: %s: experiment %q (in runs_long.csv) has no repeat measurement", name, exp)
 		}
 	}
 	diffs := map[string][]float64{}
 	for _, exp := range slices.Sorted(maps.Keys(rep)) {
 		l, ok := later[exp]
 		if !ok {
-			return nil, fmt.Errorf("experiments: %s: experiment %q has no summary row in runs_long.csv to compare with", name, exp)
+			return nil, fmt.Errorf("validate: %s: experiment %q has no summary row in runs_long.csv to compare with", name, exp)
 		}
 		for m, col := range repeatMetrics {
 			e, ok := rep[exp][m]
 			if !ok {
-				return nil, fmt.Errorf("experiments: %s: experiment %q: metric %q missing", name, exp, m)
+				return nil, fmt.Errorf("validate: %s: experiment %q: metric %q missing", name, exp, m)
 			}
 			if l[m] > 0 {
 				diffs[col] = append(diffs[col], math.Abs(e/1e3-l[m])/l[m]) // e in ms, l in s

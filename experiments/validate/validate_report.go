@@ -431,7 +431,7 @@ func ValidationJSON(vs []*Validation) ([]byte, error) {
 	}
 	js, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
-		return nil, fmt.Errorf("experiments: validation.json: %w", err)
+		return nil, fmt.Errorf("validate: validation.json: %w", err)
 	}
 	return append(js, '\n'), nil
 }

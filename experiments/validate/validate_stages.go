@@ -45,13 +45,13 @@ func StageScenario(run *realrun.Run, base scenario.Scenario) (scenario.Scenario,
 	}
 	r := run.Stage
 	if r == nil {
-		return s, fmt.Errorf("experiments: run %s: not an inference-perf row", run.Name)
+		return s, fmt.Errorf("validate: run %s: not an inference-perf row", run.Name)
 	}
 	if r.LoadType != "constant" || r.DataType != "shared_prefix" {
-		return s, fmt.Errorf("experiments: %s: load_type %q, data_type %q: only inference-perf's constant load with shared_prefix data is replayed", run.Path, r.LoadType, r.DataType)
+		return s, fmt.Errorf("validate: %s: load_type %q, data_type %q: only inference-perf's constant load with shared_prefix data is replayed", run.Path, r.LoadType, r.DataType)
 	}
 	if len(r.Stages) == 0 {
-		return s, fmt.Errorf("experiments: %s: column \"stages\": no stages", run.Path)
+		return s, fmt.Errorf("validate: %s: column \"stages\": no stages", run.Path)
 	}
 	sys, q := scaledPrompt(r)
 	groups, prompts := inferencePerfGroups, inferencePerfPrompts
@@ -119,7 +119,7 @@ func ValidateStages(runs []*realrun.Run, s scenario.Scenario) ([]*Validation, er
 	first := runs[0]
 	for _, r := range runs {
 		if r.Stage == nil || r.Stage.Experiment != first.Stage.Experiment {
-			return nil, fmt.Errorf("experiments: ValidateStages: run %s is not a row of experiment %s", r.Name, first.Stage.Experiment)
+			return nil, fmt.Errorf("validate: ValidateStages: run %s is not a row of experiment %s", r.Name, first.Stage.Experiment)
 		}
 	}
 	p, err := s.Resolve()
@@ -171,7 +171,7 @@ func ValidateStages(runs []*realrun.Run, s scenario.Scenario) ([]*Validation, er
 		stage := -1
 		if row.Scope != "summary" {
 			if _, err := fmt.Sscanf(row.Scope, "stage_%d", &stage); err != nil || stage < 0 || stage >= len(counts) {
-				return nil, fmt.Errorf("experiments: %s: column \"scope\": %q: want summary or stage_0 … stage_%d", run.Path, row.Scope, len(counts)-1)
+				return nil, fmt.Errorf("validate: %s: column \"scope\": %q: want summary or stage_0 … stage_%d", run.Path, row.Scope, len(counts)-1)
 			}
 		} else if hasStages && len(runs) > 1 {
 			v.Overlap = true

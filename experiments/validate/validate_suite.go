@@ -57,16 +57,16 @@ func Suite() ([]SuiteEntry, error) {
 		var e SuiteEntry
 		md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&e)
 		if err != nil {
-			return nil, fmt.Errorf("experiments: %s: %v", n, err)
+			return nil, fmt.Errorf("validate: %s: %v", n, err)
 		}
 		if und := md.Undecoded(); len(und) > 0 {
-			return nil, fmt.Errorf("experiments: %s: unknown field %q", n, und[0].String())
+			return nil, fmt.Errorf("validate: %s: unknown field %q", n, und[0].String())
 		}
 		if e.Run == "" {
-			return nil, fmt.Errorf("experiments: %s: field \"run\" missing", n)
+			return nil, fmt.Errorf("validate: %s: field \"run\" missing", n)
 		}
 		if e.Workload == "" {
-			return nil, fmt.Errorf("experiments: %s: field \"workload\" missing (the suite's by-workload medians)", n)
+			return nil, fmt.Errorf("validate: %s: field \"workload\" missing (the suite's by-workload medians)", n)
 		}
 		e.File = n
 		out = append(out, e)
@@ -89,13 +89,13 @@ func (e SuiteEntry) Open(dataDir string) ([]*realrun.Run, error) {
 		for _, r := range runs {
 			if r.Stage != nil && r.Stage.Experiment == e.Experiment {
 				if r.Stage.Workload != "" && r.Stage.Workload != e.Workload {
-					return nil, fmt.Errorf("experiments: %s: field \"workload\": %q, but %s records %q for %s", e.File, e.Workload, e.Run, r.Stage.Workload, e.Experiment)
+					return nil, fmt.Errorf("validate: %s: field \"workload\": %q, but %s records %q for %s", e.File, e.Workload, e.Run, r.Stage.Workload, e.Experiment)
 				}
 				kept = append(kept, r)
 			}
 		}
 		if len(kept) == 0 {
-			return nil, fmt.Errorf("experiments: %s: experiment %q not in %s", e.File, e.Experiment, e.Run)
+			return nil, fmt.Errorf("validate: %s: experiment %q not in %s", e.File, e.Experiment, e.Run)
 		}
 		runs = kept
 	}

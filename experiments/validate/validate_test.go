@@ -195,7 +195,7 @@ func TestRunScenarioErrors(t *testing.T) {
 	} {
 		_, err := RunScenario(&realrun.Run{Name: "r", Engine: c.engine}, scenario.Scenario{})
 		for _, w := range c.want {
-			if err == nil || !strings.Contains(err.Error(), w) || !strings.HasPrefix(err.Error(), "experiments: ") {
+			if err == nil || !strings.Contains(err.Error(), w) || !strings.HasPrefix(err.Error(), "validate: ") {
 				t.Errorf("%+v: err = %v, want %q", c.engine, err, w)
 			}
 		}

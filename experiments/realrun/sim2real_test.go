@@ -29,14 +29,20 @@ func TestReadSim2Real(t *testing.T) {
 		name      string
 		rate      float64 // stage_rate: 0 for the summary
 		ttft, e2e float64 // means, s: the fixture's 40 and 2,500 ms × (1 + 0.1 × scope index)
-		tpot      float64 // itl_mean, s: 10 ms × (1 + 0.1 k)
+		tpot      float64 // (E2E − TTFT)/(output_len − 1), s
+		itl       float64 // itl_mean, s: 10 ms × (1 + 0.1 k)
 	}
 	wants := []want{
-		{"a-qwen-tp1-codegen/summary", 0, 0.040, 2.5, 0.010},
-		{"a-qwen-tp1-codegen/stage_0", 1, 0.044, 2.75, 0.011},
-		{"a-qwen-tp1-codegen/stage_1", 2, 0.048, 3.0, 0.012},
-		{"b-scout-tp2-reasoning/summary", 0, 0.040, 2.5, 0.010},
-		{"b-scout-tp2-reasoning/stage_0", 0.5, 0.044, 2.75, 0.011},
+		// Qwen, output_len 247: (2.5 − 0.04)/246 = 10 ms, as its itl_mean;
+		// (2.75 − 0.044)/246 = 11 ms; (3.0 − 0.048)/246 = 12 ms.
+		{"a-qwen-tp1-codegen/summary", 0, 0.040, 2.5, 0.010, 0.010},
+		{"a-qwen-tp1-codegen/stage_0", 1, 0.044, 2.75, 0.011, 0.011},
+		{"a-qwen-tp1-codegen/stage_1", 2, 0.048, 3.0, 0.012, 0.012},
+		// Scout, output_len 1,448: TPOT (2.5 − 0.04)/1,447 and
+		// (2.75 − 0.044)/1,447 s, whatever the table's itl_mean (the load
+		// generator's re-tokenized count would be 247 tokens).
+		{"b-scout-tp2-reasoning/summary", 0, 0.040, 2.5, 2.46 / 1447, 0.010},
+		{"b-scout-tp2-reasoning/stage_0", 0.5, 0.044, 2.75, 2.706 / 1447, 0.011},
 	}
 	if len(rows) != len(wants) {
 		t.Fatalf("%d rows, want %d", len(rows), len(wants))
@@ -44,8 +50,8 @@ func TestReadSim2Real(t *testing.T) {
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
 	for i, w := range wants {
 		r := rows[i]
-		if got := r.Experiment + "/" + r.Scope; got != w.name || r.StageRate != w.rate || !near(r.TTFT.Mean, w.ttft) || !near(r.E2E.Mean, w.e2e) || !near(r.TPOTMean, w.tpot) {
-			t.Errorf("row %d: %s rate %g TTFT %g E2E %g TPOT %g; want %+v", i, got, r.StageRate, r.TTFT.Mean, r.E2E.Mean, r.TPOTMean, w)
+		if got := r.Experiment + "/" + r.Scope; got != w.name || r.StageRate != w.rate || !near(r.TTFT.Mean, w.ttft) || !near(r.E2E.Mean, w.e2e) || !near(r.TPOTMean, w.tpot) || !near(r.ITLMean, w.itl) {
+			t.Errorf("row %d: %s rate %g TTFT %g E2E %g TPOT %g ITL %g; want %+v", i, got, r.StageRate, r.TTFT.Mean, r.E2E.Mean, r.TPOTMean, r.ITLMean, w)
 		}
 		// Not recorded by the format: medians, throughputs, successes.
 		if !math.IsNaN(r.TTFT.Median) || !math.IsNaN(r.E2E.Median) || !math.IsNaN(r.RequestsPerSec) || !math.IsNaN(r.PromptLenMean) || r.Successes != -1 {

@@ -182,3 +182,45 @@ func TestReadRepeats(t *testing.T) {
 		}
 	}
 }
+
+// TestSim2RealClientTokenCount: on the shared sim2real tables, the load
+// generator's output count that itl_mean implies, (E2E − TTFT)/itl_mean + 1,
+// is within 2 % of output_len on every row but Llama-2-7b-hf
+// reasoning-lite's, 22.7 % short (1,119.8 of 1,448); TPOT there is
+// (17,062.13 − 55.10)/1,447 = 11.75 ms a generated token, not the table's
+// 15.20 ms.
+func TestSim2RealClientTokenCount(t *testing.T) {
+	dir := filepath.Join("..", "..", "..", "shared", "data", "vllm-sim2real-runs")
+	exps, err := os.Open(filepath.Join(dir, "experiments.csv"))
+	if err != nil {
+		t.Skipf("../shared/data not here: %v", err)
+	}
+	defer exps.Close()
+	long, err := os.Open(filepath.Join(dir, "runs_long.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer long.Close()
+	rows, err := ReadSim2Real(exps, "experiments.csv", long, "runs_long.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := 0
+	for _, r := range rows {
+		n := (r.E2E.Mean-r.TTFT.Mean)/r.ITLMean + 1
+		ratio := (n - 1) / float64(r.OutputLen-1)
+		if r.Experiment != "67-llama-2-7b-hf-tp1-reasoning-lite-1-1" {
+			if ratio < 0.98 || ratio > 1.01 {
+				t.Errorf("%s/%s: the client counted %.1f of %d output tokens", r.Experiment, r.Scope, n, r.OutputLen)
+			}
+			continue
+		}
+		short++
+		if math.Abs(n-1119.8) > 0.1 || math.Abs(r.TPOTMean-11.753e-3) > 0.01e-3 || math.Abs(r.ITLMean-15.20e-3) > 0.01e-3 {
+			t.Errorf("%s/%s: client count %.1f, TPOT %.3f ms, itl_mean %.3f ms; want 1119.8, 11.753, 15.20", r.Experiment, r.Scope, n, 1e3*r.TPOTMean, 1e3*r.ITLMean)
+		}
+	}
+	if short != 2 {
+		t.Errorf("%d Llama-2-7b-hf reasoning-lite rows, want 2 (summary, stage_0)", short)
+	}
+}

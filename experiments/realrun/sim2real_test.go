@@ -29,14 +29,20 @@ func TestReadSim2Real(t *testing.T) {
 		name      string
 		rate      float64 // stage_rate: 0 for the summary
 		ttft, e2e float64 // means, s: the fixture's 40 and 2,500 ms × (1 + 0.1 × scope index)
-		tpot      float64 // itl_mean, s: 10 ms × (1 + 0.1 k)
+		tpot      float64 // (E2E − TTFT)/(output_len − 1), s
+		itl       float64 // itl_mean, s: 10 ms × (1 + 0.1 k)
 	}
 	wants := []want{
-		{"a-qwen-tp1-codegen/summary", 0, 0.040, 2.5, 0.010},
-		{"a-qwen-tp1-codegen/stage_0", 1, 0.044, 2.75, 0.011},
-		{"a-qwen-tp1-codegen/stage_1", 2, 0.048, 3.0, 0.012},
-		{"b-scout-tp2-reasoning/summary", 0, 0.040, 2.5, 0.010},
-		{"b-scout-tp2-reasoning/stage_0", 0.5, 0.044, 2.75, 0.011},
+		// Qwen, output_len 247: (2.5 − 0.04)/246 = 10 ms, as its itl_mean;
+		// (2.75 − 0.044)/246 = 11 ms; (3.0 − 0.048)/246 = 12 ms.
+		{"a-qwen-tp1-codegen/summary", 0, 0.040, 2.5, 0.010, 0.010},
+		{"a-qwen-tp1-codegen/stage_0", 1, 0.044, 2.75, 0.011, 0.011},
+		{"a-qwen-tp1-codegen/stage_1", 2, 0.048, 3.0, 0.012, 0.012},
+		// Scout, output_len 1,448: TPOT (2.5 − 0.04)/1,447 and
+		// (2.75 − 0.044)/1,447 s, whatever the table's itl_mean (the load
+		// generator's re-tokenized count would be 247 tokens).
+		{"b-scout-tp2-reasoning/summary", 0, 0.040, 2.5, 2.46 / 1447, 0.010},
+		{"b-scout-tp2-reasoning/stage_0", 0.5, 0.044, 2.75, 2.706 / 1447, 0.011},
 	}
 	if len(rows) != len(wants) {
 		t.Fatalf("%d rows, want %d", len(rows), len(wants))
@@ -44,8 +50,8 @@ func TestReadSim2Real(t *testing.T) {
 	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
 	for i, w := range wants {
 		r := rows[i]
-		if got := r.Experiment + "/" + r.Scope; got != w.name || r.StageRate != w.rate || !near(r.TTFT.Mean, w.ttft) || !near(r.E2E.Mean, w.e2e) || !near(r.TPOTMean, w.tpot) {
-			t.Errorf("row %d: %s rate %g TTFT %g E2E %g TPOT %g; want %+v", i, got, r.StageRate, r.TTFT.Mean, r.E2E.Mean, r.TPOTMean, w)
+		if got := r.Experiment + "/" + r.Scope; got != w.name || r.StageRate != w.rate || !near(r.TTFT.Mean, w.ttft) || !near(r.E2E.Mean, w.e2e) || !near(r.TPOTMean, w.tpot) || !near(r.ITLMean, w.itl) {
+			t.Errorf("row %d: %s rate %g TTFT %g E2E %g TPOT %g ITL %g; want %+v", i, got, r.StageRate, r.TTFT.Mean, r.E2E.Mean, r.TPOTMean, r.ITLMean, w)
 		}
 		// Not recorded by the format: medians, throughputs, successes.
 		if !math.IsNaN(r.TTFT.Median) || !math.IsNaN(r.E2E.Median) || !math.IsNaN(r.RequestsPerSec) || !math.IsNaN(r.PromptLenMean) || r.Successes != -1 {
@@ -174,5 +180,47 @@ func TestReadRepeats(t *testing.T) {
 		if _, err := ReadRepeats(strings.NewReader(c.in), "r.csv"); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: %v, want %q", c.in, err, c.want)
 		}
+	}
+}
+
+// TestSim2RealClientTokenCount: on the shared sim2real tables, the load
+// generator's output count that itl_mean implies, (E2E − TTFT)/itl_mean + 1,
+// is within 2 % of output_len on every row but Llama-2-7b-hf
+// reasoning-lite's, 22.7 % short (1,119.8 of 1,448); TPOT there is
+// (17,062.13 − 55.10)/1,447 = 11.75 ms a generated token, not the table's
+// 15.20 ms.
+func TestSim2RealClientTokenCount(t *testing.T) {
+	dir := filepath.Join("..", "..", "..", "shared", "data", "vllm-sim2real-runs")
+	exps, err := os.Open(filepath.Join(dir, "experiments.csv"))
+	if err != nil {
+		t.Skipf("../shared/data not here: %v", err)
+	}
+	defer exps.Close()
+	long, err := os.Open(filepath.Join(dir, "runs_long.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer long.Close()
+	rows, err := ReadSim2Real(exps, "experiments.csv", long, "runs_long.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := 0
+	for _, r := range rows {
+		n := (r.E2E.Mean-r.TTFT.Mean)/r.ITLMean + 1
+		ratio := (n - 1) / float64(r.OutputLen-1)
+		if r.Experiment != "67-llama-2-7b-hf-tp1-reasoning-lite-1-1" {
+			if ratio < 0.98 || ratio > 1.01 {
+				t.Errorf("%s/%s: the client counted %.1f of %d output tokens", r.Experiment, r.Scope, n, r.OutputLen)
+			}
+			continue
+		}
+		short++
+		if math.Abs(n-1119.8) > 0.1 || math.Abs(r.TPOTMean-11.753e-3) > 0.01e-3 || math.Abs(r.ITLMean-15.20e-3) > 0.01e-3 {
+			t.Errorf("%s/%s: client count %.1f, TPOT %.3f ms, itl_mean %.3f ms; want 1119.8, 11.753, 15.20", r.Experiment, r.Scope, n, 1e3*r.TPOTMean, 1e3*r.ITLMean)
+		}
+	}
+	if short != 2 {
+		t.Errorf("%d Llama-2-7b-hf reasoning-lite rows, want 2 (summary, stage_0)", short)
 	}
 }

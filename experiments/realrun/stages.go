@@ -29,7 +29,17 @@ type StageRow struct {
 	// generates output_len tokens (ignore_eos), so it equals the mean of
 	// the per-request TPOTs. The table's own TPOT and ITL columns count
 	// streamed chunks, about two per token, and are not used (SOURCE.md).
-	TPOTMean                                      float64
+	TPOTMean float64
+	// ITLMean is the sim2real tables' itl_mean (0 for runs.csv): (E2E mean
+	// − TTFT mean)/(mean output length − 1) with the load generator's
+	// output length, which inference-perf counted by re-tokenizing the
+	// streamed text (inference_perf/apis/completion.py process_response,
+	// tokenizer.count_tokens(output_text), at fc877d3, 2026-02: before PR
+	// #577 let it read the server's usage.completion_tokens), not the
+	// tokens the server generated. It is kept for the repeat spread (the
+	// earlier campaign records only itl_mean) and the header note; TPOT is
+	// TPOTMean, as for runs.csv.
+	ITLMean                                       float64
 	PromptLenMean                                 float64
 	RequestsPerSec, InputTokensPS, OutputTokensPS float64
 	// Notes are what the reader did with the row (an identical duplicate

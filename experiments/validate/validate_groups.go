@@ -210,7 +210,7 @@ func repeatSpread(rows []realrun.StageRow, rep map[string]map[string]float64, na
 			continue
 		}
 		later[r.Experiment] = map[string]float64{"ttft_mean": r.TTFT.Mean, "ttft_p90": r.TTFT.P90, "ttft_p99": r.TTFT.P99,
-			"e2e_mean": r.E2E.Mean, "e2e_p90": r.E2E.P90, "e2e_p99": r.E2E.P99, "itl_mean": r.TPOTMean}
+			"e2e_mean": r.E2E.Mean, "e2e_p90": r.E2E.P90, "e2e_p99": r.E2E.P99, "itl_mean": r.ITLMean}
 	}
 	for exp := range later {
 		if _, ok := rep[exp]; !ok {

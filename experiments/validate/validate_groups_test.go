@@ -148,7 +148,7 @@ func TestSuiteGroupsPrinted(t *testing.T) {
 func TestRepeatSpread(t *testing.T) {
 	row := func(exp string, ttft, e2e, itl float64) realrun.StageRow {
 		return realrun.StageRow{Experiment: exp, Scope: "summary", TTFT: realrun.Quant{Mean: ttft, P90: ttft, P99: ttft},
-			E2E: realrun.Quant{Mean: e2e, P90: e2e, P99: e2e}, TPOTMean: itl}
+			E2E: realrun.Quant{Mean: e2e, P90: e2e, P99: e2e}, ITLMean: itl, TPOTMean: 2 * itl} // the floor compares itl_mean with itl_mean, not TPOTMean
 	}
 	rep := func(ttft, e2e, itl float64) map[string]float64 {
 		return map[string]float64{"ttft_mean": ttft, "ttft_p90": ttft, "ttft_p99": ttft, "e2e_mean": e2e, "e2e_p90": e2e, "e2e_p99": e2e, "itl_mean": itl}

@@ -260,7 +260,7 @@ func writeSuiteTables(b *bytes.Buffer, vs []*Validation, floor *RepeatSpread) {
 		b.WriteByte('\n')
 	}
 	writeGroups(b, nameW, vs, floor)
-	b.WriteString("— = not measured (inference-perf rows: only TPOT's mean, from the means; ITL not compared; sim2real rows: no medians or throughput, TPOT's mean is their itl_mean).\n")
+	b.WriteString("— = not measured (inference-perf rows: only TPOT's mean, from the means; ITL not compared; sim2real rows: no medians or throughput).\n")
 	if overlap {
 		b.WriteString("* = a summary row whose stages are listed: left out of the medians (its requests are in the stages).\n")
 	}

@@ -95,7 +95,7 @@ func TestTRTLLMFlagErrors(t *testing.T) {
 		{[]string{"--extra_llm_api_options", file("j.json", `{"max_batch_size": 8`)}, "JSON"},
 	} {
 		_, err := runOut(c.args...)
-		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "run: ") && !strings.HasPrefix(err.Error(), "experiments: ") {
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "run: ") && !strings.HasPrefix(err.Error(), "scenario: ") {
 			t.Errorf("%v: error %v, want one naming %q", c.args, err, c.want)
 		}
 	}

@@ -24,7 +24,7 @@ func (s Scenario) dataPath(p string) (string, error) {
 func FindDataDir(dir string) (string, error) {
 	if dir != "" {
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			return "", fmt.Errorf("experiments: data directory %s not found (flag --data)", dir)
+			return "", fmt.Errorf("scenario: data directory %s not found (flag --data)", dir)
 		}
 		return dir, nil
 	}
@@ -33,5 +33,5 @@ func FindDataDir(dir string) (string, error) {
 			return d, nil
 		}
 	}
-	return "", errors.New("experiments: the suite's runs are under ../shared/data, which is not here (run from the repository root, or give --data DIR)")
+	return "", errors.New("scenario: the suite's runs are under ../shared/data, which is not here (run from the repository root, or give --data DIR)")
 }

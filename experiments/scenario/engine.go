@@ -212,7 +212,7 @@ func setEngine[E interface {
 	Validate() error
 }](p *Plan, v E) error {
 	if err := v.Validate(); err != nil {
-		return fmt.Errorf("experiments: field \"engine\": %w", err)
+		return fmt.Errorf("scenario: field \"engine\": %w", err)
 	}
 	p.Serve.Engine = v
 	return nil
@@ -276,7 +276,7 @@ func (s *Scenario) profilePerRequest(p *Plan) (float64, error) {
 	}
 	b, ok := calibrate.Builtin(fallbackCPUPerRequestGPU)
 	if !ok {
-		return 0, fmt.Errorf("experiments: no built-in %s profile for the per-request step CPU", fallbackCPUPerRequestGPU)
+		return 0, fmt.Errorf("scenario: no built-in %s profile for the per-request step CPU", fallbackCPUPerRequestGPU)
 	}
 	return b.Iteration.PerRequestS, nil
 }

@@ -46,7 +46,7 @@ func (e *Engine) customAllReduce() (hardware.CustomAllReduce, error) {
 		return ar, fieldError("engine.custom_all_reduce_link_efficiency", "custom-all-reduce-link-efficiency", "%g must be in (0, 1] (0 = the default)", e.CustomARLinkEff)
 	}
 	if err := ar.Validate(); err != nil {
-		return ar, fmt.Errorf("experiments: field \"engine\": %w", err)
+		return ar, fmt.Errorf("scenario: field \"engine\": %w", err)
 	}
 	return ar, nil
 }

@@ -314,7 +314,7 @@ const SGLangDetokenizeShare = 15.439 / 42.314
 // resolveSGLang fills p.Serve.Engine for the sglang engine.
 func (s *Scenario) resolveSGLang(p *Plan, e *Engine) error {
 	if p.SGLang == nil {
-		return fmt.Errorf("experiments: engine sglang: the pool was not resolved for it")
+		return fmt.Errorf("scenario: engine sglang: the pool was not resolved for it")
 	}
 	v := serve.SGLang{Overlap: !e.DisableOverlapSchedule, FrontEnd: !e.NoFrontEnd, StepCPU: !e.NoStepCPU,
 		CustomAllReduce: !e.NoCustomAllReduce, FusedAddNorm: !e.NoFusedAddNorm}

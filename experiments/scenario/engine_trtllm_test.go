@@ -62,7 +62,7 @@ func TestTRTLLMScenarioErrors(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			s := trtllmScenario(t, c.edit)
 			_, err := s.Resolve()
-			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "experiments: ") {
+			if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "scenario: ") {
 				t.Fatalf("err %v, want one naming %q", err, c.want)
 			}
 		})

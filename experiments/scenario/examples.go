@@ -13,7 +13,7 @@ import (
 func ExampleScenario(name string) (Scenario, error) {
 	data, err := experiments.Examples.ReadFile(path.Join("examples", name+".toml"))
 	if err != nil {
-		return Scenario{}, fmt.Errorf("experiments: no example %q", name)
+		return Scenario{}, fmt.Errorf("scenario: no example %q", name)
 	}
 	return Parse(bytes.NewReader(data), "experiments/examples/"+name+".toml")
 }

@@ -265,7 +265,7 @@ func (s *Scenario) newExpertStep(p *PoolPlan, pe poolEP) error {
 	}
 	p.Expert.SetTBO(s.tbo(pe))
 	if err := p.Expert.SetLayerSkews(p.layerSkews); err != nil {
-		return fmt.Errorf("experiments: %w", err)
+		return fmt.Errorf("scenario: %w", err)
 	}
 	if n := s.TBOCommSMs; n != nil {
 		if !s.TwoBatchOverlap && !s.Disagg.DecodeTwoBatchOverlap {

@@ -141,7 +141,7 @@ func TestExpertFieldErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		_, err := epScenario(t, c.model, c.head, "").Resolve()
-		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "experiments: ") {
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "scenario: ") {
 			t.Errorf("%q: %v, want %q", c.head, err, c.want)
 		}
 	}

@@ -38,7 +38,7 @@ const maxSkewFileBytes = 1 << 20
 // order.
 func ReadExpertSkew(r io.Reader, name string, m *models.Model, ep int) ([]float64, error) {
 	if !m.IsMoE() {
-		return nil, fmt.Errorf("experiments: %s: model %s is dense: no MoE layers to skew", name, m.Name)
+		return nil, fmt.Errorf("scenario: %s: model %s is dense: no MoE layers to skew", name, m.Name)
 	}
 	first, moe := m.DenseLayers, m.Layers-m.DenseLayers
 	cr := csv.NewReader(io.LimitReader(r, maxSkewFileBytes+1))
@@ -46,16 +46,16 @@ func ReadExpertSkew(r io.Reader, name string, m *models.Model, ep int) ([]float6
 	cr.ReuseRecord = true
 	header, err := cr.Read()
 	if err == io.EOF {
-		return nil, fmt.Errorf("experiments: %s: empty file: want a header layer,skew or layer,max,mean", name)
+		return nil, fmt.Errorf("scenario: %s: empty file: want a header layer,skew or layer,max,mean", name)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("experiments: %s: %v", name, err)
+		return nil, fmt.Errorf("scenario: %s: %v", name, err)
 	}
 	col := map[string]int{}
 	for i, h := range header {
 		h = strings.ToLower(strings.TrimSpace(strings.TrimPrefix(h, "\ufeff")))
 		if _, dup := col[h]; dup {
-			return nil, fmt.Errorf("experiments: %s line 1: column %q twice", name, h)
+			return nil, fmt.Errorf("scenario: %s line 1: column %q twice", name, h)
 		}
 		col[h] = i
 	}
@@ -63,7 +63,7 @@ func ReadExpertSkew(r io.Reader, name string, m *models.Model, ep int) ([]float6
 	_, hasMax := col["max"]
 	_, hasMean := col["mean"]
 	if _, ok := col["layer"]; !ok || hasSkew == (hasMax || hasMean) || hasMax != hasMean {
-		return nil, fmt.Errorf("experiments: %s line 1: header %q: want the columns layer,skew or layer,max,mean", name, strings.Join(header, ","))
+		return nil, fmt.Errorf("scenario: %s line 1: header %q: want the columns layer,skew or layer,max,mean", name, strings.Join(header, ","))
 	}
 	skews := make([]float64, moe)
 	seen := make([]bool, moe)
@@ -75,18 +75,18 @@ func ReadExpertSkew(r io.Reader, name string, m *models.Model, ep int) ([]float6
 		if err != nil {
 			var pe *csv.ParseError
 			if errors.As(err, &pe) {
-				return nil, fmt.Errorf("experiments: %s line %d: %v", name, pe.Line, pe.Err)
+				return nil, fmt.Errorf("scenario: %s line %d: %v", name, pe.Line, pe.Err)
 			}
-			return nil, fmt.Errorf("experiments: %s: %v", name, err)
+			return nil, fmt.Errorf("scenario: %s: %v", name, err)
 		}
 		line, _ := cr.FieldPos(0)
 		if cr.InputOffset() > maxSkewFileBytes {
-			return nil, fmt.Errorf("experiments: %s: more than %d bytes", name, maxSkewFileBytes)
+			return nil, fmt.Errorf("scenario: %s: more than %d bytes", name, maxSkewFileBytes)
 		}
 		field := func(c string) (string, error) {
 			i := col[c]
 			if i >= len(rec) {
-				return "", fmt.Errorf("experiments: %s line %d: field %q missing (%d fields, header has %d)", name, line, c, len(rec), len(header))
+				return "", fmt.Errorf("scenario: %s line %d: field %q missing (%d fields, header has %d)", name, line, c, len(rec), len(header))
 			}
 			return strings.TrimSpace(rec[i]), nil
 		}
@@ -97,7 +97,7 @@ func ReadExpertSkew(r io.Reader, name string, m *models.Model, ep int) ([]float6
 			}
 			f, perr := strconv.ParseFloat(v, 64)
 			if perr != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-				return 0, fmt.Errorf("experiments: %s line %d: field %q: %q is not a finite number", name, line, c, v)
+				return 0, fmt.Errorf("scenario: %s line %d: field %q: %q is not a finite number", name, line, c, v)
 			}
 			return f, nil
 		}
@@ -107,10 +107,10 @@ func ReadExpertSkew(r io.Reader, name string, m *models.Model, ep int) ([]float6
 		}
 		layer, perr := strconv.Atoi(lv)
 		if perr != nil || layer < first || layer >= m.Layers {
-			return nil, fmt.Errorf("experiments: %s line %d: field \"layer\": %q is not a MoE layer of %s (layers %d … %d)", name, line, lv, m.Name, first, m.Layers-1)
+			return nil, fmt.Errorf("scenario: %s line %d: field \"layer\": %q is not a MoE layer of %s (layers %d … %d)", name, line, lv, m.Name, first, m.Layers-1)
 		}
 		if seen[layer-first] {
-			return nil, fmt.Errorf("experiments: %s line %d: field \"layer\": layer %d given twice", name, line, layer)
+			return nil, fmt.Errorf("scenario: %s line %d: field \"layer\": layer %d given twice", name, line, layer)
 		}
 		var skew float64
 		if hasSkew {
@@ -127,18 +127,18 @@ func ReadExpertSkew(r io.Reader, name string, m *models.Model, ep int) ([]float6
 				return nil, err
 			}
 			if !(mean > 0) || mx < 0 {
-				return nil, fmt.Errorf("experiments: %s line %d: field \"mean\": max %v and mean %v: want mean > 0 and max ≥ 0", name, line, mx, mean)
+				return nil, fmt.Errorf("scenario: %s line %d: field \"mean\": max %v and mean %v: want mean > 0 and max ≥ 0", name, line, mx, mean)
 			}
 			skew = mx / mean
 		}
 		if err := checkLayerSkew(skew, ep); err != nil {
-			return nil, fmt.Errorf("experiments: %s line %d: layer %d: %v", name, line, layer, err)
+			return nil, fmt.Errorf("scenario: %s line %d: layer %d: %v", name, line, layer, err)
 		}
 		skews[layer-first], seen[layer-first] = skew, true
 	}
 	for i, ok := range seen {
 		if !ok {
-			return nil, fmt.Errorf("experiments: %s: MoE layer %d of %s has no row (want the %d layers %d … %d, each once)", name, first+i, m.Name, moe, first, m.Layers-1)
+			return nil, fmt.Errorf("scenario: %s: MoE layer %d of %s has no row (want the %d layers %d … %d, each once)", name, first+i, m.Name, moe, first, m.Layers-1)
 		}
 	}
 	return skews, nil

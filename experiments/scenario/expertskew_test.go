@@ -73,7 +73,7 @@ func TestReadExpertSkew(t *testing.T) {
 	}
 	for _, c := range cases {
 		_, err := ReadExpertSkew(strings.NewReader(c.text), "s.csv", m, 32)
-		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "experiments: ") {
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "scenario: ") {
 			t.Errorf("%s: %v, want %q", c.name, err, c.want)
 		}
 	}
@@ -96,7 +96,7 @@ func FuzzReadExpertSkew(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		skews, err := ReadExpertSkew(bytes.NewReader(data), "f.csv", m, 8)
 		if err != nil {
-			if !strings.HasPrefix(err.Error(), "experiments: f.csv") {
+			if !strings.HasPrefix(err.Error(), "scenario: f.csv") {
 				t.Fatalf("error %q does not name the package and file", err)
 			}
 			return
@@ -178,7 +178,7 @@ func TestExpertSkewLayers(t *testing.T) {
 		{"pp = 2\n" + base + "expert_skew_layers = [" + hot + "]\n", "field \"expert_skew_layers\": per-layer expert skews are modelled without pipeline stages (pp = 2 here)"},
 	} {
 		_, err := epScenario(t, "qwen3-30b-a3b", c.head, "").Resolve()
-		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "experiments: ") {
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "scenario: ") {
 			t.Errorf("%q: %v, want %q", c.head, err, c.want)
 		}
 	}

@@ -84,14 +84,14 @@ func (s *Scenario) fieldError(field, flag, format string, args ...any) error {
 	msg := fmt.Sprintf(format, args...)
 	if o, ok := s.Origin(field); ok && o != byFlag && s.file != "" {
 		if o == LineUnknown {
-			return fmt.Errorf("experiments: %s: field %q: %s", s.file, field, msg)
+			return fmt.Errorf("scenario: %s: field %q: %s", s.file, field, msg)
 		}
-		return fmt.Errorf("experiments: %s line %d: field %q: %s", s.file, o, field, msg)
+		return fmt.Errorf("scenario: %s line %d: field %q: %s", s.file, o, field, msg)
 	}
 	if flag == "" {
-		return fmt.Errorf("experiments: field %q: %s", field, msg)
+		return fmt.Errorf("scenario: field %q: %s", field, msg)
 	}
-	return fmt.Errorf("experiments: field %q (flag --%s): %s", field, flag, msg)
+	return fmt.Errorf("scenario: field %q (flag --%s): %s", field, flag, msg)
 }
 
 // orDefault fills *v with def when it is zero and was not set explicitly.
@@ -303,7 +303,7 @@ func parentKey(k string) string {
 // s.fieldError.
 func fieldError(field, flag, format string, args ...any) error {
 	if flag == "" {
-		return fmt.Errorf("experiments: field %q: %s", field, fmt.Sprintf(format, args...))
+		return fmt.Errorf("scenario: field %q: %s", field, fmt.Sprintf(format, args...))
 	}
-	return fmt.Errorf("experiments: field %q (flag --%s): %s", field, flag, fmt.Sprintf(format, args...))
+	return fmt.Errorf("scenario: field %q (flag --%s): %s", field, flag, fmt.Sprintf(format, args...))
 }

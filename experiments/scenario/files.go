@@ -49,7 +49,7 @@ func SweepStale(dir string, start time.Time) (int, error) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("experiments: %w", err)
+		return 0, fmt.Errorf("scenario: %w", err)
 	}
 	n := 0
 	for _, e := range ents {
@@ -83,7 +83,7 @@ type atomicFile struct {
 func createAtomic(path string) (*atomicFile, error) {
 	f, err := os.CreateTemp(filepath.Dir(path), TempPrefix+filepath.Base(path)+"-*")
 	if err != nil {
-		return nil, fmt.Errorf("experiments: %w", err)
+		return nil, fmt.Errorf("scenario: %w", err)
 	}
 	if err := addTemp(f.Name()); err != nil {
 		f.Close()
@@ -93,7 +93,7 @@ func createAtomic(path string) (*atomicFile, error) {
 	if err := f.Chmod(ResultMode); err != nil {
 		f.Close()
 		removeTemp(f.Name())
-		return nil, fmt.Errorf("experiments: %w", err)
+		return nil, fmt.Errorf("scenario: %w", err)
 	}
 	return &atomicFile{File: f, path: path}, nil
 }
@@ -103,11 +103,11 @@ func createAtomic(path string) (*atomicFile, error) {
 func (a *atomicFile) commit() error {
 	if err := a.Close(); err != nil {
 		a.abort()
-		return fmt.Errorf("experiments: writing %s: %w", a.path, err)
+		return fmt.Errorf("scenario: writing %s: %w", a.path, err)
 	}
 	if err := commitTemps(func() error { return os.Rename(a.Name(), a.path) }, a.Name()); err != nil {
 		a.abort()
-		return fmt.Errorf("experiments: %w", err)
+		return fmt.Errorf("scenario: %w", err)
 	}
 	a.done = true
 	return nil
@@ -133,7 +133,7 @@ func WriteFileAtomic(path string, data []byte) error {
 	}
 	if _, err := a.Write(data); err != nil {
 		a.abort()
-		return fmt.Errorf("experiments: writing %s: %w", path, err)
+		return fmt.Errorf("scenario: writing %s: %w", path, err)
 	}
 	return a.commit()
 }
@@ -149,7 +149,7 @@ var temps struct {
 	abandoned bool
 }
 
-var errAbandoned = errors.New("experiments: interrupted (the process is exiting; nothing more is written)")
+var errAbandoned = errors.New("scenario: interrupted (the process is exiting; nothing more is written)")
 
 func addTemp(path string) error {
 	temps.Lock()
@@ -215,7 +215,7 @@ func AbandonTemporaries() int {
 func TempDir(dir, pattern string) (string, error) {
 	tmp, err := os.MkdirTemp(dir, pattern)
 	if err != nil {
-		return "", fmt.Errorf("experiments: %w", err)
+		return "", fmt.Errorf("scenario: %w", err)
 	}
 	if err := addTemp(tmp); err != nil {
 		os.RemoveAll(tmp)

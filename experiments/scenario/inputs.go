@@ -24,7 +24,7 @@ func DigestOf(vs ...any) string {
 	for _, v := range vs {
 		b, err := json.Marshal(v)
 		if err != nil {
-			panic(fmt.Sprintf("experiments: digest of %T: %v", v, err))
+			panic(fmt.Sprintf("scenario: digest of %T: %v", v, err))
 		}
 		h.Write(b)
 		h.Write([]byte{'\n'})
@@ -49,10 +49,10 @@ var fileDigests sync.Map // fileKey → string
 func fileDigest(path string) (string, error) {
 	st, err := os.Stat(path)
 	if err != nil {
-		return "", fmt.Errorf("experiments: %w", err)
+		return "", fmt.Errorf("scenario: %w", err)
 	}
 	if !st.Mode().IsRegular() {
-		return "", fmt.Errorf("experiments: %s: not a regular file (%s): a trace or profile is read more than once (its digest, then the run), so it must be a file on disk", path, fileKind(st.Mode()))
+		return "", fmt.Errorf("scenario: %s: not a regular file (%s): a trace or profile is read more than once (its digest, then the run), so it must be a file on disk", path, fileKind(st.Mode()))
 	}
 	k := fileKey{path, st.Size(), st.ModTime()}
 	if d, ok := fileDigests.Load(k); ok {
@@ -60,12 +60,12 @@ func fileDigest(path string) (string, error) {
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return "", fmt.Errorf("experiments: %w", err)
+		return "", fmt.Errorf("scenario: %w", err)
 	}
 	defer f.Close()
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("experiments: %s: %w", path, err)
+		return "", fmt.Errorf("scenario: %s: %w", path, err)
 	}
 	d := hex.EncodeToString(h.Sum(nil))
 	fileDigests.Store(k, d)

@@ -131,7 +131,7 @@ func (s *Scenario) offloadTiers(gpus int, hostBW, blockBytes float64) ([]serve.K
 		return nil, s.fieldError("offload.host_link_efficiency", "", "%g: a fraction of the link's rate, at most 1", eff)
 	}
 	if !(hostBW > 0) {
-		return nil, fmt.Errorf("experiments: the GPU has no host link rate (host_bw) for a KV offload tier")
+		return nil, fmt.Errorf("scenario: the GPU has no host link rate (host_bw) for a KV offload tier")
 	}
 	g := float64(gpus)
 	if o.PerRank {

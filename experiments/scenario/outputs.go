@@ -45,12 +45,12 @@ func CheckOutputs(outputs, inputs []string) error {
 	for i, o := range outputs {
 		for _, in := range inputs {
 			if sameFile(o, in) {
-				return fmt.Errorf("experiments: %s is an input of this run (%s) and would be overwritten by its results: write them elsewhere", o, in)
+				return fmt.Errorf("scenario: %s is an input of this run (%s) and would be overwritten by its results: write them elsewhere", o, in)
 			}
 		}
 		for _, o2 := range outputs[:i] {
 			if sameFile(o, o2) {
-				return fmt.Errorf("experiments: two results of this run would be written to one file, %s (also named %s): give them different names", o, o2)
+				return fmt.Errorf("scenario: two results of this run would be written to one file, %s (also named %s): give them different names", o, o2)
 			}
 		}
 	}

@@ -178,7 +178,7 @@ func TestPipelineFieldErrors(t *testing.T) {
 		{"pp_chunked = true\n", "chunked pipelining needs pp ≥ 2"},
 	} {
 		_, err := ppScenario(t, c.head).Resolve()
-		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "experiments: ") {
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "scenario: ") {
 			t.Errorf("%q: %v, want an error with %q", c.head, err, c.want)
 		}
 	}
@@ -191,7 +191,7 @@ func TestPipelineFieldErrors(t *testing.T) {
 		{"[disagg]\ndecode_replicas = 1\ndecode_pp = 81\n", `field "disagg.decode_pp": models: pipeline-parallel size 81: must be in [1, 64]`},
 	} {
 		_, err := ppScenario(t, "", c.tail).Resolve()
-		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "experiments: ") {
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "scenario: ") {
 			t.Errorf("%q: %v, want an error with %q", c.tail, err, c.want)
 		}
 	}

@@ -143,7 +143,7 @@ func Run(p *Plan, outDir string) (*Report, error) {
 // The library installs no signal handler: the caller (the CLI) cancels ctx.
 func RunContext(ctx context.Context, p *Plan, outDir string) (*Report, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("experiments: run interrupted before it started (%w)", err)
+		return nil, fmt.Errorf("scenario: run interrupted before it started (%w)", err)
 	}
 	if outDir != "" {
 		var outs []string
@@ -198,7 +198,7 @@ func RunContext(ctx context.Context, p *Plan, outDir string) (*Report, error) {
 	}
 	res, err := serve.Run(cfg)
 	if errors.Is(err, serve.ErrStopped) {
-		return nil, fmt.Errorf("experiments: run interrupted: %w (%w)", err, ctx.Err())
+		return nil, fmt.Errorf("scenario: run interrupted: %w (%w)", err, ctx.Err())
 	}
 	if err != nil {
 		return nil, err
@@ -268,7 +268,7 @@ func (s Scenario) FreshPolicies(cfg *serve.Config) error {
 // MkdirAll creates an output directory.
 func MkdirAll(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("experiments: output directory: %w", err)
+		return fmt.Errorf("scenario: output directory: %w", err)
 	}
 	return nil
 }
@@ -299,11 +299,11 @@ func (s *Scenario) resolveWorkload(p *Plan) error {
 		t := *wl.Trace
 		f, err := s.dataPath(t.File)
 		if err != nil {
-			return fmt.Errorf("experiments: workload.trace: %w", err)
+			return fmt.Errorf("scenario: workload.trace: %w", err)
 		}
 		t.File = f
 		if err := t.Validate(); err != nil {
-			return fmt.Errorf("experiments: workload.trace: %w", err)
+			return fmt.Errorf("scenario: workload.trace: %w", err)
 		}
 		p.Trace = &t
 		return nil
@@ -395,7 +395,7 @@ func (s *Scenario) resolveWorkload(p *Plan) error {
 		Stages: shape.Stages, Drain: shape.Drain, Gap: shape.Gap, Rescale: shape.Rescale, Data: shape.Data}
 	if shape.Data != nil {
 		if err := p.Workload.Validate(); err != nil {
-			return fmt.Errorf("experiments: workload: %w", err)
+			return fmt.Errorf("scenario: workload: %w", err)
 		}
 		return nil
 	}
@@ -410,7 +410,7 @@ func (s *Scenario) resolveWorkload(p *Plan) error {
 		return s.fieldError("workload.output", "output-len", "%v", err)
 	}
 	if err := p.Workload.Validate(); err != nil {
-		return fmt.Errorf("experiments: workload: %w", err)
+		return fmt.Errorf("scenario: workload: %w", err)
 	}
 	return nil
 }

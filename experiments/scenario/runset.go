@@ -78,7 +78,7 @@ func newFileSink(dir string) (*fileSink, error) {
 	}
 	tmp, err := os.MkdirTemp(dir, setPrefix+"*")
 	if err != nil {
-		return nil, fmt.Errorf("experiments: %w", err)
+		return nil, fmt.Errorf("scenario: %w", err)
 	}
 	if err := addTemp(tmp); err != nil {
 		os.Remove(tmp)
@@ -87,11 +87,11 @@ func newFileSink(dir string) (*fileSink, error) {
 	fs := &fileSink{dir: dir, tmp: tmp}
 	if fs.hold, err = os.Open(tmp); err != nil {
 		fs.abort()
-		return nil, fmt.Errorf("experiments: %w", err)
+		return nil, fmt.Errorf("scenario: %w", err)
 	}
 	if err := lockShared(fs.hold); err != nil {
 		fs.abort()
-		return nil, fmt.Errorf("experiments: %s: %w", tmp, err)
+		return nil, fmt.Errorf("scenario: %s: %w", tmp, err)
 	}
 	fs.others = liveSets(dir, tmp)
 	for _, f := range []**os.File{&fs.reqF, &fs.stepF} {
@@ -115,11 +115,11 @@ func newFileSink(dir string) (*fileSink, error) {
 func createResult(path string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, ResultMode)
 	if err != nil {
-		return nil, fmt.Errorf("experiments: %w", err)
+		return nil, fmt.Errorf("scenario: %w", err)
 	}
 	if err := f.Chmod(ResultMode); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("experiments: %w", err)
+		return nil, fmt.Errorf("scenario: %w", err)
 	}
 	return f, nil
 }
@@ -133,12 +133,12 @@ func (fs *fileSink) Step(s *metrics.Step) error     { return fs.step.Write(s) }
 func (fs *fileSink) commit(rep *Report) ([]string, error) {
 	for _, f := range []func() error{fs.req.Flush, fs.step.Flush, fs.reqBuf.Flush, fs.stepBuf.Flush, fs.reqF.Close, fs.stepF.Close} {
 		if err := f(); err != nil {
-			return nil, fmt.Errorf("experiments: writing results in %s: %w", fs.dir, err)
+			return nil, fmt.Errorf("scenario: writing results in %s: %w", fs.dir, err)
 		}
 	}
 	js, err := json.MarshalIndent(rep.SummaryJSON(), "", "  ")
 	if err != nil {
-		return nil, fmt.Errorf("experiments: summary: %w", err)
+		return nil, fmt.Errorf("scenario: summary: %w", err)
 	}
 	sf, err := createResult(filepath.Join(fs.tmp, "summary.json"))
 	if err != nil {
@@ -149,7 +149,7 @@ func (fs *fileSink) commit(rep *Report) ([]string, error) {
 		err = cerr
 	}
 	if err != nil {
-		return nil, fmt.Errorf("experiments: writing %s: %w", filepath.Join(fs.dir, "summary.json"), err)
+		return nil, fmt.Errorf("scenario: writing %s: %w", filepath.Join(fs.dir, "summary.json"), err)
 	}
 	for _, o := range liveSets(fs.dir, fs.tmp) {
 		if !slices.Contains(fs.others, o) {
@@ -158,7 +158,7 @@ func (fs *fileSink) commit(rep *Report) ([]string, error) {
 	}
 	d, err := os.Open(fs.dir)
 	if err != nil {
-		return nil, fmt.Errorf("experiments: %w", err)
+		return nil, fmt.Errorf("scenario: %w", err)
 	}
 	defer d.Close()
 	err = commitTemps(func() error {
@@ -174,7 +174,7 @@ func (fs *fileSink) commit(rep *Report) ([]string, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("experiments: %w", err)
+		return nil, fmt.Errorf("scenario: %w", err)
 	}
 	fs.abort() // the set directory, empty now
 	return fs.others, nil
@@ -234,11 +234,11 @@ func liveSet(path string) bool {
 func LockRunDir(dir string) (unlock func(), err error) {
 	d, err := os.Open(dir)
 	if err != nil {
-		return nil, fmt.Errorf("experiments: %w", err)
+		return nil, fmt.Errorf("scenario: %w", err)
 	}
 	if err := lockShared(d); err != nil {
 		d.Close()
-		return nil, fmt.Errorf("experiments: %s: %w", dir, err)
+		return nil, fmt.Errorf("scenario: %s: %w", dir, err)
 	}
 	return func() { d.Close() }, nil // closing the descriptor drops its flock
 }

@@ -256,7 +256,7 @@ type Hardware struct {
 func Default() Scenario {
 	s, err := Parse(bytes.NewReader(experiments.DefaultFile), "default.toml")
 	if err != nil {
-		panic("experiments: embedded default.toml is invalid: " + err.Error())
+		panic("scenario: embedded default.toml is invalid: " + err.Error())
 	}
 	// Its values are defaults, not the user's choices: a flag that changes
 	// the batch policy re-derives the token budget (see Explicit).
@@ -271,7 +271,7 @@ func DefaultTOML() string { return string(experiments.DefaultFile) }
 func LoadScenario(path string) (Scenario, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return Scenario{}, fmt.Errorf("experiments: %w", err)
+		return Scenario{}, fmt.Errorf("scenario: %w", err)
 	}
 	defer f.Close()
 	s, err := Parse(f, path)
@@ -288,15 +288,15 @@ func Parse(r io.Reader, name string) (Scenario, error) {
 	var s Scenario
 	data, err := bounded.ReadAll(r, bounded.TOML) // /dev/zero fails at 4 MiB, not never
 	if err != nil {
-		return s, fmt.Errorf("experiments: %s: %w", name, err)
+		return s, fmt.Errorf("scenario: %s: %w", name, err)
 	}
 	md, err := toml.NewDecoder(bytes.NewReader(data)).Decode(&s)
 	if err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			return s, fmt.Errorf("experiments: %s line %d: %s", name, pe.Position.Line, pe.Message)
+			return s, fmt.Errorf("scenario: %s line %d: %s", name, pe.Position.Line, pe.Message)
 		}
-		return s, fmt.Errorf("experiments: %s: %v", name, err)
+		return s, fmt.Errorf("scenario: %s: %v", name, err)
 	}
 	if und := md.Undecoded(); len(und) > 0 {
 		k := und[0]
@@ -304,7 +304,7 @@ func Parse(r io.Reader, name string) (Scenario, error) {
 		if line := KeyLine(data, k); line > 0 {
 			where = fmt.Sprintf("%s line %d", name, line)
 		}
-		return s, fmt.Errorf("experiments: %s: unknown field %q (the fields are listed in docs/scenario.md and `servesim run --help`)", where, k.String())
+		return s, fmt.Errorf("scenario: %s: unknown field %q (the fields are listed in docs/scenario.md and `servesim run --help`)", where, k.String())
 	}
 	s.file = name
 	s.RecordKeys(md, data)

@@ -56,10 +56,10 @@ func ParseVLLMPercentiles(s string) ([]float64, error) {
 	for _, f := range strings.Split(s, ",") {
 		p, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
 		if err != nil {
-			return nil, fmt.Errorf("experiments: --metric-percentiles: %q is not a number", f)
+			return nil, fmt.Errorf("scenario: --metric-percentiles: %q is not a number", f)
 		}
 		if _, ok := statAt(metrics.Stats{}, p); !ok {
-			return nil, fmt.Errorf("experiments: --metric-percentiles: %v: servesim keeps the percentiles 0, 50, 90, 95, 99 and 100 only", p)
+			return nil, fmt.Errorf("scenario: --metric-percentiles: %v: servesim keeps the percentiles 0, 50, 90, 95, 99 and 100 only", p)
 		}
 		out = append(out, p)
 	}
@@ -76,7 +76,7 @@ func ParseVLLMMetrics(s string) ([]string, error) {
 			ok = ok || k == m
 		}
 		if !ok {
-			return nil, fmt.Errorf("experiments: --percentile-metrics: %q: want a list of %s", m, strings.Join(VLLMPercentileMetrics, ", "))
+			return nil, fmt.Errorf("scenario: --percentile-metrics: %q: want a list of %s", m, strings.Join(VLLMPercentileMetrics, ", "))
 		}
 		out = append(out, m)
 	}
@@ -125,7 +125,7 @@ func (r *vllmResult) MarshalJSON() ([]byte, error) {
 		kb, _ := json.Marshal(k)
 		vb, err := json.Marshal(r.vals[k])
 		if err != nil {
-			return nil, fmt.Errorf("experiments: vLLM result key %q: %w", k, err)
+			return nil, fmt.Errorf("scenario: vLLM result key %q: %w", k, err)
 		}
 		b.Write(kb)
 		b.WriteString(": ")
@@ -216,7 +216,7 @@ func (r *Report) VLLMResult(o VLLMResultOptions) ([]byte, error) {
 		for _, q := range o.Percentiles {
 			v, ok := statAt(st, q)
 			if !ok {
-				return nil, fmt.Errorf("experiments: percentile %v: servesim keeps 0, 50, 90, 95, 99 and 100 only", q)
+				return nil, fmt.Errorf("scenario: percentile %v: servesim keeps 0, 50, 90, 95, 99 and 100 only", q)
 			}
 			res.set("p"+percentileWord(q)+"_"+m+"_ms", v)
 		}

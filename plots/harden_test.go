@@ -89,14 +89,8 @@ func TestNonFinitePointsSkipped(t *testing.T) {
 				t.Fatal(err)
 			}
 			n, err := c.plot(res)
-			if c.err != "" {
-				if err == nil || !strings.Contains(err.Error(), c.err) {
-					t.Fatalf("error %v, want %q", err, c.err)
-				}
+			if wantError(t, err, "", c.err) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if n.Skipped() != c.skipped {
 				t.Errorf("skipped %d, want %d", n.Skipped(), c.skipped)

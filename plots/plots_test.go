@@ -19,6 +19,24 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
+// wantError checks a table case's error: with want "" there must be none
+// (else the test stops), and wantError returns false, the case going on;
+// otherwise err must start with prefix and hold want, and it returns true:
+// the case is done.
+func wantError(t *testing.T, err error, prefix, want string) (done bool) {
+	t.Helper()
+	if want == "" {
+		if err != nil {
+			t.Fatal(err)
+		}
+		return false
+	}
+	if err == nil || !strings.HasPrefix(err.Error(), prefix) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v, want one starting with %q and holding %q", err, prefix, want)
+	}
+	return true
+}
+
 // golden compares got with testdata/golden/NAME.golden (rewritten with
 // -update: go test ./plots -update, then read the diff).
 func golden(t *testing.T, name, got string) {

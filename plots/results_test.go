@@ -32,14 +32,8 @@ func TestReadResults(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := ReadResults(strings.NewReader(tc.csv), "results.csv")
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) || !strings.HasPrefix(err.Error(), "plots: results.csv") {
-					t.Fatalf("error %v, want one starting with %q and holding %q", err, "plots: results.csv", tc.err)
-				}
+			if wantError(t, err, "plots: results.csv", tc.err) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if len(res.Rows) != tc.rows || strings.Join(res.Axes, "|") != tc.axes {
 				t.Fatalf("%d rows, axes %q; want %d, %q", len(res.Rows), res.Axes, tc.rows, tc.axes)
@@ -107,14 +101,8 @@ func TestLayout(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l, err := tc.res.Layout(tc.x, tc.group, tc.prefer)
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error %v, want %q", err, tc.err)
-				}
+			if wantError(t, err, "", tc.err) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if l.X != tc.wantX || strings.Join(l.Group, "|") != tc.wantGroup {
 				t.Errorf("layout %+v, want x %q group %q", l, tc.wantX, tc.wantGroup)

@@ -77,14 +77,8 @@ func TestReadRequests(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			qs, err := ReadRequests(strings.NewReader(tc.csv), "requests.csv")
-			if tc.err != "" {
-				if err == nil || !strings.HasPrefix(err.Error(), "plots: requests.csv") || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error %v, want one holding %q", err, tc.err)
-				}
+			if wantError(t, err, "plots: requests.csv", tc.err) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if len(qs) != tc.n {
 				t.Fatalf("%d requests, want %d", len(qs), tc.n)
@@ -133,14 +127,8 @@ func TestReadSteps(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ss, err := ReadSteps(strings.NewReader(tc.csv), "steps.csv")
-			if tc.err != "" {
-				if err == nil || !strings.HasPrefix(err.Error(), "plots: steps.csv") || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error %v, want one holding %q", err, tc.err)
-				}
+			if wantError(t, err, "plots: steps.csv", tc.err) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if len(ss) != tc.n {
 				t.Fatalf("%d steps, want %d", len(ss), tc.n)
@@ -177,14 +165,8 @@ func TestReadSummary(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := ReadSummary(strings.NewReader(tc.json), "summary.json")
-			if tc.err != "" {
-				if err == nil || !strings.HasPrefix(err.Error(), "plots: summary.json") || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error %v, want one holding %q", err, tc.err)
-				}
+			if wantError(t, err, "plots: summary.json", tc.err) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if s.Name != "s" || s.Model != "m" || s.GPU != "h100" || s.TP != 2 || s.Policy != "chunked" || s.SLO != (SLO{TTFTms: 500, TPOTms: 50}) ||
 				s.Attainment != 0.75 || s.Completed != 3 || s.Rejected != 1 || s.Duration != 2.5 || s.TTFT.Median != 12.5 || s.TTFT.P99 != 40 || s.Instances != 2 {

@@ -130,14 +130,7 @@ func (c *badInput) run(t *testing.T) {
 	r := strings.NewReplacer("{dir}", dir, "{out}", out, "{shared}", shared)
 	args := strings.Fields(r.Replace(c.args))
 	var buf bytes.Buffer
-	code, panicked := func() (code int, panicked any) {
-		defer func() {
-			if p := recover(); p != nil {
-				panicked = fmt.Sprintf("%v\n%s", p, debug.Stack())
-			}
-		}()
-		return exitCode(dispatch(args, &buf, &buf), &buf), nil
-	}()
+	code, panicked := dispatchRecovered(args, &buf)
 	text := buf.String()
 	if panicked != nil {
 		t.Fatalf("%s: servesim %s panicked: %v", c.file, c.args, panicked)
@@ -163,4 +156,16 @@ func tail(s string) string {
 		return "…" + s[len(s)-2000:]
 	}
 	return s
+}
+
+// dispatchRecovered runs dispatch(args) and exitCode into out, the path
+// main takes, and returns the exit status; a panic is returned instead
+// (its value and stack), so that a case can fail on it by name.
+func dispatchRecovered(args []string, out *bytes.Buffer) (code int, panicked any) {
+	defer func() {
+		if p := recover(); p != nil {
+			panicked = fmt.Sprintf("%v\n%s", p, debug.Stack())
+		}
+	}()
+	return exitCode(dispatch(args, out, out), out), nil
 }

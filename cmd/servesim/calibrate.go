@@ -134,6 +134,17 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	describe := *out != "" && !*quiet // a summary beside a written profile
+	// emitProfile writes p, g's profile, as the command's output (emit)
+	// and, beside a written profile, prints its summary.
+	emitProfile := func(p *calibrate.Profile, g *hardware.GPU) error {
+		if err := emit(p.WriteTOML(), "the "+g.Name+" profile"); err != nil {
+			return err
+		}
+		if describe {
+			fmt.Fprintln(stdout, p.Describe())
+		}
+		return nil
+	}
 	if err := checkCalibrateOutput(*out, *trace, append([]string{*base, *transfer, *xla, *modelsFile, *gpusFile}, *measured...)); err != nil {
 		return err
 	}
@@ -194,13 +205,7 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if err := emit(t.WriteTOML(), "the "+g.Name+" profile"); err != nil {
-			return err
-		}
-		if describe {
-			fmt.Fprintln(stdout, t.Describe())
-		}
-		return nil
+		return emitProfile(t, g)
 	}
 
 	if *trace == "" || *gpu == "" {
@@ -226,7 +231,7 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if f == "bundle" {
-		return calibrateBundle(*trace, info.IsDir(), g, gpus, *base, emit, stdout, describe)
+		return calibrateBundle(*trace, info.IsDir(), g, gpus, *base, emitProfile)
 	}
 	var tr *calibrate.Trace
 	withAttention := false
@@ -277,11 +282,10 @@ func calibrateCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	if err := emit(p.WriteTOML(), "the "+g.Name+" profile"); err != nil {
+	if err := emitProfile(p, g); err != nil {
 		return err
 	}
 	if describe {
-		fmt.Fprintln(stdout, p.Describe())
 		for _, w := range p.FitWarnings() {
 			fmt.Fprintln(stdout, "  "+w)
 		}
@@ -326,8 +330,8 @@ func writeFileAtomic(path string, data []byte) error {
 }
 
 // calibrateBundle fits attention to the bundles under dir for GPU g and
-// writes base (or g's built-in profile) with it.
-func calibrateBundle(dir string, isDir bool, g *hardware.GPU, gpus *hardware.Catalog, base string, emit func([]byte, string) error, stdout io.Writer, describe bool) error {
+// writes base (or g's built-in profile) with it (emitProfile).
+func calibrateBundle(dir string, isDir bool, g *hardware.GPU, gpus *hardware.Catalog, base string, emitProfile func(*calibrate.Profile, *hardware.GPU) error) error {
 	if !isDir {
 		return fmt.Errorf("calibrate: --format bundle needs a directory (an LLMServingSim profile bundle, with meta.yaml), not %s", dir)
 	}
@@ -350,11 +354,5 @@ func calibrateBundle(dir string, isDir bool, g *hardware.GPU, gpus *hardware.Cat
 	if err != nil {
 		return err
 	}
-	if err := emit(q.WriteTOML(), "the "+g.Name+" profile"); err != nil {
-		return err
-	}
-	if describe {
-		fmt.Fprintln(stdout, q.Describe())
-	}
-	return nil
+	return emitProfile(q, g)
 }

@@ -19,9 +19,7 @@ import (
 // benchmark's ≈ 160,000 requests/s, so it is still running when the
 // signal comes); the signal is sent once the run's temporary set directory exists.
 func TestInterruptRemovesTemporaries(t *testing.T) {
-	if testing.Short() {
-		t.Skip("subprocesses")
-	}
+	skipSubprocesses(t)
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			dir := t.TempDir()
@@ -36,6 +34,26 @@ func TestInterruptRemovesTemporaries(t *testing.T) {
 			}
 		})
 	}
+}
+
+// skipSubprocesses skips a test that runs the real main in subprocesses
+// (seconds each) under -short.
+func skipSubprocesses(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("subprocesses")
+	}
+}
+
+// interruptWhenReady is interruptMain sending sig once the subprocess's
+// signal handler is in: TestMain has it create a ready file then
+// (SERVESIM_READY_FILE), so the signal is always caught. It returns the
+// time from the signal to the exit.
+func interruptWhenReady(t *testing.T, args string, sig syscall.Signal) time.Duration {
+	t.Helper()
+	ready := filepath.Join(t.TempDir(), "ready")
+	return interruptMain(t, args, []string{"SERVESIM_READY_FILE=" + ready}, sig, "its signal handler was in",
+		func() bool { _, err := os.Stat(ready); return err == nil })
 }
 
 // interruptMain runs the real main in a subprocess with args (and extra

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -126,14 +125,7 @@ func TestNumericFlagEdges(t *testing.T) {
 						}
 					}
 					var out bytes.Buffer
-					code, p := func() (code int, p any) {
-						defer func() {
-							if r := recover(); r != nil {
-								p = fmt.Sprintf("%v\n%s", r, debug.Stack())
-							}
-						}()
-						return exitCode(dispatch(a, &out, &out), &out), nil
-					}()
+					code, p := dispatchRecovered(a, &out)
 					msg := out.String()
 					// vLLM's spelling of a flag is the same field as
 					// servesim's: its errors name servesim's flag.

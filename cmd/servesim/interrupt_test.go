@@ -22,9 +22,7 @@ import (
 // first sweep; plan: 3 GPUs × 4 TPs colocated and disaggregated; place:
 // the 8-GPU search of disagg-long, ≈ 20 s).
 func TestInterruptStopsSearches(t *testing.T) {
-	if testing.Short() {
-		t.Skip("subprocesses")
-	}
+	skipSubprocesses(t)
 	exp := filepath.Join("..", "..", "experiments")
 	for _, c := range []struct {
 		name, args string
@@ -37,17 +35,12 @@ func TestInterruptStopsSearches(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			ready := filepath.Join(t.TempDir(), "ready")
-			interruptMain(t, strings.ReplaceAll(c.args, "{dir}", dir), []string{"SERVESIM_READY_FILE=" + ready}, c.sig, "its signal handler was in",
-				func() bool { _, err := os.Stat(ready); return err == nil })
-			var left []string
-			filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-				if err == nil && p != dir && (c.empty || scenario.IsTempName(d.Name())) {
-					left = append(left, p)
-				}
-				return nil
-			})
-			if len(left) != 0 {
+			interruptWhenReady(t, strings.ReplaceAll(c.args, "{dir}", dir), c.sig)
+			keep := scenario.IsTempName
+			if c.empty {
+				keep = nil
+			}
+			if left := pathsUnder(dir, keep); len(left) != 0 {
 				t.Errorf("after the interrupt %s holds %v, want no temporaries", dir, left)
 			}
 		})
@@ -59,28 +52,30 @@ func TestInterruptStopsSearches(t *testing.T) {
 // leaves nothing in its output directory: its tables and figures are one
 // set of temporaries that the interrupt removes.
 func TestInterruptStopsValidate(t *testing.T) {
-	if testing.Short() {
-		t.Skip("subprocesses")
-	}
+	skipSubprocesses(t)
 	if _, err := os.Stat(filepath.Join("..", "..", "..", "shared", "data", "vllm-h100-runs")); err != nil {
 		t.Skipf("the suite's runs are not beside the checkout: %v", err)
 	}
 	dir := filepath.Join(t.TempDir(), "v")
-	ready := filepath.Join(t.TempDir(), "ready")
-	took := interruptMain(t, "validate --suite -q --data "+filepath.Join("..", "..", "..", "shared", "data")+" -o "+dir,
-		[]string{"SERVESIM_READY_FILE=" + ready}, syscall.SIGTERM, "its signal handler was in",
-		func() bool { _, err := os.Stat(ready); return err == nil })
+	took := interruptWhenReady(t, "validate --suite -q --data "+filepath.Join("..", "..", "..", "shared", "data")+" -o "+dir, syscall.SIGTERM)
 	if took > time.Second {
 		t.Errorf("validate exited %v after SIGTERM, want within 1 s", took)
 	}
-	var left []string
+	if left := pathsUnder(dir, nil); len(left) != 0 {
+		t.Errorf("after the interrupt %s holds %v, want nothing", dir, left)
+	}
+}
+
+// pathsUnder lists the paths below dir (dir itself not included) whose
+// base name keep accepts; a nil keep accepts every one. A dir that does
+// not exist holds none.
+func pathsUnder(dir string, keep func(name string) bool) []string {
+	var out []string
 	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && p != dir {
-			left = append(left, p)
+		if err == nil && p != dir && (keep == nil || keep(d.Name())) {
+			out = append(out, p)
 		}
 		return nil
 	})
-	if len(left) != 0 {
-		t.Errorf("after the interrupt %s holds %v, want nothing", dir, left)
-	}
+	return out
 }

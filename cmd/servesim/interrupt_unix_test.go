@@ -26,16 +26,14 @@ import (
 // read does not observe the signal, and the process exits 130 after
 // interruptGrace (0.5 s) all the same.
 func TestInterruptStopsReading(t *testing.T) {
-	if testing.Short() {
-		t.Skip("subprocesses")
-	}
+	skipSubprocesses(t)
 	for _, c := range []struct{ name, args string }{
 		{"config", "run -q --config {fifo} -o {dir}"},
 		{"models-file", "run -q --models-file {fifo} -o {dir}"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir, tmp := filepath.Join(t.TempDir(), "out"), t.TempDir()
-			fifo, ready := filepath.Join(tmp, "zeros"), filepath.Join(tmp, "ready")
+			fifo := filepath.Join(tmp, "zeros")
 			if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 				t.Skipf("mkfifo: %v", err)
 			}
@@ -62,8 +60,7 @@ func TestInterruptStopsReading(t *testing.T) {
 			}()
 			defer func() { close(stopFeed); <-fed }()
 			r := strings.NewReplacer("{fifo}", fifo, "{dir}", dir)
-			took := interruptMain(t, r.Replace(c.args), []string{"SERVESIM_READY_FILE=" + ready}, syscall.SIGTERM, "its signal handler was in",
-				func() bool { _, err := os.Stat(ready); return err == nil })
+			took := interruptWhenReady(t, r.Replace(c.args), syscall.SIGTERM)
 			if took > time.Second {
 				t.Errorf("exited %v after SIGTERM, want within 1 s", took)
 			}
@@ -107,9 +104,7 @@ func TestRunSaysSharedDirectory(t *testing.T) {
 // temporary is left. Killed by SIGPIPE at the summary (Go's default for a
 // write to a broken stdout), it would leave the result file unwritten.
 func TestClosedStdoutLeavesWholeFiles(t *testing.T) {
-	if testing.Short() {
-		t.Skip("subprocesses")
-	}
+	skipSubprocesses(t)
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "SERVESIM_RUN_MAIN=1", "SERVESIM_ARGS=run -q -n 300 -o "+dir+" --save-result --result-dir "+dir+" --result-filename r.json")

@@ -89,9 +89,7 @@ output = "constant:10"
 // an error naming the problem and exit 1 (bad input) or 2 (usage: an
 // unknown command or flag), never panic.
 func TestBadInputExitsNonZero(t *testing.T) {
-	if testing.Short() {
-		t.Skip("subprocesses")
-	}
+	skipSubprocesses(t)
 	cases := []struct{ args, want string }{
 		{"run --model nope", `unknown model "nope"`},
 		{"run --gpu v100", `"v100"`},

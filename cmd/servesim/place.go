@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 
@@ -89,13 +90,13 @@ func placeCmd(args []string, stdout, stderr io.Writer) error {
 	default:
 		return fmt.Errorf("place: --only %q: want colocated or disagg", *only)
 	}
-	var bar func()
-	o.OnProgress, bar = progressFunc(stderr, *quiet, "place: deployments")
-	ctx, stop := interruptible()
+	var ps []plan.Placement
+	stop, err := searchInterruptibly(stderr, *quiet, "place: deployments", func(ctx context.Context, progress func(done, total int)) (err error) {
+		o.Context, o.OnProgress = ctx, progress
+		ps, err = plan.Place(base, o)
+		return err
+	})
 	defer stop()
-	o.Context = ctx
-	ps, err := plan.Place(base, o)
-	bar()
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -128,13 +129,13 @@ func planCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	var bar func()
-	o.OnProgress, bar = progressFunc(stderr, *quiet, "plan: shapes")
-	ctx, stop := interruptible()
+	var opts []plan.Option
+	stop, err := searchInterruptibly(stderr, *quiet, "plan: shapes", func(ctx context.Context, progress func(done, total int)) (err error) {
+		o.Context, o.OnProgress = ctx, progress
+		opts, err = plan.PlanCapacity(base, o)
+		return err
+	})
 	defer stop()
-	o.Context = ctx
-	opts, err := plan.PlanCapacity(base, o)
-	bar()
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 
 	"github.com/schollz/progressbar/v3"
@@ -61,6 +62,21 @@ func progressFunc(stderr io.Writer, quiet bool, desc string) (fn func(done, tota
 		p.bar.Set(n)
 	}
 	return fn, func() { p.Done() }
+}
+
+// searchInterruptibly runs a long library search (plan's, place's,
+// sweep's) the one way: search gets a context that the first SIGINT or
+// SIGTERM cancels (interruptible) and the OnProgress callback of a bar
+// labelled desc (progressFunc: none when quiet or stderr is not a
+// terminal), and the bar is cleared once search returns. The signal
+// handler stays in until the caller calls stop, which it defers, so what
+// the command writes after the search is covered as well.
+func searchInterruptibly(stderr io.Writer, quiet bool, desc string, search func(ctx context.Context, onProgress func(done, total int)) error) (stop func(), err error) {
+	onProgress, bar := progressFunc(stderr, quiet, desc)
+	ctx, stop := interruptible()
+	err = search(ctx, onProgress)
+	bar()
+	return stop, err
 }
 
 // unlessQuiet is w, or io.Discard for a quiet command: where a command

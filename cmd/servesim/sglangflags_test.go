@@ -50,10 +50,7 @@ func TestSGLangAliases(t *testing.T) {
 		{"--scheduler fcfs", "--schedule-policy fcfs"},
 		{"--prefix-caching=false", "--disable-radix-cache"},
 	} {
-		a, b := summaryOf(t, base+c.servesim), summaryOf(t, base+c.sglang)
-		if !reflect.DeepEqual(a, b) {
-			t.Errorf("%q and %q differ:\n%v\n%v", c.servesim, c.sglang, a["scenario"], b["scenario"])
-		}
+		sameSummary(t, base, c.servesim, c.sglang)
 	}
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -84,13 +85,13 @@ func sweepCmd(args []string, stdout, stderr io.Writer) error {
 	if dir == "" {
 		dir = filepath.Join("sweeps", sw.Name)
 	}
-	var bar func()
-	o.Progress, bar = progressFunc(stderr, *quiet, "sweep "+sw.Name)
-	ctx, stop := interruptible()
+	var ran, found int
+	stop, err := searchInterruptibly(stderr, *quiet, "sweep "+sw.Name, func(ctx context.Context, progress func(done, total int)) (err error) {
+		o.Context, o.Progress = ctx, progress
+		ran, found, err = sweep.RunSweepDir(pts, dir, o)
+		return err
+	})
 	defer stop()
-	o.Context = ctx
-	ran, found, err := sweep.RunSweepDir(pts, dir, o)
-	bar()
 	if err != nil {
 		return err
 	}

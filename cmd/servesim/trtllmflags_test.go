@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -34,10 +33,7 @@ func TestTRTLLMAliases(t *testing.T) {
 		{"--engine trtllm --extra_llm_api_options " + yaml, "--extra_llm_api_options " + json},
 		{"--engine trtllm", "--trust_remote_code --log_level info --max_beam_width 1"}, // no effect, and TensorRT-LLM's default
 	} {
-		a, b := summaryOf(t, base+c.a), summaryOf(t, base+c.b)
-		if !reflect.DeepEqual(a, b) {
-			t.Errorf("%q and %q differ:\n%v\n%v", c.a, c.b, a["scenario"], b["scenario"])
-		}
+		sameSummary(t, base, c.a, c.b)
 	}
 	// The file's options are read: MAX_UTILIZATION with chunking, 64-token blocks.
 	out, err := runOut("--extra_llm_api_options", yaml)

@@ -35,6 +35,17 @@ func summaryOf(t *testing.T, args string) map[string]any {
 	return m
 }
 
+// sameSummary checks that `servesim run BASE+A` and `run BASE+B` write
+// the same summary.json (scenario and metrics, summaryOf): two spellings
+// of one setting. A difference names A and B and shows both scenarios.
+func sameSummary(t *testing.T, base, a, b string) {
+	t.Helper()
+	sa, sb := summaryOf(t, base+a), summaryOf(t, base+b)
+	if !reflect.DeepEqual(sa, sb) {
+		t.Errorf("%q and %q differ:\n%v\n%v", a, b, sa["scenario"], sb["scenario"])
+	}
+}
+
 // TestVLLMAliases: each vLLM spelling is the same flag as servesim's: the
 // two command lines give identical summary.json files.
 //
@@ -82,10 +93,7 @@ func TestVLLMAliases(t *testing.T) {
 			// is a contradiction (TestDatasetLengthFlags).
 			b0 = "--config " + cfg + " --model llama-3.1-8b "
 		}
-		a, b := summaryOf(t, b0+c.servesim), summaryOf(t, b0+c.vllm)
-		if !reflect.DeepEqual(a, b) {
-			t.Errorf("%q and %q differ:\n%v\n%v", c.servesim, c.vllm, a["scenario"], b["scenario"])
-		}
+		sameSummary(t, b0, c.servesim, c.vllm)
 	}
 }
 

@@ -145,27 +145,23 @@ var vllmShort = func() map[string]string {
 
 // vllmOpt are the flags argparse reads with nargs "?": a value when the
 // next word is not a flag.
-var vllmOpt = func() map[string]bool {
-	m := map[string]bool{}
-	for _, f := range vllmFlags {
-		if f.kind == vOpt {
-			m["--"+f.name] = true
-		}
-	}
-	return m
-}()
+var vllmOpt = vllmFlagsOfKind(vOpt)
 
 // vllmList are the flags argparse reads with nargs "+" or "*": every word
 // up to the next flag.
-var vllmList = func() map[string]bool {
+var vllmList = vllmFlagsOfKind(vList)
+
+// vllmFlagsOfKind is the set of vllmFlags of kind k, by their long
+// spelling ("--name").
+func vllmFlagsOfKind(k vllmKind) map[string]bool {
 	m := map[string]bool{}
 	for _, f := range vllmFlags {
-		if f.kind == vList {
+		if f.kind == k {
 			m["--"+f.name] = true
 		}
 	}
 	return m
-}()
+}
 
 // vllmRewrite rewrites one vLLM word at args[i] that pflag cannot parse,
 // returning the words to parse instead and how many of args it used (0:

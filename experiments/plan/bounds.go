@@ -170,7 +170,11 @@ type probe struct {
 	err  error
 }
 
-func newProbeCache() *probeCache { return &probeCache{m: map[string]*probe{}} }
+// newProbeCache is an empty cache; noMemo (a search's NoPrune) makes it
+// count the runs only, every get running its fn.
+func newProbeCache(noMemo bool) *probeCache {
+	return &probeCache{m: map[string]*probe{}, noMemo: noMemo}
+}
 
 // get returns key's report, running fn the first time.
 func (c *probeCache) get(key string, fn func() (*scenario.Report, error)) (*scenario.Report, error) {

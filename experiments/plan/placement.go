@@ -167,8 +167,7 @@ func Place(base scenario.Scenario, o PlaceOptions) ([]Placement, error) {
 		return nil, fmt.Errorf("plan: place: no deployment fits %d GPUs with TP %v%s: each needs more GPUs (a disaggregated one at least two instances)", o.GPUs, o.TPs, ppList(sp.PPs))
 	}
 	if o.cache == nil {
-		o.cache = newProbeCache()
-		o.cache.noMemo = o.NoPrune
+		o.cache = newProbeCache(o.NoPrune)
 	}
 	ctx := o.ctx()
 	parallel.Run(len(cands), o.Workers, func(i int) {
@@ -201,14 +200,8 @@ func Place(base scenario.Scenario, o PlaceOptions) ([]Placement, error) {
 		return nil, err
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
-		a, b := cands[i], cands[j]
-		if (a.Err == "") != (b.Err == "") {
-			return a.Err == ""
-		}
-		if a.PerGPU != b.PerGPU {
-			return a.PerGPU > b.PerGPU
-		}
-		return a.GPUs < b.GPUs
+		a, b := &cands[i], &cands[j]
+		return rankLess(a.Err, b.Err, -a.PerGPU, -b.PerGPU, a.GPUs, b.GPUs)
 	})
 	return cands, nil
 }
@@ -239,6 +232,20 @@ func failReasons[T any](cands []T, of func(*T) (err, label string)) (why []strin
 		}
 	}
 	return why, true
+}
+
+// rankLess orders two searched deployments the way place's and plan's
+// rankings do: one that serves (err "") before one that failed, then the
+// lower key (pass a negated key to rank the higher first), then the fewer
+// GPUs.
+func rankLess(aErr, bErr string, aKey, bKey float64, aGPUs, bGPUs int) bool {
+	if (aErr == "") != (bErr == "") {
+		return aErr == ""
+	}
+	if aKey != bKey {
+		return aKey < bKey
+	}
+	return aGPUs < bGPUs
 }
 
 // ctx is o.Context, or the background context when unset.

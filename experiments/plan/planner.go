@@ -150,8 +150,7 @@ func PlanCapacity(base scenario.Scenario, o PlanOptions) ([]Option, error) {
 		}
 	}
 	if o.cache == nil {
-		o.cache = newProbeCache()
-		o.cache.noMemo = o.NoPrune
+		o.cache = newProbeCache(o.NoPrune)
 	}
 	out := make([]Option, len(jobs))
 	ctx := orBackground(o.Context)
@@ -179,14 +178,8 @@ func PlanCapacity(base scenario.Scenario, o PlanOptions) ([]Option, error) {
 		return nil, err
 	}
 	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if (a.Err == "") != (b.Err == "") {
-			return a.Err == ""
-		}
-		if a.CostPerHour != b.CostPerHour {
-			return a.CostPerHour < b.CostPerHour
-		}
-		return a.GPUs < b.GPUs
+		a, b := &out[i], &out[j]
+		return rankLess(a.Err, b.Err, a.CostPerHour, b.CostPerHour, a.GPUs, b.GPUs)
 	})
 	return out, nil
 }

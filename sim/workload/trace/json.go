@@ -131,6 +131,72 @@ func (s *jscan) digitsEnd(i int) int {
 	return i
 }
 
+// slotKey is key for an object whose known keys are keys: it also returns
+// the key's slot, its index in keys (-1 for another key), marks the slot in
+// seen and refuses a known key that appears twice.
+func (s *jscan) slotKey(first bool, keys []string, seen []bool) (key []byte, keyCol, slot int, more bool, e rowErr) {
+	key, keyCol, more, e = s.key(first)
+	if e.failed() || !more {
+		return key, keyCol, -1, more, e
+	}
+	slot = -1
+	for i, k := range keys {
+		if string(key) == k {
+			slot = i
+			break
+		}
+	}
+	if slot >= 0 {
+		if seen[slot] {
+			return key, keyCol, slot, more, bad(keyCol, string(key), "key appears twice")
+		}
+		seen[slot] = true
+	}
+	return key, keyCol, slot, more, rowErr{}
+}
+
+// missingKey is the error for the first of keys not seen (seen[i] for
+// keys[i]), at the end of line; the zero rowErr when every one was.
+func missingKey(line []byte, keys []string, seen []bool) rowErr {
+	for i, k := range keys {
+		if !seen[i] {
+			return bad(len(line)+1, k, "missing")
+		}
+	}
+	return rowErr{}
+}
+
+// count reads the number at the cursor as a whole count in
+// 0..2147483647 (parseCount); what names such a number in the error ("a
+// whole number of tokens").
+func (s *jscan) count(field, what string) (int, rowErr) {
+	at := s.i + 1
+	num, e := s.number(field)
+	if e.failed() {
+		return 0, e
+	}
+	v, ok := parseCount(num)
+	if !ok {
+		return 0, bad(at, field, "%s is not %s in 0..2147483647", quoteField(num), what)
+	}
+	return v, rowErr{}
+}
+
+// duration reads the number at the cursor as a number ≥ 0 of units of
+// 10^-exp seconds (parseDuration; unit names them in the error), in ns.
+func (s *jscan) duration(field string, exp int, unit string) (int64, rowErr) {
+	at := s.i + 1
+	num, e := s.number(field)
+	if e.failed() {
+		return 0, e
+	}
+	ns, ok := parseDuration(num, exp)
+	if !ok {
+		return 0, bad(at, field, "%s is not a number of %s ≥ 0", quoteField(num), unit)
+	}
+	return ns, rowErr{}
+}
+
 // number reads a JSON number's text (validated by JSON's grammar).
 func (s *jscan) number(field string) ([]byte, rowErr) {
 	start := s.i

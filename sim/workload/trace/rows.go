@@ -152,6 +152,9 @@ func (rd *Reader) intern(name []byte, col int, r *workload.Request) rowErr {
 	return rowErr{}
 }
 
+// mooncakeKeys are the keys of a Mooncake row, each required.
+var mooncakeKeys = [...]string{"timestamp", "input_length", "output_length", "hash_ids"}
+
 // parseMooncake reads {"timestamp": ms, "input_length": n, "output_length": n, "hash_ids": [...]}.
 // Other keys are ignored; the four must each appear once.
 func (rd *Reader) parseMooncake(line []byte, r *workload.Request) (t int64, e rowErr) {
@@ -159,25 +162,14 @@ func (rd *Reader) parseMooncake(line []byte, r *workload.Request) (t int64, e ro
 	if e = s.open(); e.failed() {
 		return 0, e
 	}
-	var seen [4]bool
+	var seen [len(mooncakeKeys)]bool
 	for first := true; ; first = false {
-		k, kc, more, e := s.key(first)
+		k, _, slot, more, e := s.slotKey(first, mooncakeKeys[:], seen[:])
 		if e.failed() {
 			return 0, e
 		}
 		if !more {
 			break
-		}
-		slot := -1
-		switch string(k) {
-		case "timestamp":
-			slot = 0
-		case "input_length":
-			slot = 1
-		case "output_length":
-			slot = 2
-		case "hash_ids":
-			slot = 3
 		}
 		if slot < 0 {
 			if e := s.skip(string(k), 0); e.failed() {
@@ -185,20 +177,10 @@ func (rd *Reader) parseMooncake(line []byte, r *workload.Request) (t int64, e ro
 			}
 			continue
 		}
-		if seen[slot] {
-			return 0, bad(kc, string(k), "key appears twice")
-		}
-		seen[slot] = true
-		at := s.i + 1
 		switch slot {
 		case 0:
-			num, e := s.number("timestamp")
-			if e.failed() {
+			if t, e = s.duration("timestamp", 6, "milliseconds"); e.failed() {
 				return 0, e
-			}
-			var ok bool
-			if t, ok = parseDuration(num, 6); !ok {
-				return 0, bad(at, "timestamp", "%s is not a number of milliseconds ≥ 0", quoteField(num))
 			}
 		case 1, 2:
 			name := "input_length"
@@ -206,13 +188,9 @@ func (rd *Reader) parseMooncake(line []byte, r *workload.Request) (t int64, e ro
 			if slot == 2 {
 				name, dst = "output_length", &r.OutputTokens
 			}
-			num, e := s.number(name)
+			v, e := s.count(name, "a whole number of tokens")
 			if e.failed() {
 				return 0, e
-			}
-			v, ok := parseCount(num)
-			if !ok {
-				return 0, bad(at, name, "%s is not a whole number of tokens in 0..2147483647", quoteField(num))
 			}
 			*dst = v
 		case 3:
@@ -221,10 +199,8 @@ func (rd *Reader) parseMooncake(line []byte, r *workload.Request) (t int64, e ro
 			}
 		}
 	}
-	for i, name := range [...]string{"timestamp", "input_length", "output_length", "hash_ids"} {
-		if !seen[i] {
-			return 0, bad(len(line)+1, name, "missing")
-		}
+	if e := missingKey(line, mooncakeKeys[:], seen[:]); e.failed() {
+		return 0, e
 	}
 	r.Prefix, r.PrefixBlockTokens = rd.prefix, MooncakeBlockTokens
 	if len(rd.prefix) == 0 {
@@ -238,76 +214,56 @@ func (rd *Reader) parseMooncake(line []byte, r *workload.Request) (t int64, e ro
 // shared traces: len(hash_ids) = ceil(input_length/512) on every row).
 const MooncakeBlockTokens = 512
 
+// The keys of a servesim JSONL row, in nativeKeys' order; the first
+// nRequired are required, the others optional (and may be null).
+const (
+	kArrival = iota
+	kPrompt
+	kOutput
+	kClass
+	kTTFT
+	kTPOT
+	kPrefix
+	kBlock
+	nRequired = kClass
+)
+
+// nativeKeys are the keys of a servesim JSONL row.
+var nativeKeys = [...]string{kArrival: "arrival_s", kPrompt: "prompt_tokens", kOutput: "output_tokens", kClass: "class",
+	kTTFT: "ttft_slo_ms", kTPOT: "tpot_slo_ms", kPrefix: "prefix", kBlock: "prefix_block_tokens"}
+
 // parseNativeJSON reads a servesim JSONL row; unknown keys are errors.
 func (rd *Reader) parseNativeJSON(line []byte, r *workload.Request) (t int64, e rowErr) {
 	s := jscan{b: line}
 	if e = s.open(); e.failed() {
 		return 0, e
 	}
-	const (
-		kArrival = iota
-		kPrompt
-		kOutput
-		kClass
-		kTTFT
-		kTPOT
-		kPrefix
-		kBlock
-		nKeys
-	)
-	var seen [nKeys]bool
+	var seen [len(nativeKeys)]bool
 	block := 0
 	for first := true; ; first = false {
-		k, kc, more, e := s.key(first)
+		k, kc, slot, more, e := s.slotKey(first, nativeKeys[:], seen[:])
 		if e.failed() {
 			return 0, e
 		}
 		if !more {
 			break
 		}
-		slot := -1
-		switch string(k) {
-		case "arrival_s":
-			slot = kArrival
-		case "prompt_tokens":
-			slot = kPrompt
-		case "output_tokens":
-			slot = kOutput
-		case "class":
-			slot = kClass
-		case "ttft_slo_ms":
-			slot = kTTFT
-		case "tpot_slo_ms":
-			slot = kTPOT
-		case "prefix":
-			slot = kPrefix
-		case "prefix_block_tokens":
-			slot = kBlock
-		default:
-			return 0, bad(kc, string(k), "unknown key (known: arrival_s, prompt_tokens, output_tokens, class, ttft_slo_ms, tpot_slo_ms, prefix, prefix_block_tokens)")
+		if slot < 0 {
+			return 0, bad(kc, string(k), "unknown key (known: %s)", strings.Join(nativeKeys[:], ", "))
 		}
-		if seen[slot] {
-			return 0, bad(kc, string(k), "key appears twice")
-		}
-		seen[slot] = true
-		at := s.i + 1
 		name := string(k)
-		if slot != kArrival && slot != kPrompt && slot != kOutput && s.isNull() {
+		if slot >= nRequired && s.isNull() {
 			continue // optional keys may be null
 		}
 		switch slot {
 		case kArrival, kTTFT, kTPOT:
-			num, e := s.number(name)
-			if e.failed() {
-				return 0, e
-			}
 			exp, unit := 9, "seconds"
 			if slot != kArrival {
 				exp, unit = 6, "milliseconds"
 			}
-			ns, ok := parseDuration(num, exp)
-			if !ok {
-				return 0, bad(at, name, "%s is not a number of %s ≥ 0", quoteField(num), unit)
+			ns, e := s.duration(name, exp, unit)
+			if e.failed() {
+				return 0, e
 			}
 			switch slot {
 			case kArrival:
@@ -318,13 +274,9 @@ func (rd *Reader) parseNativeJSON(line []byte, r *workload.Request) (t int64, e 
 				r.TPOTSLO = sim.Time(ns)
 			}
 		case kPrompt, kOutput, kBlock:
-			num, e := s.number(name)
+			v, e := s.count(name, "a whole number")
 			if e.failed() {
 				return 0, e
-			}
-			v, ok := parseCount(num)
-			if !ok {
-				return 0, bad(at, name, "%s is not a whole number in 0..2147483647", quoteField(num))
 			}
 			switch slot {
 			case kPrompt:
@@ -335,6 +287,7 @@ func (rd *Reader) parseNativeJSON(line []byte, r *workload.Request) (t int64, e 
 				block = v
 			}
 		case kClass:
+			at := s.i + 1
 			raw, esc, e := s.str(name)
 			if e.failed() {
 				return 0, e
@@ -352,10 +305,8 @@ func (rd *Reader) parseNativeJSON(line []byte, r *workload.Request) (t int64, e 
 			r.Prefix = rd.prefix
 		}
 	}
-	for i, name := range [...]string{"arrival_s", "prompt_tokens", "output_tokens"} {
-		if !seen[i] {
-			return 0, bad(len(line)+1, name, "missing")
-		}
+	if e := missingKey(line, nativeKeys[:nRequired], seen[:]); e.failed() {
+		return 0, e
 	}
 	if len(r.Prefix) > 0 {
 		if block < 1 {

@@ -8,8 +8,8 @@ import (
 	"github.com/servesim/servesim/models"
 )
 
-// TestBinnedForestSameBits checks that the binned walk returns the float
-// walk's bits for every built-in profile with trees, at the feature
+// TestBinnedForestSameBits checks that the binned walks (over the complete
+// trees, and over the nodes) return the float walk's bits for every built-in profile with trees, at the feature
 // vectors of the GEMMs of two models at two TPs over every token count up to 8,192
 // (what a step model prices), at every threshold and its two neighbouring
 // floats in each feature alone, at NaN and ±Inf, and at random vectors.
@@ -23,12 +23,22 @@ func TestBinnedForestSameBits(t *testing.T) {
 		if f.binned == nil {
 			t.Fatalf("%s: the forest was not binned", gpu)
 		}
+		complete := f.binned.complete
+		if complete == nil {
+			t.Fatalf("%s: the forest was not laid out as complete trees", gpu)
+		}
+		nodes := *f.binned
+		nodes.complete = nil // the binned walk over nodes
 		n := 0
 		check := func(x []float64, what string) {
 			t.Helper()
 			n++
-			if got, want := f.binned.at(x), f.atFloat(x); math.Float64bits(got) != math.Float64bits(want) {
-				t.Fatalf("%s, %s: binned %v, float walk %v (x = %v)", gpu, what, got, want, x)
+			want := f.atFloat(x)
+			if got := f.binned.at(x); math.Float64bits(got) != math.Float64bits(want) {
+				t.Fatalf("%s, %s: complete trees %v, float walk %v (x = %v)", gpu, what, got, want, x)
+			}
+			if got := nodes.at(x); math.Float64bits(got) != math.Float64bits(want) {
+				t.Fatalf("%s, %s: binned nodes %v, float walk %v (x = %v)", gpu, what, got, want, x)
 			}
 		}
 		k, err := p.Calibrated(mustGPU(t, gpu), 1)

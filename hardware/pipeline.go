@@ -429,7 +429,7 @@ func (ps *PipelineStep) stageTimes(mb models.Batch, load float64, t, send, a2a [
 	tok := ps.s.tokenPart(mb.Tokens())
 	embed, head, layers := tok.embed, 0.0, tok.sec-tok.embed
 	flops, bytes = tok.flops, tok.bytes
-	ops, cached := ps.s.batchOps(mb)
+	ops, cached := ps.s.batchOps(&mb)
 	for i := range ops {
 		op := &ops[i]
 		c := float64(op.Count)

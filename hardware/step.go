@@ -144,7 +144,7 @@ func (s *StepModel) Step(b models.Batch) (sec, flops, bytes float64) {
 	// BatchOps' operators in its order, but for a batch without prefill
 	// the LM head's Count × time, FLOPs and bytes come from tp (the same
 	// products, so the same bits).
-	ops, cached := s.batchOps(b)
+	ops, cached := s.batchOps(&b)
 	for i := range ops {
 		op := &ops[i]
 		c := float64(op.Count)
@@ -167,7 +167,7 @@ func (s *StepModel) Step(b models.Batch) (sec, flops, bytes float64) {
 // chunk (a 100k-request run's 78,644 mixed steps have 62,281 distinct
 // pairs of token count and sampled rows: a cache would rarely hit). The
 // operators are s's scratch, valid until the next call.
-func (s *StepModel) batchOps(b models.Batch) (ops []models.Op, lmCached bool) {
+func (s *StepModel) batchOps(b *models.Batch) (ops []models.Op, lmCached bool) {
 	n := 0
 	if b.PrefillTokens > 0 {
 		s.bp.PrefillInto(b, &s.bops[n])

@@ -64,13 +64,13 @@ func (m *Model) batchPricer(tp int, kvb, wb float64, wc DType) BatchPricer {
 // up-projection of the context's and the new tokens' latents counted in it.
 func (a *BatchPricer) Prefill(b Batch) Op {
 	var op Op
-	a.PrefillInto(b, &op)
+	a.PrefillInto(&b, &op)
 	return op
 }
 
-// PrefillInto sets *op to Prefill(b), writing it in place (a step model's
-// scratch operator: no copy of a returned one).
-func (a *BatchPricer) PrefillInto(b Batch, op *Op) {
+// PrefillInto sets *op to Prefill(*b), writing it in place (a step
+// model's scratch operator: no copy of a returned one, nor of the batch).
+func (a *BatchPricer) PrefillInto(b *Batch, op *Op) {
 	pt := float64(b.PrefillTokens)
 	if a.mla {
 		qHeads, d, v, kvl := a.qHeads, a.d, a.v, a.kvl
@@ -101,17 +101,17 @@ func (a *BatchPricer) PrefillInto(b Batch, op *Op) {
 // absorptions counted in it.
 func (a *BatchPricer) Decode(b Batch) Op {
 	var op Op
-	a.DecodeInto(b, &op)
+	a.DecodeInto(&b, &op)
 	return op
 }
 
-// DecodeInto sets *op to Decode(b), writing it in place.
-func (a *BatchPricer) DecodeInto(b Batch, op *Op) {
+// DecodeInto sets *op to Decode(*b), writing it in place.
+func (a *BatchPricer) DecodeInto(b *Batch, op *Op) {
 	// Each decode's i-th query token attends to its context and the query
 	// tokens up to itself (i = 1 without speculation): the query–key pairs
 	// are q·DecodeCtx + Decodes·q(q+1)/2; the KV of DecodeCtx + q tokens a
 	// decode is read once.
-	pairs, keys := decodePairs(b)
+	pairs, keys := pairsOf(float64(b.Query()), float64(b.Decodes), float64(b.DecodeCtx))
 	if a.mla {
 		qHeads, d, v, kvl := a.qHeads, a.d, a.v, a.kvl
 		n := float64(b.DecodeTokens()) // query rows: one a decode, 1 + k under speculation
@@ -143,13 +143,13 @@ func (a *BatchPricer) DecodeInto(b Batch, op *Op) {
 // _calc_spec_decode_metadata's logits_indices).
 func (a *BatchPricer) LMHead(b Batch) (Op, bool) {
 	var op Op
-	ok := a.LMHeadInto(b, &op)
+	ok := a.LMHeadInto(&b, &op)
 	return op, ok
 }
 
-// LMHeadInto sets *op to LMHead(b)'s operator in place and says whether
-// b has one (*op is left alone if not).
-func (a *BatchPricer) LMHeadInto(b Batch, op *Op) bool {
+// LMHeadInto sets *op to LMHead(*b)'s operator in place and says whether
+// *b has one (*op is left alone if not).
+func (a *BatchPricer) LMHeadInto(b *Batch, op *Op) bool {
 	sampled := b.DecodeTokens() + b.Prefills
 	if sampled <= 0 {
 		return false

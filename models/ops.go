@@ -285,9 +285,12 @@ func (m *Model) appendLMHead(b Batch, tp int, wb float64, wc DType, dst []Op) []
 // DecodeCtx + Decodes·q, for q = b.Query() (DecodeCtx + Decodes both
 // without speculation).
 func decodePairs(b Batch) (pairs, keys float64) {
-	q := float64(b.Query())
-	d := float64(b.Decodes)
-	c := float64(b.DecodeCtx)
+	return pairsOf(float64(b.Query()), float64(b.Decodes), float64(b.DecodeCtx))
+}
+
+// pairsOf is decodePairs of q query tokens a decode, d decodes and c
+// context tokens.
+func pairsOf(q, d, c float64) (pairs, keys float64) {
 	return q*c + d*q*(q+1)/2, c + d*q
 }
 

@@ -11,10 +11,11 @@ import (
 // BenchmarkSimulate100kPricing prices every batch the kernel model is
 // asked for in BenchmarkSimulate100k's run, in order: the pricing part of
 // that benchmark without the event loop, so that a change to the pricing
-// shows through the noise of the loop's files and heaps. cold builds a new
-// step model each iteration (its token-count cache empty, as in a user's
-// single run); warm keeps one (as BenchmarkSimulate100k's iterations after
-// its first do: its plan's step model outlives each Run).
+// shows through the noise of the loop's files and heaps. cold resolves the
+// scenario anew for each iteration (untimed), so that its step model and
+// kernel model remember nothing, as in a user's single run; warm keeps the
+// recording run's (as BenchmarkSimulate100k's iterations after its first
+// do: its plan's step model outlives each Run).
 func BenchmarkSimulate100kPricing(b *testing.B) {
 	s := Default()
 	s.Workload.Rate = 17
@@ -39,12 +40,18 @@ func BenchmarkSimulate100kPricing(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
-			var k *hardware.StepModel
+			k := sm
 			for i := 0; i < b.N; i++ {
-				if k == nil || !warm {
-					if k, err = hardware.NewStepModel(sm.Model(), sm.GPU(), sm.Parallel(), sm.Kernel(), sm.IterOverhead()); err != nil {
+				if !warm {
+					// A new plan: its step model and kernel model new,
+					// nothing remembered.
+					b.StopTimer()
+					q, err := s.Resolve()
+					if err != nil {
 						b.Fatal(err)
 					}
+					k = q.Serve.Instance.Step.(*hardware.StepModel)
+					b.StartTimer()
 				}
 				var sum float64
 				for j := range rec.batches {

@@ -100,7 +100,6 @@ type PipelineStep struct {
 	t      []float64 // m × pp stage times, scratch
 	sendT  []float64 // m × (pp−1) send times, scratch
 	done   []float64 // pp, scratch: makespan recurrence
-	ops    []models.Op
 	stats  PipelineStats
 	skip   int
 	record bool
@@ -193,7 +192,6 @@ func NewPipelineStep(m *models.Model, g *GPU, p models.Parallel, k KernelModel, 
 	ps.t = make([]float64, pp*pp)
 	ps.sendT = make([]float64, pp*pp)
 	ps.done = make([]float64, pp)
-	ps.ops = make([]models.Op, 0, models.NumOpKinds)
 	ps.stats.StageBusy = make([]float64, pp)
 	ps.stats.SendSeconds = make([]float64, pp-1)
 	if p.EP.On() {
@@ -431,10 +429,9 @@ func (ps *PipelineStep) stageTimes(mb models.Batch, load float64, t, send, a2a [
 	tok := ps.s.tokenPart(mb.Tokens())
 	embed, head, layers := tok.embed, 0.0, tok.sec-tok.embed
 	flops, bytes = tok.flops, tok.bytes
-	var cached bool
-	ps.ops, cached = ps.s.batchOps(mb, ps.ops[:0])
-	for i := range ps.ops {
-		op := &ps.ops[i]
+	ops, cached := ps.s.batchOps(&mb)
+	for i := range ops {
+		op := &ops[i]
 		c := float64(op.Count)
 		sec := 0.0
 		if op.Count != 0 {

@@ -20,6 +20,10 @@ type StepModel struct {
 	k            KernelModel
 	iterOverhead float64
 	ops          []models.Op // scratch, reused by every call
+	// bp builds a step's attention and LM head with the layout's
+	// constants computed once, into bops (no slice to grow).
+	bp   models.BatchPricer
+	bops [3]models.Op
 	// byTokens caches, per batch token count, the time, FLOPs and bytes of
 	// the operators whose cost depends on the token count alone
 	// (models.TokenOnly): most of a step's operators, and the LM head of a
@@ -93,6 +97,7 @@ func newStepModel(m *models.Model, g *GPU, p models.Parallel, k KernelModel, ite
 	}
 	s := &StepModel{m: m, g: g, p: p, k: k, iterOverhead: iterOverhead}
 	s.ops = make([]models.Op, 0, models.NumOpKinds)
+	s.bp = m.BatchPricer(p)
 	return s, nil
 }
 
@@ -139,10 +144,9 @@ func (s *StepModel) Step(b models.Batch) (sec, flops, bytes float64) {
 	// BatchOps' operators in its order, but for a batch without prefill
 	// the LM head's Count × time, FLOPs and bytes come from tp (the same
 	// products, so the same bits).
-	var cached bool
-	s.ops, cached = s.batchOps(b, s.ops[:0])
-	for i := range s.ops {
-		op := &s.ops[i]
+	ops, cached := s.batchOps(&b)
+	for i := range ops {
+		op := &ops[i]
 		c := float64(op.Count)
 		if op.Count != 0 {
 			sec += c * s.k.OpTime(op)
@@ -156,17 +160,30 @@ func (s *StepModel) Step(b models.Batch) (sec, flops, bytes float64) {
 	return s.iterOverhead + sec, flops, bytes
 }
 
-// batchOps appends BatchOps(b) to dst, or for a batch without prefill only
-// its attention, and says which: such a batch samples every token, so its
-// LM head is that of its token count's tokenPart (lm). A batch with
-// prefill chunks samples its decodes' tokens and one row a chunk (a
-// 100k-request run's 78,644 mixed steps have 62,281 distinct pairs of
-// token count and sampled rows: a cache would rarely hit).
-func (s *StepModel) batchOps(b models.Batch, dst []models.Op) (ops []models.Op, lmCached bool) {
-	if b.Prefills == 0 && b.PrefillTokens == 0 {
-		return s.m.AttentionOps(b, s.p, dst), true
+// batchOps returns BatchOps(b) (b with tokens), or for a batch without
+// prefill only its attention, and says which: such a batch samples every
+// token, so its LM head is that of its token count's tokenPart (lm). A
+// batch with prefill chunks samples its decodes' tokens and one row a
+// chunk (a 100k-request run's 78,644 mixed steps have 62,281 distinct
+// pairs of token count and sampled rows: a cache would rarely hit). The
+// operators are s's scratch, valid until the next call.
+func (s *StepModel) batchOps(b *models.Batch) (ops []models.Op, lmCached bool) {
+	n := 0
+	if b.PrefillTokens > 0 {
+		s.bp.PrefillInto(b, &s.bops[n])
+		n++
 	}
-	return s.m.BatchOps(b, s.p, dst), false
+	if b.Decodes > 0 {
+		s.bp.DecodeInto(b, &s.bops[n])
+		n++
+	}
+	if b.Prefills == 0 && b.PrefillTokens == 0 {
+		return s.bops[:n], true
+	}
+	if s.bp.LMHeadInto(b, &s.bops[n]) {
+		n++
+	}
+	return s.bops[:n], false
 }
 
 // tokenPart returns the summed token-only operators for n tokens: an
@@ -175,6 +192,12 @@ func (s *StepModel) tokenPart(n int) *tokenPart {
 	if n < len(s.byTokens) && s.byTokens[n].ok {
 		return &s.byTokens[n]
 	}
+	return s.priceTokens(n)
+}
+
+// priceTokens is tokenPart for a token count not in the cache (kept out
+// of tokenPart so that the cached case inlines).
+func (s *StepModel) priceTokens(n int) *tokenPart {
 	var tp tokenPart
 	s.ops = s.m.Ops(models.Batch{Decodes: n}, s.p, s.ops[:0])
 	for i := range s.ops {

@@ -52,6 +52,9 @@ func TestStepSameBits(t *testing.T) {
 		{"llama-3.1-8b", "h200", models.Parallel{TP: 2, Weights: models.FP8, KV: models.FP8}},
 		{"qwen3-30b-a3b", "h100", models.Parallel{TP: 2, EP: models.ExpertParallel{Size: 2, DP: 1}}},
 		{"deepseek-v3", "h200", models.Parallel{TP: 8, Weights: models.FP8, KV: models.FP8}},
+		{"mixtral-8x7b", "h100", models.Parallel{TP: 4, KV: models.FP8}},
+		{"qwen3-32b", "h200", models.Parallel{TP: 4, Weights: models.FP8}},
+		{"llama-3.1-70b", "h100", models.Parallel{TP: 4}},
 	}
 	for _, c := range cases {
 		m, err := models.Builtin().Get(c.model)
@@ -73,6 +76,9 @@ func TestStepSameBits(t *testing.T) {
 		kernels := map[string]hardware.KernelModel{
 			"roofline":   hardware.Roofline{GPU: g, Eff: hardware.DefaultEfficiency(), TP: c.p.TP},
 			"calibrated": cal,
+			// vllm-v1's wrappers, which the step model looks through for
+			// attention and the LM head.
+			"calibrated+fused+custom-ar": hardware.CustomARKernel{K: hardware.FusedAddNormKernel{K: cal, GPU: g}, GPU: g, TP: c.p.TP, AR: hardware.DefaultCustomAllReduce()},
 		}
 		for name, k := range kernels {
 			s, err := hardware.NewStepModel(m, g, c.p, k, 1e-3)

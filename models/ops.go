@@ -268,59 +268,13 @@ func TokenOnly(k OpKind) bool {
 }
 
 func (m *Model) appendAttention(b Batch, tp int, kvb, wb float64, dst []Op) []Op {
-	if m.IsMLA() {
-		return m.mlaAttention(b, tp, kvb, wb, dst)
-	}
-	hd := float64(m.HeadDim)
-	qHeads := float64(m.Heads) / float64(tp)
-	qd := qHeads * hd                        // query (and attention output) width per GPU
-	kvd := float64(m.kvHeadsPerGPU(tp)) * hd // K (or V) width per GPU
-	kvTok := 2 * kvd * kvb                   // KV-cache bytes per token per layer per GPU
-	L := m.Layers
-	if b.PrefillTokens > 0 {
-		pt := float64(b.PrefillTokens)
-		dst = append(dst, Op{Kind: OpAttnPrefill, Count: L, Tokens: b.PrefillTokens,
-			// QK^T and PV over the causal query–key pairs.
-			FLOPs: 4 * qHeads * hd * b.PrefillPairs,
-			// Q read, O written; K and V of prior context and new tokens read
-			// from the cache; new tokens' K and V written to it.
-			Bytes:   2*pt*qd*actBytes + (float64(b.PrefillCtx)+pt)*kvTok + pt*kvTok,
-			Compute: BF16, KVHeads: m.kvHeadsPerGPU(tp)})
-	}
-	if b.Decodes > 0 {
-		dt := float64(b.DecodeTokens())
-		// Each decode's i-th query token attends to its context and the
-		// query tokens up to itself (i = 1 without speculation): the
-		// query–key pairs are q·DecodeCtx + Decodes·q(q+1)/2; the KV of
-		// DecodeCtx + q tokens a decode is read once.
-		pairs, keys := decodePairs(b)
-		dst = append(dst, Op{Kind: OpAttnDecode, Count: L, Tokens: b.Decodes,
-			FLOPs:   4 * qHeads * hd * pairs,
-			Bytes:   2*dt*qd*actBytes + keys*kvTok + dt*kvTok,
-			Compute: BF16, Mixed: b.PrefillTokens > 0, KVHeads: m.kvHeadsPerGPU(tp)})
-	}
-	return dst
+	a := m.batchPricer(tp, kvb, wb, BF16)
+	return a.Attention(b, dst)
 }
 
 func (m *Model) appendLMHead(b Batch, tp int, wb float64, wc DType, dst []Op) []Op {
-	h := float64(m.Hidden)
-	tok := float64(b.Tokens())
-	t := float64(tp)
-	normW := m.normElems() * 2       // norm weights, BF16
-	actRW := 2 * tok * h * actBytes  // read and write T×Hidden activations
-	normF := m.normFLOPs() * tok * h // FLOPs of one norm over the batch
-	// Final norm over every token, then the LM head over the rows that
-	// sample: one per decode and (at most) one per prefill chunk.
-	// Under speculation every query token of a decode is scored (the
-	// rejection sampler compares the target's distribution at each draft
-	// position and samples the bonus token: vllm/v1/worker/gpu_model_runner.py
-	// _calc_spec_decode_metadata's logits_indices).
-	if sampled := b.DecodeTokens() + b.Prefills; sampled > 0 {
-		s := float64(sampled)
-		vd := float64(m.Vocab) / t
-		op := gemm(OpLMHead, 1, sampled, s, h, vd, h*vd, wb, wc)
-		op.FLOPs += normF
-		op.Bytes += actRW + normW
+	a := m.batchPricer(tp, 0, wb, wc)
+	if op, ok := a.LMHead(b); ok {
 		dst = append(dst, op)
 	}
 	return dst
@@ -331,9 +285,12 @@ func (m *Model) appendLMHead(b Batch, tp int, wb float64, wc DType, dst []Op) []
 // DecodeCtx + Decodes·q, for q = b.Query() (DecodeCtx + Decodes both
 // without speculation).
 func decodePairs(b Batch) (pairs, keys float64) {
-	q := float64(b.Query())
-	d := float64(b.Decodes)
-	c := float64(b.DecodeCtx)
+	return pairsOf(float64(b.Query()), float64(b.Decodes), float64(b.DecodeCtx))
+}
+
+// pairsOf is decodePairs of q query tokens a decode, d decodes and c
+// context tokens.
+func pairsOf(q, d, c float64) (pairs, keys float64) {
 	return q*c + d*q*(q+1)/2, c + d*q
 }
 

@@ -228,7 +228,9 @@ var log2Small = func() []float64 {
 
 // log2Of is fastLog2(x), from log2Small where x is a small integer.
 func log2Of(x float64) float64 {
-	if x >= 1 && x < float64(len(log2Small)) && x == math.Trunc(x) {
+	// float64(int(x)) == x: x is an integer (x == math.Trunc(x), in
+	// this range, without Trunc's call).
+	if x >= 1 && x < float64(len(log2Small)) && float64(int(x)) == x {
 		return log2Small[int(x)]
 	}
 	return fastLog2(x)
@@ -241,7 +243,7 @@ func log2Of(x float64) float64 {
 // decode call's pricing with the residual table. Deterministic: plain
 // float arithmetic.
 func fastLog2(x float64) float64 {
-	m, e := math.Frexp(x) // m in [0.5, 1)
+	m, e := frexp(x) // m in [0.5, 1)
 	if m < math.Sqrt2/2 {
 		m, e = 2*m, e-1
 	}
@@ -249,6 +251,19 @@ func fastLog2(x float64) float64 {
 	s2 := s * s
 	ln := 2 * s * (1 + s2*(1.0/3+s2*(1.0/5+s2*(1.0/7+s2*(1.0/9+s2*(1.0/11+s2*(1.0/13)))))))
 	return float64(e) + ln*(1/math.Ln2)
+}
+
+// frexp is math.Frexp, its fraction and exponent taken from the bits
+// directly for a normal x (what Frexp does for one, after its checks for
+// 0, ±Inf, NaN and subnormals): a decode step's lookup takes a log2 of a
+// byte count, and Frexp's call was a fifth of it.
+func frexp(x float64) (frac float64, exp int) {
+	const mask, shift, bias = 0x7ff, 52, 1023
+	b := math.Float64bits(x)
+	if e := int(b>>shift) & mask; e != 0 && e != mask {
+		return math.Float64frombits(b&^(mask<<shift) | (bias-1)<<shift), e - bias + 1
+	}
+	return math.Frexp(x)
 }
 
 // decodeWork returns a decode operator's work units (decodes × KV heads

@@ -2,6 +2,7 @@ package calibrate
 
 import (
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -241,6 +242,24 @@ func TestTransferResidual(t *testing.T) {
 		}
 		if len(p.Attention.DecodeResidual) == 0 {
 			t.Fatal("Transfer changed its input")
+		}
+	}
+}
+
+// TestFrexp wants math.Frexp's fraction and exponent to the bit, over
+// normal, subnormal and special values of both signs.
+func TestFrexp(t *testing.T) {
+	xs := []float64{0, math.Copysign(0, -1), 1, -1, 0.5, 3, 1e300, 1e-300, math.SmallestNonzeroFloat64,
+		2.2250738585072014e-308, 2.225073858507201e-308, math.MaxFloat64, math.Inf(1), math.Inf(-1), math.NaN()}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 10000 {
+		xs = append(xs, math.Float64frombits(r.Uint64()), r.Float64()*1e12, math.Ldexp(r.Float64(), r.IntN(2200)-1100))
+	}
+	for _, x := range xs {
+		gf, ge := frexp(x)
+		wf, we := math.Frexp(x)
+		if math.Float64bits(gf) != math.Float64bits(wf) && !(math.IsNaN(gf) && math.IsNaN(wf)) || ge != we {
+			t.Fatalf("frexp(%v) = %v, %d; math.Frexp %v, %d", x, gf, ge, wf, we)
 		}
 	}
 }

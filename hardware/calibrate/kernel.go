@@ -31,7 +31,8 @@ import (
 // TP ≤ 1 or for an empty message. OpTime is a pure function of the
 // operator and does not allocate; with its reciprocals precomputed it is
 // cheaper than hardware.Roofline (BenchmarkOpTime). A Calibrated is
-// immutable, so goroutines may share one.
+// immutable but for its residual trees' memo of sums (trees_complete.go),
+// which is safe for concurrent use, so goroutines may share one.
 type Calibrated struct {
 	gpu     *hardware.GPU
 	tp      int

@@ -30,6 +30,9 @@ type binnedForest struct {
 	// feature: feature j's are keys[off[j]:off[j+1]].
 	keys []uint64
 	off  [numFeatures + 1]int
+	// complete is the trees as complete trees (trees_complete.go), which
+	// at walks when set; nil: at walks nodes.
+	complete *completeTrees
 }
 
 // binNode is a split (left = 1: from node i to i+1 if the feature's bin
@@ -83,6 +86,7 @@ func newBinnedForest(f *forest) *binnedForest {
 		j, _ := slices.BinarySearch(b.thr[n.feature], n.value)
 		b.nodes[i] = binNode{right: n.right, bin: uint16(j), feature: uint8(n.feature), left: 1}
 	}
+	b.complete = newCompleteTrees(b)
 	return b
 }
 
@@ -122,6 +126,9 @@ func (f *binnedForest) at(x []float64) float64 {
 			base += int(b)
 		}
 		bins[j] = uint16(base)
+	}
+	if f.complete != nil {
+		return f.complete.at(f.base, &bins)
 	}
 	nodes := f.nodes
 	step := func(i int32) int32 {

@@ -8,8 +8,8 @@ import (
 	"github.com/servesim/servesim/models"
 )
 
-// TestBinnedForestSameBits checks that the binned walk returns the float
-// walk's bits for every built-in profile with trees, at the feature
+// TestBinnedForestSameBits checks that the binned walks (over the complete
+// trees, and over the nodes) return the float walk's bits for every built-in profile with trees, at the feature
 // vectors of the GEMMs of two models at two TPs over every token count up to 8,192
 // (what a step model prices), at every threshold and its two neighbouring
 // floats in each feature alone, at NaN and ±Inf, and at random vectors.
@@ -23,12 +23,24 @@ func TestBinnedForestSameBits(t *testing.T) {
 		if f.binned == nil {
 			t.Fatalf("%s: the forest was not binned", gpu)
 		}
+		complete := f.binned.complete
+		if complete == nil {
+			t.Fatalf("%s: the forest was not laid out as complete trees", gpu)
+		}
+		nodes := *f.binned
+		nodes.complete = nil // the binned walk over nodes
 		n := 0
 		check := func(x []float64, what string) {
 			t.Helper()
 			n++
-			if got, want := f.binned.at(x), f.atFloat(x); math.Float64bits(got) != math.Float64bits(want) {
-				t.Fatalf("%s, %s: binned %v, float walk %v (x = %v)", gpu, what, got, want, x)
+			want := f.atFloat(x)
+			// The walk's sum, or the memo's where an earlier vector had
+			// the same bins (most of the token counts' vectors do).
+			if got := f.binned.at(x); math.Float64bits(got) != math.Float64bits(want) {
+				t.Fatalf("%s, %s: complete trees %v, float walk %v (x = %v)", gpu, what, got, want, x)
+			}
+			if got := nodes.at(x); math.Float64bits(got) != math.Float64bits(want) {
+				t.Fatalf("%s, %s: binned nodes %v, float walk %v (x = %v)", gpu, what, got, want, x)
 			}
 		}
 		k, err := p.Calibrated(mustGPU(t, gpu), 1)
@@ -77,5 +89,36 @@ func TestBinnedForestSameBits(t *testing.T) {
 			check(x[:], "random")
 		}
 		t.Logf("%s: %d vectors agree", gpu, n)
+	}
+}
+
+// TestBinMemo checks that the memo returns what was put under a key, tells
+// keys apart by every feature's bin, and stops adding at maxMemo.
+func TestBinMemo(t *testing.T) {
+	var m binMemo
+	var bins [numFeatures]uint16
+	k0 := keyOf(&bins)
+	if _, ok := m.get(k0); ok {
+		t.Fatal("an empty memo has a sum")
+	}
+	m.put(k0, 1.5)
+	for j := range numFeatures {
+		b := bins
+		b[j] = rowLen - 1
+		if _, ok := m.get(keyOf(&b)); ok {
+			t.Fatalf("bins differing in feature %d share the key", j)
+		}
+		m.put(keyOf(&b), float64(j))
+	}
+	if v, ok := m.get(k0); !ok || v != 1.5 {
+		t.Fatalf("get = %v, %v; want 1.5, true", v, ok)
+	}
+	for i := len(m.sum); i < maxMemo+10; i++ {
+		var b [numFeatures]uint16
+		b[0], b[1], b[2] = uint16(i%64), uint16(i/64%64), uint16(i/4096%64)+1
+		m.put(keyOf(&b), 0)
+	}
+	if len(m.sum) != maxMemo {
+		t.Fatalf("memo holds %d sums, want at most %d", len(m.sum), maxMemo)
 	}
 }

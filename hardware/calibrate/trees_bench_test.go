@@ -1,0 +1,59 @@
+package calibrate
+
+import (
+	"math"
+	"testing"
+
+	"github.com/servesim/servesim/models"
+)
+
+// BenchmarkForestAt evaluates the H100 profile's residual trees at the
+// feature vectors of Llama-3.1-8B's GEMMs (TP 1) over token counts 1 to
+// 2,048, one vector an iteration: the walk a step model pays four times
+// for each token count it has not seen. nodes is the binned walk over the
+// nodes, complete the one over complete trees that at uses.
+func BenchmarkForestAt(b *testing.B) {
+	p, ok := Builtin("h100")
+	if !ok || p.GEMMTrees == nil {
+		b.Fatal("no built-in H100 profile with trees")
+	}
+	k, err := p.Calibrated(mustGPU(b, "h100"), 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	param := *k
+	param.trees = nil
+	m := mustModel(b, "llama-3.1-8b")
+	var xs [][numFeatures]float64
+	var ops []models.Op
+	for tok := 1; tok <= 2048; tok++ {
+		ops = m.Ops(models.Batch{Decodes: tok}, models.Parallel{TP: 1}, ops[:0])
+		for i := range ops {
+			if op := &ops[i]; treeDomain(op, &k.trees.kinds, k.trees.dtype) {
+				var x [numFeatures]float64
+				k.features(op, param.OpTime(op), x[:])
+				xs = append(xs, x)
+			}
+		}
+	}
+	nodes := *k.trees.binned
+	nodes.complete = nil
+	for _, c := range []struct {
+		name string
+		f    *binnedForest
+	}{{"nodes", &nodes}, {"complete", k.trees.binned}} {
+		b.Run(c.name, func(b *testing.B) {
+			var sink float64
+			i := 0
+			for b.Loop() {
+				sink += c.f.at(xs[i][:])
+				if i++; i == len(xs) {
+					i = 0
+				}
+			}
+			if math.IsNaN(sink) {
+				b.Fatal("NaN")
+			}
+		})
+	}
+}

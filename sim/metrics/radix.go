@@ -132,14 +132,16 @@ func keysIn(scratch []uint64, n int) ([]uint64, []uint64) {
 	return scratch[:n], scratch[:2*n]
 }
 
-// sortMergeITL returns the runs of blocks sorted by gap, equal gaps merged
-// (their counts added), in a new slice; scratch is used when it is long
-// enough and returned. Each run is packed into one uint64, its gap less the
-// smallest above its count, when the two fit (gaps spanning 30 bits, about
-// a second of nanoseconds, leave 34 bits for counts), so the radix sort
-// moves 8 bytes a run instead of 16; otherwise the runs are sorted by
-// comparison.
-func sortMergeITL(blocks [][]itlRun, scratch []uint64) ([]itlRun, []uint64) {
+// sortMergeITL sorts the runs of blocks by gap, equal gaps merged (their
+// counts added), and returns them in blocks: those of the argument, the
+// merged runs written over them in order (fewer runs than there were, so
+// they fit) and the blocks left empty dropped; scratch is used when it is
+// long enough and returned. Each run is packed into one uint64, its gap
+// less the smallest above its count, when the two fit (gaps spanning 30
+// bits, about a second of nanoseconds, leave 34 bits for counts), so the
+// radix sort moves 8 bytes a run instead of 16; otherwise the runs are
+// sorted by comparison, in a new slice.
+func sortMergeITL(blocks [][]itlRun, scratch []uint64) ([][]itlRun, []uint64) {
 	n := 0
 	lo, hi, nmax := sim.Time(math.MaxInt64), sim.Time(math.MinInt64), int64(0)
 	for _, b := range blocks {
@@ -151,23 +153,19 @@ func sortMergeITL(blocks [][]itlRun, scratch []uint64) ([]itlRun, []uint64) {
 	if n == 0 {
 		return nil, scratch
 	}
-	var out []itlRun
-	add := func(gap sim.Time, c int64) {
-		if k := len(out) - 1; k >= 0 && out[k].gap == gap {
-			out[k].n += c
-			return
-		}
-		out = append(out, itlRun{gap, c})
-	}
 	nb := bits.Len64(uint64(nmax))
 	if n < radixMin || bits.Len64(uint64(hi-lo))+nb > 64 {
 		runs := slices.Concat(blocks...)
 		slices.SortFunc(runs, func(a, b itlRun) int { return cmp.Compare(a.gap, b.gap) })
-		out = runs[:0] // merged in place: out never passes the run it reads
+		out := runs[:0] // merged in place: out never passes the run it reads
 		for _, r := range runs {
-			add(r.gap, r.n)
+			if k := len(out) - 1; k >= 0 && out[k].gap == r.gap {
+				out[k].n += r.n
+				continue
+			}
+			out = append(out, r)
 		}
-		return out, scratch
+		return [][]itlRun{out}, scratch
 	}
 	packed, scratch := keysIn(scratch, n)
 	i := 0
@@ -178,18 +176,29 @@ func sortMergeITL(blocks [][]itlRun, scratch []uint64) ([]itlRun, []uint64) {
 		}
 	}
 	sorted := radix(packed, scratch[n:2*n], nb)
-	distinct := 1 // out is allocated to the merged length (the 1M-request run's peak memory)
-	for i := 1; i < n; i++ {
-		if sorted[i]>>nb != sorted[i-1]>>nb {
-			distinct++
-		}
-	}
-	out = make([]itlRun, 0, distinct)
+	// Merge into the blocks: block k, position j is the next to write;
+	// cur is the run being summed, written when the gap changes.
 	mask := uint64(1)<<nb - 1
+	k, j := 0, 0
+	cur := itlRun{lo + sim.Time(sorted[0]>>nb), 0}
 	for _, p := range sorted {
-		add(lo+sim.Time(p>>nb), int64(p&mask))
+		if g := lo + sim.Time(p>>nb); g != cur.gap {
+			if j == len(blocks[k]) {
+				k, j = k+1, 0
+			}
+			blocks[k][j] = cur
+			j++
+			cur = itlRun{g, 0}
+		}
+		cur.n += int64(p & mask)
 	}
-	return out, scratch
+	if j == len(blocks[k]) {
+		k, j = k+1, 0
+	}
+	blocks[k][j] = cur
+	blocks[k] = blocks[k][:j+1]
+	clear(blocks[k+1:])
+	return blocks[:k+1], scratch
 }
 
 // radix sorts v by its bits from skip up (ascending, stable) with tmp

@@ -83,8 +83,14 @@ func checkSortMergeITL(t *testing.T, runs []itlRun) {
 		blocks = append(blocks, runs[i:min(i+1000, n)])
 	}
 	for _, bs := range [][][]itlRun{{slices.Clone(runs)}, blocks} {
-		if got, _ := sortMergeITL(bs, nil); !slices.Equal(got, want) {
-			t.Fatalf("n=%d in %d blocks: merged runs differ (%d against %d)", n, len(bs), len(got), len(want))
+		got, _ := sortMergeITL(bs, nil)
+		if flat := slices.Concat(got...); !slices.Equal(flat, want) {
+			t.Fatalf("n=%d in %d blocks: merged runs differ (%d against %d)", n, len(bs), len(flat), len(want))
+		}
+		for _, b := range got {
+			if len(b) == 0 {
+				t.Fatalf("n=%d in %d blocks: an empty block kept", n, len(bs))
+			}
 		}
 	}
 }

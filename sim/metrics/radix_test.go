@@ -118,3 +118,26 @@ func TestSortTimesMatchesSlicesSort(t *testing.T) {
 		}
 	}
 }
+
+// TestRadixTopCrowded checks radixTop where many keys share a bucket of its
+// top bits: 100,000 keys below 2²⁰ and one at 2⁴⁰ (one bucket holds all
+// but one: the insertion sort gives up and the keys are sorted again),
+// and the same with every 50th key crowded (the insertion sort finishes).
+func TestRadixTopCrowded(t *testing.T) {
+	r := rand.New(rand.NewPCG(25, 8))
+	for _, every := range []int{1, 50} {
+		v := make([]uint64, 100_000)
+		for i := range v {
+			v[i] = 1<<30 + r.Uint64N(1<<40)
+			if i%every == 0 {
+				v[i] = r.Uint64N(1 << 20)
+			}
+		}
+		v[len(v)/2] = 1 << 40
+		want := slices.Clone(v)
+		slices.Sort(want)
+		if got := radixTop(v, make([]uint64, len(v)), 0); !slices.Equal(got, want) {
+			t.Fatalf("one key in %d crowded: radixTop differs from slices.Sort", every)
+		}
+	}
+}

@@ -229,9 +229,10 @@ func radixTop(v, tmp []uint64, skip int) []uint64 {
 	}
 	span := bits.Len64(hi - lo)
 	if span <= topBits {
-		return radix(v, tmp, skip)
+		return radixIn(v, tmp, skip, lo, hi)
 	}
-	s := radix(v, tmp, skip+span-topBits)
+	cut := span - topBits // x>>(skip+cut) is monotone in x>>skip: its bounds are lo's and hi's
+	s := radixIn(v, tmp, skip+cut, lo>>cut, hi>>cut)
 	other := tmp
 	if &s[0] == &tmp[0] {
 		other = v
@@ -269,6 +270,11 @@ func radix(v, tmp []uint64, skip int) []uint64 {
 	for _, x := range v {
 		lo, hi = min(lo, x>>skip), max(hi, x>>skip)
 	}
+	return radixIn(v, tmp, skip, lo, hi)
+}
+
+// radixIn is radix for values whose bits from skip up lie in [lo, hi].
+func radixIn(v, tmp []uint64, skip int, lo, hi uint64) []uint64 {
 	span := bits.Len64(hi - lo)
 	if span == 0 {
 		return v

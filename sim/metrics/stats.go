@@ -29,13 +29,19 @@ type Stats struct {
 
 // sampleStats summarizes the sorted sample x.
 func sampleStats(x []float64) Stats {
-	n := int64(len(x))
-	if n == 0 {
-		return Stats{}
-	}
 	var sum float64
 	for _, v := range x {
 		sum += v
+	}
+	return sampleStatsSum(x, sum)
+}
+
+// sampleStatsSum is sampleStats for a caller that summed x already, in
+// order from x[0] (the same additions, so the same sum).
+func sampleStatsSum(x []float64, sum float64) Stats {
+	n := int64(len(x))
+	if n == 0 {
+		return Stats{}
 	}
 	mean := sum / float64(n)
 	var ss float64

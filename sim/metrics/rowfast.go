@@ -54,6 +54,15 @@ func digits8(x uint64) uint64 {
 	return q | (v-q*10)<<8
 }
 
+// digits4 is digits8 for x < 10⁴ without its first step: the four digits
+// of x in the low four bytes, the first lowest, and zeros above.
+func digits4(x uint64) uint64 {
+	q := x * 10486 >> 20
+	v := q | (x-q*100)<<16
+	q = v * 103 >> 10 & 0x000f000f
+	return q | (v-q*10)<<8
+}
+
 // put8 stores the eight bytes of v at d[p:].
 func put8(d []byte, p int, v uint64) { binary.LittleEndian.PutUint64(d[p:], v) }
 
@@ -112,6 +121,11 @@ func putRow(d []byte, p int, fs []field) int {
 		} else if u < 100 { // most counts of a step: a pair from the table is cheaper than digits8
 			d[p], d[p+1] = digitPairs[2*u], digitPairs[2*u+1]
 			p += 2
+		} else if u < 10000 { // digits8's last two steps: the four digits in the low bytes
+			x := digits4(u)
+			lz := bits.TrailingZeros64(x) >> 3 // 0 or 1
+			put8(d, p, (x+ascii0)>>(lz*8))
+			p += 4 - lz
 		} else {
 			x := digits8(u)
 			lz := bits.TrailingZeros64(x) >> 3 // leading zero digits, at most 6

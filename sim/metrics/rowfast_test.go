@@ -20,11 +20,14 @@ func digitsRef(x uint64) uint64 {
 	return v
 }
 
-// TestDigits8 checks digits8 against digitsRef on every half below 10⁴ in
-// each lane (the other lane 0 and 9,999: the lane arithmetic's extremes)
+// TestDigits8 checks digits4 on every value below 10⁴, and digits8
+// against digitsRef on every half below 10⁴ in each lane (the other lane 0 and 9,999: the lane arithmetic's extremes)
 // and on seeded random values below 10⁸.
 func TestDigits8(t *testing.T) {
 	for y := range uint64(10_000) {
+		if got, want := digits4(y), digitsRef(y)>>32; got != want {
+			t.Fatalf("digits4(%d) = %#x, want %#x", y, got, want)
+		}
 		for _, x := range []uint64{y, y * 10_000, y*10_000 + 9_999, 9_999*10_000 + y} {
 			if got, want := digits8(x), digitsRef(x); got != want {
 				t.Fatalf("digits8(%d) = %#x, want %#x", x, got, want)

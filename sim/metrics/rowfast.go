@@ -17,7 +17,7 @@ import (
 // overwritten by the next row or never part of the slice.
 //
 // A row takes this path when every field is within its bounds (counts and
-// ids in [0, 10⁸), times non-negative with an integer part below 10⁸,
+// ids in [0, 2²⁶), times non-negative with an integer part below 10⁸,
 // FLOPs and bytes integers in [1, 2⁵³) or 0 — what a simulation writes);
 // any other row is formatted by appendStep or appendRecord, field by field.
 // The bytes are the same either way (TestFastRows, FuzzFastStepRow,
@@ -31,11 +31,13 @@ const rowSlack = 256
 // ascii0 adds '0' to each of eight digit bytes.
 const ascii0 = 0x3030303030303030
 
-// Bounds of the fast path.
+// Bounds of the fast path: powers of two, so that one comparison of the
+// fields' bitwise or checks them all (an int below 0 is a uint64 above
+// every bound).
 const (
-	fastUint = 1e8  // integers: one block of eight digits
-	fastSec  = 1e17 // nanoseconds printed as seconds: an integer part below 10⁸
-	fastMs   = 1e14 // nanoseconds (or TPOT units) printed as milliseconds: the same
+	fastUint = 1 << 26 // integers, below 10⁸: one block of eight digits
+	fastSec  = 1 << 56 // nanoseconds printed as seconds: an integer part below 10⁸
+	fastMs   = 1 << 46 // nanoseconds (or TPOT units) printed as milliseconds: the same
 )
 
 // digits8 returns the eight decimal digits of x < 10⁸, zero-padded, as the
@@ -212,11 +214,8 @@ func appendStepFast(b []byte, s *Step) []byte {
 // fastStep reports whether every field of s is within the fast path's
 // bounds.
 func fastStep(s *Step) bool {
-	// An int below 0 is a uint64 above fastUint.
-	return uint64(s.Instance) < fastUint && uint64(s.Start) < fastSec && uint64(s.Duration) < fastSec &&
-		uint64(s.Prefills) < fastUint && uint64(s.PrefillTokens) < fastUint && uint64(s.Decodes) < fastUint &&
-		uint64(s.KVBlocksUsed) < fastUint && uint64(s.KVBlocksTotal) < fastUint && uint64(s.Preempted) < fastUint &&
-		fastShortest(s.FLOPs) && fastShortest(s.Bytes)
+	return uint64(s.Instance|s.Prefills|s.PrefillTokens|s.Decodes|s.KVBlocksUsed|s.KVBlocksTotal|s.Preempted) < fastUint &&
+		uint64(s.Start|s.Duration) < fastSec && fastShortest(s.FLOPs) && fastShortest(s.Bytes)
 }
 
 // appendRecordFast is appendRecord, through the fast path when r is within
@@ -231,10 +230,8 @@ func appendRecordFast(b []byte, r *Record) []byte {
 		}
 		tpot = field{q, fMs}
 	}
-	if uint64(r.ID) >= fastUint || uint64(r.Instance) >= fastUint || uint64(r.Arrival) >= fastSec ||
-		uint64(r.PromptTokens) >= fastUint || uint64(r.OutputTokens) >= fastUint || uint64(r.Preemptions) >= fastUint ||
-		served && (uint64(r.FirstToken) >= fastSec || uint64(r.Finish) >= fastSec ||
-			uint64(r.TTFT()) >= fastMs || uint64(r.E2E()) >= fastMs) {
+	if uint64(r.ID|int64(r.Instance|r.PromptTokens|r.OutputTokens|r.Preemptions)) >= fastUint || uint64(r.Arrival) >= fastSec ||
+		served && (uint64(r.FirstToken|r.Finish) >= fastSec || uint64(r.TTFT()|r.E2E()) >= fastMs) {
 		return appendRecord(b, r)
 	}
 	sec, ms := uint8(fSec), uint8(fMs)

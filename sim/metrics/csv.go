@@ -126,7 +126,7 @@ type RecordWriter struct{ q rowQueue[Record] }
 
 // NewRecordWriter returns a RecordWriter that writes to w.
 func NewRecordWriter(w io.Writer) *RecordWriter {
-	return &RecordWriter{newRowQueue(w, "records", RecordHeader, appendRecord)}
+	return &RecordWriter{newRowQueue(w, "records", RecordHeader, appendRecordFast)}
 }
 
 // Write queues r as one row.
@@ -184,7 +184,7 @@ type StepWriter struct{ q rowQueue[Step] }
 
 // NewStepWriter returns a StepWriter that writes to w.
 func NewStepWriter(w io.Writer) *StepWriter {
-	return &StepWriter{newRowQueue(w, "steps", StepHeader, appendStep)}
+	return &StepWriter{newRowQueue(w, "steps", StepHeader, appendStepFast)}
 }
 
 // Write queues s as one row.

@@ -44,8 +44,9 @@
 // length (for Saturation, computed once in Summary), and one pair per
 // distinct consecutive ITL gap, never a Record, so a long run's memory
 // grows by tens of bytes per request. Summary sorts the samples with a radix
-// sort over the bits their keys span, the ITL runs and Saturation in a
-// goroutine beside the rest. The CSV writers copy each row's Record or Step
+// sort over the bits their keys span (the latencies by the top 21 of them,
+// then by insertion: radixTop), the ITL runs and Saturation in a goroutine
+// beside the rest. The CSV writers copy each row's Record or Step
 // into a chunk of 2,048 that a goroutine formats and writes while the next
 // fills, so formatting and write(2) overlap the simulation. Add, AddITL,
 // AddStep and the CSV writers' Write do not allocate beyond amortized slice

@@ -146,13 +146,24 @@ func appendShortest(b []byte, f float64) []byte {
 
 // appendMs6 is strconv.AppendFloat(b, x, 'f', 6, 64) (tpot_ms): x rounded
 // to 6 decimals from its exact binary value, a tie to even, as strconv
-// rounds. For 0 ≤ x < 2⁴⁰ (a TPOT is milliseconds) x = m·2^e exactly, so
-// x·10⁶ = m·10⁶·2^e is the 128-bit product m·10⁶ shifted right by −e: the
-// quotient is the digits, the bits shifted out decide the rounding. Other
-// values go to strconv.
+// rounds (ms6Units). Other values go to strconv.
 func appendMs6(b []byte, x float64) []byte {
-	if !(x >= 0 && x < 1<<40) || math.Signbit(x) { // −0 prints as "-0.000000"
+	q, ok := ms6Units(x)
+	if !ok {
 		return strconv.AppendFloat(b, x, 'f', 6, 64)
+	}
+	return appendFixed(b, sim.Time(q), 6)
+}
+
+// ms6Units returns x·10⁶ rounded to an integer as strconv's 'f', 6 rounds
+// (from x's exact binary value, a tie to even), for 0 ≤ x < 2⁴⁰ and not −0
+// (which prints as "-0.000000"); ok is false for other values. x = m·2^e
+// exactly, so x·10⁶ = m·10⁶·2^e is the 128-bit product m·10⁶ shifted right
+// by −e: the quotient is the digits, the bits shifted out decide the
+// rounding.
+func ms6Units(x float64) (q uint64, ok bool) {
+	if !(x >= 0 && x < 1<<40) || math.Signbit(x) {
+		return 0, false
 	}
 	fb := math.Float64bits(x)
 	m, be := fb&(1<<52-1), int(fb>>52)
@@ -163,7 +174,6 @@ func appendMs6(b []byte, x float64) []byte {
 	}
 	sh := uint(1075 - be) // x = m·2^−sh; sh ≥ 1075−1063 = 12 since x < 2⁴⁰
 	hi, lo := bits.Mul64(m, 1e6)
-	var q uint64
 	var up bool
 	switch {
 	case sh < 64:
@@ -184,5 +194,5 @@ func appendMs6(b []byte, x float64) []byte {
 	if up {
 		q++
 	}
-	return appendFixed(b, sim.Time(q), 6)
+	return q, true
 }

@@ -96,7 +96,7 @@ func sortKeys(keys, tmp []uint64) []uint64 {
 		slices.Sort(keys)
 		return keys
 	}
-	return radix(keys, tmp, 0)
+	return radixTop(keys, tmp, 0)
 }
 
 // sortFloats sorts v ascending, as slices.Sort does; scratch is reused
@@ -132,14 +132,16 @@ func keysIn(scratch []uint64, n int) ([]uint64, []uint64) {
 	return scratch[:n], scratch[:2*n]
 }
 
-// sortMergeITL returns the runs of blocks sorted by gap, equal gaps merged
-// (their counts added), in a new slice; scratch is used when it is long
-// enough and returned. Each run is packed into one uint64, its gap less the
-// smallest above its count, when the two fit (gaps spanning 30 bits, about
-// a second of nanoseconds, leave 34 bits for counts), so the radix sort
-// moves 8 bytes a run instead of 16; otherwise the runs are sorted by
-// comparison.
-func sortMergeITL(blocks [][]itlRun, scratch []uint64) ([]itlRun, []uint64) {
+// sortMergeITL sorts the runs of blocks by gap, equal gaps merged (their
+// counts added), and returns them in blocks: those of the argument, the
+// merged runs written over them in order (fewer runs than there were, so
+// they fit) and the blocks left empty dropped; scratch is used when it is
+// long enough and returned. Each run is packed into one uint64, its gap
+// less the smallest above its count, when the two fit (gaps spanning 30
+// bits, about a second of nanoseconds, leave 34 bits for counts), so the
+// radix sort moves 8 bytes a run instead of 16; otherwise the runs are
+// sorted by comparison, in a new slice.
+func sortMergeITL(blocks [][]itlRun, scratch []uint64) ([][]itlRun, []uint64) {
 	n := 0
 	lo, hi, nmax := sim.Time(math.MaxInt64), sim.Time(math.MinInt64), int64(0)
 	for _, b := range blocks {
@@ -151,23 +153,19 @@ func sortMergeITL(blocks [][]itlRun, scratch []uint64) ([]itlRun, []uint64) {
 	if n == 0 {
 		return nil, scratch
 	}
-	var out []itlRun
-	add := func(gap sim.Time, c int64) {
-		if k := len(out) - 1; k >= 0 && out[k].gap == gap {
-			out[k].n += c
-			return
-		}
-		out = append(out, itlRun{gap, c})
-	}
 	nb := bits.Len64(uint64(nmax))
 	if n < radixMin || bits.Len64(uint64(hi-lo))+nb > 64 {
 		runs := slices.Concat(blocks...)
 		slices.SortFunc(runs, func(a, b itlRun) int { return cmp.Compare(a.gap, b.gap) })
-		out = runs[:0] // merged in place: out never passes the run it reads
+		out := runs[:0] // merged in place: out never passes the run it reads
 		for _, r := range runs {
-			add(r.gap, r.n)
+			if k := len(out) - 1; k >= 0 && out[k].gap == r.gap {
+				out[k].n += r.n
+				continue
+			}
+			out = append(out, r)
 		}
-		return out, scratch
+		return [][]itlRun{out}, scratch
 	}
 	packed, scratch := keysIn(scratch, n)
 	i := 0
@@ -177,20 +175,92 @@ func sortMergeITL(blocks [][]itlRun, scratch []uint64) ([]itlRun, []uint64) {
 			i++
 		}
 	}
+	// Not radixTop: gaps are step times, thousands within a microsecond
+	// of each other (two insertion moves a run on the default run: slower
+	// than a third pass).
 	sorted := radix(packed, scratch[n:2*n], nb)
-	distinct := 1 // out is allocated to the merged length (the 1M-request run's peak memory)
-	for i := 1; i < n; i++ {
-		if sorted[i]>>nb != sorted[i-1]>>nb {
-			distinct++
+	// Merge into the blocks: block k, position j is the next to write;
+	// cur is the run being summed, written when the gap changes.
+	mask := uint64(1)<<nb - 1
+	k, j := 0, 0
+	cur := itlRun{lo + sim.Time(sorted[0]>>nb), 0}
+	for _, p := range sorted {
+		if g := lo + sim.Time(p>>nb); g != cur.gap {
+			if j == len(blocks[k]) {
+				k, j = k+1, 0
+			}
+			blocks[k][j] = cur
+			j++
+			cur = itlRun{g, 0}
+		}
+		cur.n += int64(p & mask)
+	}
+	if j == len(blocks[k]) {
+		k, j = k+1, 0
+	}
+	blocks[k][j] = cur
+	blocks[k] = blocks[k][:j+1]
+	clear(blocks[k+1:])
+	return blocks[:k+1], scratch
+}
+
+// topBits is how many of the bits in which keys differ (their span) the
+// radix passes of radixTop sort: two passes (the top bits of the span
+// take at most 22, one more than topBits, after the shift). Below them lie
+// 2^(span−21) key values, a bucket: 100,000 nanosecond latencies spanning 37 bits (E2E
+// up to two minutes) sit 65 µs apart in a bucket, a few samples at most
+// share one, and insertion sort puts them in order in about one
+// comparison a key.
+const topBits = 2*radixBits - 1
+
+// radixTop sorts v by its bits from skip up, as radix does, with tmp as
+// the other buffer, and returns the one holding the result. When the keys
+// span more than topBits bits it sorts them by the top topBits of the span
+// (two passes, not three to six) and then by insertion, which moves a key
+// past only those of its bucket; keys that share buckets too much (more
+// than insertionMoves moves a key) are sorted again by radix, whole. The
+// result is radix's order of the values above skip; keys equal there keep
+// their order only if they are equal below it too (sortMergeITL sums
+// them, sortKeys cannot tell them apart).
+func radixTop(v, tmp []uint64, skip int) []uint64 {
+	if len(v) == 0 {
+		return v
+	}
+	lo, hi := uint64(math.MaxUint64), uint64(0)
+	for _, x := range v {
+		lo, hi = min(lo, x>>skip), max(hi, x>>skip)
+	}
+	span := bits.Len64(hi - lo)
+	if span <= topBits {
+		return radixIn(v, tmp, skip, lo, hi)
+	}
+	cut := span - topBits // x>>(skip+cut) is monotone in x>>skip: its bounds are lo's and hi's
+	s := radixIn(v, tmp, skip+cut, lo>>cut, hi>>cut)
+	other := tmp
+	if &s[0] == &tmp[0] {
+		other = v
+	}
+	limit := insertionMoves * len(s)
+	for i := 1; i < len(s); i++ {
+		x := s[i]
+		if x>>skip >= s[i-1]>>skip {
+			continue
+		}
+		j := i
+		for ; j > 0 && s[j-1]>>skip > x>>skip; j-- {
+			s[j] = s[j-1]
+		}
+		s[j] = x
+		if limit -= i - j; limit < 0 { // too many share a bucket: the sort would go quadratic
+			return radix(s, other, skip)
 		}
 	}
-	out = make([]itlRun, 0, distinct)
-	mask := uint64(1)<<nb - 1
-	for _, p := range sorted {
-		add(lo+sim.Time(p>>nb), int64(p&mask))
-	}
-	return out, scratch
+	return s
 }
+
+// insertionMoves is the most moves a key radixTop's insertion sort may
+// make on average before it gives up.
+const insertionMoves = 4
 
 // radix sorts v by its bits from skip up (ascending, stable) with tmp
 // (len(v)) as the other buffer and returns the one holding the result.
@@ -203,6 +273,11 @@ func radix(v, tmp []uint64, skip int) []uint64 {
 	for _, x := range v {
 		lo, hi = min(lo, x>>skip), max(hi, x>>skip)
 	}
+	return radixIn(v, tmp, skip, lo, hi)
+}
+
+// radixIn is radix for values whose bits from skip up lie in [lo, hi].
+func radixIn(v, tmp []uint64, skip int, lo, hi uint64) []uint64 {
 	span := bits.Len64(hi - lo)
 	if span == 0 {
 		return v

@@ -83,8 +83,14 @@ func checkSortMergeITL(t *testing.T, runs []itlRun) {
 		blocks = append(blocks, runs[i:min(i+1000, n)])
 	}
 	for _, bs := range [][][]itlRun{{slices.Clone(runs)}, blocks} {
-		if got, _ := sortMergeITL(bs, nil); !slices.Equal(got, want) {
-			t.Fatalf("n=%d in %d blocks: merged runs differ (%d against %d)", n, len(bs), len(got), len(want))
+		got, _ := sortMergeITL(bs, nil)
+		if flat := slices.Concat(got...); !slices.Equal(flat, want) {
+			t.Fatalf("n=%d in %d blocks: merged runs differ (%d against %d)", n, len(bs), len(flat), len(want))
+		}
+		for _, b := range got {
+			if len(b) == 0 {
+				t.Fatalf("n=%d in %d blocks: an empty block kept", n, len(bs))
+			}
 		}
 	}
 }
@@ -109,6 +115,29 @@ func TestSortTimesMatchesSlicesSort(t *testing.T) {
 			if sortTimes(v, nil); !slices.Equal(v, want) {
 				t.Fatalf("span %d bits, n=%d: radix sort differs from slices.Sort", span, n)
 			}
+		}
+	}
+}
+
+// TestRadixTopCrowded checks radixTop where many keys share a bucket of its
+// top bits: 100,000 keys below 2²⁰ and one at 2⁴⁰ (one bucket holds all
+// but one: the insertion sort gives up and the keys are sorted again),
+// and the same with every 50th key crowded (the insertion sort finishes).
+func TestRadixTopCrowded(t *testing.T) {
+	r := rand.New(rand.NewPCG(25, 8))
+	for _, every := range []int{1, 50} {
+		v := make([]uint64, 100_000)
+		for i := range v {
+			v[i] = 1<<30 + r.Uint64N(1<<40)
+			if i%every == 0 {
+				v[i] = r.Uint64N(1 << 20)
+			}
+		}
+		v[len(v)/2] = 1 << 40
+		want := slices.Clone(v)
+		slices.Sort(want)
+		if got := radixTop(v, make([]uint64, len(v)), 0); !slices.Equal(got, want) {
+			t.Fatalf("one key in %d crowded: radixTop differs from slices.Sort", every)
 		}
 	}
 }

@@ -106,9 +106,11 @@ type served struct {
 
 // saturation computes the Saturation of served requests (in blocks, any
 // order) and rejected arrivals rej (sorted here, in place). It copies the
-// served requests' arrival and finish times into two sorted slices for the
-// walk over N(t): once per summary, not per step.
-func saturation(blocks [][]served, rej []sim.Time) Saturation {
+// served requests' arrival and finish times, as keys (timeKey), into two
+// sorted slices for the walk over N(t): once per summary, not per step.
+// scratch, when it holds three values a served request, is used for them
+// (the ITL sort's, free by then), else they are allocated.
+func saturation(blocks [][]served, rej []sim.Time, scratch []uint64) Saturation {
 	var s Saturation
 	nServed := 0
 	for _, b := range blocks {
@@ -154,19 +156,21 @@ func saturation(blocks [][]served, rej []sim.Time) Saturation {
 	var arr, done [4]int
 	var secondHalfOut, afterMidOut int64
 	afterMid, lastFinish := 0, q[2]
-	arrivals := make([]sim.Time, 0, nServed)
-	fin := make([]sim.Time, 0, nServed)
+	if cap(scratch) < 3*nServed {
+		scratch = make([]uint64, 3*nServed)
+	}
+	arrivals, tmp, fin := scratch[:0:nServed], scratch[nServed:2*nServed], scratch[2*nServed:2*nServed:3*nServed]
 	for _, b := range blocks {
 		for _, r := range b {
 			arr[quarter(r.arrival)]++
-			arrivals = append(arrivals, r.arrival)
+			arrivals = append(arrivals, timeKey(r.arrival))
 			if r.finish > q[2] {
 				afterMid++
 				afterMidOut += r.out
 				lastFinish = max(lastFinish, r.finish)
 			}
 			if r.finish <= t1 {
-				fin = append(fin, r.finish)
+				fin = append(fin, timeKey(r.finish))
 				k := quarter(r.finish)
 				done[k]++
 				if k >= 2 {
@@ -199,34 +203,35 @@ func saturation(blocks [][]served, rej []sim.Time) Saturation {
 	if s.Saturated {
 		s.SteadyOutputThroughput = s.CapacityOutput
 	}
-	sortTimes(arrivals, nil) // in finish order, nearly sorted: the radix sort is still faster than pdqsort here
-	slices.Sort(fin)         // in finish order, sorted already: one pass of pdqsort
+	arrivals = sortKeys(arrivals, tmp) // in finish order, nearly sorted: the radix sort is still faster than pdqsort here
+	slices.Sort(fin)                   // in finish order, sorted already: one pass of pdqsort
 	s.growth(arrivals, fin, t0)
 	return s
 }
 
 // growth fills the growth span and peak from a walk over the admitted
-// arrivals and the completions up to the last arrival (both sorted),
-// reading N after every event at an instant (an arrival and a completion
-// at the same time do not make a peak).
-func (s *Saturation) growth(arrivals, fin []sim.Time, t0 sim.Time) {
+// arrivals and the completions up to the last arrival (both sorted, as
+// keys: timeKey), reading N after every event at an instant (an arrival
+// and a completion at the same time do not make a peak).
+func (s *Saturation) growth(arrivals, fin []uint64, t0 sim.Time) {
 	nOut, lo, peak := 0, 0, 0
 	loAt, peakAt, startAt := t0, t0, t0
 	i, j := 0, 0
 	for i < len(arrivals) || j < len(fin) {
-		t := sim.Time(math.MaxInt64)
+		k := uint64(math.MaxUint64)
 		if i < len(arrivals) {
-			t = arrivals[i]
+			k = arrivals[i]
 		}
 		if j < len(fin) {
-			t = min(t, fin[j])
+			k = min(k, fin[j])
 		}
-		for ; i < len(arrivals) && arrivals[i] == t; i++ {
+		for ; i < len(arrivals) && arrivals[i] == k; i++ {
 			nOut++
 		}
-		for ; j < len(fin) && fin[j] == t; j++ {
+		for ; j < len(fin) && fin[j] == k; j++ {
 			nOut--
 		}
+		t := timeOfKey(k)
 		if nOut <= lo {
 			lo, loAt = nOut, t
 		}

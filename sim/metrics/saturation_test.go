@@ -117,7 +117,7 @@ func TestSaturation(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := saturation([][]served{tc.v}, nil)
+			got := saturation([][]served{tc.v}, nil, nil)
 			if !satClose(got, tc.want) {
 				t.Errorf("saturation:\n got %+v\nwant %+v", got, tc.want)
 			}
@@ -154,11 +154,11 @@ func TestSaturationMD1Seeds(t *testing.T) {
 	}
 	for seed := uint64(0); seed < 50; seed++ {
 		for _, n := range []int{100, 1000, 10000} {
-			if s := saturation([][]served{md1(seed, 7, n)}, nil); s.Saturated {
+			if s := saturation([][]served{md1(seed, 7, n)}, nil, nil); s.Saturated {
 				t.Errorf("seed %d, %d requests at ρ = 0.7: flagged saturated: %+v", seed, n, s)
 			}
 		}
-		s := saturation([][]served{md1(seed, 15, 1000)}, nil)
+		s := saturation([][]served{md1(seed, 15, 1000)}, nil, nil)
 		if !s.Saturated {
 			t.Errorf("seed %d, 1,000 requests at ρ = 1.5: not flagged: %+v", seed, s)
 		}
@@ -183,7 +183,7 @@ func TestSaturationRejected(t *testing.T) {
 			rej = append(rej, a)
 		}
 	}
-	s := saturation([][]served{dd1(adm, 100*sim.Millisecond, 100)}, rej)
+	s := saturation([][]served{dd1(adm, 100*sim.Millisecond, 100)}, rej, nil)
 	if s.Saturated || !s.Judged {
 		t.Fatalf("half rejected: %+v, want judged and not saturated", s)
 	}

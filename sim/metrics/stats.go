@@ -2,7 +2,7 @@ package metrics
 
 import (
 	"math"
-	"sort"
+	"slices"
 )
 
 // Stats summarizes a sample. For latencies every value is in milliseconds.
@@ -29,13 +29,19 @@ type Stats struct {
 
 // sampleStats summarizes the sorted sample x.
 func sampleStats(x []float64) Stats {
-	n := int64(len(x))
-	if n == 0 {
-		return Stats{}
-	}
 	var sum float64
 	for _, v := range x {
 		sum += v
+	}
+	return sampleStatsSum(x, sum)
+}
+
+// sampleStatsSum is sampleStats for a caller that summed x already, in
+// order from x[0] (the same additions, so the same sum).
+func sampleStatsSum(x []float64, sum float64) Stats {
+	n := int64(len(x))
+	if n == 0 {
+		return Stats{}
 	}
 	mean := sum / float64(n)
 	var ss float64
@@ -45,33 +51,88 @@ func sampleStats(x []float64) Stats {
 	return finish(Stats{N: n, Mean: mean, Std: math.Sqrt(ss / float64(n))}, func(k int64) float64 { return x[k] })
 }
 
-// weightedStats summarizes the sample in which sorted value v[i] occurs c[i]
-// times, without expanding it. It gives the same percentiles, median, min
-// and max as sampleStats on the expanded sample, and the same mean and std
-// up to floating-point summation order.
-func weightedStats(v []float64, c []int64) Stats {
+// weightedStats summarizes the sample of ITL gaps in milliseconds in
+// which each run's gap occurs its count times (the runs in blocks, sorted
+// by gap), without expanding it; v is scratch for the values (grown when
+// short) and is returned for reuse. It gives the same percentiles, median,
+// min and max as sampleStats on the expanded sample, and the same mean and
+// std up to floating-point summation order. The order statistics are read
+// in one pass in order (orderStats), not by a search over cumulative
+// counts, which would take another array of the runs' length.
+func weightedStats(runs [][]itlRun, v []float64) (Stats, []float64) {
+	l := blocks[itlRun](runs).len()
+	v = slices.Grow(v[:0], l)[:l]
 	var n int64
-	cum := make([]int64, len(c)) // cum[i] = c[0] + ... + c[i]
-	for i, ci := range c {
-		n += ci
-		cum[i] = n
+	var sum float64
+	i := 0
+	for _, b := range runs {
+		for _, r := range b {
+			vi := r.gap.Milliseconds()
+			v[i] = vi
+			i++
+			n += r.n
+			sum += vi * float64(r.n)
+		}
 	}
 	if n == 0 {
-		return Stats{}
-	}
-	var sum float64
-	for i, vi := range v {
-		sum += vi * float64(c[i])
+		return Stats{}, v
 	}
 	mean := sum / float64(n)
 	var ss float64
-	for i, vi := range v {
-		ss += (vi - mean) * (vi - mean) * float64(c[i])
+	i = 0
+	for _, b := range runs {
+		for _, r := range b {
+			vi := v[i]
+			i++
+			ss += (vi - mean) * (vi - mean) * float64(r.n)
+		}
 	}
-	at := func(k int64) float64 { // k-th element of the expanded sample
-		return v[sort.Search(len(cum), func(i int) bool { return cum[i] > k })]
+	s := Stats{N: n, Mean: mean, Std: math.Sqrt(ss / float64(n))}
+	var q orderStats
+	q.ask(s)
+	j := 0 // the next rank in q.k to find
+	var cum int64
+	i = 0
+	for _, b := range runs {
+		for _, r := range b {
+			cum += r.n // ranks below cum hold v[i]
+			for ; j < q.n && q.k[j] < cum; j++ {
+				q.v[j] = v[i]
+			}
+			i++
+		}
 	}
-	return finish(Stats{N: n, Mean: mean, Std: math.Sqrt(ss / float64(n))}, at)
+	return finish(s, q.at), v
+}
+
+// orderStats holds the order statistics finish asks for (at most 10
+// ranks: min, max, two for the median and two for each percentile), so a
+// sample held in a form without random access (runs of a value) is read
+// once, in order: ask learns the ranks, the caller fills v[j] with the
+// value of rank k[j], and at answers finish.
+type orderStats struct {
+	n int
+	k [16]int64   // the ranks asked, ascending, distinct
+	v [16]float64 // their values
+}
+
+// ask records the ranks finish(s, …) reads, sorted and without repeats.
+func (q *orderStats) ask(s Stats) {
+	q.n = 0
+	finish(s, func(k int64) float64 {
+		if !slices.Contains(q.k[:q.n], k) {
+			q.k[q.n] = k
+			q.n++
+		}
+		return 0 // the values read do not change which ranks are read
+	})
+	slices.Sort(q.k[:q.n])
+}
+
+// at returns the value of rank k, one of those ask recorded.
+func (q *orderStats) at(k int64) float64 {
+	i, _ := slices.BinarySearch(q.k[:q.n], k)
+	return q.v[i]
 }
 
 // finish fills the order statistics of s, for a sample of s.N values whose

@@ -1,0 +1,95 @@
+package metrics
+
+import (
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/servesim/servesim/sim"
+)
+
+// runLike fills a collector as a 100k-request run at saturation does (the
+// default benchmark's shape): Poisson arrivals at 17 req/s, queueing,
+// prefill and decode times of a few to hundreds of milliseconds, log-normal
+// output lengths, records added as they finish, and 313,000 ITL runs of
+// step-like gaps (most of them crowded, as step times are).
+func runLike(n, runs int) *Collector {
+	r := rand.New(rand.NewPCG(25, 21))
+	c := NewCollector(SLO{TTFT: 500 * ms, TPOT: 50 * ms})
+	c.SetPeak(0, 989e12, 3.35e12)
+	var t sim.Time
+	recs := make([]Record, 0, n)
+	for i := range n {
+		t += sim.Time(r.ExpFloat64() / 17 * 1e9)
+		rec := Record{ID: int64(i), Arrival: t, PromptTokens: 1 + int(math.Exp(6.5+0.8*r.NormFloat64())),
+			OutputTokens: 1 + int(math.Exp(5.3+0.8*r.NormFloat64()))}
+		rec.Scheduled = t + sim.Time(r.Int64N(50e6))
+		rec.FirstToken = rec.Scheduled + sim.Time(2e7+r.Int64N(8e8))
+		rec.Finish = rec.FirstToken + sim.Time(rec.OutputTokens-1)*sim.Time(8e6+r.Int64N(6e7))
+		recs = append(recs, rec)
+	}
+	slices.SortStableFunc(recs, func(a, b Record) int { return int(a.Finish - b.Finish) }) // added as they finish
+	for i := range recs {
+		c.Add(&recs[i])
+	}
+	for range runs { // most gaps a decode step's time, within a millisecond of each other
+		gap := sim.Time(6e6 + r.Int64N(1e6))
+		if r.IntN(10) < 3 {
+			gap = sim.Time(7e6 + r.Int64N(1e8))
+		}
+		c.AddITL(gap, 1+r.IntN(150))
+	}
+	return c
+}
+
+// BenchmarkSummary100k is Summary of runLike's collector (ITL runs copied
+// before each call: Summary merges them in place).
+func BenchmarkSummary100k(b *testing.B) {
+	c := runLike(100_000, 313_000)
+	itl := make([][]itlRun, len(c.itl))
+	for i, blk := range c.itl {
+		itl[i] = slices.Clone(blk)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		c.itl = c.itl[:0]
+		for _, blk := range itl {
+			c.itl = append(c.itl, slices.Clone(blk))
+		}
+		b.StartTimer()
+		c.Summary()
+	}
+}
+
+// TestSummaryAgain checks that Summary may be called again, and after more
+// records and gaps (Summary merges the ITL runs in place): each result is
+// that of a fresh collector given the same calls.
+func TestSummaryAgain(t *testing.T) {
+	js := func(s Summary) string {
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	more := func(c *Collector) {
+		c.Add(&Record{ID: -1, Arrival: 7 * sim.Second, FirstToken: 8 * sim.Second, Finish: 9 * sim.Second, OutputTokens: 3})
+		for i := range 2000 {
+			c.AddITL(sim.Time(5e6+i*7919%1000), 1+i%7) // equal to earlier gaps, and new ones
+		}
+	}
+	c := runLike(5000, 20_000)
+	first := js(c.Summary())
+	if again := js(c.Summary()); again != first {
+		t.Fatalf("a second Summary differs:\n%s\n%s", first, again)
+	}
+	more(c)
+	fresh := runLike(5000, 20_000)
+	more(fresh)
+	if got, want := js(c.Summary()), js(fresh.Summary()); got != want {
+		t.Fatalf("Summary after more calls differs from a fresh collector's:\n%s\n%s", got, want)
+	}
+}

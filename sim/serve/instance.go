@@ -77,7 +77,7 @@ const (
 // advances each of them by one token, so the instance keeps a decode
 // counter D and, for each request, the counter value, tokens and KV length
 // at which it started decoding. Its finish is the counter value
-// d0 + output − g0, kept in a heap; the KV blocks the iteration needs are
+// d0 + output − g0, kept in a timing wheel (finishwheel.go); the KV blocks the iteration needs are
 // the number of requests whose KV length is a multiple of the block size,
 // kept per phase (d0 − k0) mod blockSize; the context sum grows by the
 // number of decodes. An iteration therefore costs O(prefill chunks +
@@ -95,8 +95,8 @@ type Instance struct {
 	running     int      // requests in the running list
 	head, tail  *request // running list, admission order (tail = newest)
 	prefilling  []*request
-	heap        finishHeap
-	outstanding int // admitted, not finished (waiting, swapped or running)
+	wheel       finishWheel // decoding requests by finish
+	outstanding int         // admitted, not finished (waiting, swapped or running)
 
 	// Disaggregation: a prefill instance's finished prefills awaiting or in
 	// transfer (handoffs, at most maxPending before it stops admitting) and
@@ -467,8 +467,7 @@ func (in *Instance) endStep(now sim.Time) {
 		if in.cfg.Spec != nil {
 			in.specAdvance()
 		}
-		for len(in.heap) > 0 && in.heap[0].at == in.decCounter {
-			r := in.heap.remove(0)
+		for r := in.wheel.first(in.decCounter); r != nil; r = in.wheel.first(in.decCounter) {
 			in.leaveDecode(r)
 			r.lastToken = now
 			in.finish(r, now)

@@ -27,8 +27,8 @@ func (in *Instance) checkInvariants() {
 			sumKV += int64(kv)
 			decodes++
 			phase[in.phaseOf(r)]++
-			if r.hidx < 0 || in.heap[r.hidx].r != r || in.heap[r.hidx].at != r.finishAt {
-				panic(fmt.Sprintf("serve: decoding request %d not in the finish heap", r.id))
+			if !r.inWheel {
+				panic(fmt.Sprintf("serve: decoding request %d not in the finish wheel", r.id))
 			}
 		case statePrefill:
 			if r.blocks+in.sharedBlocks(r) != in.blocksOf(r.computed) {
@@ -137,8 +137,8 @@ func (in *Instance) checkInvariants() {
 		panic(fmt.Sprintf("serve: blocks held %d, counter says %d", used, in.usedBlocks))
 	case used > in.cfg.Blocks:
 		panic(fmt.Sprintf("serve: blocks used %d > capacity %d", used, in.cfg.Blocks))
-	case decodes != in.decodes || decodes != len(in.heap):
-		panic(fmt.Sprintf("serve: %d decoding, counter %d, heap %d", decodes, in.decodes, len(in.heap)))
+	case decodes != in.decodes || decodes != in.wheel.len():
+		panic(fmt.Sprintf("serve: %d decoding, counter %d, finish wheel %d", decodes, in.decodes, in.wheel.len()))
 	case sumKV != in.sumKV:
 		panic(fmt.Sprintf("serve: Σ KV %d, counter %d", sumKV, in.sumKV))
 	case running != decodes+len(in.prefilling):
@@ -149,6 +149,7 @@ func (in *Instance) checkInvariants() {
 			panic(fmt.Sprintf("serve: phase %d has %d requests, counter %d", i, phase[i], in.phase[i]))
 		}
 	}
+	in.wheel.check(in.decCounter)
 	if in.tiers != nil {
 		in.tiers.check()
 	}

@@ -61,11 +61,13 @@ type request struct {
 
 	// Decode bookkeeping: at decode counter value d0 the request had g0
 	// tokens generated and k0 tokens of KV. finishAt is the counter value
-	// after which it has all its output; hidx its position in the heap.
-	d0       int64
-	g0, k0   int
-	finishAt int64
-	hidx     int
+	// after which it has all its output; wprev and wnext link it in its
+	// slot of the instance's finish wheel, while inWheel.
+	d0           int64
+	g0, k0       int
+	finishAt     int64
+	wprev, wnext *request
+	inWheel      bool
 
 	firstToken, lastToken sim.Time
 	scheduled             sim.Time // first admission to a batch
@@ -91,7 +93,7 @@ type request struct {
 // reset clears r for reuse, keeping its slices' storage.
 func (r *request) reset() {
 	h, u, ev := r.hashes[:0], r.units[:0], r.ingressEv
-	*r = request{hashes: h, units: u, hidx: -1, ingressEv: ev}
+	*r = request{hashes: h, units: u, ingressEv: ev}
 }
 
 // less orders queued requests: key, then arrival, then ID.
@@ -103,100 +105,6 @@ func (r *request) less(o *request) bool {
 		return r.arrival < o.arrival
 	}
 	return r.id < o.id
-}
-
-// finishHeap is a min-heap of decoding requests by (finishAt, id). Each
-// entry carries its keys, so that sifting compares within the heap's own
-// array and touches a request only to record its new index (hidx): one
-// request per level moved, where comparing through the pointers read two or
-// three requests a level (BenchmarkSimulate100k pops and pushes 100,000).
-type finishHeap []finishEntry
-
-type finishEntry struct {
-	at, id int64 // the request's finishAt and id
-	r      *request
-}
-
-func (e *finishEntry) less(o *finishEntry) bool {
-	if e.at != o.at {
-		return e.at < o.at
-	}
-	return e.id < o.id
-}
-
-func (h *finishHeap) push(r *request) {
-	*h = append(*h, finishEntry{at: r.finishAt, id: r.id, r: r})
-	h.up(len(*h) - 1)
-}
-
-// remove takes the entry at i out of the heap and returns its request.
-func (h *finishHeap) remove(i int) *request {
-	q := *h
-	n := len(q) - 1
-	r := q[i].r
-	if i != n {
-		q[i] = q[n]
-	}
-	q[n] = finishEntry{}
-	*h = q[:n]
-	if i != n {
-		if !h.down(i) {
-			h.up(i)
-		}
-	}
-	r.hidx = -1
-	return r
-}
-
-// up moves the entry at j towards the root until its parent is not
-// greater, and sets the index of every request it moves. It is the
-// swapping sift of container/heap with the entry held aside, so entries
-// end where swapping would leave them.
-func (h finishHeap) up(j int) {
-	j0, e := j, h[j]
-	for j > 0 {
-		i := (j - 1) / 2
-		if !e.less(&h[i]) {
-			break
-		}
-		h[j] = h[i]
-		h[j].r.hidx = j
-		j = i
-	}
-	if j != j0 {
-		h[j] = e
-	}
-	e.r.hidx = j
-}
-
-// down moves the entry at i0 towards the leaves until no child is
-// smaller; it reports whether the entry moved.
-func (h finishHeap) down(i0 int) bool {
-	n := len(h)
-	i := i0
-	e := h[i]
-	for {
-		l := 2*i + 1
-		if l >= n {
-			break
-		}
-		j := l
-		if r := l + 1; r < n && h[r].less(&h[l]) {
-			j = r
-		}
-		if !h[j].less(&e) {
-			break
-		}
-		h[i] = h[j]
-		h[i].r.hidx = i
-		i = j
-	}
-	if i == i0 {
-		return false // e stays: its index is i0 already, or (moved there by remove) up sets it
-	}
-	h[i] = e
-	e.r.hidx = i
-	return true
 }
 
 // queue holds requests sorted by request.less on a ring buffer: O(1) to add

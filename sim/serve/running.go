@@ -83,7 +83,7 @@ func (in *Instance) enterDecode(r *request) {
 	r.state = stateDecode
 	r.d0, r.g0, r.k0 = in.decCounter, r.generated, r.computed
 	r.finishAt = r.d0 + int64(r.output-r.g0)
-	in.heap.push(r)
+	in.wheel.push(r, in.decCounter)
 	in.phase[in.phaseOf(r)]++
 	in.decodes++
 	in.sumKV += int64(r.k0)
@@ -99,8 +99,8 @@ func (in *Instance) enterDecode(r *request) {
 // leaveDecode removes a decoding request from the decode bookkeeping.
 func (in *Instance) leaveDecode(r *request) {
 	in.materialize(r)
-	if r.hidx >= 0 {
-		in.heap.remove(r.hidx)
+	if r.inWheel {
+		in.wheel.remove(r)
 	}
 	in.phase[in.phaseOf(r)]--
 	in.decodes--

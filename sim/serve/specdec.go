@@ -376,15 +376,19 @@ func (in *Instance) freeLookahead(n int) {
 // a verification step (after the decode counter has advanced each by its
 // one sampled token), advances each by them, frees the KV slots of its
 // rejected drafts, and sums the blocks the next verification needs. It
-// touches every decoding request: O(decodes) a step, only with
-// speculation on.
+// touches every running request: O(running) a step, only with speculation
+// on. It walks them in admission order; what it does for one request
+// depends on that request alone (its own acceptance stream; the counts
+// and blocks freed are sums), so the order changes nothing.
 func (in *Instance) specAdvance() {
 	sp := in.cfg.Spec
 	st := in.w.res.Spec
 	k := sp.K
 	need := 0
-	for i := range in.heap {
-		r := in.heap[i].r
+	for r := in.head; r != nil; r = r.next {
+		if r.state != stateDecode {
+			continue
+		}
 		cur := r.k0 + int(in.decCounter-r.d0) // KV after the step's sampled token
 		if r.specSteps == 0 {
 			r.spec.Seed(in.w.cfg.Seed, streamSpec^uint64(r.id))
@@ -401,10 +405,11 @@ func (in *Instance) specAdvance() {
 		st.Emitted += int64(1 + a)
 		if a > 0 {
 			in.phase[in.phaseOf(r)]--
+			in.wheel.remove(r)
 			r.k0 += a
 			r.g0 += a
 			r.finishAt -= int64(a)
-			in.heap[i].at = r.finishAt
+			in.wheel.push(r, in.decCounter)
 			in.phase[in.phaseOf(r)]++
 			in.sumKV += int64(a)
 		}
@@ -415,9 +420,6 @@ func (in *Instance) specAdvance() {
 		need += in.specNeed(cur + a)
 	}
 	in.specBlocks = need
-	for i := len(in.heap)/2 - 1; i >= 0; i-- {
-		in.heap.down(i)
-	}
 }
 
 // specOf returns the run's speculation: the colocated instances', or the

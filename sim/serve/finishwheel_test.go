@@ -47,12 +47,12 @@ func TestFinishWheelOrder(t *testing.T) {
 					pushes++
 					if c.removeEvery > 0 && pushes%c.removeEvery == 0 {
 						i := rng.IntN(len(held))
-						w.remove(held[i])
+						w.remove(held[i], d)
 						held = slices.Delete(held, i, i+1)
 					}
 					if c.moveEvery > 0 && pushes%c.moveEvery == 0 {
 						x := held[rng.IntN(len(held))]
-						w.remove(x)
+						w.remove(x, d)
 						x.finishAt -= rng.Int64N(x.finishAt - d) // stays ≥ d + 1
 						w.push(x, d)
 					}
@@ -69,7 +69,7 @@ func TestFinishWheelOrder(t *testing.T) {
 					if n >= len(held) || held[n] != r {
 						t.Fatalf("step %d: got request %d (finish %d), want the reference's %d-th", step, r.id, r.finishAt, n)
 					}
-					w.remove(r)
+					w.remove(r, d)
 					n++
 				}
 				if n < len(held) && held[n].finishAt == d {

@@ -61,13 +61,12 @@ type request struct {
 
 	// Decode bookkeeping: at decode counter value d0 the request had g0
 	// tokens generated and k0 tokens of KV. finishAt is the counter value
-	// after which it has all its output; wprev and wnext link it in its
-	// slot of the instance's finish wheel, while inWheel.
-	d0           int64
-	g0, k0       int
-	finishAt     int64
-	wprev, wnext *request
-	inWheel      bool
+	// after which it has all its output; inWheel says it is on the
+	// instance's finish wheel.
+	d0       int64
+	g0, k0   int
+	finishAt int64
+	inWheel  bool
 
 	firstToken, lastToken sim.Time
 	scheduled             sim.Time // first admission to a batch
@@ -114,6 +113,9 @@ func (r *request) less(o *request) bool {
 // at the back (arrivals in key order, the FCFS case) and to remove at the
 // front, O(min(i, n − i)) to insert at position i, O(n) to remove in the
 // middle.
+//
+// The buffer's length is a power of two (16, doubled as it grows), so a
+// position wraps with a mask, not a division.
 type queue struct {
 	buf  []*request
 	head int
@@ -122,9 +124,9 @@ type queue struct {
 
 func (q *queue) len() int { return q.n }
 
-func (q *queue) at(i int) *request { return q.buf[(q.head+i)%len(q.buf)] }
+func (q *queue) at(i int) *request { return q.buf[(q.head+i)&(len(q.buf)-1)] }
 
-func (q *queue) set(i int, r *request) { q.buf[(q.head+i)%len(q.buf)] = r }
+func (q *queue) set(i int, r *request) { q.buf[(q.head+i)&(len(q.buf)-1)] = r }
 
 func (q *queue) grow() {
 	if q.n < len(q.buf) {
@@ -153,7 +155,7 @@ func (q *queue) insert(r *request) {
 		return
 	}
 	if r.less(q.at(0)) {
-		q.head = (q.head - 1 + len(q.buf)) % len(q.buf)
+		q.head = (q.head - 1) & (len(q.buf) - 1)
 		q.buf[q.head] = r
 		q.n++
 		return
@@ -170,7 +172,7 @@ func (q *queue) insert(r *request) {
 	if hi < q.n/2 {
 		// Nearer the front (a readmitted or loaded request, older than
 		// most of the queue): shift the front part one place back.
-		q.head = (q.head - 1 + len(q.buf)) % len(q.buf)
+		q.head = (q.head - 1) & (len(q.buf) - 1)
 		for j := 0; j < hi; j++ {
 			q.set(j, q.at(j+1))
 		}
@@ -191,7 +193,7 @@ func (q *queue) removeAt(i int) *request {
 	r := q.at(i)
 	if i == 0 {
 		q.buf[q.head] = nil
-		q.head = (q.head + 1) % len(q.buf)
+		q.head = (q.head + 1) & (len(q.buf) - 1)
 		q.n--
 		return r
 	}

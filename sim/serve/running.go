@@ -100,7 +100,7 @@ func (in *Instance) enterDecode(r *request) {
 func (in *Instance) leaveDecode(r *request) {
 	in.materialize(r)
 	if r.inWheel {
-		in.wheel.remove(r)
+		in.wheel.remove(r, in.decCounter)
 	}
 	in.phase[in.phaseOf(r)]--
 	in.decodes--

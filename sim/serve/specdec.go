@@ -405,11 +405,9 @@ func (in *Instance) specAdvance() {
 		st.Emitted += int64(1 + a)
 		if a > 0 {
 			in.phase[in.phaseOf(r)]--
-			in.wheel.remove(r)
 			r.k0 += a
 			r.g0 += a
 			r.finishAt -= int64(a)
-			in.wheel.push(r, in.decCounter)
 			in.phase[in.phaseOf(r)]++
 			in.sumKV += int64(a)
 		}
@@ -420,6 +418,15 @@ func (in *Instance) specAdvance() {
 		need += in.specNeed(cur + a)
 	}
 	in.specBlocks = need
+	// Most finishes moved: file every decoding request again (O(decodes),
+	// as the walk above).
+	in.wheel.reset()
+	for r := in.head; r != nil; r = r.next {
+		if r.state == stateDecode {
+			r.inWheel = false
+			in.wheel.push(r, in.decCounter)
+		}
+	}
 }
 
 // specOf returns the run's speculation: the colocated instances', or the

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"fmt"
+	"math/bits"
 
 	"github.com/servesim/servesim/models"
 	"github.com/servesim/servesim/policies"
@@ -119,7 +120,9 @@ type Instance struct {
 	swapBytes  float64 // host memory holding swapped KV
 	decodes    int     // requests decoding
 	decCounter int64   // D: decode iterations run
+	decPhase   int     // D mod blockSize
 	phase      []int   // decoding requests per (d0 − k0) mod blockSize
+	bsShift    int     // log2 of the block size when a power of two, else −1 (blocksOf, phaseOf)
 	sumKV      int64   // Σ KV length of decoding requests
 	lastDecode sim.Time
 	newcomers  []*request
@@ -149,7 +152,10 @@ func newInstance(id int, cfg InstanceConfig, w *World) *Instance {
 	if p, ok := cfg.Batcher.(interface{ PerInstance() policies.Batcher }); ok {
 		cfg.Batcher = p.PerInstance() // a batcher with state of its own instance (policies.SGLang)
 	}
-	in := &Instance{id: id, cfg: cfg, w: w, phase: make([]int, cfg.BlockSize)}
+	in := &Instance{id: id, cfg: cfg, w: w, phase: make([]int, cfg.BlockSize), bsShift: -1}
+	if bs := cfg.BlockSize; bs&(bs-1) == 0 {
+		in.bsShift = bits.TrailingZeros(uint(bs))
+	}
 	in.pipe, _ = cfg.Step.(PipelinedTimer)
 	in.view = in
 	in.endEv = sim.NewEvent(prioStepEnd, sim.HandlerFunc(in.endStep))
@@ -452,6 +458,9 @@ func (in *Instance) endStep(now sim.Time) {
 	w := in.w
 	if in.dec.Decode {
 		in.decCounter++
+		if in.decPhase++; in.decPhase == in.cfg.BlockSize {
+			in.decPhase = 0
+		}
 		in.sumKV += int64(in.decodes)
 		// ITL: decodes whose last token came at the last decode iteration's
 		// end all see the same gap; newcomers see their own.

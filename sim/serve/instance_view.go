@@ -18,7 +18,7 @@ func (in *Instance) DecodeBlocks() int {
 	if in.cfg.Spec != nil {
 		return in.specBlocks
 	}
-	return in.phase[in.decCounter%int64(in.cfg.BlockSize)]
+	return in.phase[in.decPhase]
 }
 func (in *Instance) Prefilling() int { return len(in.prefilling) }
 func (in *Instance) PrefillingAt(i int) policies.Candidate {
@@ -99,6 +99,13 @@ var (
 	_ policies.AdmitView = (*Instance)(nil)
 )
 
+// blocksOf returns the blocks that hold tokens: a shift when the block
+// size is a power of two (it is called several times a step; a division
+// by a variable is tens of cycles).
 func (in *Instance) blocksOf(tokens int) int {
-	return (tokens + in.cfg.BlockSize - 1) / in.cfg.BlockSize
+	t := tokens + in.cfg.BlockSize - 1
+	if in.bsShift >= 0 && t >= 0 {
+		return t >> in.bsShift
+	}
+	return t / in.cfg.BlockSize
 }

@@ -137,6 +137,8 @@ func (in *Instance) checkInvariants() {
 		panic(fmt.Sprintf("serve: blocks held %d, counter says %d", used, in.usedBlocks))
 	case used > in.cfg.Blocks:
 		panic(fmt.Sprintf("serve: blocks used %d > capacity %d", used, in.cfg.Blocks))
+	case int64(in.decPhase) != in.decCounter%int64(in.cfg.BlockSize):
+		panic(fmt.Sprintf("serve: decode phase %d at counter %d, block size %d", in.decPhase, in.decCounter, in.cfg.BlockSize))
 	case decodes != in.decodes || decodes != in.wheel.len():
 		panic(fmt.Sprintf("serve: %d decoding, counter %d, finish wheel %d", decodes, in.decodes, in.wheel.len()))
 	case sumKV != in.sumKV:

@@ -54,9 +54,16 @@ func (in *Instance) compactPrefilling() {
 	in.prefilling = in.prefilling[:j]
 }
 
+// phaseOf returns (d0 − k0) mod blockSize in [0, blockSize): a mask when
+// the block size is a power of two (two's complement makes it the
+// floored modulo).
 func (in *Instance) phaseOf(r *request) int {
+	x := r.d0 - int64(r.k0)
+	if in.bsShift >= 0 {
+		return int(x & int64(in.cfg.BlockSize-1))
+	}
 	bs := int64(in.cfg.BlockSize)
-	return int(((r.d0-int64(r.k0))%bs + bs) % bs)
+	return int((x%bs + bs) % bs)
 }
 
 func (in *Instance) sharedBlocks(r *request) int {

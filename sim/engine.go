@@ -85,9 +85,8 @@ func (e *Engine) ScheduleEvent(ev *Event, at Time) {
 		e.fix(ev.index)
 		return
 	}
-	ev.index = len(e.queue)
 	e.queue = append(e.queue, ev)
-	e.up(ev.index)
+	e.up(ev, len(e.queue)-1)
 }
 
 // Cancel removes a pending event and reports whether it was pending.
@@ -97,14 +96,15 @@ func (e *Engine) Cancel(ev *Event) bool {
 		return false
 	}
 	last := len(e.queue) - 1
-	if i != last {
-		e.swap(i, last)
-	}
+	x := e.queue[last]
 	e.queue[last] = nil
 	e.queue = e.queue[:last]
 	ev.index = -1
 	if i != last {
-		e.fix(i)
+		// The last event fills the hole: down, or else up, from there.
+		if !e.down(x, i) {
+			e.up(x, i)
+		}
 	}
 	return true
 }
@@ -119,17 +119,17 @@ func (e *Engine) Peek() Time {
 
 // Step fires the next event and reports whether there was one.
 func (e *Engine) Step() bool {
-	if len(e.queue) == 0 {
+	n := len(e.queue)
+	if n == 0 {
 		return false
 	}
 	ev := e.queue[0]
-	last := len(e.queue) - 1
-	e.swap(0, last)
-	e.queue[last] = nil
-	e.queue = e.queue[:last]
+	x := e.queue[n-1]
+	e.queue[n-1] = nil
+	e.queue = e.queue[:n-1]
 	ev.index = -1
-	if last > 0 {
-		e.down(0)
+	if n > 1 {
+		e.down(x, 0)
 	}
 	e.now = ev.at
 	e.fired++
@@ -154,8 +154,8 @@ func (e *Engine) RunUntil(t Time) {
 	}
 }
 
-func (e *Engine) less(i, j int) bool {
-	a, b := e.queue[i], e.queue[j]
+// before reports whether a fires before b: (time, priority, sequence).
+func before(a, b *Event) bool {
 	if a.at != b.at {
 		return a.at < b.at
 	}
@@ -165,47 +165,59 @@ func (e *Engine) less(i, j int) bool {
 	return a.seq < b.seq
 }
 
-func (e *Engine) swap(i, j int) {
-	q := e.queue
-	q[i], q[j] = q[j], q[i]
-	q[i].index = i
-	q[j].index = j
-}
+// The heap sifts move a hole rather than swapping: the event being placed
+// is held aside and written once, where it lands, and each event moved
+// past it has its index set. The heap is binary; the order of firing is
+// the total order of before, however the heap is laid out.
 
+// fix restores the heap after the event at i changed its key.
 func (e *Engine) fix(i int) {
-	if !e.down(i) {
-		e.up(i)
+	ev := e.queue[i]
+	if !e.down(ev, i) {
+		e.up(ev, i)
 	}
 }
 
-func (e *Engine) up(j int) {
+// up places ev, to go at position j (a hole), towards the root.
+func (e *Engine) up(ev *Event, j int) {
+	q := e.queue
 	for j > 0 {
 		i := (j - 1) / 2
-		if !e.less(j, i) {
+		p := q[i]
+		if !before(ev, p) {
 			break
 		}
-		e.swap(i, j)
+		q[j] = p
+		p.index = j
 		j = i
 	}
+	q[j] = ev
+	ev.index = j
 }
 
-func (e *Engine) down(i0 int) bool {
-	n := len(e.queue)
+// down places ev, to go at position i0 (a hole), towards the leaves, and
+// reports whether it moved.
+func (e *Engine) down(ev *Event, i0 int) bool {
+	q := e.queue
+	n := len(q)
 	i := i0
 	for {
 		l := 2*i + 1
 		if l >= n {
 			break
 		}
-		j := l
-		if r := l + 1; r < n && e.less(r, l) {
-			j = r
+		j, c := l, q[l]
+		if r := l + 1; r < n && before(q[r], c) {
+			j, c = r, q[r]
 		}
-		if !e.less(j, i) {
+		if !before(c, ev) {
 			break
 		}
-		e.swap(i, j)
+		q[i] = c
+		c.index = i
 		i = j
 	}
+	q[i] = ev
+	ev.index = i
 	return i > i0
 }

@@ -158,8 +158,8 @@ func newInstance(id int, cfg InstanceConfig, w *World) *Instance {
 	}
 	in.pipe, _ = cfg.Step.(PipelinedTimer)
 	in.view = in
-	in.endEv = sim.NewEvent(prioStepEnd, sim.HandlerFunc(in.endStep))
-	in.wakeEv = sim.NewEvent(prioStepEnd, sim.HandlerFunc(in.wake))
+	in.endEv = sim.NewEvent(prioStepEnd, (*stepEndHandler)(in))
+	in.wakeEv = sim.NewEvent(prioStepEnd, (*wakeHandler)(in))
 	if cfg.PrefixCache {
 		in.cache = newPrefixCache()
 	}

@@ -247,7 +247,7 @@ func Run(cfg Config) (Result, error) {
 	if err := w.setupDisagg(); err != nil {
 		return Result{}, err
 	}
-	w.arriveEv = sim.NewEvent(prioArrival, sim.HandlerFunc(w.arrive))
+	w.arriveEv = sim.NewEvent(prioArrival, (*arriveHandler)(w))
 	w.fb, _ = w.src.(workload.Feedback)
 	if w.src.Next(&w.next) {
 		w.eng.ScheduleEvent(w.arriveEv, w.next.Arrival)

@@ -517,12 +517,13 @@ func (in *Instance) endStep(now sim.Time) {
 	if in.cache != nil {
 		evictable = in.cache.evictable
 	}
-	w.step = metrics.Step{
-		Instance: in.id, Start: in.started, Duration: now - in.started,
-		Prefills: in.batch.Prefills, PrefillTokens: in.batch.PrefillTokens, Decodes: in.batch.Decodes,
-		KVBlocksUsed: in.usedBlocks - evictable, KVBlocksTotal: in.cfg.Blocks,
-		Preempted: in.preempted, FLOPs: in.flops, Bytes: in.bytes,
-	}
+	// Field by field into the reused record (see World.finish).
+	st := &w.step
+	*st = metrics.Step{}
+	st.Instance, st.Start, st.Duration = in.id, in.started, now-in.started
+	st.Prefills, st.PrefillTokens, st.Decodes = in.batch.Prefills, in.batch.PrefillTokens, in.batch.Decodes
+	st.KVBlocksUsed, st.KVBlocksTotal = in.usedBlocks-evictable, in.cfg.Blocks
+	st.Preempted, st.FLOPs, st.Bytes = in.preempted, in.flops, in.bytes
 	w.addStep()
 	in.preempted, in.swapSec = 0, 0
 	if in.pulls.len() > 0 {

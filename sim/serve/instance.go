@@ -323,18 +323,25 @@ func (in *Instance) startStep(now sim.Time) {
 		}
 	}
 
-	b := models.Batch{}
+	// The batch's sums are kept in scalars and the Batch built once they
+	// are done: a struct of more than four fields lives in memory, and
+	// copying one just filled field by field (into in.batch, or for the
+	// call) reads its 8-byte stores with 16-byte loads, a store-forwarding
+	// stall.
+	var decodes, query, prefills, ptoks int
+	var dctx, pctx int64
+	var pairs float64
 	if in.dec.Decode {
 		// Blocks for this iteration's decode tokens; preempt until they fit.
 		for in.DecodeBlocks() > in.FreeBlocks() {
 			in.preempt(in.victim(), now)
 		}
 		in.allocate(in.DecodeBlocks())
-		b.Decodes = in.decodes
-		b.DecodeCtx = in.sumKV + int64(in.decodes) // each decode attends over its KV plus its new token
+		decodes = in.decodes
+		dctx = in.sumKV + int64(in.decodes) // each decode attends over its KV plus its new token
 		if in.cfg.Spec != nil {
 			// A verification: each decode's sampled token and its K drafts.
-			b.DecodeQuery = 1 + in.cfg.Spec.K
+			query = 1 + in.cfg.Spec.K
 		}
 	}
 	for i, c := range in.dec.Prefill {
@@ -351,13 +358,13 @@ func (in *Instance) startStep(now sim.Time) {
 		in.allocate(need)
 		r.blocks += need
 		p, ctx := tokens, r.computed
-		b.Prefills++
-		b.PrefillTokens += p
-		b.PrefillCtx += int64(ctx)
-		b.PrefillPairs += float64(p) * (float64(ctx) + float64(p+1)/2)
+		prefills++
+		ptoks += p
+		pctx += int64(ctx)
+		pairs += float64(p) * (float64(ctx) + float64(p+1)/2)
 		r.computed += p
 	}
-	if b.Tokens() == 0 {
+	if ptoks == 0 && decodes == 0 { // the batch's Tokens() == 0
 		// Everything chosen was preempted: an empty iteration of only the
 		// swap traffic would be odd; start over.
 		if in.tiers != nil && in.running == 0 && !in.dropLoaded() && len(in.loading) > 0 {
@@ -370,8 +377,10 @@ func (in *Instance) startStep(now sim.Time) {
 		in.startStep(now)
 		return
 	}
-	in.batch = b
+	b := models.Batch{Prefills: prefills, PrefillTokens: ptoks, PrefillCtx: pctx, PrefillPairs: pairs,
+		Decodes: decodes, DecodeCtx: dctx, DecodeQuery: query}
 	if in.grp != nil {
+		in.batch = b
 		in.back = back
 		in.grp.working = append(in.grp.working, in) // priced and ended by the group
 		return
@@ -382,6 +391,7 @@ func (in *Instance) startStep(now sim.Time) {
 	} else {
 		sec, flops, bytes = in.cfg.Step.Step(b)
 	}
+	in.batch = b // after the pricing call: its stores long retired
 	in.flops, in.bytes = flops, bytes
 	in.stepSeq++
 	end, ok := now.AddSeconds(sec + in.swapSec)

@@ -25,7 +25,7 @@ type Event struct {
 	at      Time
 	prio    int32
 	seq     uint64
-	index   int // position in the heap, -1 when not pending
+	index   int // position in the heap, inFront in the engine's front slot, -1 when not pending
 	handler Handler
 }
 
@@ -38,14 +38,25 @@ func NewEvent(prio int, h Handler) *Event {
 func (ev *Event) Time() Time { return ev.at }
 
 // Pending reports whether the event is scheduled and has not fired.
-func (ev *Event) Pending() bool { return ev.index >= 0 }
+func (ev *Event) Pending() bool { return ev.index != -1 }
+
+// inFront is the index of the event in the engine's front slot.
+const inFront = -2
 
 // Engine is a discrete-event engine: a clock and a queue of events. It knows
 // nothing of what the events mean. The zero value is ready to use, at time 0.
+//
+// The queue is a binary heap and a front slot: an event scheduled before
+// every pending one waits in the slot, outside the heap, and fires from
+// there (a simulation's next step end mostly is the earliest event: no
+// push and pop for it). The slot's event, when there is one, is before
+// every event in the heap, so Step always fires the least pending event in
+// the order of before, as a heap alone did.
 type Engine struct {
 	now   Time
 	seq   uint64
 	fired uint64
+	front *Event // nil, or before every event in queue
 	queue []*Event
 }
 
@@ -56,7 +67,12 @@ func (e *Engine) Now() Time { return e.now }
 func (e *Engine) Fired() uint64 { return e.fired }
 
 // Len returns the number of pending events.
-func (e *Engine) Len() int { return len(e.queue) }
+func (e *Engine) Len() int {
+	if e.front != nil {
+		return len(e.queue) + 1
+	}
+	return len(e.queue)
+}
 
 // Schedule creates an event calling h at time at with priority prio.
 // It panics if at is before Now: time never goes backwards.
@@ -78,13 +94,25 @@ func (e *Engine) ScheduleEvent(ev *Event, at Time) {
 	if at < e.now {
 		panic(fmt.Sprintf("sim: event scheduled at %v, before now %v", at, e.now))
 	}
+	if ev.index != -1 {
+		e.Cancel(ev) // moved: taken out, scheduled anew
+	}
 	ev.at = at
 	ev.seq = e.seq
 	e.seq++
-	if ev.index >= 0 {
-		e.fix(ev.index)
-		return
+	switch {
+	case e.front == nil && (len(e.queue) == 0 || before(ev, e.queue[0])):
+		e.front, ev.index = ev, inFront
+	case e.front != nil && before(ev, e.front):
+		e.push(e.front)
+		e.front, ev.index = ev, inFront
+	default:
+		e.push(ev)
 	}
+}
+
+// push adds ev to the heap.
+func (e *Engine) push(ev *Event) {
 	e.queue = append(e.queue, ev)
 	e.up(ev, len(e.queue)-1)
 }
@@ -92,6 +120,10 @@ func (e *Engine) ScheduleEvent(ev *Event, at Time) {
 // Cancel removes a pending event and reports whether it was pending.
 func (e *Engine) Cancel(ev *Event) bool {
 	i := ev.index
+	if i == inFront {
+		e.front, ev.index = nil, -1
+		return true
+	}
 	if i < 0 {
 		return false
 	}
@@ -111,6 +143,9 @@ func (e *Engine) Cancel(ev *Event) bool {
 
 // Peek returns the time of the next event, or Forever if none is pending.
 func (e *Engine) Peek() Time {
+	if e.front != nil {
+		return e.front.at
+	}
 	if len(e.queue) == 0 {
 		return Forever
 	}
@@ -119,18 +154,23 @@ func (e *Engine) Peek() Time {
 
 // Step fires the next event and reports whether there was one.
 func (e *Engine) Step() bool {
-	n := len(e.queue)
-	if n == 0 {
-		return false
+	ev := e.front
+	if ev != nil {
+		e.front = nil
+	} else {
+		n := len(e.queue)
+		if n == 0 {
+			return false
+		}
+		ev = e.queue[0]
+		x := e.queue[n-1]
+		e.queue[n-1] = nil
+		e.queue = e.queue[:n-1]
+		if n > 1 {
+			e.down(x, 0)
+		}
 	}
-	ev := e.queue[0]
-	x := e.queue[n-1]
-	e.queue[n-1] = nil
-	e.queue = e.queue[:n-1]
 	ev.index = -1
-	if n > 1 {
-		e.down(x, 0)
-	}
 	e.now = ev.at
 	e.fired++
 	ev.handler.Fire(ev.at)
@@ -146,7 +186,7 @@ func (e *Engine) Run() {
 // RunUntil fires every event scheduled at or before t, then sets the clock
 // to t if it is later than the last event fired.
 func (e *Engine) RunUntil(t Time) {
-	for len(e.queue) > 0 && e.queue[0].at <= t {
+	for e.Len() > 0 && e.Peek() <= t {
 		e.Step()
 	}
 	if t > e.now {
@@ -169,14 +209,6 @@ func before(a, b *Event) bool {
 // is held aside and written once, where it lands, and each event moved
 // past it has its index set. The heap is binary; the order of firing is
 // the total order of before, however the heap is laid out.
-
-// fix restores the heap after the event at i changed its key.
-func (e *Engine) fix(i int) {
-	ev := e.queue[i]
-	if !e.down(ev, i) {
-		e.up(ev, i)
-	}
-}
 
 // up places ev, to go at position j (a hole), towards the root.
 func (e *Engine) up(ev *Event, j int) {

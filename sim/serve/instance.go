@@ -146,6 +146,11 @@ type Instance struct {
 	back      bool     // the step in flight follows the previous one at once (for the group's pricing)
 
 	specBlocks int // with speculation: KV blocks the decodes' next verification needs (specNeed summed)
+
+	// The batcher's optional limits (admitCheck), asserted once, not per
+	// arrival; nil: none.
+	maxPrompt  interface{ MaxPrompt(policies.Limits) int }
+	maxContext interface{ MaxContext(policies.Limits) int }
 }
 
 func newInstance(id int, cfg InstanceConfig, w *World) *Instance {
@@ -157,6 +162,8 @@ func newInstance(id int, cfg InstanceConfig, w *World) *Instance {
 		in.bsShift = bits.TrailingZeros(uint(bs))
 	}
 	in.pipe, _ = cfg.Step.(PipelinedTimer)
+	in.maxPrompt, _ = cfg.Batcher.(interface{ MaxPrompt(policies.Limits) int })
+	in.maxContext, _ = cfg.Batcher.(interface{ MaxContext(policies.Limits) int })
 	in.view = in
 	in.endEv = sim.NewEvent(prioStepEnd, (*stepEndHandler)(in))
 	in.wakeEv = sim.NewEvent(prioStepEnd, (*wakeHandler)(in))
@@ -194,14 +201,14 @@ func (in *Instance) admitCheck(r *request) string {
 	if in.blocksOf(r.prompt+r.output-1+lookahead) > in.cfg.Blocks {
 		return RejectKVCapacity
 	}
-	if pl, ok := in.cfg.Batcher.(interface{ MaxPrompt(policies.Limits) int }); ok {
+	if pl := in.maxPrompt; pl != nil {
 		if r.prompt+r.output > pl.MaxPrompt(in.cfg.Limits) {
 			// A recompute after preemption prefills prompt + generated tokens
 			// in one piece, so the whole request must fit the budget.
 			return RejectBudget
 		}
 	}
-	if pl, ok := in.cfg.Batcher.(interface{ MaxContext(policies.Limits) int }); ok && r.prompt > pl.MaxContext(in.cfg.Limits) {
+	if pl := in.maxContext; pl != nil && r.prompt > pl.MaxContext(in.cfg.Limits) {
 		return RejectBudget // a prompt that no step's token budget holds (TensorRT-LLM without chunked prefill)
 	}
 	return ""

@@ -18,7 +18,8 @@ import "fmt"
 // entries carry their keys, so none of this touches a request. (A heap's
 // push and pop moved O(log n) entries, writing each moved request's
 // index; a ring of one slot per value reaching the longest output spread
-// its pushes over a table too large to stay in cache.)
+// its pushes over a table too large to stay in cache.) Under speculation
+// the instance keeps the finish heap instead (specheap.go).
 type finishWheel struct {
 	slots  [][]finishEntry // wheelSlots: D's block, by finishAt mod wheelSlots
 	coarse [][]finishEntry // later blocks b, by b mod len
@@ -160,20 +161,6 @@ func (w *finishWheel) first(d int64) *request {
 		panic(fmt.Sprintf("serve: finish wheel slot of decode %d holds request %d finishing at %d", d, s[0].id, s[0].at))
 	}
 	return s[0].r
-}
-
-// reset empties the wheel, keeping its storage. The requests it held
-// must have inWheel cleared by the caller.
-func (w *finishWheel) reset() {
-	for i := range w.slots {
-		clear(w.slots[i])
-		w.slots[i] = w.slots[i][:0]
-	}
-	for i := range w.coarse {
-		clear(w.coarse[i])
-		w.coarse[i] = w.coarse[i][:0]
-	}
-	w.n = 0
 }
 
 // grow resizes the coarse ring to hold a request ahead blocks past D's.

@@ -96,7 +96,8 @@ type Instance struct {
 	running     int      // requests in the running list
 	head, tail  *request // running list, admission order (tail = newest)
 	prefilling  []*request
-	wheel       finishWheel // decoding requests by finish
+	wheel       finishWheel // decoding requests by finish (without speculation)
+	heap        finishHeap  // the same under speculation (specheap.go)
 	outstanding int         // admitted, not finished (waiting, swapped or running)
 
 	// Disaggregation: a prefill instance's finished prefills awaiting or in
@@ -492,6 +493,14 @@ func (in *Instance) endStep(now sim.Time) {
 		in.lastDecode = now
 		if in.cfg.Spec != nil {
 			in.specAdvance()
+		}
+		if in.cfg.Spec != nil {
+			for len(in.heap) > 0 && in.heap[0].at == in.decCounter {
+				r := in.heap.remove(0)
+				in.leaveDecode(r)
+				r.lastToken = now
+				in.finish(r, now)
+			}
 		}
 		for r := in.wheel.first(in.decCounter); r != nil; r = in.wheel.first(in.decCounter) {
 			in.leaveDecode(r)

@@ -62,11 +62,13 @@ type request struct {
 	// Decode bookkeeping: at decode counter value d0 the request had g0
 	// tokens generated and k0 tokens of KV. finishAt is the counter value
 	// after which it has all its output; inWheel says it is on the
-	// instance's finish wheel.
+	// instance's finish wheel, hidx its position in the finish heap
+	// (speculation: specheap.go), −1 when not.
 	d0       int64
 	g0, k0   int
 	finishAt int64
 	inWheel  bool
+	hidx     int
 
 	firstToken, lastToken sim.Time
 	scheduled             sim.Time // first admission to a batch
@@ -95,7 +97,7 @@ type request struct {
 func (r *request) reset() {
 	h, u, ev := r.hashes[:0], r.units[:0], r.ingressEv
 	*r = request{}
-	r.hashes, r.units, r.ingressEv = h, u, ev
+	r.hashes, r.units, r.ingressEv, r.hidx = h, u, ev, -1
 }
 
 // less orders queued requests: key, then arrival, then ID.

@@ -6,8 +6,9 @@ import (
 )
 
 // TestRequestReset sets every field of a request, resets it and checks
-// that everything is zero but the storage it keeps: the hash and unit
-// slices (emptied, their arrays kept) and the ingress event.
+// that everything is zero but the storage it keeps (the hash and unit
+// slices, emptied, their arrays kept, and the ingress event) and the heap
+// index, −1.
 func TestRequestReset(t *testing.T) {
 	r := &request{}
 	v := reflect.ValueOf(r).Elem()
@@ -42,7 +43,10 @@ func TestRequestReset(t *testing.T) {
 		cap(r.units) != 4 || len(r.units) != 0 || &r.units[:1][0] != &units[0] || r.ingressEv != ev {
 		t.Fatalf("reset dropped the storage it keeps")
 	}
-	r.hashes, r.units, r.ingressEv = nil, nil, nil
+	if r.hidx != -1 {
+		t.Fatalf("reset left hidx %d, want -1 (not in the finish heap)", r.hidx)
+	}
+	r.hashes, r.units, r.ingressEv, r.hidx = nil, nil, nil, 0
 	if !reflect.ValueOf(*r).IsZero() {
 		t.Fatalf("reset left fields set: %+v", *r)
 	}

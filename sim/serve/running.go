@@ -90,7 +90,11 @@ func (in *Instance) enterDecode(r *request) {
 	r.state = stateDecode
 	r.d0, r.g0, r.k0 = in.decCounter, r.generated, r.computed
 	r.finishAt = r.d0 + int64(r.output-r.g0)
-	in.wheel.push(r, in.decCounter)
+	if in.cfg.Spec != nil {
+		in.heap.push(r)
+	} else {
+		in.wheel.push(r, in.decCounter)
+	}
 	in.phase[in.phaseOf(r)]++
 	in.decodes++
 	in.sumKV += int64(r.k0)
@@ -108,6 +112,9 @@ func (in *Instance) leaveDecode(r *request) {
 	in.materialize(r)
 	if r.inWheel {
 		in.wheel.remove(r, in.decCounter)
+	}
+	if r.hidx >= 0 {
+		in.heap.remove(r.hidx)
 	}
 	in.phase[in.phaseOf(r)]--
 	in.decodes--

@@ -376,19 +376,15 @@ func (in *Instance) freeLookahead(n int) {
 // a verification step (after the decode counter has advanced each by its
 // one sampled token), advances each by them, frees the KV slots of its
 // rejected drafts, and sums the blocks the next verification needs. It
-// touches every running request: O(running) a step, only with speculation
-// on. It walks them in admission order; what it does for one request
-// depends on that request alone (its own acceptance stream; the counts
-// and blocks freed are sums), so the order changes nothing.
+// touches every decoding request: O(decodes) a step, only with
+// speculation on.
 func (in *Instance) specAdvance() {
 	sp := in.cfg.Spec
 	st := in.w.res.Spec
 	k := sp.K
 	need := 0
-	for r := in.head; r != nil; r = r.next {
-		if r.state != stateDecode {
-			continue
-		}
+	for i := range in.heap {
+		r := in.heap[i].r
 		cur := r.k0 + int(in.decCounter-r.d0) // KV after the step's sampled token
 		if r.specSteps == 0 {
 			r.spec.Seed(in.w.cfg.Seed, streamSpec^uint64(r.id))
@@ -408,6 +404,7 @@ func (in *Instance) specAdvance() {
 			r.k0 += a
 			r.g0 += a
 			r.finishAt -= int64(a)
+			in.heap[i].at = r.finishAt
 			in.phase[in.phaseOf(r)]++
 			in.sumKV += int64(a)
 		}
@@ -418,14 +415,8 @@ func (in *Instance) specAdvance() {
 		need += in.specNeed(cur + a)
 	}
 	in.specBlocks = need
-	// Most finishes moved: file every decoding request again (O(decodes),
-	// as the walk above).
-	in.wheel.reset()
-	for r := in.head; r != nil; r = r.next {
-		if r.state == stateDecode {
-			r.inWheel = false
-			in.wheel.push(r, in.decCounter)
-		}
+	for i := len(in.heap)/2 - 1; i >= 0; i-- {
+		in.heap.down(i)
 	}
 }
 

@@ -522,7 +522,7 @@ func (w *World) alloc() *request {
 		w.free = w.free[:n-1]
 		return r
 	}
-	return &request{}
+	return &request{hidx: -1}
 }
 
 func (w *World) reject(r *request, inst int, reason string) {

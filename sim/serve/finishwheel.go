@@ -35,6 +35,8 @@ type finishEntry struct {
 const (
 	wheelBits  = 8
 	wheelSlots = 1 << wheelBits
+	// slotCap is each slot's starting room (see insertSlot).
+	slotCap = 4
 	// minCoarse is the coarse ring's starting size: outputs of up to
 	// 15 blocks (3,840 tokens) ahead fit without growing it.
 	minCoarse = 16
@@ -69,7 +71,15 @@ func (w *finishWheel) advance(d int64) {
 // an append).
 func (w *finishWheel) insertSlot(e finishEntry) {
 	if w.slots == nil {
+		// The slots start in one array, slotCap entries each (a slot
+		// holding more grows apart): one allocation, not one a slot, and
+		// consecutive counter values' requests side by side in memory,
+		// read in order as D advances.
 		w.slots = make([][]finishEntry, wheelSlots)
+		buf := make([]finishEntry, wheelSlots*slotCap)
+		for i := range w.slots {
+			w.slots[i] = buf[i*slotCap : i*slotCap : (i+1)*slotCap]
+		}
 	}
 	s := &w.slots[e.at&(wheelSlots-1)]
 	q := *s

@@ -453,6 +453,16 @@ func (p *pool) State(i int) policies.InstanceState {
 	return p.snap[i]
 }
 
+// Counts returns State(i)'s Outstanding and Waiting (policies.CountView):
+// computed directly when current, from the snapshot when stale.
+func (p *pool) Counts(i int) (outstanding, waiting int) {
+	if p.staleness != 0 {
+		st := p.State(i)
+		return st.Outstanding, st.Waiting
+	}
+	return p.insts[i].counts()
+}
+
 // PrefixMatch returns the leading prefix units of the request being routed
 // that instance i has cached (always current: a router asks the cache).
 func (p *pool) PrefixMatch(i int) int {
@@ -504,16 +514,27 @@ func (p *pool) ActiveBlocks(i int) int {
 	return n
 }
 
-var _ policies.CacheView = (*pool)(nil)
+var (
+	_ policies.CacheView = (*pool)(nil)
+	_ policies.CountView = (*pool)(nil)
+)
 
 func (in *Instance) state() policies.InstanceState {
 	used := in.cfg.Blocks - in.FreeBlocks()
+	out, wait := in.counts()
 	return policies.InstanceState{
-		Outstanding:  in.outstanding + in.pulls.len() + in.incoming,
-		Waiting:      in.waiting.len() + in.swapped.len() + in.pulls.len() + in.held.len(),
+		Outstanding:  out,
+		Waiting:      wait,
 		KVUse:        float64(used) / float64(in.cfg.Blocks),
 		KVBlocksUsed: used,
 	}
+}
+
+// counts returns the instance's outstanding and waiting requests as the
+// router sees them.
+func (in *Instance) counts() (outstanding, waiting int) {
+	return in.outstanding + in.pulls.len() + in.incoming,
+		in.waiting.len() + in.swapped.len() + in.pulls.len() + in.held.len()
 }
 
 func (w *World) alloc() *request {

@@ -175,7 +175,9 @@ func (Chunked) Batch(v View, lim Limits, d *Decision) {
 		budget -= lim.DecodeTokens(n)
 		free -= v.DecodeBlocks() // may go negative: the engine preempts, nothing new is admitted
 	}
-	for i := 0; i < v.Prefilling() && budget > 0; i++ {
+	// The view does not change while the batcher decides: its counts are
+	// read once (interface calls, every step).
+	for i, np := 0, v.Prefilling(); i < np && budget > 0; i++ {
 		c := v.PrefillingAt(i)
 		n := fitChunk(v, c, min(c.Left(), budget), free)
 		if n == 0 {
@@ -186,7 +188,7 @@ func (Chunked) Batch(v View, lim Limits, d *Decision) {
 		free -= v.BlocksFor(c, n)
 	}
 	seqs := v.Running()
-	for i := 0; i < v.Waiting() && budget > 0 && seqs < lim.MaxNumSeqs; i++ {
+	for i, nw := 0, v.Waiting(); i < nw && budget > 0 && seqs < lim.MaxNumSeqs; i++ {
 		c := v.WaitingAt(i)
 		n := min(c.Left(), budget)
 		need := v.BlocksFor(c, n)

@@ -14,6 +14,18 @@ type fakeCluster struct {
 
 func (c fakeCluster) Instances() int            { return len(c.states) }
 func (c fakeCluster) State(i int) InstanceState { return c.states[i] }
+
+// countsOnly is a CountView whose State panics: a router given it must
+// read the counts through Counts.
+type countsOnly struct{ c fakeCluster }
+
+func (v countsOnly) Instances() int          { return v.c.Instances() }
+func (v countsOnly) State(int) InstanceState { panic("State called on a CountView") }
+func (v countsOnly) PrefixMatch(i int) int   { return v.c.PrefixMatch(i) }
+func (v countsOnly) Counts(i int) (outstanding, waiting int) {
+	return v.c.states[i].Outstanding, v.c.states[i].Waiting
+}
+
 func (c fakeCluster) PrefixMatch(i int) int {
 	if c.match == nil {
 		return 0
@@ -138,6 +150,10 @@ func TestDPCoordinator(t *testing.T) {
 	for i, c := range cases {
 		if got := (DPCoordinator{}).Route(fakeCluster{states: c.states}, QueueItem{}); got != c.want {
 			t.Errorf("case %d: rank %d, want %d", i, got, c.want)
+		}
+		// Through CountView's counts alone (KV fields left out): the same rank.
+		if got := (DPCoordinator{}).Route(countsOnly{fakeCluster{states: c.states}}, QueueItem{}); got != c.want {
+			t.Errorf("case %d through CountView: rank %d, want %d", i, got, c.want)
 		}
 	}
 	if r, err := RouterByName("dp-coordinator", nil); err != nil || r.Name() != "dp-coordinator" {

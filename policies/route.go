@@ -25,6 +25,24 @@ type RouteView interface {
 	PrefixMatch(i int) int
 }
 
+// CountView is a RouteView that gives State's request counts alone (the
+// same values, as current or as stale as State's), without computing the
+// KV fields: routers that read only the counts ask every instance for
+// every request (DPCoordinator over 64 ranks).
+type CountView interface {
+	RouteView
+	Counts(i int) (outstanding, waiting int)
+}
+
+// counts returns instance i's Outstanding and Waiting from v.
+func counts(v RouteView, cv CountView, i int) (outstanding, waiting int) {
+	if cv != nil {
+		return cv.Counts(i)
+	}
+	st := v.State(i)
+	return st.Outstanding, st.Waiting
+}
+
 // Router picks the instance for an arriving request.
 type Router interface {
 	Route(v RouteView, q QueueItem) int
@@ -67,10 +85,14 @@ type DPCoordinator struct{}
 
 // Route returns the rank with the lowest waiting × 4 + running.
 func (DPCoordinator) Route(v RouteView, _ QueueItem) int {
-	score := func(st InstanceState) int { return 4*st.Waiting + (st.Outstanding - st.Waiting) }
-	best, bs := 0, score(v.State(0))
-	for i := 1; i < v.Instances(); i++ {
-		if sc := score(v.State(i)); sc < bs {
+	cv, _ := v.(CountView)
+	score := func(i int) int {
+		out, wait := counts(v, cv, i)
+		return 4*wait + (out - wait)
+	}
+	best, bs := 0, score(0)
+	for i, n := 1, v.Instances(); i < n; i++ {
+		if sc := score(i); sc < bs {
 			best, bs = i, sc
 		}
 	}

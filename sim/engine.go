@@ -25,7 +25,7 @@ type Event struct {
 	at      Time
 	prio    int32
 	seq     uint64
-	index   int // position in the heap, -1 when not pending
+	index   int // position in the heap, inFront in the engine's front slot, -1 when not pending
 	handler Handler
 }
 
@@ -38,14 +38,25 @@ func NewEvent(prio int, h Handler) *Event {
 func (ev *Event) Time() Time { return ev.at }
 
 // Pending reports whether the event is scheduled and has not fired.
-func (ev *Event) Pending() bool { return ev.index >= 0 }
+func (ev *Event) Pending() bool { return ev.index != -1 }
+
+// inFront is the index of the event in the engine's front slot.
+const inFront = -2
 
 // Engine is a discrete-event engine: a clock and a queue of events. It knows
 // nothing of what the events mean. The zero value is ready to use, at time 0.
+//
+// The queue is a binary heap and a front slot: an event scheduled before
+// every pending one waits in the slot, outside the heap, and fires from
+// there (a simulation's next step end mostly is the earliest event: no
+// push and pop for it). The slot's event, when there is one, is before
+// every event in the heap, so Step always fires the least pending event in
+// the order of before, as a heap alone did.
 type Engine struct {
 	now   Time
 	seq   uint64
 	fired uint64
+	front *Event // nil, or before every event in queue
 	queue []*Event
 }
 
@@ -56,7 +67,12 @@ func (e *Engine) Now() Time { return e.now }
 func (e *Engine) Fired() uint64 { return e.fired }
 
 // Len returns the number of pending events.
-func (e *Engine) Len() int { return len(e.queue) }
+func (e *Engine) Len() int {
+	if e.front != nil {
+		return len(e.queue) + 1
+	}
+	return len(e.queue)
+}
 
 // Schedule creates an event calling h at time at with priority prio.
 // It panics if at is before Now: time never goes backwards.
@@ -78,39 +94,58 @@ func (e *Engine) ScheduleEvent(ev *Event, at Time) {
 	if at < e.now {
 		panic(fmt.Sprintf("sim: event scheduled at %v, before now %v", at, e.now))
 	}
+	if ev.index != -1 {
+		e.Cancel(ev) // moved: taken out, scheduled anew
+	}
 	ev.at = at
 	ev.seq = e.seq
 	e.seq++
-	if ev.index >= 0 {
-		e.fix(ev.index)
-		return
+	switch {
+	case e.front == nil && (len(e.queue) == 0 || before(ev, e.queue[0])):
+		e.front, ev.index = ev, inFront
+	case e.front != nil && before(ev, e.front):
+		e.push(e.front)
+		e.front, ev.index = ev, inFront
+	default:
+		e.push(ev)
 	}
-	ev.index = len(e.queue)
+}
+
+// push adds ev to the heap.
+func (e *Engine) push(ev *Event) {
 	e.queue = append(e.queue, ev)
-	e.up(ev.index)
+	e.up(ev, len(e.queue)-1)
 }
 
 // Cancel removes a pending event and reports whether it was pending.
 func (e *Engine) Cancel(ev *Event) bool {
 	i := ev.index
+	if i == inFront {
+		e.front, ev.index = nil, -1
+		return true
+	}
 	if i < 0 {
 		return false
 	}
 	last := len(e.queue) - 1
-	if i != last {
-		e.swap(i, last)
-	}
+	x := e.queue[last]
 	e.queue[last] = nil
 	e.queue = e.queue[:last]
 	ev.index = -1
 	if i != last {
-		e.fix(i)
+		// The last event fills the hole: down, or else up, from there.
+		if !e.down(x, i) {
+			e.up(x, i)
+		}
 	}
 	return true
 }
 
 // Peek returns the time of the next event, or Forever if none is pending.
 func (e *Engine) Peek() Time {
+	if e.front != nil {
+		return e.front.at
+	}
 	if len(e.queue) == 0 {
 		return Forever
 	}
@@ -119,18 +154,23 @@ func (e *Engine) Peek() Time {
 
 // Step fires the next event and reports whether there was one.
 func (e *Engine) Step() bool {
-	if len(e.queue) == 0 {
-		return false
+	ev := e.front
+	if ev != nil {
+		e.front = nil
+	} else {
+		n := len(e.queue)
+		if n == 0 {
+			return false
+		}
+		ev = e.queue[0]
+		x := e.queue[n-1]
+		e.queue[n-1] = nil
+		e.queue = e.queue[:n-1]
+		if n > 1 {
+			e.down(x, 0)
+		}
 	}
-	ev := e.queue[0]
-	last := len(e.queue) - 1
-	e.swap(0, last)
-	e.queue[last] = nil
-	e.queue = e.queue[:last]
 	ev.index = -1
-	if last > 0 {
-		e.down(0)
-	}
 	e.now = ev.at
 	e.fired++
 	ev.handler.Fire(ev.at)
@@ -146,7 +186,7 @@ func (e *Engine) Run() {
 // RunUntil fires every event scheduled at or before t, then sets the clock
 // to t if it is later than the last event fired.
 func (e *Engine) RunUntil(t Time) {
-	for len(e.queue) > 0 && e.queue[0].at <= t {
+	for e.Len() > 0 && e.Peek() <= t {
 		e.Step()
 	}
 	if t > e.now {
@@ -154,8 +194,8 @@ func (e *Engine) RunUntil(t Time) {
 	}
 }
 
-func (e *Engine) less(i, j int) bool {
-	a, b := e.queue[i], e.queue[j]
+// before reports whether a fires before b: (time, priority, sequence).
+func before(a, b *Event) bool {
 	if a.at != b.at {
 		return a.at < b.at
 	}
@@ -165,47 +205,51 @@ func (e *Engine) less(i, j int) bool {
 	return a.seq < b.seq
 }
 
-func (e *Engine) swap(i, j int) {
+// The heap sifts move a hole rather than swapping: the event being placed
+// is held aside and written once, where it lands, and each event moved
+// past it has its index set. The heap is binary; the order of firing is
+// the total order of before, however the heap is laid out.
+
+// up places ev, to go at position j (a hole), towards the root.
+func (e *Engine) up(ev *Event, j int) {
 	q := e.queue
-	q[i], q[j] = q[j], q[i]
-	q[i].index = i
-	q[j].index = j
-}
-
-func (e *Engine) fix(i int) {
-	if !e.down(i) {
-		e.up(i)
-	}
-}
-
-func (e *Engine) up(j int) {
 	for j > 0 {
 		i := (j - 1) / 2
-		if !e.less(j, i) {
+		p := q[i]
+		if !before(ev, p) {
 			break
 		}
-		e.swap(i, j)
+		q[j] = p
+		p.index = j
 		j = i
 	}
+	q[j] = ev
+	ev.index = j
 }
 
-func (e *Engine) down(i0 int) bool {
-	n := len(e.queue)
+// down places ev, to go at position i0 (a hole), towards the leaves, and
+// reports whether it moved.
+func (e *Engine) down(ev *Event, i0 int) bool {
+	q := e.queue
+	n := len(q)
 	i := i0
 	for {
 		l := 2*i + 1
 		if l >= n {
 			break
 		}
-		j := l
-		if r := l + 1; r < n && e.less(r, l) {
-			j = r
+		j, c := l, q[l]
+		if r := l + 1; r < n && before(q[r], c) {
+			j, c = r, q[r]
 		}
-		if !e.less(j, i) {
+		if !before(c, ev) {
 			break
 		}
-		e.swap(i, j)
+		q[i] = c
+		c.index = i
 		i = j
 	}
+	q[i] = ev
+	ev.index = i
 	return i > i0
 }

@@ -163,16 +163,109 @@ func BenchmarkEngine(b *testing.B) {
 	var e Engine
 	r := rand.New(rand.NewPCG(1, 2))
 	evs := make([]*Event, 1000)
-	var h HandlerFunc = func(Time) {}
+	var last *Event
 	for i := range evs {
-		evs[i] = NewEvent(0, h)
+		evs[i] = NewEvent(0, HandlerFunc(func(Time) { last = evs[i] }))
 		e.ScheduleEvent(evs[i], Time(r.IntN(1_000_000)))
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		ev := e.queue[0]
 		e.Step()
-		e.ScheduleEvent(ev, e.Now()+Time(r.IntN(1_000_000)))
+		e.ScheduleEvent(last, e.Now()+Time(r.IntN(1_000_000)))
+	}
+}
+
+// TestInterleavedAgainstReference drives the engine and a naive reference
+// (a list searched for its least (time, priority, sequence)) with the same
+// random operations, most of them from inside handlers as a simulation
+// does: schedules at now or later, moves of pending events, cancels. The
+// events must fire in the reference's order, and Len and Peek agree
+// throughout (the front slot and the heap together are the queue).
+func TestInterleavedAgainstReference(t *testing.T) {
+	type ref struct {
+		at   Time
+		prio int
+		seq  int
+	}
+	for seed := uint64(0); seed < 40; seed++ {
+		r := rand.New(rand.NewPCG(seed, 9))
+		var e Engine
+		const n = 40
+		evs := make([]*Event, n)
+		pending := map[int]ref{} // by event
+		seq := 0
+		var fired []int
+		var want []int
+		next := func() int { // the reference's least pending event
+			best := -1
+			for id, x := range pending {
+				if best < 0 {
+					best = id
+					continue
+				}
+				b := pending[best]
+				if x.at < b.at || x.at == b.at && (x.prio < b.prio || x.prio == b.prio && x.seq < b.seq) {
+					best = id
+				}
+			}
+			return best
+		}
+		schedule := func(id int, at Time) {
+			e.ScheduleEvent(evs[id], at)
+			pending[id] = ref{at, int(evs[id].prio), seq}
+			seq++
+		}
+		ops := 0
+		act := func() {
+			for range r.IntN(3) {
+				id := r.IntN(n)
+				switch op := r.IntN(10); {
+				case op < 7:
+					schedule(id, e.Now()+Time(r.IntN(4))) // new, or a pending one moved
+				default:
+					_, was := pending[id]
+					if e.Cancel(evs[id]) != was {
+						t.Fatalf("seed %d: Cancel of %d reports %v, pending %v", seed, id, !was, was)
+					}
+					delete(pending, id)
+				}
+				ops++
+			}
+		}
+		for id := range evs {
+			evs[id] = NewEvent(r.IntN(3)-1, HandlerFunc(func(Time) {
+				fired = append(fired, id)
+				if ops < 3000 {
+					act()
+				}
+			}))
+		}
+		for id := range 10 {
+			schedule(id, Time(r.IntN(5)))
+		}
+		for {
+			if e.Len() != len(pending) {
+				t.Fatalf("seed %d: Len %d, reference %d", seed, e.Len(), len(pending))
+			}
+			id := next()
+			if id < 0 {
+				if e.Step() {
+					t.Fatalf("seed %d: fired with nothing pending", seed)
+				}
+				break
+			}
+			if e.Peek() != pending[id].at {
+				t.Fatalf("seed %d: Peek %v, reference %v", seed, e.Peek(), pending[id].at)
+			}
+			want = append(want, id)
+			delete(pending, id)
+			if !e.Step() {
+				t.Fatalf("seed %d: nothing fired, %d pending", seed, len(pending)+1)
+			}
+			if got := fired[len(want)-1]; got != id {
+				t.Fatalf("seed %d (replay: go test ./sim -run TestInterleavedAgainstReference): event %d fired at position %d, want %d", seed, got, len(want)-1, id)
+			}
+		}
 	}
 }

@@ -208,7 +208,7 @@ func (e VLLMV1) Kernels(k StepTimer) StepTimer {
 	if perRequest == 0 && !overlap && e.Graphs == nil {
 		return k
 	}
-	s := v1Step{k: k, kb: k, perRequest: perRequest, graphs: e.Graphs}
+	s := v1Step{k: k, kb: k, perRequest: perRequest, graphs: e.Graphs.indexed()}
 	if f, ok := k.(iterOverheader); ok {
 		s.fixed = f.IterOverhead()
 	}

@@ -63,6 +63,10 @@ type CUDAGraphs struct {
 	// (no padding): TensorRT-LLM's (serve.TRTLLM). Both false is vLLM's
 	// dispatch.
 	DecodeOnly, ExactOnly bool
+
+	// index[n] is the position of the first size ≥ n, for n up to the
+	// largest size (graphs_index.go; nil: searched).
+	index []uint16
 }
 
 // CaptureSizes returns vLLM's default cudagraph_capture_sizes
@@ -129,16 +133,22 @@ func (g *CUDAGraphs) Validate() error {
 
 // dispatch returns the batch the GPU runs and the step's launches.
 func (g *CUDAGraphs) dispatch(b models.Batch) (models.Batch, int) {
-	n := b.Tokens()
+	q := max(b.DecodeQuery, 1) // b.Query(), and below b.Tokens(), without copying b for the value receivers
+	n := b.PrefillTokens + b.Decodes*q
 	if g.Eager || len(g.Sizes) == 0 || n > g.Sizes[len(g.Sizes)-1] || (g.DecodeOnly && b.Prefills > 0) {
 		return b, g.EagerLaunches
 	}
-	i := sort.SearchInts(g.Sizes, n)
+	var i int
+	if n >= 0 && n < len(g.index) {
+		i = int(g.index[n])
+	} else {
+		i = sort.SearchInts(g.Sizes, n)
+	}
 	if g.ExactOnly && g.Sizes[i] != n {
 		return b, g.EagerLaunches
 	}
 	pad := g.Sizes[i] - n
-	if q := b.Query(); q > 1 {
+	if q > 1 {
 		// Under speculation a padded row is a request of q tokens (the
 		// sizes are multiples of q: CaptureSizesSpec); a mixed batch
 		// pads to the next whole request.

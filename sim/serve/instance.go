@@ -2,6 +2,7 @@ package serve
 
 import (
 	"fmt"
+	"math/bits"
 
 	"github.com/servesim/servesim/models"
 	"github.com/servesim/servesim/policies"
@@ -77,7 +78,7 @@ const (
 // advances each of them by one token, so the instance keeps a decode
 // counter D and, for each request, the counter value, tokens and KV length
 // at which it started decoding. Its finish is the counter value
-// d0 + output − g0, kept in a heap; the KV blocks the iteration needs are
+// d0 + output − g0, kept in a timing wheel (finishwheel.go); the KV blocks the iteration needs are
 // the number of requests whose KV length is a multiple of the block size,
 // kept per phase (d0 − k0) mod blockSize; the context sum grows by the
 // number of decodes. An iteration therefore costs O(prefill chunks +
@@ -95,8 +96,9 @@ type Instance struct {
 	running     int      // requests in the running list
 	head, tail  *request // running list, admission order (tail = newest)
 	prefilling  []*request
-	heap        finishHeap
-	outstanding int // admitted, not finished (waiting, swapped or running)
+	wheel       finishWheel // decoding requests by finish (without speculation)
+	heap        finishHeap  // the same under speculation (specheap.go)
+	outstanding int         // admitted, not finished (waiting, swapped or running)
 
 	// Disaggregation: a prefill instance's finished prefills awaiting or in
 	// transfer (handoffs, at most maxPending before it stops admitting) and
@@ -119,7 +121,9 @@ type Instance struct {
 	swapBytes  float64 // host memory holding swapped KV
 	decodes    int     // requests decoding
 	decCounter int64   // D: decode iterations run
+	decPhase   int     // D mod blockSize
 	phase      []int   // decoding requests per (d0 − k0) mod blockSize
+	bsShift    int     // log2 of the block size when a power of two, else −1 (blocksOf, phaseOf)
 	sumKV      int64   // Σ KV length of decoding requests
 	lastDecode sim.Time
 	newcomers  []*request
@@ -143,17 +147,27 @@ type Instance struct {
 	back      bool     // the step in flight follows the previous one at once (for the group's pricing)
 
 	specBlocks int // with speculation: KV blocks the decodes' next verification needs (specNeed summed)
+
+	// The batcher's optional limits (admitCheck), asserted once, not per
+	// arrival; nil: none.
+	maxPrompt  interface{ MaxPrompt(policies.Limits) int }
+	maxContext interface{ MaxContext(policies.Limits) int }
 }
 
 func newInstance(id int, cfg InstanceConfig, w *World) *Instance {
 	if p, ok := cfg.Batcher.(interface{ PerInstance() policies.Batcher }); ok {
 		cfg.Batcher = p.PerInstance() // a batcher with state of its own instance (policies.SGLang)
 	}
-	in := &Instance{id: id, cfg: cfg, w: w, phase: make([]int, cfg.BlockSize)}
+	in := &Instance{id: id, cfg: cfg, w: w, phase: make([]int, cfg.BlockSize), bsShift: -1}
+	if bs := cfg.BlockSize; bs&(bs-1) == 0 {
+		in.bsShift = bits.TrailingZeros(uint(bs))
+	}
 	in.pipe, _ = cfg.Step.(PipelinedTimer)
+	in.maxPrompt, _ = cfg.Batcher.(interface{ MaxPrompt(policies.Limits) int })
+	in.maxContext, _ = cfg.Batcher.(interface{ MaxContext(policies.Limits) int })
 	in.view = in
-	in.endEv = sim.NewEvent(prioStepEnd, sim.HandlerFunc(in.endStep))
-	in.wakeEv = sim.NewEvent(prioStepEnd, sim.HandlerFunc(in.wake))
+	in.endEv = sim.NewEvent(prioStepEnd, (*stepEndHandler)(in))
+	in.wakeEv = sim.NewEvent(prioStepEnd, (*wakeHandler)(in))
 	if cfg.PrefixCache {
 		in.cache = newPrefixCache()
 	}
@@ -169,100 +183,6 @@ func newInstance(id int, cfg InstanceConfig, w *World) *Instance {
 		in.prefillTPS = float64(b) / sec
 	}
 	return in
-}
-
-// policies.View and policies.AdmitView.
-
-func (in *Instance) Now() sim.Time { return in.w.eng.Now() }
-func (in *Instance) Running() int  { return in.running + len(in.loading) }
-func (in *Instance) Decoding() int { return in.decodes }
-func (in *Instance) DecodeBlocks() int {
-	if in.cfg.Spec != nil {
-		return in.specBlocks
-	}
-	return in.phase[in.decCounter%int64(in.cfg.BlockSize)]
-}
-func (in *Instance) Prefilling() int { return len(in.prefilling) }
-func (in *Instance) PrefillingAt(i int) policies.Candidate {
-	r := in.prefilling[i]
-	return policies.Candidate{ID: r.id, Arrival: r.arrival, Computed: r.computed, Target: r.target, Final: r.prompt + r.output, Output: r.output - r.generated}
-}
-
-// Waiting returns the queue length, or 0 while swapped requests wait to
-// come back (they go first, as in vLLM).
-func (in *Instance) Waiting() int {
-	if in.swapped.len() > 0 || (in.maxPending > 0 && len(in.handoffs) >= in.maxPending) {
-		return 0 // swapped requests first; or backpressure from the decode pool
-	}
-	return in.waiting.len()
-}
-
-func (in *Instance) WaitingAt(i int) policies.Candidate {
-	r := in.waiting.at(i)
-	c := policies.Candidate{ID: r.id, Arrival: r.arrival, Computed: r.computed, Target: r.target, Final: r.prompt + r.output, Output: r.output - r.generated}
-	if n, k := in.hits(r); n+k > 0 || in.tiers != nil {
-		// Units found in an offload tier count as computed; the blocks
-		// their load fills are needed now.
-		if m, j := in.tierHits(r, n, k); n+k+m+j > 0 {
-			c.Computed = (n+m)*r.unitToks + (k+j)*in.cfg.BlockSize
-			c.Pinned = in.cache.pinnedBlocks(r.hashes, n) + k + j + m*r.unitToks/in.cfg.BlockSize
-		}
-	}
-	return c
-}
-
-func (in *Instance) FreeBlocks() int {
-	free := in.cfg.Blocks - in.usedBlocks
-	if in.cache != nil {
-		free += in.cache.evictable
-	}
-	return free
-}
-
-func (in *Instance) BlocksFor(c policies.Candidate, tokens int) int {
-	return in.blocksOf(c.Computed+tokens) - in.blocksOf(c.Computed) + c.Pinned
-}
-
-// PredictTTFT estimates when a request of prompt tokens joining now would
-// get its first token: the prefill tokens queued or in progress ahead of it
-// and its own, at the instance's full-budget prefill throughput, after the
-// iteration in flight. It walks the queue: O(waiting).
-func (in *Instance) PredictTTFT(prompt int) sim.Time {
-	if in.prefillTPS == 0 {
-		return 0
-	}
-	pending := int64(prompt)
-	for i := 0; i < in.waiting.len(); i++ {
-		r := in.waiting.at(i)
-		pending += int64(r.target - r.computed)
-	}
-	for _, r := range in.prefilling {
-		pending += int64(r.target - r.computed)
-	}
-	for i := 0; i < in.held.len(); i++ {
-		pending += int64(in.held.at(i).prompt)
-	}
-	// After the iteration in flight; the prediction saturates where the
-	// clock ends, so that Now() plus it never overflows (a very slow GPU,
-	// a long queue).
-	from := in.Now()
-	if in.busy {
-		from = in.endEv.Time()
-	}
-	at, ok := from.AddSeconds(float64(pending) / in.prefillTPS)
-	if !ok {
-		at = sim.Forever
-	}
-	return at - in.Now()
-}
-
-var (
-	_ policies.View      = (*Instance)(nil)
-	_ policies.AdmitView = (*Instance)(nil)
-)
-
-func (in *Instance) blocksOf(tokens int) int {
-	return (tokens + in.cfg.BlockSize - 1) / in.cfg.BlockSize
 }
 
 // admitCheck returns a rejection reason, or "" if the request can be served.
@@ -282,14 +202,14 @@ func (in *Instance) admitCheck(r *request) string {
 	if in.blocksOf(r.prompt+r.output-1+lookahead) > in.cfg.Blocks {
 		return RejectKVCapacity
 	}
-	if pl, ok := in.cfg.Batcher.(interface{ MaxPrompt(policies.Limits) int }); ok {
+	if pl := in.maxPrompt; pl != nil {
 		if r.prompt+r.output > pl.MaxPrompt(in.cfg.Limits) {
 			// A recompute after preemption prefills prompt + generated tokens
 			// in one piece, so the whole request must fit the budget.
 			return RejectBudget
 		}
 	}
-	if pl, ok := in.cfg.Batcher.(interface{ MaxContext(policies.Limits) int }); ok && r.prompt > pl.MaxContext(in.cfg.Limits) {
+	if pl := in.maxContext; pl != nil && r.prompt > pl.MaxContext(in.cfg.Limits) {
 		return RejectBudget // a prompt that no step's token budget holds (TensorRT-LLM without chunked prefill)
 	}
 	return ""
@@ -411,18 +331,25 @@ func (in *Instance) startStep(now sim.Time) {
 		}
 	}
 
-	b := models.Batch{}
+	// The batch's sums are kept in scalars and the Batch built once they
+	// are done: a struct of more than four fields lives in memory, and
+	// copying one just filled field by field (into in.batch, or for the
+	// call) reads its 8-byte stores with 16-byte loads, a store-forwarding
+	// stall.
+	var decodes, query, prefills, ptoks int
+	var dctx, pctx int64
+	var pairs float64
 	if in.dec.Decode {
 		// Blocks for this iteration's decode tokens; preempt until they fit.
 		for in.DecodeBlocks() > in.FreeBlocks() {
 			in.preempt(in.victim(), now)
 		}
 		in.allocate(in.DecodeBlocks())
-		b.Decodes = in.decodes
-		b.DecodeCtx = in.sumKV + int64(in.decodes) // each decode attends over its KV plus its new token
+		decodes = in.decodes
+		dctx = in.sumKV + int64(in.decodes) // each decode attends over its KV plus its new token
 		if in.cfg.Spec != nil {
 			// A verification: each decode's sampled token and its K drafts.
-			b.DecodeQuery = 1 + in.cfg.Spec.K
+			query = 1 + in.cfg.Spec.K
 		}
 	}
 	for i, c := range in.dec.Prefill {
@@ -439,13 +366,13 @@ func (in *Instance) startStep(now sim.Time) {
 		in.allocate(need)
 		r.blocks += need
 		p, ctx := tokens, r.computed
-		b.Prefills++
-		b.PrefillTokens += p
-		b.PrefillCtx += int64(ctx)
-		b.PrefillPairs += float64(p) * (float64(ctx) + float64(p+1)/2)
+		prefills++
+		ptoks += p
+		pctx += int64(ctx)
+		pairs += float64(p) * (float64(ctx) + float64(p+1)/2)
 		r.computed += p
 	}
-	if b.Tokens() == 0 {
+	if ptoks == 0 && decodes == 0 { // the batch's Tokens() == 0
 		// Everything chosen was preempted: an empty iteration of only the
 		// swap traffic would be odd; start over.
 		if in.tiers != nil && in.running == 0 && !in.dropLoaded() && len(in.loading) > 0 {
@@ -458,8 +385,10 @@ func (in *Instance) startStep(now sim.Time) {
 		in.startStep(now)
 		return
 	}
-	in.batch = b
+	b := models.Batch{Prefills: prefills, PrefillTokens: ptoks, PrefillCtx: pctx, PrefillPairs: pairs,
+		Decodes: decodes, DecodeCtx: dctx, DecodeQuery: query}
 	if in.grp != nil {
+		in.batch = b
 		in.back = back
 		in.grp.working = append(in.grp.working, in) // priced and ended by the group
 		return
@@ -470,6 +399,7 @@ func (in *Instance) startStep(now sim.Time) {
 	} else {
 		sec, flops, bytes = in.cfg.Step.Step(b)
 	}
+	in.batch = b // after the pricing call: its stores long retired
 	in.flops, in.bytes = flops, bytes
 	in.stepSeq++
 	end, ok := now.AddSeconds(sec + in.swapSec)
@@ -546,6 +476,9 @@ func (in *Instance) endStep(now sim.Time) {
 	w := in.w
 	if in.dec.Decode {
 		in.decCounter++
+		if in.decPhase++; in.decPhase == in.cfg.BlockSize {
+			in.decPhase = 0
+		}
 		in.sumKV += int64(in.decodes)
 		// ITL: decodes whose last token came at the last decode iteration's
 		// end all see the same gap; newcomers see their own.
@@ -561,8 +494,15 @@ func (in *Instance) endStep(now sim.Time) {
 		if in.cfg.Spec != nil {
 			in.specAdvance()
 		}
-		for len(in.heap) > 0 && in.heap[0].at == in.decCounter {
-			r := in.heap.remove(0)
+		if in.cfg.Spec != nil {
+			for len(in.heap) > 0 && in.heap[0].at == in.decCounter {
+				r := in.heap.remove(0)
+				in.leaveDecode(r)
+				r.lastToken = now
+				in.finish(r, now)
+			}
+		}
+		for r := in.wheel.first(in.decCounter); r != nil; r = in.wheel.first(in.decCounter) {
 			in.leaveDecode(r)
 			r.lastToken = now
 			in.finish(r, now)
@@ -603,12 +543,13 @@ func (in *Instance) endStep(now sim.Time) {
 	if in.cache != nil {
 		evictable = in.cache.evictable
 	}
-	w.step = metrics.Step{
-		Instance: in.id, Start: in.started, Duration: now - in.started,
-		Prefills: in.batch.Prefills, PrefillTokens: in.batch.PrefillTokens, Decodes: in.batch.Decodes,
-		KVBlocksUsed: in.usedBlocks - evictable, KVBlocksTotal: in.cfg.Blocks,
-		Preempted: in.preempted, FLOPs: in.flops, Bytes: in.bytes,
-	}
+	// Field by field into the reused record (see World.finish).
+	st := &w.step
+	*st = metrics.Step{}
+	st.Instance, st.Start, st.Duration = in.id, in.started, now-in.started
+	st.Prefills, st.PrefillTokens, st.Decodes = in.batch.Prefills, in.batch.PrefillTokens, in.batch.Decodes
+	st.KVBlocksUsed, st.KVBlocksTotal = in.usedBlocks-evictable, in.cfg.Blocks
+	st.Preempted, st.FLOPs, st.Bytes = in.preempted, in.flops, in.bytes
 	w.addStep()
 	in.preempted, in.swapSec = 0, 0
 	if in.pulls.len() > 0 {

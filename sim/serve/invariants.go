@@ -27,8 +27,9 @@ func (in *Instance) checkInvariants() {
 			sumKV += int64(kv)
 			decodes++
 			phase[in.phaseOf(r)]++
-			if r.hidx < 0 || in.heap[r.hidx].r != r || in.heap[r.hidx].at != r.finishAt {
-				panic(fmt.Sprintf("serve: decoding request %d not in the finish heap", r.id))
+			inHeap := r.hidx >= 0 && r.hidx < len(in.heap) && in.heap[r.hidx].r == r && in.heap[r.hidx].at == r.finishAt
+			if r.inWheel == (in.cfg.Spec != nil) || inHeap != (in.cfg.Spec != nil) {
+				panic(fmt.Sprintf("serve: decoding request %d not in the finish wheel (in it %v) or heap (in it %v), speculation %v", r.id, r.inWheel, inHeap, in.cfg.Spec != nil))
 			}
 		case statePrefill:
 			if r.blocks+in.sharedBlocks(r) != in.blocksOf(r.computed) {
@@ -137,8 +138,10 @@ func (in *Instance) checkInvariants() {
 		panic(fmt.Sprintf("serve: blocks held %d, counter says %d", used, in.usedBlocks))
 	case used > in.cfg.Blocks:
 		panic(fmt.Sprintf("serve: blocks used %d > capacity %d", used, in.cfg.Blocks))
-	case decodes != in.decodes || decodes != len(in.heap):
-		panic(fmt.Sprintf("serve: %d decoding, counter %d, heap %d", decodes, in.decodes, len(in.heap)))
+	case int64(in.decPhase) != in.decCounter%int64(in.cfg.BlockSize):
+		panic(fmt.Sprintf("serve: decode phase %d at counter %d, block size %d", in.decPhase, in.decCounter, in.cfg.BlockSize))
+	case decodes != in.decodes || decodes != in.wheel.len()+len(in.heap):
+		panic(fmt.Sprintf("serve: %d decoding, counter %d, finish wheel %d, heap %d", decodes, in.decodes, in.wheel.len(), len(in.heap)))
 	case sumKV != in.sumKV:
 		panic(fmt.Sprintf("serve: Σ KV %d, counter %d", sumKV, in.sumKV))
 	case running != decodes+len(in.prefilling):
@@ -149,6 +152,7 @@ func (in *Instance) checkInvariants() {
 			panic(fmt.Sprintf("serve: phase %d has %d requests, counter %d", i, phase[i], in.phase[i]))
 		}
 	}
+	in.wheel.check(in.decCounter)
 	if in.tiers != nil {
 		in.tiers.check()
 	}

@@ -61,10 +61,13 @@ type request struct {
 
 	// Decode bookkeeping: at decode counter value d0 the request had g0
 	// tokens generated and k0 tokens of KV. finishAt is the counter value
-	// after which it has all its output; hidx its position in the heap.
+	// after which it has all its output; inWheel says it is on the
+	// instance's finish wheel, hidx its position in the finish heap
+	// (speculation: specheap.go), −1 when not.
 	d0       int64
 	g0, k0   int
 	finishAt int64
+	inWheel  bool
 	hidx     int
 
 	firstToken, lastToken sim.Time
@@ -88,10 +91,13 @@ type request struct {
 	visibleAt int64      // held: the step count at whose end the batcher sees it
 }
 
-// reset clears r for reuse, keeping its slices' storage.
+// reset clears r for reuse, keeping its slices' storage. It clears in
+// place and then sets what it keeps: assigning a composite literal built
+// the 472-byte value aside and copied it over (2–4× slower, measured).
 func (r *request) reset() {
 	h, u, ev := r.hashes[:0], r.units[:0], r.ingressEv
-	*r = request{hashes: h, units: u, hidx: -1, ingressEv: ev}
+	*r = request{}
+	r.hashes, r.units, r.ingressEv, r.hidx = h, u, ev, -1
 }
 
 // less orders queued requests: key, then arrival, then ID.
@@ -105,104 +111,13 @@ func (r *request) less(o *request) bool {
 	return r.id < o.id
 }
 
-// finishHeap is a min-heap of decoding requests by (finishAt, id). Each
-// entry carries its keys, so that sifting compares within the heap's own
-// array and touches a request only to record its new index (hidx): one
-// request per level moved, where comparing through the pointers read two or
-// three requests a level (BenchmarkSimulate100k pops and pushes 100,000).
-type finishHeap []finishEntry
-
-type finishEntry struct {
-	at, id int64 // the request's finishAt and id
-	r      *request
-}
-
-func (e *finishEntry) less(o *finishEntry) bool {
-	if e.at != o.at {
-		return e.at < o.at
-	}
-	return e.id < o.id
-}
-
-func (h *finishHeap) push(r *request) {
-	*h = append(*h, finishEntry{at: r.finishAt, id: r.id, r: r})
-	h.up(len(*h) - 1)
-}
-
-// remove takes the entry at i out of the heap and returns its request.
-func (h *finishHeap) remove(i int) *request {
-	q := *h
-	n := len(q) - 1
-	r := q[i].r
-	if i != n {
-		q[i] = q[n]
-	}
-	q[n] = finishEntry{}
-	*h = q[:n]
-	if i != n {
-		if !h.down(i) {
-			h.up(i)
-		}
-	}
-	r.hidx = -1
-	return r
-}
-
-// up moves the entry at j towards the root until its parent is not
-// greater, and sets the index of every request it moves. It is the
-// swapping sift of container/heap with the entry held aside, so entries
-// end where swapping would leave them.
-func (h finishHeap) up(j int) {
-	j0, e := j, h[j]
-	for j > 0 {
-		i := (j - 1) / 2
-		if !e.less(&h[i]) {
-			break
-		}
-		h[j] = h[i]
-		h[j].r.hidx = j
-		j = i
-	}
-	if j != j0 {
-		h[j] = e
-	}
-	e.r.hidx = j
-}
-
-// down moves the entry at i0 towards the leaves until no child is
-// smaller; it reports whether the entry moved.
-func (h finishHeap) down(i0 int) bool {
-	n := len(h)
-	i := i0
-	e := h[i]
-	for {
-		l := 2*i + 1
-		if l >= n {
-			break
-		}
-		j := l
-		if r := l + 1; r < n && h[r].less(&h[l]) {
-			j = r
-		}
-		if !h[j].less(&e) {
-			break
-		}
-		h[i] = h[j]
-		h[i].r.hidx = i
-		i = j
-	}
-	if i == i0 {
-		return false // e stays: its index is i0 already, or (moved there by remove) up sets it
-	}
-	h[i] = e
-	e.r.hidx = i
-	return true
-}
-
 // queue holds requests sorted by request.less on a ring buffer: O(1) to add
 // at the back (arrivals in key order, the FCFS case) and to remove at the
 // front, O(min(i, n − i)) to insert at position i, O(n) to remove in the
 // middle.
+//
+// The buffer's length is a power of two (16, doubled as it grows), so a
+// position wraps with a mask, not a division.
 type queue struct {
 	buf  []*request
 	head int
@@ -211,9 +126,9 @@ type queue struct {
 
 func (q *queue) len() int { return q.n }
 
-func (q *queue) at(i int) *request { return q.buf[(q.head+i)%len(q.buf)] }
+func (q *queue) at(i int) *request { return q.buf[(q.head+i)&(len(q.buf)-1)] }
 
-func (q *queue) set(i int, r *request) { q.buf[(q.head+i)%len(q.buf)] = r }
+func (q *queue) set(i int, r *request) { q.buf[(q.head+i)&(len(q.buf)-1)] = r }
 
 func (q *queue) grow() {
 	if q.n < len(q.buf) {
@@ -242,7 +157,7 @@ func (q *queue) insert(r *request) {
 		return
 	}
 	if r.less(q.at(0)) {
-		q.head = (q.head - 1 + len(q.buf)) % len(q.buf)
+		q.head = (q.head - 1) & (len(q.buf) - 1)
 		q.buf[q.head] = r
 		q.n++
 		return
@@ -259,7 +174,7 @@ func (q *queue) insert(r *request) {
 	if hi < q.n/2 {
 		// Nearer the front (a readmitted or loaded request, older than
 		// most of the queue): shift the front part one place back.
-		q.head = (q.head - 1 + len(q.buf)) % len(q.buf)
+		q.head = (q.head - 1) & (len(q.buf) - 1)
 		for j := 0; j < hi; j++ {
 			q.set(j, q.at(j+1))
 		}
@@ -280,7 +195,7 @@ func (q *queue) removeAt(i int) *request {
 	r := q.at(i)
 	if i == 0 {
 		q.buf[q.head] = nil
-		q.head = (q.head + 1) % len(q.buf)
+		q.head = (q.head + 1) & (len(q.buf) - 1)
 		q.n--
 		return r
 	}

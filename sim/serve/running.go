@@ -54,9 +54,16 @@ func (in *Instance) compactPrefilling() {
 	in.prefilling = in.prefilling[:j]
 }
 
+// phaseOf returns (d0 − k0) mod blockSize in [0, blockSize): a mask when
+// the block size is a power of two (two's complement makes it the
+// floored modulo).
 func (in *Instance) phaseOf(r *request) int {
+	x := r.d0 - int64(r.k0)
+	if in.bsShift >= 0 {
+		return int(x & int64(in.cfg.BlockSize-1))
+	}
 	bs := int64(in.cfg.BlockSize)
-	return int(((r.d0-int64(r.k0))%bs + bs) % bs)
+	return int((x%bs + bs) % bs)
 }
 
 func (in *Instance) sharedBlocks(r *request) int {
@@ -83,7 +90,11 @@ func (in *Instance) enterDecode(r *request) {
 	r.state = stateDecode
 	r.d0, r.g0, r.k0 = in.decCounter, r.generated, r.computed
 	r.finishAt = r.d0 + int64(r.output-r.g0)
-	in.heap.push(r)
+	if in.cfg.Spec != nil {
+		in.heap.push(r)
+	} else {
+		in.wheel.push(r, in.decCounter)
+	}
 	in.phase[in.phaseOf(r)]++
 	in.decodes++
 	in.sumKV += int64(r.k0)
@@ -99,6 +110,9 @@ func (in *Instance) enterDecode(r *request) {
 // leaveDecode removes a decoding request from the decode bookkeeping.
 func (in *Instance) leaveDecode(r *request) {
 	in.materialize(r)
+	if r.inWheel {
+		in.wheel.remove(r, in.decCounter)
+	}
 	if r.hidx >= 0 {
 		in.heap.remove(r.hidx)
 	}

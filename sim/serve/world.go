@@ -247,7 +247,7 @@ func Run(cfg Config) (Result, error) {
 	if err := w.setupDisagg(); err != nil {
 		return Result{}, err
 	}
-	w.arriveEv = sim.NewEvent(prioArrival, sim.HandlerFunc(w.arrive))
+	w.arriveEv = sim.NewEvent(prioArrival, (*arriveHandler)(w))
 	w.fb, _ = w.src.(workload.Feedback)
 	if w.src.Next(&w.next) {
 		w.eng.ScheduleEvent(w.arriveEv, w.next.Arrival)
@@ -453,6 +453,16 @@ func (p *pool) State(i int) policies.InstanceState {
 	return p.snap[i]
 }
 
+// Counts returns State(i)'s Outstanding and Waiting (policies.CountView):
+// computed directly when current, from the snapshot when stale.
+func (p *pool) Counts(i int) (outstanding, waiting int) {
+	if p.staleness != 0 {
+		st := p.State(i)
+		return st.Outstanding, st.Waiting
+	}
+	return p.insts[i].counts()
+}
+
 // PrefixMatch returns the leading prefix units of the request being routed
 // that instance i has cached (always current: a router asks the cache).
 func (p *pool) PrefixMatch(i int) int {
@@ -504,16 +514,27 @@ func (p *pool) ActiveBlocks(i int) int {
 	return n
 }
 
-var _ policies.CacheView = (*pool)(nil)
+var (
+	_ policies.CacheView = (*pool)(nil)
+	_ policies.CountView = (*pool)(nil)
+)
 
 func (in *Instance) state() policies.InstanceState {
 	used := in.cfg.Blocks - in.FreeBlocks()
+	out, wait := in.counts()
 	return policies.InstanceState{
-		Outstanding:  in.outstanding + in.pulls.len() + in.incoming,
-		Waiting:      in.waiting.len() + in.swapped.len() + in.pulls.len() + in.held.len(),
+		Outstanding:  out,
+		Waiting:      wait,
 		KVUse:        float64(used) / float64(in.cfg.Blocks),
 		KVBlocksUsed: used,
 	}
+}
+
+// counts returns the instance's outstanding and waiting requests as the
+// router sees them.
+func (in *Instance) counts() (outstanding, waiting int) {
+	return in.outstanding + in.pulls.len() + in.incoming,
+		in.waiting.len() + in.swapped.len() + in.pulls.len() + in.held.len()
 }
 
 func (w *World) alloc() *request {
@@ -539,12 +560,17 @@ func (w *World) reject(r *request, inst int, reason string) {
 
 // finish records a finished request and recycles it.
 func (w *World) finish(r *request, inst int, now sim.Time) {
-	w.rec = metrics.Record{
-		ID: r.id, Instance: inst, Arrival: r.arrival, FirstToken: r.firstToken + w.egress, Finish: now + w.egress,
-		PromptTokens: r.prompt, OutputTokens: r.generated, Preemptions: r.preemptions,
-		Class: r.class, SLO: metrics.SLO{TTFT: r.ttftSLO, TPOT: r.tpotSLO},
-		Scheduled: r.scheduled, TransferStart: r.xferStart, TransferEnd: r.xferEnd,
-	}
+	// Field by field into the reused record, cleared in place: a composite
+	// literal is built on the stack and copied over in 16-byte moves that
+	// read the 8-byte stores just made, stalling each (store forwarding
+	// fails), as the profile showed.
+	rec := &w.rec
+	*rec = metrics.Record{}
+	rec.ID, rec.Instance, rec.Arrival = r.id, inst, r.arrival
+	rec.FirstToken, rec.Finish = r.firstToken+w.egress, now+w.egress
+	rec.PromptTokens, rec.OutputTokens, rec.Preemptions = r.prompt, r.generated, r.preemptions
+	rec.Class, rec.SLO = r.class, metrics.SLO{TTFT: r.ttftSLO, TPOT: r.tpotSLO}
+	rec.Scheduled, rec.TransferStart, rec.TransferEnd = r.scheduled, r.xferStart, r.xferEnd
 	w.res.Finished++
 	w.emit()
 	if w.fb != nil {

@@ -149,8 +149,13 @@ func (c *clock) next(inflight int64, lastFinish float64) (float64, int) {
 				c.t += c.gaps.next(c.rng)
 			}
 			// Compared in sim.Time, as the arrival will be: an arrival that
-			// rounds to the stage's end is past it.
-			if t, err := sim.FromSecondsChecked(c.t); st.dur == 0 || (err == nil && t < st.end(c.start)) {
+			// rounds to the stage's end is past it (no conversion without
+			// an end: once a request).
+			if st.dur == 0 {
+				c.i++
+				return c.t, clockOK
+			}
+			if t, err := sim.FromSecondsChecked(c.t); err == nil && t < st.end(c.start) {
 				c.i++
 				return c.t, clockOK
 			}

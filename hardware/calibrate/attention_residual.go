@@ -179,6 +179,17 @@ type residualTable struct {
 	lw, lu     []float64 // their log2
 	invW, invU []float64 // 1/(log2 axis[i+1] − log2 axis[i])
 	r          [][]float64
+	// byUnits is bracketInv over w for each integer below its length
+	// (up to the w axis's last value, beyond which the bracket is the
+	// last row's): a decode call's work units are an integer, so the
+	// lookup replaces the search along w.
+	byUnits []unitBracket
+}
+
+// unitBracket is bracketInv's answer for one work-unit count.
+type unitBracket struct {
+	i int
+	f float64
 }
 
 func newResidualTable(a *Attention) *residualTable {
@@ -196,12 +207,25 @@ func newResidualTable(a *Attention) *residualTable {
 	t := &residualTable{w: a.DecodeResidualUnits, u: a.DecodeResidualBytes, r: a.DecodeResidual}
 	t.lw, t.invW = lg(t.w)
 	t.lu, t.invU = lg(t.u)
+	t.byUnits = make([]unitBracket, min(len(log2Small), int(t.w[len(t.w)-1])+1))
+	for x := range t.byUnits {
+		i, f := bracketInv(t.w, t.lw, t.invW, float64(x))
+		t.byUnits[x] = unitBracket{i, f}
+	}
 	return t
 }
 
 // at is the factor at w work units of u bytes each.
 func (t *residualTable) at(w, u float64) float64 {
-	i, fi := bracketInv(t.w, t.lw, t.invW, w)
+	var i int
+	var fi float64
+	// float64(int(w)) == w: an integer (as log2Of tests it).
+	if w >= 0 && w < float64(len(t.byUnits)) && float64(int(w)) == w {
+		b := &t.byUnits[int(w)]
+		i, fi = b.i, b.f
+	} else {
+		i, fi = bracketInv(t.w, t.lw, t.invW, w)
+	}
 	j, fj := bracketInv(t.u, t.lu, t.invU, u)
 	return bilinear(t.r, i, fi, j, fj)
 }

@@ -55,6 +55,11 @@ type Calibrated struct {
 	// Attention.decodeTime prices them.
 	res      *residualTable
 	mixedOwn bool
+	// decodeFast says DecodeTime may take its short path: the decode
+	// class has none of the terms OpTime skips there (a half-saturation,
+	// a wave term, a per-precision memory efficiency, a per-row compute
+	// term) and the trees do not correct decode attention.
+	decodeFast bool
 }
 
 type class struct {
@@ -79,7 +84,8 @@ type class struct {
 }
 
 var (
-	_ hardware.KernelModel = (*Calibrated)(nil)
+	_ hardware.KernelModel  = (*Calibrated)(nil)
+	_ hardware.DecodeKernel = (*Calibrated)(nil)
 )
 
 // Kernel returns the calibrated kernel model for GPU g at tensor-parallel
@@ -192,7 +198,49 @@ func (p *Profile) Calibrated(g *hardware.GPU, tp int) (*Calibrated, error) {
 		k.arLat = lat
 		k.arInv = 2 * (n - 1) / n / (g.LinkBW * eff)
 	}
+	k.decodeFast = k.decodeFastOK()
 	return k, nil
+}
+
+// decodeFastOK reports whether DecodeTime's short path prices as OpTime
+// does: the decode class's terms that path leaves out are all absent.
+func (k *Calibrated) decodeFastOK() bool {
+	c := &k.cls[models.OpAttnDecode]
+	if c.tm > 0 || c.invRowC > 0 || k.trees != nil && k.trees.kinds[models.OpAttnDecode] {
+		return false
+	}
+	for d := range c.h {
+		if c.h[d] > 0 || c.invMD[d] > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// DecodeTime is OpTime for a decode attention operator of a decode-only
+// call (hardware.DecodeKernel): the same operations in the same order,
+// without the branches OpTime takes on the operator's kind (the
+// all-reduce, mixed-call, MoE and residual-tree cases) and on the decode
+// class's absent terms. Any other operator takes OpTime.
+func (k *Calibrated) DecodeTime(op *models.Op) float64 {
+	if !k.decodeFast || op.Kind != models.OpAttnDecode || op.Mixed || op.Experts > 0 {
+		return k.OpTime(op)
+	}
+	if op.FLOPs == 0 && op.Bytes == 0 {
+		return 0
+	}
+	c := &k.cls[models.OpAttnDecode]
+	d := op.Compute
+	t := max(op.FLOPs*k.invPeak[d]*c.invC[d], op.Bytes*c.invM)
+	if c.invRow > 0 {
+		t = max(t, op.Bytes/float64(max(op.Tokens, 1))*c.invRow)
+	}
+	t += c.o + c.perTok*float64(op.Tokens)
+	if k.res != nil {
+		w, u := decodeWork(op.Tokens, op.KVHeads, op.Bytes)
+		t *= k.res.at(w, u)
+	}
+	return t
 }
 
 // uniform is x for every math precision (attention's efficiencies do not

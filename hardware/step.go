@@ -14,10 +14,10 @@ import (
 // A StepModel keeps a scratch operator list, so it is not safe for
 // concurrent use; give each goroutine (each simulation run) its own.
 type StepModel struct {
-	m            *models.Model
-	g            *GPU
-	p            models.Parallel
-	k            KernelModel
+	m *models.Model
+	g *GPU
+	p models.Parallel
+	k KernelModel
 	// inner is k under the engine wrappers (unwrapKernel): they pass a
 	// step's attention and LM head through to it, so those are priced by
 	// inner directly, and by dec (inner as a DecodeKernel, or nil) for a

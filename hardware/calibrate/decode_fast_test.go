@@ -111,3 +111,60 @@ func TestResidualByUnits(t *testing.T) {
 		}
 	}
 }
+
+// atByBracket is residualTable.at as it was written before its by-units
+// lookup and its u bracket written out: bracketInv along both axes.
+func atByBracket(t *residualTable, w, u float64) float64 {
+	i, fi := bracketInv(t.w, t.lw, t.invW, w)
+	j, fj := bracketInv(t.u, t.lu, t.invU, u)
+	return bilinear(t.r, i, fi, j, fj)
+}
+
+// fastLog2ByFrexp is fastLog2 as it was written before frexp was
+// written out in it.
+func fastLog2ByFrexp(x float64) float64 {
+	m, e := frexp(x)
+	if m < math.Sqrt2/2 {
+		m, e = 2*m, e-1
+	}
+	s := (m - 1) / (m + 1)
+	s2 := s * s
+	ln := 2 * s * (1 + s2*(1.0/3+s2*(1.0/5+s2*(1.0/7+s2*(1.0/9+s2*(1.0/11+s2*(1.0/13)))))))
+	return float64(e) + ln*(1/math.Ln2)
+}
+
+// TestResidualAtSameBits wants every built-in residual table's at to
+// return atByBracket's bits, and fastLog2 fastLog2ByFrexp's, at random
+// work units (integers and not, beyond both ends) and unit bytes (integers
+// below the log2 table and not, subnormal and at the axis values).
+func TestResidualAtSameBits(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 8))
+	tables := 0
+	for _, gpu := range BuiltinGPUs {
+		p, _ := Builtin(gpu)
+		if len(p.Attention.DecodeResidual) == 0 {
+			continue
+		}
+		tables++
+		tab := newResidualTable(&p.Attention)
+		us := append([]float64{5e-324, 1, 3, 4095, 4096, 1e12}, tab.u...)
+		for range 20000 {
+			us = append(us[:6+len(tab.u)], math.Exp(r.Float64()*40-5), float64(r.IntN(5000)))
+			w := float64(1 + r.IntN(1<<uint(r.IntN(13))))
+			if r.IntN(4) == 0 {
+				w *= 1 + r.Float64()
+			}
+			for _, u := range us {
+				if got, want := tab.at(w, u), atByBracket(tab, w, u); math.Float64bits(got) != math.Float64bits(want) {
+					t.Fatalf("%s: at(%v, %v) = %v, by bracket %v", gpu, w, u, got, want)
+				}
+				if got, want := fastLog2(u), fastLog2ByFrexp(u); math.Float64bits(got) != math.Float64bits(want) {
+					t.Fatalf("fastLog2(%v) = %v, by frexp %v", u, got, want)
+				}
+			}
+		}
+	}
+	if tables == 0 {
+		t.Fatal("no built-in profile has a residual table")
+	}
+}

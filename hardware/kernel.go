@@ -18,6 +18,18 @@ type KernelModel interface {
 	OpTime(op *models.Op) float64
 }
 
+// DecodeKernel is a kernel model with a cheaper path for the operator a
+// decode-only step prices afresh every step: its decode attention
+// (OpAttnDecode, not Mixed). DecodeTime(op) must equal OpTime(op) to the
+// bit for every such operator; it skips what OpTime decides from the
+// operator's kind (calibrate.Calibrated implements it). A StepModel uses
+// it where its kernel model, under the engine wrappers that pass
+// attention through (FusedAddNormKernel, CustomARKernel), has it.
+type DecodeKernel interface {
+	KernelModel
+	DecodeTime(op *models.Op) float64
+}
+
 // KernelFunc adapts a function to KernelModel (for tests and experiments).
 type KernelFunc func(op *models.Op) float64
 

@@ -14,10 +14,16 @@ import (
 // A StepModel keeps a scratch operator list, so it is not safe for
 // concurrent use; give each goroutine (each simulation run) its own.
 type StepModel struct {
-	m            *models.Model
-	g            *GPU
-	p            models.Parallel
-	k            KernelModel
+	m *models.Model
+	g *GPU
+	p models.Parallel
+	k KernelModel
+	// inner is k under the engine wrappers (unwrapKernel): they pass a
+	// step's attention and LM head through to it, so those are priced by
+	// inner directly, and by dec (inner as a DecodeKernel, or nil) for a
+	// decode-only step's attention.
+	inner        KernelModel
+	dec          DecodeKernel
 	iterOverhead float64
 	ops          []models.Op // scratch, reused by every call
 	// bp builds a step's attention and LM head with the layout's
@@ -95,7 +101,8 @@ func newStepModel(m *models.Model, g *GPU, p models.Parallel, k KernelModel, ite
 			return nil, err
 		}
 	}
-	s := &StepModel{m: m, g: g, p: p, k: k, iterOverhead: iterOverhead}
+	s := &StepModel{m: m, g: g, p: p, k: k, inner: unwrapKernel(k), iterOverhead: iterOverhead}
+	s.dec, _ = s.inner.(DecodeKernel)
 	s.ops = make([]models.Op, 0, models.NumOpKinds)
 	s.bp = m.BatchPricer(p)
 	return s, nil
@@ -141,6 +148,20 @@ func (s *StepModel) Step(b models.Batch) (sec, flops, bytes float64) {
 	}
 	tp := s.tokenPart(n)
 	sec, flops, bytes = tp.sec, tp.flops, tp.bytes
+	if b.Prefills == 0 && b.PrefillTokens == 0 && s.dec != nil {
+		// A decode-only step (it has decodes: n > 0): batchOps' one
+		// operator, priced by the kernel's decode path (the same bits).
+		op := &s.bops[0]
+		s.bp.DecodeInto(&b, op)
+		c := float64(op.Count)
+		if op.Count != 0 {
+			sec += c * s.dec.DecodeTime(op)
+		}
+		flops += c * op.FLOPs
+		bytes += c * op.Bytes
+		sec, flops, bytes = sec+tp.lm[0], flops+tp.lm[1], bytes+tp.lm[2]
+		return s.iterOverhead + sec, flops, bytes
+	}
 	// BatchOps' operators in its order, but for a batch without prefill
 	// the LM head's Count × time, FLOPs and bytes come from tp (the same
 	// products, so the same bits).
@@ -149,7 +170,7 @@ func (s *StepModel) Step(b models.Batch) (sec, flops, bytes float64) {
 		op := &ops[i]
 		c := float64(op.Count)
 		if op.Count != 0 {
-			sec += c * s.k.OpTime(op)
+			sec += c * s.inner.OpTime(op)
 		}
 		flops += c * op.FLOPs
 		bytes += c * op.Bytes

@@ -179,6 +179,17 @@ type residualTable struct {
 	lw, lu     []float64 // their log2
 	invW, invU []float64 // 1/(log2 axis[i+1] − log2 axis[i])
 	r          [][]float64
+	// byUnits is bracketInv over w for each integer below its length
+	// (up to the w axis's last value, beyond which the bracket is the
+	// last row's): a decode call's work units are an integer, so the
+	// lookup replaces the search along w.
+	byUnits []unitBracket
+}
+
+// unitBracket is bracketInv's answer for one work-unit count.
+type unitBracket struct {
+	i int
+	f float64
 }
 
 func newResidualTable(a *Attention) *residualTable {
@@ -196,13 +207,38 @@ func newResidualTable(a *Attention) *residualTable {
 	t := &residualTable{w: a.DecodeResidualUnits, u: a.DecodeResidualBytes, r: a.DecodeResidual}
 	t.lw, t.invW = lg(t.w)
 	t.lu, t.invU = lg(t.u)
+	t.byUnits = make([]unitBracket, min(len(log2Small), int(t.w[len(t.w)-1])+1))
+	for x := range t.byUnits {
+		i, f := bracketInv(t.w, t.lw, t.invW, float64(x))
+		t.byUnits[x] = unitBracket{i, f}
+	}
 	return t
 }
 
 // at is the factor at w work units of u bytes each.
 func (t *residualTable) at(w, u float64) float64 {
-	i, fi := bracketInv(t.w, t.lw, t.invW, w)
-	j, fj := bracketInv(t.u, t.lu, t.invU, u)
+	var i int
+	var fi float64
+	// float64(int(w)) == w: an integer (as log2Of tests it).
+	if w >= 0 && w < float64(len(t.byUnits)) && float64(int(w)) == w {
+		b := &t.byUnits[int(w)]
+		i, fi = b.i, b.f
+	} else {
+		i, fi = bracketInv(t.w, t.lw, t.invW, w)
+	}
+	// bracketInv along u, written out (its calls, and log2Of's, were a
+	// fifth of a decode step's pricing): the same operations.
+	j, in := locate(t.u, u)
+	var fj float64
+	if in {
+		var l float64
+		if u >= 1 && u < float64(len(log2Small)) && float64(int(u)) == u {
+			l = log2Small[int(u)]
+		} else {
+			l = fastLog2(u)
+		}
+		fj = (l - t.lu[j]) * t.invU[j]
+	}
 	return bilinear(t.r, i, fi, j, fj)
 }
 
@@ -243,7 +279,15 @@ func log2Of(x float64) float64 {
 // decode call's pricing with the residual table. Deterministic: plain
 // float arithmetic.
 func fastLog2(x float64) float64 {
-	m, e := frexp(x) // m in [0.5, 1)
+	// frexp, its normal case written out (so that it inlines here).
+	const mask, shift, bias = 0x7ff, 52, 1023
+	var m float64 // in [0.5, 1)
+	var e int
+	if b := math.Float64bits(x); int(b>>shift)&mask != 0 && int(b>>shift)&mask != mask {
+		m, e = math.Float64frombits(b&^(mask<<shift)|(bias-1)<<shift), int(b>>shift)&mask-bias+1
+	} else {
+		m, e = math.Frexp(x)
+	}
 	if m < math.Sqrt2/2 {
 		m, e = 2*m, e-1
 	}

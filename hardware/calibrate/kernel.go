@@ -3,6 +3,7 @@ package calibrate
 import (
 	"fmt"
 	"math"
+	"math/bits"
 
 	"github.com/servesim/servesim/hardware"
 	"github.com/servesim/servesim/models"
@@ -55,6 +56,11 @@ type Calibrated struct {
 	// Attention.decodeTime prices them.
 	res      *residualTable
 	mixedOwn bool
+	// decodeFast says DecodeTime may take its short path: the decode
+	// class has none of the terms OpTime skips there (a half-saturation,
+	// a wave term, a per-precision memory efficiency, a per-row compute
+	// term) and the trees do not correct decode attention.
+	decodeFast bool
 }
 
 type class struct {
@@ -72,6 +78,10 @@ type class struct {
 	invRow float64 // 1/(MemBW·row_memory_eff); 0: no per-row term
 	perTok float64 // seconds added per token (decode attention's per-sequence cost)
 	tm, tn int     // GEMM output tile; tm = 0: no wave term
+	// sm, sn are log2 tm and tn where both are powers of two (shift
+	// true): the wave term's tile counts are then shifts.
+	sm, sn uint
+	shift  bool
 	wave   float64 // 2·tm·tn·SMs: FLOPs of one wave per unit of K
 	// invRowC is 1/ρ of a per-row compute term FLOPs/tokens/(peak·ρ)
 	// (prefill attention); 0: none.
@@ -79,7 +89,8 @@ type class struct {
 }
 
 var (
-	_ hardware.KernelModel = (*Calibrated)(nil)
+	_ hardware.KernelModel  = (*Calibrated)(nil)
+	_ hardware.DecodeKernel = (*Calibrated)(nil)
 )
 
 // Kernel returns the calibrated kernel model for GPU g at tensor-parallel
@@ -138,6 +149,9 @@ func (p *Profile) Calibrated(g *hardware.GPU, tp int) (*Calibrated, error) {
 		}
 		if o.TileM > 0 && g.SMs > 0 {
 			c.tm, c.tn = o.TileM, o.TileN
+			if o.TileM&(o.TileM-1) == 0 && o.TileN > 0 && o.TileN&(o.TileN-1) == 0 {
+				c.sm, c.sn, c.shift = uint(bits.TrailingZeros(uint(o.TileM))), uint(bits.TrailingZeros(uint(o.TileN))), true
+			}
 			c.wave = 2 * float64(o.TileM) * float64(o.TileN) * float64(g.SMs)
 		}
 		for _, d := range []models.DType{models.BF16, models.FP8, models.FP4} {
@@ -192,7 +206,49 @@ func (p *Profile) Calibrated(g *hardware.GPU, tp int) (*Calibrated, error) {
 		k.arLat = lat
 		k.arInv = 2 * (n - 1) / n / (g.LinkBW * eff)
 	}
+	k.decodeFast = k.decodeFastOK()
 	return k, nil
+}
+
+// decodeFastOK reports whether DecodeTime's short path prices as OpTime
+// does: the decode class's terms that path leaves out are all absent.
+func (k *Calibrated) decodeFastOK() bool {
+	c := &k.cls[models.OpAttnDecode]
+	if c.tm > 0 || c.invRowC > 0 || k.trees != nil && k.trees.kinds[models.OpAttnDecode] {
+		return false
+	}
+	for d := range c.h {
+		if c.h[d] > 0 || c.invMD[d] > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// DecodeTime is OpTime for a decode attention operator of a decode-only
+// call (hardware.DecodeKernel): the same operations in the same order,
+// without the branches OpTime takes on the operator's kind (the
+// all-reduce, mixed-call, MoE and residual-tree cases) and on the decode
+// class's absent terms. Any other operator takes OpTime.
+func (k *Calibrated) DecodeTime(op *models.Op) float64 {
+	if !k.decodeFast || op.Kind != models.OpAttnDecode || op.Mixed || op.Experts > 0 {
+		return k.OpTime(op)
+	}
+	if op.FLOPs == 0 && op.Bytes == 0 {
+		return 0
+	}
+	c := &k.cls[models.OpAttnDecode]
+	d := op.Compute
+	t := max(op.FLOPs*k.invPeak[d]*c.invC[d], op.Bytes*c.invM)
+	if c.invRow > 0 {
+		t = max(t, op.Bytes/float64(max(op.Tokens, 1))*c.invRow)
+	}
+	t += c.o + c.perTok*float64(op.Tokens)
+	if k.res != nil {
+		w, u := decodeWork(op.Tokens, op.KVHeads, op.Bytes)
+		t *= k.res.at(w, u)
+	}
+	return t
 }
 
 // uniform is x for every math precision (attention's efficiencies do not
@@ -248,8 +304,7 @@ func (k *Calibrated) OpTime(op *models.Op) float64 {
 	if c.tm > 0 && op.N > 0 && op.K > 0 && op.Tokens > 0 {
 		// The wave term: the padded work of whole waves, plus the FLOPs
 		// beyond the GEMM's (the LM head's norm).
-		tiles := ((op.Tokens + c.tm - 1) / c.tm) * ((op.N + c.tn - 1) / c.tn)
-		w := c.wave*float64(op.K)*float64((tiles+k.sms-1)/k.sms) + max(0, op.FLOPs-2*float64(op.Tokens)*float64(op.N)*float64(op.K))
+		w := c.wave*float64(op.K)*float64(c.waves(op.Tokens, op.N, k.sms)) + max(0, op.FLOPs-2*float64(op.Tokens)*float64(op.N)*float64(op.K))
 		tc = min(tc, w*inv*c.invW[d])
 	}
 	invM := c.invM
@@ -274,6 +329,24 @@ func (k *Calibrated) OpTime(op *models.Op) float64 {
 		t *= math.Exp(k.trees.at(x[:]))
 	}
 	return t
+}
+
+// waves returns the waves of c's output tiles a GEMM of m rows and n
+// columns (both positive) runs on sms SMs: ⌈⌈m/tm⌉·⌈n/tn⌉ / sms⌉, by
+// shifts where the tile is of powers of two and with one division for
+// the waves (TestWaves: the same integers as the divisions).
+func (c *class) waves(m, n, sms int) int {
+	var tiles int
+	if c.shift {
+		tiles = ((m + c.tm - 1) >> c.sm) * ((n + c.tn - 1) >> c.sn)
+	} else {
+		tiles = ((m + c.tm - 1) / c.tm) * ((n + c.tn - 1) / c.tn)
+	}
+	w := tiles / sms
+	if tiles%sms != 0 {
+		w++
+	}
+	return w
 }
 
 // features fills x with the residual trees' features of GEMM op, whose

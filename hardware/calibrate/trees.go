@@ -102,39 +102,6 @@ const (
 	maxTreeDepth = 32
 )
 
-// gemmFeatures fills x (numFeatures long) with the features of an M×K by
-// K×N GEMM of flops FLOPs and bytes HBM bytes on a GPU with sms SMs:
-//
-//	0–4   log2 M, log2 N, log2 K, log2 M·N·K, log2 FLOPs/bytes
-//	5–28  for each featureTiles tile: the busy fraction of the SMs over all
-//	      waves, log2 of the waves, the busy fraction of the last wave
-//	29–33 M mod 64, M mod 128, M mod 256, N mod 256, K mod 256
-//	34    ln(parametric / roofline), the roofline at 100 % of the peaks
-//
-// roof is the roofline time and param the parametric model's time.
-func gemmFeatures(x []float64, M, N, K int, flops, bytes float64, sms int, roof, param float64) {
-	x[0] = math.Log2(float64(M))
-	x[1] = math.Log2(float64(N))
-	x[2] = math.Log2(float64(K))
-	x[3] = x[0] + x[1] + x[2]
-	x[4] = math.Log2(flops / bytes)
-	i := 5
-	for _, t := range featureTiles {
-		tiles := ((M + t[0] - 1) / t[0]) * ((N + t[1] - 1) / t[1])
-		w := (tiles + sms - 1) / sms
-		x[i] = float64(tiles) / float64(w*sms)
-		x[i+1] = math.Log2(float64(w))
-		x[i+2] = float64(tiles%sms) / float64(sms)
-		i += 3
-	}
-	x[i] = float64(M % 64)
-	x[i+1] = float64(M % 128)
-	x[i+2] = float64(M % 256)
-	x[i+3] = float64(N % 256)
-	x[i+4] = float64(K % 256)
-	x[i+5] = math.Log(param / roof)
-}
-
 // treeDomain reports whether the trees apply to op: a dense GEMM of a
 // corrected class, in the trained precision, with N and K known. A dense
 // GEMM's FLOPs are 2·M·N·K and its bytes one N×K weight in the compute

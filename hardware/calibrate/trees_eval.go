@@ -30,10 +30,24 @@ type binnedForest struct {
 	// feature: feature j's are keys[off[j]:off[j+1]].
 	keys []uint64
 	off  [numFeatures + 1]int
+	// padded holds each feature's keys in a row of 64, the rest of the
+	// row above every key (math.MaxUint64), so that a search takes six
+	// fixed steps (bin); nil where a feature has 64 thresholds or more.
+	padded *[numFeatures][64]uint64
 	// complete is the trees as complete trees (trees_complete.go), which
 	// at walks when set; nil: at walks nodes.
 	complete *completeTrees
+	// modBins are the bins of the residue features (M mod 64 … K mod
+	// 256, features modFirst on), which take the integers 0 to 255, by
+	// value: a lookup where the search took eight dependent steps.
+	modBins [numModFeatures][256]uint16
 }
+
+// modFirst is the first of gemmFeatures' numModFeatures residue features.
+const (
+	modFirst       = 5 + 3*len(featureTiles)
+	numModFeatures = 5
+)
 
 // binNode is a split (left = 1: from node i to i+1 if the feature's bin
 // is ≤ bin, else to i+right) or a leaf (left = right = 0, bin =
@@ -76,6 +90,19 @@ func newBinnedForest(f *forest) *binnedForest {
 		}
 	}
 	b.off[numFeatures] = len(b.keys)
+	b.padded = new([numFeatures][64]uint64)
+	for j := range b.padded {
+		ks := b.keys[b.off[j]:b.off[j+1]]
+		if len(ks) >= 64 {
+			b.padded = nil
+			break
+		}
+		row := &b.padded[j]
+		for i := range row {
+			row[i] = math.MaxUint64
+		}
+		copy(row[:], ks)
+	}
 	for i := range f.nodes {
 		n := &f.nodes[i]
 		if n.left == 0 {
@@ -85,6 +112,11 @@ func newBinnedForest(f *forest) *binnedForest {
 		}
 		j, _ := slices.BinarySearch(b.thr[n.feature], n.value)
 		b.nodes[i] = binNode{right: n.right, bin: uint16(j), feature: uint8(n.feature), left: 1}
+	}
+	for j := range b.modBins {
+		for v := range b.modBins[j] {
+			b.modBins[j][v] = b.bin(modFirst+j, float64(v))
+		}
 	}
 	b.complete = newCompleteTrees(b)
 	return b
@@ -98,6 +130,49 @@ func orderKey(x float64) uint64 {
 	return b ^ (uint64(int64(b)>>63) | 1<<63)
 }
 
+// bin returns feature j's bin for value v: the count of its thresholds
+// below v (none below NaN).
+func (f *binnedForest) bin(j int, v float64) uint16 {
+	if v != v {
+		v = math.Inf(-1) // NaN: no threshold below it, as for −Inf
+	}
+	kx := orderKey(v)
+	if f.padded != nil {
+		// Six halvings of the padded row, unrolled (no key below x's
+		// is a pad, so the count is at most 63): the same count.
+		row := &f.padded[j]
+		base := 0
+		_, b := bits.Sub64(row[31], kx, 0)
+		base += 32 & -int(b)
+		_, b = bits.Sub64(row[(base+15)&63], kx, 0)
+		base += 16 & -int(b)
+		_, b = bits.Sub64(row[(base+7)&63], kx, 0)
+		base += 8 & -int(b)
+		_, b = bits.Sub64(row[(base+3)&63], kx, 0)
+		base += 4 & -int(b)
+		_, b = bits.Sub64(row[(base+1)&63], kx, 0)
+		base += 2 & -int(b)
+		_, b = bits.Sub64(row[base&63], kx, 0)
+		base += int(b)
+		return uint16(base)
+	}
+	// A binary search over the ascending keys that moves its base
+	// by a mask: base is the count of keys below x's at the end.
+	ks := f.keys[f.off[j]:f.off[j+1]]
+	base, n := 0, len(ks)
+	for n > 1 {
+		h := n / 2
+		_, b := bits.Sub64(ks[base+h-1], kx, 0) // 1 iff the h-th key from base is below x's
+		base += h & -int(b)
+		n -= h
+	}
+	if n == 1 {
+		_, b := bits.Sub64(ks[base], kx, 0)
+		base += int(b)
+	}
+	return uint16(base)
+}
+
 // at is forest.at: the log correction for feature vector x.
 func (f *binnedForest) at(x []float64) float64 {
 	// Without branches that the walk's data decides: a token count's
@@ -107,25 +182,11 @@ func (f *binnedForest) at(x []float64) float64 {
 	// split selects its child with a mask.
 	var bins [numFeatures]uint16
 	for j := range numFeatures {
-		v := x[j]
-		if v != v {
-			v = math.Inf(-1) // NaN: no threshold below it, as for −Inf
+		if v := x[j]; j-modFirst < numModFeatures && j >= modFirst && v >= 0 && v < 256 && float64(int(v)) == v {
+			bins[j] = f.modBins[j-modFirst][int(v)] // an integer residue
+			continue
 		}
-		// A binary search over the ascending keys that moves its base
-		// by a mask: base is the count of keys below x's at the end.
-		kx, ks := orderKey(v), f.keys[f.off[j]:f.off[j+1]]
-		base, n := 0, len(ks)
-		for n > 1 {
-			h := n / 2
-			_, b := bits.Sub64(ks[base+h-1], kx, 0) // 1 iff the h-th key from base is below x's
-			base += h & -int(b)
-			n -= h
-		}
-		if n == 1 {
-			_, b := bits.Sub64(ks[base], kx, 0)
-			base += int(b)
-		}
-		bins[j] = uint16(base)
+		bins[j] = f.bin(j, x[j])
 	}
 	if f.complete != nil {
 		return f.complete.at(f.base, &bins)

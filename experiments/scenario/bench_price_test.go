@@ -17,13 +17,8 @@ import (
 // recording run's (as BenchmarkSimulate100k's iterations after its first
 // do: its plan's step model outlives each Run).
 func BenchmarkSimulate100kPricing(b *testing.B) {
-	s := Default()
-	s.Workload.Rate = 17
-	s.Workload.Requests = 100_000
-	p, err := s.Resolve()
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := default100k()
+	p := resolveBench(b, s)
 	sm, ok := p.Serve.Instance.Step.(*hardware.StepModel)
 	if !ok {
 		b.Fatalf("the instance's timer is a %T, not a *hardware.StepModel", p.Serve.Instance.Step)

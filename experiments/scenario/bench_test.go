@@ -13,9 +13,7 @@ import (
 // 3,000 requests are offered at 30 req/s), streaming requests.csv and
 // steps.csv to disk. It reports simulated requests per wall-clock second.
 func BenchmarkSimulate100k(b *testing.B) {
-	s := Default()
-	s.Workload.Rate = 17
-	s.Workload.Requests = 100_000
+	s := default100k()
 	benchRun(b, s)
 }
 
@@ -23,10 +21,8 @@ func BenchmarkSimulate100k(b *testing.B) {
 // rounds priced by hardware.PipelineStep): the cost of pricing up to two
 // micro-batches a step from the whole model's operators.
 func BenchmarkSimulate100kPP2(b *testing.B) {
-	s := Default()
+	s := default100k()
 	s.PP = 2
-	s.Workload.Rate = 17
-	s.Workload.Requests = 100_000
 	benchRun(b, s)
 }
 
@@ -42,6 +38,25 @@ func BenchmarkSimulate100kWideEP64(b *testing.B) {
 	s.Workload.Rate = 64 * 5
 	s.Workload.Requests = 100_000
 	benchRun(b, s)
+}
+
+// default100k is BenchmarkSimulate100k's scenario: the default workload at
+// 17 req/s, 100,000 requests.
+func default100k() Scenario {
+	s := Default()
+	s.Workload.Rate = 17
+	s.Workload.Requests = 100_000
+	return s
+}
+
+// resolveBench resolves s or stops the benchmark.
+func resolveBench(b *testing.B, s Scenario) *Plan {
+	b.Helper()
+	p, err := s.Resolve()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p
 }
 
 // benchRun resolves s and runs it b.N times into one directory, streaming
@@ -72,9 +87,7 @@ func benchRun(b *testing.B, s Scenario) {
 // speculative decoding (k = 3): the cost of drawing every decoding
 // request's acceptance each step and pricing the drafter's passes.
 func BenchmarkSimulate100kEAGLE3(b *testing.B) {
-	s := Default()
-	s.Workload.Rate = 17
-	s.Workload.Requests = 100_000
+	s := default100k()
 	s.Speculative = &Speculative{Method: "eagle3", NumSpeculativeTokens: 3}
 	benchRun(b, s)
 }
@@ -90,9 +103,7 @@ func BenchmarkSimulate100kKVTier(b *testing.B) {
 			name = "cpu"
 		}
 		b.Run(name, func(b *testing.B) {
-			s := Default()
-			s.Workload.Rate = 17
-			s.Workload.Requests = 100_000
+			s := default100k()
 			s.Workload.SharedPrefix, s.Workload.PrefixGroups = 1024, 200
 			s.Batch.PrefixCaching = true
 			s.Batch.NumGPUBlocksOverride = 4000
@@ -132,13 +143,8 @@ func BenchmarkRunSetup(b *testing.B) {
 // event loop's own work: the batcher, the engine's bookkeeping, the
 // metrics and the files, without the pricing.
 func BenchmarkSimulate100kLoop(b *testing.B) {
-	s := Default()
-	s.Workload.Rate = 17
-	s.Workload.Requests = 100_000
-	p, err := s.Resolve()
-	if err != nil {
-		b.Fatal(err)
-	}
+	s := default100k()
+	p := resolveBench(b, s)
 	k := p.Serve.Instance.Step
 	if _, ok := k.(serve.PipelinedTimer); ok {
 		b.Fatal("the replay timer does not price back-to-back steps apart")

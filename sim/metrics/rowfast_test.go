@@ -210,16 +210,22 @@ func BenchmarkStepRows(b *testing.B) {
 			PrefillTokens: r.IntN(2000), Decodes: r.IntN(120), KVBlocksUsed: r.IntN(27121), KVBlocksTotal: 27121,
 			FLOPs: float64(r.Int64N(1<<44) &^ 0xff), Bytes: float64(r.Int64N(1<<35) &^ 0xfff)}
 	}
+	benchRows(b, ss, appendStepFast, appendStep)
+}
+
+// benchRows formats rows by the fast path and field by field, each as a
+// sub-benchmark over the same rows.
+func benchRows[T any](b *testing.B, rows []T, fast, fields func([]byte, *T) []byte) {
 	for _, f := range []struct {
 		name string
-		fn   func([]byte, *Step) []byte
-	}{{"fast", appendStepFast}, {"fields", appendStep}} {
+		fn   func([]byte, *T) []byte
+	}{{"fast", fast}, {"fields", fields}} {
 		b.Run(f.name, func(b *testing.B) {
 			buf := make([]byte, 0, 1<<20)
 			for b.Loop() {
 				buf = buf[:0]
-				for i := range ss {
-					buf = f.fn(buf, &ss[i])
+				for i := range rows {
+					buf = f.fn(buf, &rows[i])
 				}
 			}
 			b.SetBytes(int64(len(buf)))
@@ -237,19 +243,5 @@ func BenchmarkRecordRows(b *testing.B) {
 		rs[i] = Record{ID: int64(i), Arrival: a, FirstToken: f, Finish: f + sim.Time(r.Int64N(1e11)),
 			PromptTokens: r.IntN(3000), OutputTokens: 1 + r.IntN(800)}
 	}
-	for _, f := range []struct {
-		name string
-		fn   func([]byte, *Record) []byte
-	}{{"fast", appendRecordFast}, {"fields", appendRecord}} {
-		b.Run(f.name, func(b *testing.B) {
-			buf := make([]byte, 0, 1<<20)
-			for b.Loop() {
-				buf = buf[:0]
-				for i := range rs {
-					buf = f.fn(buf, &rs[i])
-				}
-			}
-			b.SetBytes(int64(len(buf)))
-		})
-	}
+	benchRows(b, rs, appendRecordFast, appendRecord)
 }

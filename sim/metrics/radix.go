@@ -226,10 +226,7 @@ func radixTop(v, tmp []uint64, skip int) []uint64 {
 	if len(v) == 0 {
 		return v
 	}
-	lo, hi := uint64(math.MaxUint64), uint64(0)
-	for _, x := range v {
-		lo, hi = min(lo, x>>skip), max(hi, x>>skip)
-	}
+	lo, hi := bounds(v, skip)
 	span := bits.Len64(hi - lo)
 	if span <= topBits {
 		return radixIn(v, tmp, skip, lo, hi)
@@ -252,7 +249,7 @@ func radixTop(v, tmp []uint64, skip int) []uint64 {
 		}
 		s[j] = x
 		if limit -= i - j; limit < 0 { // too many share a bucket: the sort would go quadratic
-			return radix(s, other, skip)
+			return radixIn(s, other, skip, lo, hi)
 		}
 	}
 	return s
@@ -269,11 +266,17 @@ func radix(v, tmp []uint64, skip int) []uint64 {
 	if len(v) == 0 {
 		return v
 	}
-	lo, hi := uint64(math.MaxUint64), uint64(0)
+	lo, hi := bounds(v, skip)
+	return radixIn(v, tmp, skip, lo, hi)
+}
+
+// bounds returns the least and greatest of v's values' bits from skip up.
+func bounds(v []uint64, skip int) (lo, hi uint64) {
+	lo = math.MaxUint64
 	for _, x := range v {
 		lo, hi = min(lo, x>>skip), max(hi, x>>skip)
 	}
-	return radixIn(v, tmp, skip, lo, hi)
+	return lo, hi
 }
 
 // radixIn is radix for values whose bits from skip up lie in [lo, hi].

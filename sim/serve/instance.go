@@ -491,21 +491,22 @@ func (in *Instance) endStep(now sim.Time) {
 		}
 		in.newcomers = in.newcomers[:0]
 		in.lastDecode = now
+		// The decodes whose last token this was: from the heap under
+		// speculation, else from the wheel (enterDecode files each in one).
 		if in.cfg.Spec != nil {
 			in.specAdvance()
-		}
-		if in.cfg.Spec != nil {
 			for len(in.heap) > 0 && in.heap[0].at == in.decCounter {
 				r := in.heap.remove(0)
 				in.leaveDecode(r)
 				r.lastToken = now
 				in.finish(r, now)
 			}
-		}
-		for r := in.wheel.first(in.decCounter); r != nil; r = in.wheel.first(in.decCounter) {
-			in.leaveDecode(r)
-			r.lastToken = now
-			in.finish(r, now)
+		} else {
+			for r := in.wheel.first(in.decCounter); r != nil; r = in.wheel.first(in.decCounter) {
+				in.leaveDecode(r)
+				r.lastToken = now
+				in.finish(r, now)
+			}
 		}
 	}
 	completed := false

@@ -59,11 +59,11 @@ func fastBound() []int64 {
 	return vs
 }
 
-// randomSteps are steps with fields drawn from fastBound and seeded random
-// values of every magnitude, and floats from shortestCases.
-func randomSteps(r *rand.Rand, n int) []Step {
-	bound, fs := fastBound(), shortestCases()
-	field := func() int64 {
+// randomField draws a row field: a fast path bound or its neighbour, a
+// small count, or a value of any magnitude.
+func randomField(r *rand.Rand) func() int64 {
+	bound := fastBound()
+	return func() int64 {
 		switch r.IntN(4) {
 		case 0:
 			return bound[r.IntN(len(bound))]
@@ -72,6 +72,13 @@ func randomSteps(r *rand.Rand, n int) []Step {
 		}
 		return r.Int64() >> r.IntN(64)
 	}
+}
+
+// randomSteps are steps with fields drawn from fastBound and seeded random
+// values of every magnitude, and floats from shortestCases.
+func randomSteps(r *rand.Rand, n int) []Step {
+	fs := shortestCases()
+	field := randomField(r)
 	float := func() float64 {
 		if r.IntN(2) == 0 {
 			return float64(r.Int64N(1<<53) >> r.IntN(53))
@@ -90,16 +97,7 @@ func randomSteps(r *rand.Rand, n int) []Step {
 // times increasing more often than not, some rejected (with reasons to
 // quote) and some with one output token.
 func randomRecords(r *rand.Rand, n int) []Record {
-	bound := fastBound()
-	field := func() int64 {
-		switch r.IntN(4) {
-		case 0:
-			return bound[r.IntN(len(bound))]
-		case 1:
-			return r.Int64N(100)
-		}
-		return r.Int64() >> r.IntN(64)
-	}
+	field := randomField(r)
 	reasons := []string{"", "", "", "too-long", `queue "full", retry`, " lead"}
 	rs := make([]Record, n)
 	for i := range rs {

@@ -2,6 +2,7 @@ package plots
 
 import (
 	"fmt"
+	"git.sr.ht/~sbinet/gg"
 	"image"
 	"image/color"
 	"math"
@@ -169,16 +170,24 @@ func renderCanvas(d Drawer, path string, widthPx, heightPx int) (vg.CanvasWriter
 	var canvas vg.CanvasWriterTo
 	switch ext {
 	case "png":
+		// The context draws on img itself: vgimg.UseImage would have
+		// gg.NewContextForImage copy img into a new image (a copy of
+		// every pixel of a blank canvas, about a fifth of a sweep's
+		// plotting). The context is set up as vgimg.NewWith sets up its
+		// own: butt line caps, y up.
 		img := image.NewRGBA(image.Rect(0, 0, widthPx, heightPx))
-		c := vgimg.NewWith(vgimg.UseImage(img), vgimg.UseDPI(DPI))
-		drawMargin(d, draw.New(c))
+		ctx := gg.NewContextForRGBA(img)
+		ctx.SetLineCapButt()
+		ctx.InvertY()
+		c := vgimg.NewWith(vgimg.UseImageWithContext(img, ctx), vgimg.UseDPI(DPI))
+		drawMargin(d, draw.New(c), false) // vgimg.NewWith filled img white
 		canvas = vgimg.PngCanvas{Canvas: c}
 	case "svg", "pdf":
 		c, err := draw.NewFormattedCanvas(Length(widthPx), Length(heightPx), ext)
 		if err != nil {
 			return nil, fmt.Errorf("plots: %s: %v", path, err)
 		}
-		drawMargin(d, draw.New(c))
+		drawMargin(d, draw.New(c), true)
 		canvas = c
 	default:
 		return nil, fmt.Errorf("plots: %s: unknown image format %q (want .png, .svg or .pdf)", path, filepath.Ext(path))
@@ -210,10 +219,13 @@ func writeCanvas(canvas vg.CanvasWriterTo, path string) error {
 	return nil
 }
 
-// drawMargin fills c white and draws d inside a margin of 8 points.
-func drawMargin(d Drawer, c draw.Canvas) {
-	c.SetColor(color.White)
-	c.Fill(c.Rectangle.Path())
+// drawMargin draws d inside a margin of 8 points, on c filled white first
+// when fill is set (a vector canvas; a PNG canvas starts white).
+func drawMargin(d Drawer, c draw.Canvas, fill bool) {
+	if fill {
+		c.SetColor(color.White)
+		c.Fill(c.Rectangle.Path())
+	}
 	m := vg.Points(8)
 	if p, ok := d.(*plot.Plot); ok {
 		settleAxes(p)

@@ -15,7 +15,7 @@ import (
 func render(t *testing.T, d Drawer) {
 	t.Helper()
 	c := vgimg.NewWith(vgimg.UseImage(image.NewRGBA(image.Rect(0, 0, 480, 300))))
-	drawMargin(d, draw.New(c))
+	drawMargin(d, draw.New(c), true)
 }
 
 func fileHead(t interface{ Fatal(...any) }, path string, n int) string {

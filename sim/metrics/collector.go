@@ -221,19 +221,19 @@ func (c *Collector) Summary() Summary {
 		s.Attainment = float64(c.good) / float64(total)
 	}
 
-	// The ITL runs and the saturation judgement (about half the work for a
-	// 100k-request run) are computed by a goroutine while the samples are
-	// sorted here; each writes only its own fields of s.
+	// The ITL runs (about half the work for a 100k-request run) are
+	// computed by a goroutine while the samples are sorted and saturation
+	// judged here; each writes only its own fields of s.
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		c.itl.sortMerge()
 		s.ITL = itlStats(&c.itl)
-		if !c.noSat {
-			s.Saturation = saturation(c.sat, c.rejArr, nil)
-		}
 	}()
 	var scratch []uint64
+	if !c.noSat {
+		scratch = make([]uint64, 3*c.sat.len()) // the sorts' keys and other buffer, then saturation's
+	}
 	var ms []float64
 	scratch, ms = timeStats(c.ttft, scratch, ms, &s.TTFT)
 	scratch, ms = floatStats(c.tpot, scratch, ms, &s.TPOT)
@@ -244,6 +244,9 @@ func (c *Collector) Summary() Summary {
 	}{{c.queue, &s.Phases.Queue}, {c.prefill, &s.Phases.Prefill}, {c.xferWait, &s.Phases.TransferWait},
 		{c.xfer, &s.Phases.Transfer}, {c.decode, &s.Phases.Decode}} {
 		scratch, ms = timeStats(ph.v, scratch, ms, ph.dst)
+	}
+	if !c.noSat {
+		s.Saturation = saturation(c.sat, c.rejArr, scratch)
 	}
 	<-done
 	if c.steps > 0 {

@@ -108,8 +108,8 @@ type served struct {
 // order) and rejected arrivals rej (sorted here, in place). It copies the
 // served requests' arrival and finish times, as keys (timeKey), into two
 // sorted slices for the walk over N(t): once per summary, not per step.
-// scratch, when it holds three values a served request, is used for them,
-// else they are allocated.
+// scratch, when it holds three values a served request, is used for them
+// (Summary's latency sorts', free by then), else they are allocated.
 func saturation(blocks [][]served, rej []sim.Time, scratch []uint64) Saturation {
 	var s Saturation
 	nServed := 0

@@ -12,8 +12,8 @@ import (
 // passes than milliseconds as floats and give the same sorted milliseconds:
 // t ↦ float64(t)/1e6 is monotone), its TPOT (a float64, ms) and, for
 // Saturation, its arrival, finish and output length, never the Record; per
-// AddITL call at most one (gap, count) pair, in blocks; per step a few
-// running sums.
+// AddITL call at most one (gap, count) run, packed into 8 bytes
+// (itlSamples); per step a few running sums.
 // It is not safe for concurrent use: one run is single-threaded.
 type Collector struct {
 	slo SLO
@@ -21,7 +21,7 @@ type Collector struct {
 	// Samples are kept in blocks, never copied as they grow.
 	ttft, e2e blocks[sim.Time]
 	tpot      blocks[float64] // ms
-	itl       blocks[itlRun]  // 313,000 runs of 16 bytes for the 100k-request default run
+	itl       itlSamples      // 720,000 runs of 8 bytes for the 100k-request run at 12 req/s
 	// Phases: queueing (arrival → scheduled) and prefill (scheduled →
 	// first token) for every served request; transfer wait, transfer and
 	// decode for disaggregated ones.
@@ -52,11 +52,6 @@ type Collector struct {
 	peaks              []peak
 	flopsPk, bytesPk   float64 // FLOPs, bytes on instances with known peaks
 	flopsCap, bytesCap float64 // Σ duration·peak on those instances
-}
-
-type itlRun struct {
-	gap sim.Time
-	n   int64
 }
 
 type peak struct {
@@ -155,11 +150,7 @@ func (c *Collector) AddITL(gap sim.Time, n int) {
 	if n == 0 {
 		return
 	}
-	if l := c.itl.last(); l != nil && l.gap == gap {
-		l.n += int64(n)
-		return
-	}
-	c.itl.add(itlRun{gap, int64(n)})
+	c.itl.add(gap, int64(n))
 }
 
 // AddStep accounts for one model step. It panics if the step is
@@ -230,20 +221,19 @@ func (c *Collector) Summary() Summary {
 		s.Attainment = float64(c.good) / float64(total)
 	}
 
-	// The ITL runs and the saturation judgement (about half the work for a
-	// 100k-request run) are computed by a goroutine while the samples are
-	// sorted here; each writes only its own fields of s.
+	// The ITL runs (about half the work for a 100k-request run) are
+	// computed by a goroutine while the samples are sorted and saturation
+	// judged here; each writes only its own fields of s.
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		itl, scratch := sortMergeITL(c.itl, nil)
-		c.itl = itl
-		s.ITL, _ = weightedStats(itl, nil)
-		if !c.noSat {
-			s.Saturation = saturation(c.sat, c.rejArr, scratch)
-		}
+		c.itl.sortMerge()
+		s.ITL = itlStats(&c.itl)
 	}()
 	var scratch []uint64
+	if !c.noSat {
+		scratch = make([]uint64, 3*c.sat.len()) // the sorts' keys and other buffer, then saturation's
+	}
 	var ms []float64
 	scratch, ms = timeStats(c.ttft, scratch, ms, &s.TTFT)
 	scratch, ms = floatStats(c.tpot, scratch, ms, &s.TPOT)
@@ -254,6 +244,9 @@ func (c *Collector) Summary() Summary {
 	}{{c.queue, &s.Phases.Queue}, {c.prefill, &s.Phases.Prefill}, {c.xferWait, &s.Phases.TransferWait},
 		{c.xfer, &s.Phases.Transfer}, {c.decode, &s.Phases.Decode}} {
 		scratch, ms = timeStats(ph.v, scratch, ms, ph.dst)
+	}
+	if !c.noSat {
+		s.Saturation = saturation(c.sat, c.rejArr, scratch)
 	}
 	<-done
 	if c.steps > 0 {

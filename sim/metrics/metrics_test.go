@@ -96,8 +96,8 @@ func TestThreeRequests(t *testing.T) {
 	// ITL [100,100,100,100,250,350]: mean 1000/6 = 166.67; std √(58333.3/6) = 98.6013;
 	// median (100+100)/2 = 100; p90: h = 0.9·5 = 4.5 → 250 + 0.5·100 = 300; p95 325; p99 345.
 	statsNear(t, "ITL", s.ITL, Stats{6, 1000.0 / 6, 98.60132971832694, 100, 100, 300, 325, 345, 350})
-	if len(c.itl) != 1 || len(c.itl[0]) != 3 {
-		t.Errorf("ITL kept %d blocks of pairs, want one of 3 (equal gaps merged)", len(c.itl))
+	if c.itl.n != 3 || len(c.itl.b) != 1 || len(c.itl.wide) != 0 {
+		t.Errorf("ITL kept %d runs in %d blocks and %d wide, want 3 in one (equal gaps merged)", c.itl.n, len(c.itl.b), len(c.itl.wide))
 	}
 	// Summary is repeatable and insensitive to insertion order.
 	c2 := NewCollector(SLO{TTFT: 250 * ms})
@@ -463,7 +463,7 @@ func TestWriterErrors(t *testing.T) {
 // truncate empties c's samples, so the benchmarks below measure
 // steady-state cost over a bounded heap.
 func (c *Collector) truncate() {
-	c.ttft, c.tpot, c.e2e, c.itl = nil, nil, nil, nil
+	c.ttft, c.tpot, c.e2e, c.itl = nil, nil, nil, itlSamples{}
 }
 
 func BenchmarkAdd(b *testing.B) {

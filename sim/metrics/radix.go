@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"cmp"
 	"math"
 	"math/bits"
 	"slices"
@@ -132,78 +131,6 @@ func keysIn(scratch []uint64, n int) ([]uint64, []uint64) {
 	return scratch[:n], scratch[:2*n]
 }
 
-// sortMergeITL sorts the runs of blocks by gap, equal gaps merged (their
-// counts added), and returns them in blocks: those of the argument, the
-// merged runs written over them in order (fewer runs than there were, so
-// they fit) and the blocks left empty dropped; scratch is used when it is
-// long enough and returned. Each run is packed into one uint64, its gap
-// less the smallest above its count, when the two fit (gaps spanning 30
-// bits, about a second of nanoseconds, leave 34 bits for counts), so the
-// radix sort moves 8 bytes a run instead of 16; otherwise the runs are
-// sorted by comparison, in a new slice.
-func sortMergeITL(blocks [][]itlRun, scratch []uint64) ([][]itlRun, []uint64) {
-	n := 0
-	lo, hi, nmax := sim.Time(math.MaxInt64), sim.Time(math.MinInt64), int64(0)
-	for _, b := range blocks {
-		n += len(b)
-		for _, r := range b {
-			lo, hi, nmax = min(lo, r.gap), max(hi, r.gap), max(nmax, r.n)
-		}
-	}
-	if n == 0 {
-		return nil, scratch
-	}
-	nb := bits.Len64(uint64(nmax))
-	if n < radixMin || bits.Len64(uint64(hi-lo))+nb > 64 {
-		runs := slices.Concat(blocks...)
-		slices.SortFunc(runs, func(a, b itlRun) int { return cmp.Compare(a.gap, b.gap) })
-		out := runs[:0] // merged in place: out never passes the run it reads
-		for _, r := range runs {
-			if k := len(out) - 1; k >= 0 && out[k].gap == r.gap {
-				out[k].n += r.n
-				continue
-			}
-			out = append(out, r)
-		}
-		return [][]itlRun{out}, scratch
-	}
-	packed, scratch := keysIn(scratch, n)
-	i := 0
-	for _, b := range blocks {
-		for _, r := range b {
-			packed[i] = uint64(r.gap-lo)<<nb | uint64(r.n)
-			i++
-		}
-	}
-	// Not radixTop: gaps are step times, thousands within a microsecond
-	// of each other (two insertion moves a run on the default run: slower
-	// than a third pass).
-	sorted := radix(packed, scratch[n:2*n], nb)
-	// Merge into the blocks: block k, position j is the next to write;
-	// cur is the run being summed, written when the gap changes.
-	mask := uint64(1)<<nb - 1
-	k, j := 0, 0
-	cur := itlRun{lo + sim.Time(sorted[0]>>nb), 0}
-	for _, p := range sorted {
-		if g := lo + sim.Time(p>>nb); g != cur.gap {
-			if j == len(blocks[k]) {
-				k, j = k+1, 0
-			}
-			blocks[k][j] = cur
-			j++
-			cur = itlRun{g, 0}
-		}
-		cur.n += int64(p & mask)
-	}
-	if j == len(blocks[k]) {
-		k, j = k+1, 0
-	}
-	blocks[k][j] = cur
-	blocks[k] = blocks[k][:j+1]
-	clear(blocks[k+1:])
-	return blocks[:k+1], scratch
-}
-
 // topBits is how many of the bits in which keys differ (their span) the
 // radix passes of radixTop sort: two passes (the top bits of the span
 // take at most 22, one more than topBits, after the shift). Below them lie
@@ -258,17 +185,6 @@ func radixTop(v, tmp []uint64, skip int) []uint64 {
 // insertionMoves is the most moves a key radixTop's insertion sort may
 // make on average before it gives up.
 const insertionMoves = 4
-
-// radix sorts v by its bits from skip up (ascending, stable) with tmp
-// (len(v)) as the other buffer and returns the one holding the result.
-// Passes in which every value has the same digit are skipped.
-func radix(v, tmp []uint64, skip int) []uint64 {
-	if len(v) == 0 {
-		return v
-	}
-	lo, hi := bounds(v, skip)
-	return radixIn(v, tmp, skip, lo, hi)
-}
 
 // bounds returns the least and greatest of v's values' bits from skip up.
 func bounds(v []uint64, skip int) (lo, hi uint64) {

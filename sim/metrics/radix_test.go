@@ -44,57 +44,6 @@ func TestSortFloatsMatchesSlicesSort(t *testing.T) {
 	}
 }
 
-// TestSortMergeITLMatchesReference checks the radix-sorted merge of ITL runs
-// against a comparison sort and merge on seeded random runs (negative gaps
-// included, though a run never records one). With big set, one run's count
-// is 2⁶⁰, too wide to pack beside a 13-bit gap: the comparison sort path.
-func TestSortMergeITLMatchesReference(t *testing.T) {
-	r := rand.New(rand.NewPCG(25, 2))
-	for _, n := range []int{0, 3, 300, 50_000} {
-		for _, big := range []bool{false, true} {
-			runs := make([]itlRun, n)
-			for i := range runs {
-				runs[i] = itlRun{sim.Time(r.Int64N(5000) - 100), r.Int64N(9) + 1}
-			}
-			if big && n > 0 {
-				runs[n/2].n = 1 << 60
-			}
-			checkSortMergeITL(t, runs)
-		}
-	}
-}
-
-func checkSortMergeITL(t *testing.T, runs []itlRun) {
-	t.Helper()
-	n := len(runs)
-	ref := slices.Clone(runs)
-	slices.SortStableFunc(ref, func(a, b itlRun) int { return int(a.gap - b.gap) })
-	var want []itlRun
-	for _, x := range ref {
-		if k := len(want) - 1; k >= 0 && want[k].gap == x.gap {
-			want[k].n += x.n
-			continue
-		}
-		want = append(want, x)
-	}
-	// One block, and the same runs cut into blocks of 1,000 (the last short).
-	var blocks [][]itlRun
-	for i := 0; i < n; i += 1000 {
-		blocks = append(blocks, runs[i:min(i+1000, n)])
-	}
-	for _, bs := range [][][]itlRun{{slices.Clone(runs)}, blocks} {
-		got, _ := sortMergeITL(bs, nil)
-		if flat := slices.Concat(got...); !slices.Equal(flat, want) {
-			t.Fatalf("n=%d in %d blocks: merged runs differ (%d against %d)", n, len(bs), len(flat), len(want))
-		}
-		for _, b := range got {
-			if len(b) == 0 {
-				t.Fatalf("n=%d in %d blocks: an empty block kept", n, len(bs))
-			}
-		}
-	}
-}
-
 // TestSortTimesMatchesSlicesSort checks the radix sort of nanosecond
 // samples against slices.Sort on seeded random samples whose keys span
 // from no bits (all equal) to all 64 (the int64 extremes), so that every

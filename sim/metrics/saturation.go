@@ -109,7 +109,7 @@ type served struct {
 // served requests' arrival and finish times, as keys (timeKey), into two
 // sorted slices for the walk over N(t): once per summary, not per step.
 // scratch, when it holds three values a served request, is used for them
-// (the ITL sort's, free by then), else they are allocated.
+// (Summary's latency sorts', free by then), else they are allocated.
 func saturation(blocks [][]served, rej []sim.Time, scratch []uint64) Saturation {
 	var s Saturation
 	nServed := 0

@@ -51,60 +51,6 @@ func sampleStatsSum(x []float64, sum float64) Stats {
 	return finish(Stats{N: n, Mean: mean, Std: math.Sqrt(ss / float64(n))}, func(k int64) float64 { return x[k] })
 }
 
-// weightedStats summarizes the sample of ITL gaps in milliseconds in
-// which each run's gap occurs its count times (the runs in blocks, sorted
-// by gap), without expanding it; v is scratch for the values (grown when
-// short) and is returned for reuse. It gives the same percentiles, median,
-// min and max as sampleStats on the expanded sample, and the same mean and
-// std up to floating-point summation order. The order statistics are read
-// in one pass in order (orderStats), not by a search over cumulative
-// counts, which would take another array of the runs' length.
-func weightedStats(runs [][]itlRun, v []float64) (Stats, []float64) {
-	l := blocks[itlRun](runs).len()
-	v = slices.Grow(v[:0], l)[:l]
-	var n int64
-	var sum float64
-	i := 0
-	for _, b := range runs {
-		for _, r := range b {
-			vi := r.gap.Milliseconds()
-			v[i] = vi
-			i++
-			n += r.n
-			sum += vi * float64(r.n)
-		}
-	}
-	if n == 0 {
-		return Stats{}, v
-	}
-	mean := sum / float64(n)
-	var ss float64
-	i = 0
-	for _, b := range runs {
-		for _, r := range b {
-			vi := v[i]
-			i++
-			ss += (vi - mean) * (vi - mean) * float64(r.n)
-		}
-	}
-	s := Stats{N: n, Mean: mean, Std: math.Sqrt(ss / float64(n))}
-	var q orderStats
-	q.ask(s)
-	j := 0 // the next rank in q.k to find
-	var cum int64
-	i = 0
-	for _, b := range runs {
-		for _, r := range b {
-			cum += r.n // ranks below cum hold v[i]
-			for ; j < q.n && q.k[j] < cum; j++ {
-				q.v[j] = v[i]
-			}
-			i++
-		}
-	}
-	return finish(s, q.at), v
-}
-
 // orderStats holds the order statistics finish asks for (at most 10
 // ranks: min, max, two for the median and two for each percentile), so a
 // sample held in a form without random access (runs of a value) is read

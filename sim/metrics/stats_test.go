@@ -2,11 +2,8 @@ package metrics
 
 import (
 	"math"
-	"math/rand/v2"
 	"slices"
 	"testing"
-
-	"github.com/servesim/servesim/sim"
 )
 
 // TestPercentileNumpy checks order statistics against numpy 1.24
@@ -61,41 +58,4 @@ func TestPercentileNumpy(t *testing.T) {
 
 func near(a, b, rel float64) bool {
 	return a == b || math.Abs(a-b) <= rel*math.Max(math.Abs(a), math.Abs(b))
-}
-
-// TestWeightedEqualsExpanded: weightedStats on (gap, count) runs must
-// equal sampleStats on the sample with each gap repeated count times:
-// identical order statistics, mean and std to summation rounding. The
-// runs are short and long (a scratch too short, and one reused), with
-// repeated gaps and zero counts.
-func TestWeightedEqualsExpanded(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 1))
-	var scratch []float64
-	for trial := range 400 {
-		k := 1 + r.IntN(12)
-		if trial%4 == 0 {
-			k = 1 + r.IntN(3000)
-		}
-		runs := make([]itlRun, k)
-		var x []float64
-		for i := range runs {
-			runs[i] = itlRun{sim.Time(r.IntN(50)) * 500 * sim.Microsecond, int64(r.IntN(6))} // repeats across runs, zero counts
-		}
-		slices.SortFunc(runs, func(a, b itlRun) int { return int(a.gap - b.gap) })
-		for _, run := range runs {
-			for range run.n {
-				x = append(x, run.gap.Milliseconds())
-			}
-		}
-		var got Stats
-		got, scratch = weightedStats([][]itlRun{runs[:k/2], runs[k/2:]}, scratch) // in two blocks, the first empty when k = 1
-		want := sampleStats(x)
-		if !near(got.Mean, want.Mean, 1e-12) || math.Abs(got.Std-want.Std) > 1e-12*math.Max(1, want.Std) {
-			t.Fatalf("trial %d: mean/std %v %v, expanded %v %v", trial, got.Mean, got.Std, want.Mean, want.Std)
-		}
-		got.Mean, got.Std, want.Mean, want.Std = 0, 0, 0, 0
-		if got != want {
-			t.Fatalf("trial %d: runs=%v\nweighted %+v\nexpanded %+v", trial, runs, got, want)
-		}
-	}
 }

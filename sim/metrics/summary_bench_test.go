@@ -48,17 +48,11 @@ func runLike(n, runs int) *Collector {
 // before each call: Summary merges them in place).
 func BenchmarkSummary100k(b *testing.B) {
 	c := runLike(100_000, 313_000)
-	itl := make([][]itlRun, len(c.itl))
-	for i, blk := range c.itl {
-		itl[i] = slices.Clone(blk)
-	}
+	itl := c.itl.clone()
 	b.ReportAllocs()
 	for b.Loop() {
 		b.StopTimer()
-		c.itl = c.itl[:0]
-		for _, blk := range itl {
-			c.itl = append(c.itl, slices.Clone(blk))
-		}
+		c.itl = itl.clone()
 		b.StartTimer()
 		c.Summary()
 	}

@@ -1,7 +1,6 @@
 package scenario
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -57,14 +56,13 @@ func RunFiles() []string { return slices.Clone(runFiles) }
 // fileSink streams records into a run's temporary set directory and
 // commits the set into the output directory only when the run succeeded.
 type fileSink struct {
-	dir, tmp        string
-	hold            *os.File // tmp, flocked shared while the run lives
-	reqF, stepF     *os.File
-	reqBuf, stepBuf *bufio.Writer
-	req             *metrics.RecordWriter
-	step            *metrics.StepWriter
-	others          []string // other live runs found writing into dir
-	done            bool
+	dir, tmp    string
+	hold        *os.File // tmp, flocked shared while the run lives
+	reqF, stepF *os.File
+	req         *metrics.RecordWriter
+	step        *metrics.StepWriter
+	others      []string // other live runs found writing into dir
+	done        bool
 }
 
 // newFileSink creates the output directory, removes what dead runs left
@@ -104,10 +102,9 @@ func newFileSink(dir string) (*fileSink, error) {
 			return nil, err
 		}
 	}
-	fs.reqBuf = bufio.NewWriterSize(fs.reqF, 1<<16)
-	fs.stepBuf = bufio.NewWriterSize(fs.stepF, 1<<16)
-	fs.req = metrics.NewRecordWriter(fs.reqBuf)
-	fs.step = metrics.NewStepWriter(fs.stepBuf)
+	// The writers write chunks of about 200 KB each, one write(2) each: no
+	// bufio.Writer between.
+	fs.req, fs.step = metrics.NewWriters(fs.reqF, fs.stepF)
 	return fs, nil
 }
 
@@ -131,7 +128,7 @@ func (fs *fileSink) Step(s *metrics.Step) error     { return fs.step.Write(s) }
 // files into the output directory under its exclusive lock (see the top
 // of this file). It returns the other runs seen writing the directory.
 func (fs *fileSink) commit(rep *Report) ([]string, error) {
-	for _, f := range []func() error{fs.req.Flush, fs.step.Flush, fs.reqBuf.Flush, fs.stepBuf.Flush, fs.reqF.Close, fs.stepF.Close} {
+	for _, f := range []func() error{fs.req.Flush, fs.step.Flush, fs.reqF.Close, fs.stepF.Close} {
 		if err := f(); err != nil {
 			return nil, fmt.Errorf("scenario: writing results in %s: %w", fs.dir, err)
 		}
@@ -186,6 +183,9 @@ func (fs *fileSink) abort() {
 		return
 	}
 	fs.done = true
+	if fs.req != nil {
+		fs.req.Discard() // nothing writes to reqF and stepF once they are closed
+	}
 	for _, f := range []*os.File{fs.reqF, fs.stepF, fs.hold} {
 		if f != nil {
 			f.Close()

@@ -28,9 +28,11 @@ import (
 //     two runs share the output directory, and SweepStale removes only
 //     dead runs' directories.
 //  3. To commit, it takes an exclusive flock(2) on the output directory
-//     itself and, holding it, renames its three files into place, then
-//     drops the lock and removes its empty directory. Each rename(2) is
-//     atomic, and the lock keeps two runs' renames from interleaving, so
+//     itself and, holding it, renames its three files into place
+//     (replace: an exchange with the file it replaces, if any), then
+//     drops the lock and removes its directory and the replaced files in
+//     it. Each rename(2) is atomic, and the lock keeps two runs' renames
+//     from interleaving, so
 //     the directory goes from one whole set to another whole set, never a
 //     mix; the last run to commit wins, whole. A reader that takes the
 //     shared lock (LockRunDir) sees one set; one that does not can only
@@ -164,7 +166,7 @@ func (fs *fileSink) commit(rep *Report) ([]string, error) {
 		}
 		defer unlock(d)
 		for _, name := range runFiles {
-			if err := os.Rename(filepath.Join(fs.tmp, name), filepath.Join(fs.dir, name)); err != nil {
+			if err := replace(filepath.Join(fs.tmp, name), filepath.Join(fs.dir, name)); err != nil {
 				return err
 			}
 		}
@@ -173,7 +175,7 @@ func (fs *fileSink) commit(rep *Report) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
-	fs.abort() // the set directory, empty now
+	fs.abort() // the set directory, holding only the files replaced
 	return fs.others, nil
 }
 

@@ -1,7 +1,6 @@
 package scenario
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -29,9 +28,11 @@ import (
 //     two runs share the output directory, and SweepStale removes only
 //     dead runs' directories.
 //  3. To commit, it takes an exclusive flock(2) on the output directory
-//     itself and, holding it, renames its three files into place, then
-//     drops the lock and removes its empty directory. Each rename(2) is
-//     atomic, and the lock keeps two runs' renames from interleaving, so
+//     itself and, holding it, renames its three files into place
+//     (replace: an exchange with the file it replaces, if any), then
+//     drops the lock and removes its directory and the replaced files in
+//     it. Each rename(2) is atomic, and the lock keeps two runs' renames
+//     from interleaving, so
 //     the directory goes from one whole set to another whole set, never a
 //     mix; the last run to commit wins, whole. A reader that takes the
 //     shared lock (LockRunDir) sees one set; one that does not can only
@@ -57,14 +58,13 @@ func RunFiles() []string { return slices.Clone(runFiles) }
 // fileSink streams records into a run's temporary set directory and
 // commits the set into the output directory only when the run succeeded.
 type fileSink struct {
-	dir, tmp        string
-	hold            *os.File // tmp, flocked shared while the run lives
-	reqF, stepF     *os.File
-	reqBuf, stepBuf *bufio.Writer
-	req             *metrics.RecordWriter
-	step            *metrics.StepWriter
-	others          []string // other live runs found writing into dir
-	done            bool
+	dir, tmp    string
+	hold        *os.File // tmp, flocked shared while the run lives
+	reqF, stepF *os.File
+	req         *metrics.RecordWriter
+	step        *metrics.StepWriter
+	others      []string // other live runs found writing into dir
+	done        bool
 }
 
 // newFileSink creates the output directory, removes what dead runs left
@@ -104,10 +104,9 @@ func newFileSink(dir string) (*fileSink, error) {
 			return nil, err
 		}
 	}
-	fs.reqBuf = bufio.NewWriterSize(fs.reqF, 1<<16)
-	fs.stepBuf = bufio.NewWriterSize(fs.stepF, 1<<16)
-	fs.req = metrics.NewRecordWriter(fs.reqBuf)
-	fs.step = metrics.NewStepWriter(fs.stepBuf)
+	// The writers write chunks of about 200 KB each, one write(2) each: no
+	// bufio.Writer between.
+	fs.req, fs.step = metrics.NewWriters(fs.reqF, fs.stepF)
 	return fs, nil
 }
 
@@ -131,7 +130,7 @@ func (fs *fileSink) Step(s *metrics.Step) error     { return fs.step.Write(s) }
 // files into the output directory under its exclusive lock (see the top
 // of this file). It returns the other runs seen writing the directory.
 func (fs *fileSink) commit(rep *Report) ([]string, error) {
-	for _, f := range []func() error{fs.req.Flush, fs.step.Flush, fs.reqBuf.Flush, fs.stepBuf.Flush, fs.reqF.Close, fs.stepF.Close} {
+	for _, f := range []func() error{fs.req.Flush, fs.step.Flush, fs.reqF.Close, fs.stepF.Close} {
 		if err := f(); err != nil {
 			return nil, fmt.Errorf("scenario: writing results in %s: %w", fs.dir, err)
 		}
@@ -167,7 +166,7 @@ func (fs *fileSink) commit(rep *Report) ([]string, error) {
 		}
 		defer unlock(d)
 		for _, name := range runFiles {
-			if err := os.Rename(filepath.Join(fs.tmp, name), filepath.Join(fs.dir, name)); err != nil {
+			if err := replace(filepath.Join(fs.tmp, name), filepath.Join(fs.dir, name)); err != nil {
 				return err
 			}
 		}
@@ -176,7 +175,7 @@ func (fs *fileSink) commit(rep *Report) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
-	fs.abort() // the set directory, empty now
+	fs.abort() // the set directory, holding only the files replaced
 	return fs.others, nil
 }
 
@@ -186,6 +185,9 @@ func (fs *fileSink) abort() {
 		return
 	}
 	fs.done = true
+	if fs.req != nil {
+		fs.req.Discard() // nothing writes to reqF and stepF once they are closed
+	}
 	for _, f := range []*os.File{fs.reqF, fs.stepF, fs.hold} {
 		if f != nil {
 			f.Close()

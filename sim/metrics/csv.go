@@ -1,118 +1,12 @@
 package metrics
 
-import (
-	"fmt"
-	"io"
-)
+import "io"
 
 // RecordHeader is the header line of the per-request CSV (records.csv).
 const RecordHeader = "id,instance,arrival_s,first_token_s,finish_s,prompt_tokens,output_tokens,ttft_ms,tpot_ms,e2e_ms,preemptions,rejected"
 
 // StepHeader is the header line of the per-step CSV (steps.csv).
 const StepHeader = "instance,start_s,duration_s,prefills,prefill_tokens,decodes,kv_blocks_used,kv_blocks_total,preempted,flops_per_gpu,bytes_per_gpu"
-
-// chunkRows is how many rows a writer holds before a goroutine of its own
-// formats and writes them, while the simulation fills the next chunk: 2,048
-// rows, about 200 KB of steps.csv (rows of about 98 bytes in the
-// 100k-request default run: 60 MB for 613k steps), one write(2) a chunk.
-// With GOMAXPROCS ≥ 2 formatting and writing the files (a fifth of a 100k
-// run in one thread) then overlap the simulation.
-const chunkRows = 2048
-
-// rowQueue holds a CSV writer's rows and has each full chunk formatted and
-// written by a goroutine. One chunk is in flight at a time and chunks reach
-// w in order, whole: the bytes are those of formatting in line. A write
-// error is returned by the next Write that hands over a chunk, or by Flush.
-type rowQueue[T any] struct {
-	w      io.Writer
-	format func([]byte, *T) []byte
-	header string // written before the first row
-	what   string // "records" or "steps", for errors
-
-	rows   []T        // the chunk being filled
-	flying []T        // the chunk being formatted and written; nil when none
-	kept   []T        // the chunk written before it, for reuse
-	done   chan error // where the write of flying reports
-	out    []byte     // the formatted bytes, owned by the goroutine in flight
-	begun  bool       // the header is written (by the goroutine in flight)
-	err    error      // the first write error
-}
-
-func newRowQueue[T any](w io.Writer, what, header string, format func([]byte, *T) []byte) rowQueue[T] {
-	return rowQueue[T]{w: w, format: format, header: header, what: what, rows: make([]T, 0, chunkRows),
-		done: make(chan error, 1)}
-}
-
-// add queues a copy of v and hands the chunk over once it is full.
-func (q *rowQueue[T]) add(v *T) error {
-	q.rows = append(q.rows, *v)
-	if len(q.rows) < chunkRows {
-		return q.err
-	}
-	if err := q.wait(); err != nil {
-		return err
-	}
-	q.flying = q.rows
-	if q.kept != nil {
-		q.rows, q.kept = q.kept[:0], nil
-	} else {
-		q.rows = make([]T, 0, chunkRows)
-	}
-	go q.emit(q.flying)
-	return nil
-}
-
-// emit formats rows (after the header if none was written) and writes them,
-// and reports on done.
-func (q *rowQueue[T]) emit(rows []T) {
-	b := q.out[:0]
-	if !q.begun {
-		q.begun = true
-		b = append(b, q.header+"\n"...)
-	}
-	for i := range rows {
-		b = q.format(b, &rows[i])
-	}
-	q.out = b
-	var err error
-	if len(b) > 0 {
-		_, err = q.w.Write(b)
-	}
-	q.done <- err
-}
-
-// wait waits for the chunk in flight, keeps it for reuse, and returns the
-// first write error.
-func (q *rowQueue[T]) wait() error {
-	if q.flying != nil {
-		if err := <-q.done; err != nil && q.err == nil {
-			q.err = fmt.Errorf("metrics: writing %s: %w", q.what, err)
-		}
-		q.kept, q.flying = q.flying, nil
-	}
-	return q.err
-}
-
-// flush waits for the chunk in flight, writes the rows held (the header
-// alone if no row was written), then flushes w if it has a Flush method (a
-// bufio.Writer).
-func (q *rowQueue[T]) flush() error {
-	if err := q.wait(); err != nil {
-		return err
-	}
-	q.emit(q.rows)
-	q.rows = q.rows[:0]
-	err := <-q.done
-	if err == nil {
-		if f, ok := q.w.(interface{ Flush() error }); ok {
-			err = f.Flush()
-		}
-	}
-	if err != nil {
-		q.err = fmt.Errorf("metrics: writing %s: %w", q.what, err)
-	}
-	return q.err
-}
 
 // RecordWriter writes records as CSV rows under RecordHeader, one row per
 // Write, buffered: call Flush at the end. Times are exact: seconds with 9
@@ -121,20 +15,29 @@ func (q *rowQueue[T]) flush() error {
 // request leaves first_token_s, finish_s, ttft_ms, tpot_ms and e2e_ms empty;
 // a request with one output token leaves tpot_ms empty. The rejected reason
 // is quoted as RFC 4180 requires when it holds a comma, quote or newline.
-// Write copies the record; it does not allocate.
-type RecordWriter struct{ q rowQueue[Record] }
+// Write copies the record; it does not allocate, and it does not wait
+// for the rows before it to be written (see rowQueue).
+type RecordWriter struct{ q *rowQueue[Record] }
 
 // NewRecordWriter returns a RecordWriter that writes to w.
 func NewRecordWriter(w io.Writer) *RecordWriter {
-	return &RecordWriter{newRowQueue(w, "records", RecordHeader, appendRecordFast)}
+	return &RecordWriter{newRowQueue(new(pipe), w, "records", RecordHeader, appendRecordFast)}
 }
 
-// Write queues r as one row.
+// Write queues r as one row. It returns the error of a write made for an
+// earlier Write, if any.
 func (rw *RecordWriter) Write(r *Record) error { return rw.q.add(r) }
 
-// Flush writes the rows held (the header alone if none was written) and
-// flushes the writer if it is a bufio.Writer.
+// Flush writes the rows held (the header alone if none was written),
+// flushes the writer if it is a bufio.Writer, and returns the first write
+// error.
 func (rw *RecordWriter) Flush() error { return rw.q.flush() }
+
+// Discard drops the rows not yet written and waits for a write in
+// progress: a run that ends without its files calls it, so that nothing
+// writes to them after it closes them. The writer (and the StepWriter
+// that NewWriters returned with it) then writes nothing more.
+func (rw *RecordWriter) Discard() { rw.q.p.discard() }
 
 // appendRecord appends r as one row of RecordHeader.
 func appendRecord(b []byte, r *Record) []byte {
@@ -179,20 +82,36 @@ func appendRecord(b []byte, r *Record) []byte {
 // Flush at the end. start_s and duration_s are exact (9 decimals);
 // flops_per_gpu and bytes_per_gpu use the shortest form that reads back to
 // the same float64 (strconv 'g', -1). Write copies the step; it does not
-// allocate.
-type StepWriter struct{ q rowQueue[Step] }
+// allocate, and it does not wait for the rows before it to be written.
+type StepWriter struct{ q *rowQueue[Step] }
 
 // NewStepWriter returns a StepWriter that writes to w.
 func NewStepWriter(w io.Writer) *StepWriter {
-	return &StepWriter{newRowQueue(w, "steps", StepHeader, appendStepFast)}
+	return &StepWriter{newRowQueue(new(pipe), w, "steps", StepHeader, appendStepFast)}
 }
 
-// Write queues s as one row.
+// NewWriters returns a RecordWriter that writes to records and a
+// StepWriter that writes to steps whose rows are formatted and written by
+// one goroutine at a time, in turn, rather than one each: a run's two
+// files take one core beside the simulation's. Call both Flushes from one
+// goroutine (or Discard).
+func NewWriters(records, steps io.Writer) (*RecordWriter, *StepWriter) {
+	p := new(pipe)
+	return &RecordWriter{newRowQueue(p, records, "records", RecordHeader, appendRecordFast)},
+		&StepWriter{newRowQueue(p, steps, "steps", StepHeader, appendStepFast)}
+}
+
+// Write queues s as one row. It returns the error of a write made for an
+// earlier Write, if any.
 func (sw *StepWriter) Write(s *Step) error { return sw.q.add(s) }
 
-// Flush writes the rows held (the header alone if none was written) and
-// flushes the writer if it is a bufio.Writer.
+// Flush writes the rows held (the header alone if none was written),
+// flushes the writer if it is a bufio.Writer, and returns the first write
+// error.
 func (sw *StepWriter) Flush() error { return sw.q.flush() }
+
+// Discard is RecordWriter.Discard.
+func (sw *StepWriter) Discard() { sw.q.p.discard() }
 
 // appendStep appends s as one row of StepHeader.
 func appendStep(b []byte, s *Step) []byte {

@@ -132,13 +132,22 @@ func TestWriterChunks(t *testing.T) {
 
 // TestWriterAsyncError checks that a failed write of a chunk, made while
 // rows go on, is returned by the Write that hands over the next chunk
-// (row 2 × 2,048) and again by Flush.
+// once the pipe has found it (row 2 × 2,048 when the test waits for the
+// pipe after the first), by every Write after, and by Flush; and that a
+// failure the rows outran is still returned by Flush.
 func TestWriterAsyncError(t *testing.T) {
 	sw := NewStepWriter(failWriter{})
+	s := Step{FLOPs: 1.25e13, Bytes: 3e10}
+	for range chunkRows {
+		if err := sw.Write(&s); err != nil {
+			t.Fatalf("error before the pipe wrote: %v", err)
+		}
+	}
+	sw.q.p.idle.Wait() // the first chunk's write has failed
 	var err error
-	rows := 0
+	rows := chunkRows
 	for ; rows < 20_000 && err == nil; rows++ {
-		err = sw.Write(&Step{FLOPs: 1.25e13, Bytes: 3e10})
+		err = sw.Write(&s)
 	}
 	if err == nil || !strings.HasPrefix(err.Error(), "metrics: writing steps") {
 		t.Fatalf("after %d rows: %v", rows, err)
@@ -146,8 +155,19 @@ func TestWriterAsyncError(t *testing.T) {
 	if rows != 2*chunkRows {
 		t.Errorf("error seen at row %d, want %d", rows, 2*chunkRows)
 	}
+	if err := sw.Write(&s); err == nil {
+		t.Error("a Write after the error returned nil")
+	}
 	if err := sw.Flush(); err == nil {
 		t.Error("Flush after a failed write returned nil")
+	}
+
+	sw = NewStepWriter(failWriter{})
+	for range 10 * chunkRows {
+		_ = sw.Write(&s)
+	}
+	if err := sw.Flush(); err == nil || !strings.HasPrefix(err.Error(), "metrics: writing steps") {
+		t.Errorf("Flush after unsynchronised writes: %v", err)
 	}
 }
 

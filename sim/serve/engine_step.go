@@ -184,15 +184,16 @@ type v1Step struct {
 
 // parts returns the step's kernel seconds (without k's fixed overhead),
 // its CPU seconds other than launches, its launch seconds, and its work.
-func (s *v1Step) parts(b models.Batch, k StepTimer) (gpu, cpu, launch, flops, bytes float64) {
+// It reads b through a pointer to the caller's copy.
+func (s *v1Step) parts(b *models.Batch, k StepTimer) (gpu, cpu, launch, flops, bytes float64) {
 	// The padded batch is built field by field in the call, from b's
 	// fields: a Batch (seven words) lives in memory, and copying one whole
-	// (b into a padded copy, dispatch's result into it) reads its 8-byte
-	// stores with 16-byte loads, a store-forwarding stall on every step.
+	// (b into a padded copy, dispatch's result into it, or k.Step(*b))
+	// reads its 8-byte stores with 16-byte loads, a store-forwarding stall.
 	pad := 0
 	if s.graphs != nil {
 		var launches int
-		pad, launches = s.graphs.padding(&b)
+		pad, launches = s.graphs.padding(b)
 		launch = float64(launches) * s.graphs.Launch
 	}
 	sec, flops, bytes := k.Step(models.Batch{Prefills: b.Prefills, PrefillTokens: b.PrefillTokens,
@@ -215,7 +216,7 @@ func (s *v1Step) price(b models.Batch, k StepTimer) (seconds, flops, bytes float
 		sec, flops, bytes := k.Step(b)
 		return sec + s.perRequest*float64(b.Prefills+b.Decodes), flops, bytes
 	}
-	gpu, cpu, launch, flops, bytes := s.parts(b, k)
+	gpu, cpu, launch, flops, bytes := s.parts(&b, k)
 	return cpu + max(gpu, launch), flops, bytes
 }
 
@@ -239,7 +240,7 @@ func (t backTimer) Step(b models.Batch) (seconds, flops, bytes float64) { return
 type v1Overlap struct{ v1Step }
 
 func (s *v1Overlap) StepPipelined(b models.Batch) (seconds, flops, bytes float64) {
-	gpu, cpu, launch, flops, bytes := s.parts(b, s.kb)
+	gpu, cpu, launch, flops, bytes := s.parts(&b, s.kb)
 	return max(gpu, cpu+launch), flops, bytes
 }
 

@@ -112,3 +112,83 @@ func TestPartsMatchesDispatch(t *testing.T) {
 		}
 	}
 }
+
+// refSpecStep is SpecStep.Step as it was: the batch passed whole to
+// ExpandVerify and draftWork.
+func refSpecStep(s *SpecStep, b models.Batch) (seconds, flops, bytes float64) {
+	if s.Expand {
+		seconds, flops, bytes = s.Target.Step(ExpandVerify(b))
+	} else {
+		seconds, flops, bytes = s.Target.Step(b)
+	}
+	if b.Tokens() == 0 {
+		return
+	}
+	s.verify += seconds - s.IterOverhead()
+	d := s.ProposerCPU * float64(b.Decodes)
+	if s.Draft != nil {
+		q := float64(b.Query())
+		dd := float64(b.Decodes)
+		sec, f, by := s.Draft.Step(models.Batch{
+			Prefills:      b.Prefills + b.Decodes,
+			PrefillTokens: b.PrefillTokens + b.DecodeTokens(),
+			PrefillCtx:    b.PrefillCtx + b.DecodeCtx,
+			PrefillPairs:  b.PrefillPairs + q*float64(b.DecodeCtx) + dd*q*(q+1)/2,
+		})
+		if s.K > 1 {
+			reqs := b.Prefills + b.Decodes
+			ctx := b.PrefillCtx + int64(b.PrefillTokens) + b.DecodeCtx + int64(b.DecodeTokens())
+			sec1, f1, by1 := s.Draft.Step(models.Batch{Decodes: reqs, DecodeCtx: ctx})
+			n := float64(s.K - 1)
+			sec, f, by = sec+n*sec1, f+n*f1, by+n*by1
+		}
+		d += sec
+		flops, bytes = flops+f, bytes+by
+	}
+	s.draft += d
+	return seconds + d, flops, bytes
+}
+
+// SpecStep, which builds its batches field by field, prices every random
+// batch as the whole-Batch form did, bit for bit (its verify and draft
+// sums too), with and without expansion, a drafter, and one or more
+// drafted tokens.
+func TestSpecStepMatchesReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for _, c := range []struct {
+		expand, draft bool
+		k             int
+	}{{false, false, 3}, {true, false, 3}, {false, true, 1}, {false, true, 3}, {true, true, 4}} {
+		var tg, dr, tgr, drr echoTimer
+		s := &SpecStep{Target: &tg, K: c.k, ProposerCPU: 3e-6, Expand: c.expand}
+		ref := &SpecStep{Target: &tgr, K: c.k, ProposerCPU: 3e-6, Expand: c.expand}
+		if c.draft {
+			s.Draft, ref.Draft = &dr, &drr
+		}
+		for range 20_000 {
+			b := models.Batch{Decodes: r.IntN(300)}
+			if r.IntN(3) == 0 {
+				b.Prefills = 1 + r.IntN(4)
+				b.PrefillTokens = b.Prefills + r.IntN(4096)
+				b.PrefillCtx = r.Int64N(1 << 20)
+				b.PrefillPairs = float64(b.PrefillTokens) * float64(r.IntN(1<<16))
+			}
+			if b.Decodes > 0 {
+				b.DecodeCtx = int64(b.Decodes) * (1 + r.Int64N(8000))
+			}
+			if r.IntN(5) > 0 {
+				b.DecodeQuery = 1 + r.IntN(c.k+1)
+			}
+			s1, f1, y1 := s.Step(b)
+			s2, f2, y2 := refSpecStep(ref, b)
+			if tg.last != tgr.last || dr.last != drr.last {
+				t.Fatalf("%+v: %+v priced as %+v (draft %+v), the whole-Batch form %+v (draft %+v)", c, b, tg.last, dr.last, tgr.last, drr.last)
+			}
+			for i, p := range [][2]float64{{s1, s2}, {f1, f2}, {y1, y2}, {s.verify, ref.verify}, {s.draft, ref.draft}} {
+				if math.Float64bits(p[0]) != math.Float64bits(p[1]) {
+					t.Fatalf("%+v: %+v: value %d is %v, the whole-Batch form's %v", c, b, i, p[0], p[1])
+				}
+			}
+		}
+	}
+}

@@ -40,11 +40,26 @@ func FromSeconds(s float64) Time {
 
 // fromSeconds is FromSeconds reporting failure instead of panicking.
 func fromSeconds(s float64) (Time, bool) {
-	ns := math.Round(s * 1e9)
+	ns := s * 1e9
 	if !(s >= 0 && ns < 0x1p63) { // false for NaN
 		return 0, false
 	}
-	return Time(ns), true
+	return roundNs(ns), true
+}
+
+// roundNs returns math.Round(ns) as a Time, for 0 ≤ ns < 2^63 (or -0):
+// the conversion truncates, and the fraction it drops, ns − trunc(ns), is
+// exact (below 2^52 the integer part and the fraction share ns's bits;
+// from 2^52 up ns is an integer), so it rounds half away from zero as
+// math.Round does, without math.Round's moves between the float and
+// integer registers. math.Round(ns) < 2^63 exactly when ns < 2^63 (from
+// 2^52 up both are ns), so the callers' range checks are unchanged.
+func roundNs(ns float64) Time {
+	t := Time(ns)
+	if ns-float64(t) >= 0.5 {
+		t++
+	}
+	return t
 }
 
 // FromSecondsChecked is FromSeconds for durations from outside the program
@@ -66,11 +81,11 @@ func FromSecondsChecked(s float64) (Time, error) {
 // t must be ≥ 0, as every simulated time is.
 func (t Time) AddSeconds(s float64) (Time, bool) {
 	// fromSeconds written out: one call per step, as FromSeconds was.
-	ns := math.Round(s * 1e9)
+	ns := s * 1e9
 	if !(s >= 0 && ns < 0x1p63) {
 		return 0, false
 	}
-	if d := Time(ns); d < Forever-t {
+	if d := roundNs(ns); d < Forever-t {
 		return t + d, true
 	}
 	return 0, false

@@ -83,6 +83,30 @@ func benchRun(b *testing.B, s Scenario) {
 	b.ReportMetric(float64(b.N)*float64(s.Workload.Requests)/b.Elapsed().Seconds(), "req/s")
 }
 
+// BenchmarkSimulate100kNoFiles simulates 100,000 requests of the default
+// workload at 12 req/s (the CLI's `run --requests 100000 --rate 12 -o ""`)
+// and writes no files: the simulation goroutine's own cost (its event loop,
+// pricing and metrics) and the summary, without the CSV writers it would
+// otherwise wait for.
+func BenchmarkSimulate100kNoFiles(b *testing.B) {
+	s := Default()
+	s.Workload.Rate = 12
+	s.Workload.Requests = 100_000
+	p := resolveBench(b, s)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rep, err := Run(p, "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if rep.Result.Finished != int64(s.Workload.Requests) {
+			b.Fatalf("finished %d of %d", rep.Result.Finished, s.Workload.Requests)
+		}
+	}
+	b.ReportMetric(float64(b.N)*float64(s.Workload.Requests)/b.Elapsed().Seconds(), "req/s")
+}
+
 // BenchmarkSimulate100kEAGLE3 is BenchmarkSimulate100k with EAGLE-3
 // speculative decoding (k = 3): the cost of drawing every decoding
 // request's acceptance each step and pricing the drafter's passes.

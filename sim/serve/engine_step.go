@@ -133,10 +133,19 @@ func (g *CUDAGraphs) Validate() error {
 
 // dispatch returns the batch the GPU runs and the step's launches.
 func (g *CUDAGraphs) dispatch(b models.Batch) (models.Batch, int) {
+	pad, launches := g.padding(&b)
+	b.Decodes += pad
+	return b, launches
+}
+
+// padding returns the padded rows dispatch adds to b's decodes and the
+// step's launches. It reads b through a pointer: the hot path (v1Step.parts)
+// then never copies a Batch whole (see parts).
+func (g *CUDAGraphs) padding(b *models.Batch) (pad, launches int) {
 	q := max(b.DecodeQuery, 1) // b.Query(), and below b.Tokens(), without copying b for the value receivers
 	n := b.PrefillTokens + b.Decodes*q
 	if g.Eager || len(g.Sizes) == 0 || n > g.Sizes[len(g.Sizes)-1] || (g.DecodeOnly && b.Prefills > 0) {
-		return b, g.EagerLaunches
+		return 0, g.EagerLaunches
 	}
 	var i int
 	if n >= 0 && n < len(g.index) {
@@ -145,20 +154,19 @@ func (g *CUDAGraphs) dispatch(b models.Batch) (models.Batch, int) {
 		i = sort.SearchInts(g.Sizes, n)
 	}
 	if g.ExactOnly && g.Sizes[i] != n {
-		return b, g.EagerLaunches
+		return 0, g.EagerLaunches
 	}
-	pad := g.Sizes[i] - n
+	pad = g.Sizes[i] - n
 	if q > 1 {
 		// Under speculation a padded row is a request of q tokens (the
 		// sizes are multiples of q: CaptureSizesSpec); a mixed batch
 		// pads to the next whole request.
 		pad = (pad + q - 1) / q
 	}
-	b.Decodes += pad
 	if b.Prefills == 0 {
-		return b, 1 // FULL graph
+		return pad, 1 // FULL graph
 	}
-	return b, g.PiecewiseLaunches
+	return pad, g.PiecewiseLaunches
 }
 
 // v1Step prices a step of the vllm-v1 engine in series: the CPU work
@@ -176,13 +184,21 @@ type v1Step struct {
 
 // parts returns the step's kernel seconds (without k's fixed overhead),
 // its CPU seconds other than launches, its launch seconds, and its work.
-func (s *v1Step) parts(b models.Batch, k StepTimer) (gpu, cpu, launch, flops, bytes float64) {
-	gb, launches := b, 0
+// It reads b through a pointer to the caller's copy.
+func (s *v1Step) parts(b *models.Batch, k StepTimer) (gpu, cpu, launch, flops, bytes float64) {
+	// The padded batch is built field by field in the call, from b's
+	// fields: a Batch (seven words) lives in memory, and copying one whole
+	// (b into a padded copy, dispatch's result into it, or k.Step(*b))
+	// reads its 8-byte stores with 16-byte loads, a store-forwarding stall.
+	pad := 0
 	if s.graphs != nil {
-		gb, launches = s.graphs.dispatch(b)
+		var launches int
+		pad, launches = s.graphs.padding(b)
 		launch = float64(launches) * s.graphs.Launch
 	}
-	sec, flops, bytes := k.Step(gb)
+	sec, flops, bytes := k.Step(models.Batch{Prefills: b.Prefills, PrefillTokens: b.PrefillTokens,
+		PrefillCtx: b.PrefillCtx, PrefillPairs: b.PrefillPairs, Decodes: b.Decodes + pad,
+		DecodeCtx: b.DecodeCtx, DecodeQuery: b.DecodeQuery})
 	cpu = s.perRequest * float64(b.Prefills+b.Decodes)
 	if sec > 0 {
 		gpu, cpu = sec-s.fixed, cpu+s.fixed
@@ -200,7 +216,7 @@ func (s *v1Step) price(b models.Batch, k StepTimer) (seconds, flops, bytes float
 		sec, flops, bytes := k.Step(b)
 		return sec + s.perRequest*float64(b.Prefills+b.Decodes), flops, bytes
 	}
-	gpu, cpu, launch, flops, bytes := s.parts(b, k)
+	gpu, cpu, launch, flops, bytes := s.parts(&b, k)
 	return cpu + max(gpu, launch), flops, bytes
 }
 
@@ -224,7 +240,7 @@ func (t backTimer) Step(b models.Batch) (seconds, flops, bytes float64) { return
 type v1Overlap struct{ v1Step }
 
 func (s *v1Overlap) StepPipelined(b models.Batch) (seconds, flops, bytes float64) {
-	gpu, cpu, launch, flops, bytes := s.parts(b, s.kb)
+	gpu, cpu, launch, flops, bytes := s.parts(&b, s.kb)
 	return max(gpu, cpu+launch), flops, bytes
 }
 

@@ -229,20 +229,28 @@ type SpecStep struct {
 	verify, draft float64 // seconds priced since the last reset
 }
 
-// Step implements StepTimer.
+// Step implements StepTimer. It reads b's fields and builds the batches it
+// prices field by field in the calls: a Batch (seven words) lives in
+// memory, and copying one whole (into ExpandVerify, or draftWork, or out of
+// them) reads its 8-byte stores with 16-byte loads, a store-forwarding
+// stall every step.
 func (s *SpecStep) Step(b models.Batch) (seconds, flops, bytes float64) {
-	if s.Expand {
-		seconds, flops, bytes = s.Target.Step(ExpandVerify(b))
+	q := max(b.DecodeQuery, 1) // b.Query()
+	if s.Expand && q > 1 {
+		// ExpandVerify(b), written out.
+		seconds, flops, bytes = s.Target.Step(models.Batch{Prefills: b.Prefills, PrefillTokens: b.PrefillTokens,
+			PrefillCtx: b.PrefillCtx, PrefillPairs: b.PrefillPairs, Decodes: b.Decodes * q,
+			DecodeCtx: int64(q)*b.DecodeCtx + int64(b.Decodes)*int64(q*(q-1)/2)})
 	} else {
 		seconds, flops, bytes = s.Target.Step(b)
 	}
-	if b.Tokens() == 0 {
+	if b.PrefillTokens+b.Decodes*q == 0 { // b.Tokens() == 0
 		return
 	}
 	s.verify += seconds - s.IterOverhead()
 	d := s.ProposerCPU * float64(b.Decodes)
 	if s.Draft != nil {
-		sec, f, by := s.draftWork(b)
+		sec, f, by := s.draftWork(&b)
 		d += sec
 		flops, bytes = flops+f, bytes+by
 	}
@@ -267,22 +275,24 @@ func ExpandVerify(b models.Batch) models.Batch {
 	return b
 }
 
-// draftWork prices the drafter's K passes over b.
-func (s *SpecStep) draftWork(b models.Batch) (sec, flops, bytes float64) {
-	q := float64(b.Query())
+// draftWork prices the drafter's K passes over *b (read field by field,
+// as Step does).
+func (s *SpecStep) draftWork(b *models.Batch) (sec, flops, bytes float64) {
+	qi := max(b.DecodeQuery, 1) // b.Query()
+	dtoks := b.Decodes * qi     // b.DecodeTokens()
+	q := float64(qi)
 	d := float64(b.Decodes)
 	// The first pass: prefill chunks as they are, each decode's query
 	// tokens as a chunk over its context; one sampled row a request.
-	first := models.Batch{
+	sec, flops, bytes = s.Draft.Step(models.Batch{
 		Prefills:      b.Prefills + b.Decodes,
-		PrefillTokens: b.PrefillTokens + b.DecodeTokens(),
+		PrefillTokens: b.PrefillTokens + dtoks,
 		PrefillCtx:    b.PrefillCtx + b.DecodeCtx,
 		PrefillPairs:  b.PrefillPairs + q*float64(b.DecodeCtx) + d*q*(q+1)/2,
-	}
-	sec, flops, bytes = s.Draft.Step(first)
+	})
 	if s.K > 1 {
 		reqs := b.Prefills + b.Decodes
-		ctx := b.PrefillCtx + int64(b.PrefillTokens) + b.DecodeCtx + int64(b.DecodeTokens())
+		ctx := b.PrefillCtx + int64(b.PrefillTokens) + b.DecodeCtx + int64(dtoks)
 		sec1, f1, by1 := s.Draft.Step(models.Batch{Decodes: reqs, DecodeCtx: ctx})
 		n := float64(s.K - 1)
 		sec, flops, bytes = sec+n*sec1, flops+n*f1, bytes+n*by1

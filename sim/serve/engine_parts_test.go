@@ -82,16 +82,7 @@ func TestPartsMatchesDispatch(t *testing.T) {
 		ref := &v1Step{perRequest: 2e-6, fixed: 1e-3, graphs: g}
 		var k, kr echoTimer
 		for range 20_000 {
-			b := models.Batch{Decodes: r.IntN(300)}
-			if r.IntN(3) == 0 {
-				b.Prefills = 1 + r.IntN(4)
-				b.PrefillTokens = b.Prefills + r.IntN(4096)
-				b.PrefillCtx = r.Int64N(1 << 20)
-				b.PrefillPairs = float64(b.PrefillTokens) * float64(r.IntN(1<<16))
-			}
-			if b.Decodes > 0 {
-				b.DecodeCtx = int64(b.Decodes) * (1 + r.Int64N(8000))
-			}
+			b := randomPartsBatch(r)
 			if r.IntN(4) == 0 {
 				b.DecodeQuery = 1 + r.IntN(5)
 			}
@@ -166,16 +157,7 @@ func TestSpecStepMatchesReference(t *testing.T) {
 			s.Draft, ref.Draft = &dr, &drr
 		}
 		for range 20_000 {
-			b := models.Batch{Decodes: r.IntN(300)}
-			if r.IntN(3) == 0 {
-				b.Prefills = 1 + r.IntN(4)
-				b.PrefillTokens = b.Prefills + r.IntN(4096)
-				b.PrefillCtx = r.Int64N(1 << 20)
-				b.PrefillPairs = float64(b.PrefillTokens) * float64(r.IntN(1<<16))
-			}
-			if b.Decodes > 0 {
-				b.DecodeCtx = int64(b.Decodes) * (1 + r.Int64N(8000))
-			}
+			b := randomPartsBatch(r)
 			if r.IntN(5) > 0 {
 				b.DecodeQuery = 1 + r.IntN(c.k+1)
 			}
@@ -191,4 +173,21 @@ func TestSpecStepMatchesReference(t *testing.T) {
 			}
 		}
 	}
+}
+
+// randomPartsBatch draws a batch of up to 300 decodes and, one time in
+// three, 1–4 prefills: the parts both pricing tests compare; the caller
+// draws its decode query.
+func randomPartsBatch(r *rand.Rand) models.Batch {
+	b := models.Batch{Decodes: r.IntN(300)}
+	if r.IntN(3) == 0 {
+		b.Prefills = 1 + r.IntN(4)
+		b.PrefillTokens = b.Prefills + r.IntN(4096)
+		b.PrefillCtx = r.Int64N(1 << 20)
+		b.PrefillPairs = float64(b.PrefillTokens) * float64(r.IntN(1<<16))
+	}
+	if b.Decodes > 0 {
+		b.DecodeCtx = int64(b.Decodes) * (1 + r.Int64N(8000))
+	}
+	return b
 }

@@ -11,8 +11,10 @@ import (
 // number below 10⁸ into its eight decimal digits, one a byte, with three
 // multiplications and no loop or table, and put8 stores them with one
 // 8-byte write, where appendStep and appendRecord take two digits at a
-// time, a division each, and a call a field. A row is one loop over its
-// fields, written into spare capacity past the slice's end (rowSlack
+// time, a division each, and a call a field. A record row is one loop
+// over its fields (putRow), a step row a loop for each run of fields of
+// one kind (two times, six counts, two floats) with no switch on a kind;
+// either is written into spare capacity past the slice's end (rowSlack
 // bytes, so every 8-byte store lands inside it); the slice is then
 // extended by what the row took, and bytes stored past the row's end are
 // overwritten by the next row or never part of the slice. On the r17
@@ -88,11 +90,10 @@ type field struct {
 }
 
 const (
-	fEmpty    = iota // nothing (a rejected request's latencies)
-	fUint            // u < 10⁸ as is
-	fSec             // u < fastSec nanoseconds as seconds with 9 decimals
-	fMs              // u < fastMs millionths with 6 decimals
-	fShortest        // u = uint64(f) for a fastShortest f, as appendShortest prints f
+	fEmpty = iota // nothing (a rejected request's latencies)
+	fUint         // u < 10⁸ as is
+	fSec          // u < fastSec nanoseconds as seconds with 9 decimals
+	fMs           // u < fastMs millionths with 6 decimals
 )
 
 // putRow stores the fields at d[p:], each followed by a comma, and returns
@@ -112,13 +113,6 @@ func putRow(d []byte, p int, fs []field) int {
 		case fMs:
 			w := u / 1e6
 			u, frac = w, u-w*1e6
-		case fShortest:
-			if u >= 1e6 {
-				p = putExp(d, p, u)
-				d[p] = ','
-				p++
-				continue
-			}
 		}
 		if u < 10 {
 			d[p] = byte('0' + u)
@@ -162,8 +156,10 @@ func fastShortest(f float64) bool {
 
 // putExp stores the integer 10⁶ ≤ u < 2⁵³ as appendShortest prints it,
 // d.ddde+XX (the digits without their trailing zeros; see appendShortest
-// for why that is the shortest form), at d[p:] and returns the position
-// after it. The digits go to d[p+1:], then the first moves over the point.
+// for why that is the shortest form), and a comma at d[p:] and returns
+// the position after the comma. The first digit is stored before the
+// point and the rest after it; the point and the rest are overwritten
+// when the rest is all zeros.
 func putExp(d []byte, p int, u uint64) int {
 	hi := u / 1e8
 	lo := digits8(u - hi*1e8)
@@ -171,47 +167,110 @@ func putExp(d []byte, p int, u uint64) int {
 	if hi == 0 {
 		lz := bits.TrailingZeros64(lo) >> 3 // 0 or 1: u ≥ 10⁶
 		n = 8 - lz
-		put8(d, p+1, (lo+ascii0)>>(lz*8))
+		v := (lo + ascii0) >> (lz * 8)
+		d[p], d[p+1] = byte(v), '.'
+		put8(d, p+2, v>>8)
 		nd = n - bits.LeadingZeros64(lo)>>3
 	} else {
 		h := digits8(hi)
 		lz := bits.TrailingZeros64(h) >> 3
 		n = 16 - lz
-		put8(d, p+1, (h+ascii0)>>(lz*8))
-		put8(d, p+1+n-8, lo+ascii0)
+		v := (h + ascii0) >> (lz * 8)
+		d[p], d[p+1] = byte(v), '.'
+		put8(d, p+2, v>>8) // the other 7−lz digits of hi, then zeros
+		put8(d, p+9-lz, lo+ascii0)
 		if lo != 0 {
 			nd = n - bits.LeadingZeros64(lo)>>3
 		} else {
 			nd = n - 8 - bits.LeadingZeros64(h)>>3
 		}
 	}
-	d[p] = d[p+1]
-	e := p + 1 // after the first digit, or after the point and the rest
-	if nd > 1 {
-		d[p+1] = '.'
-		e = p + 1 + nd
+	e := p + 1 + nd // after the point and the rest
+	if nd == 1 {
+		e = p + 1 // after the first digit
 	}
-	exp := n - 1 // 6 ≤ exp ≤ 15
-	d[e], d[e+1], d[e+2], d[e+3] = 'e', '+', digitPairs[2*exp], digitPairs[2*exp+1]
-	return e + 4
+	put8(d, e, expTail[n-1])
+	return e + 5
 }
 
+// expTail holds "e+XX," for the exponents 0 … 15 as put8 stores it (the
+// first byte lowest, three bytes of zeros past the comma).
+var expTail = func() (t [16]uint64) {
+	for x := range t {
+		t[x] = 'e' | '+'<<8 | uint64(digitPairs[2*x])<<16 | uint64(digitPairs[2*x+1])<<24 | ','<<32
+	}
+	return t
+}()
+
 // appendStepFast is appendStep, through the fast path when s is within its
-// bounds.
+// bounds: the fields in their runs of one kind, each after a comma but
+// the first, with putRow's digit paths inlined (a call a field or a
+// switch on its kind costs more than formatting most of a step's fields).
 func appendStepFast(b []byte, s *Step) []byte {
 	if !fastStep(s) {
 		return appendStep(b, s)
 	}
-	fs := [...]field{{uint64(s.Instance), fUint}, {uint64(s.Start), fSec}, {uint64(s.Duration), fSec},
-		{uint64(s.Prefills), fUint}, {uint64(s.PrefillTokens), fUint}, {uint64(s.Decodes), fUint},
-		{uint64(s.KVBlocksUsed), fUint}, {uint64(s.KVBlocksTotal), fUint}, {uint64(s.Preempted), fUint},
-		{uint64(s.FLOPs), fShortest}, {uint64(s.Bytes), fShortest}}
 	b = slices.Grow(b, rowSlack)
 	l := len(b)
-	p := putRow(b[l:l+rowSlack], 0, fs[:])
-	b = b[:l+p]
-	b[l+p-1] = '\n' // over the last comma
-	return b
+	d := b[l : l+rowSlack]
+	p := 0
+	if u := uint64(s.Instance); u < 10 {
+		d[0] = byte('0' + u)
+		p = 1
+	} else {
+		p = putVar(d, 0, digits8(u))
+	}
+	for _, u := range [...]uint64{uint64(s.Start), uint64(s.Duration)} {
+		d[p] = ','
+		p++
+		w := u / 1e9
+		frac := u - w*1e9
+		if w < 10 {
+			d[p] = byte('0' + w)
+			p++
+		} else {
+			p = putVar(d, p, digits8(w))
+		}
+		f1 := frac / 1e8
+		d[p], d[p+1] = '.', byte('0'+f1)
+		put8(d, p+2, digits8(frac-f1*1e8)+ascii0)
+		p += 10
+	}
+	for _, u := range [...]uint64{uint64(s.Prefills), uint64(s.PrefillTokens), uint64(s.Decodes),
+		uint64(s.KVBlocksUsed), uint64(s.KVBlocksTotal), uint64(s.Preempted)} {
+		d[p] = ','
+		p++
+		if u < 10 {
+			d[p] = byte('0' + u)
+			p++
+		} else if u < 100 {
+			d[p], d[p+1] = digitPairs[2*u], digitPairs[2*u+1]
+			p += 2
+		} else if u < 10000 {
+			x := digits4(u)
+			lz := bits.TrailingZeros64(x) >> 3 // 0 or 1
+			put8(d, p, (x+ascii0)>>(lz*8))
+			p += 4 - lz
+		} else {
+			p = putVar(d, p, digits8(u))
+		}
+	}
+	d[p] = ','
+	p++
+	for _, f := range [...]float64{s.FLOPs, s.Bytes} {
+		if u := uint64(f); u >= 1e6 {
+			p = putExp(d, p, u)
+		} else if u < 10 {
+			d[p], d[p+1] = byte('0'+u), ','
+			p += 2
+		} else {
+			p = putVar(d, p, digits8(u))
+			d[p] = ','
+			p++
+		}
+	}
+	d[p-1] = '\n' // over the last comma
+	return b[:l+p]
 }
 
 // fastStep reports whether every field of s is within the fast path's

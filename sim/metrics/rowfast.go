@@ -11,8 +11,9 @@ import (
 // number below 10⁸ into its eight decimal digits, one a byte, with three
 // multiplications and no loop or table, and put8 stores them with one
 // 8-byte write, where appendStep and appendRecord take two digits at a
-// time, a division each, and a call a field. A row is one loop over its
-// fields, written into spare capacity past the slice's end (rowSlack
+// time, a division each, and a call a field. A row is a call for each
+// run of fields of one kind (putCounts, putSecs, putMss, putShortests;
+// appendStepFast has them in line), written into spare capacity past the slice's end (rowSlack
 // bytes, so every 8-byte store lands inside it); the slice is then
 // extended by what the row took, and bytes stored past the row's end are
 // overwritten by the next row or never part of the slice. On the r17
@@ -79,51 +80,22 @@ func putVar(d []byte, p int, v uint64) int {
 	return p + 8 - lz
 }
 
-// A field of a fast row: a number and how it prints. The row is one loop
-// over its fields with no calls (digits8 and put8 are inlined), the
-// division in each case by a constant.
-type field struct {
-	u    uint64
-	kind uint8
-}
+// The helpers below store runs of fields of one kind at d[p:], each
+// followed by a comma, and return the position after the last comma: a
+// row is a few calls, one a run, with no switch on a field's kind (a call
+// a field, or a switch, costs more than formatting most of a step's
+// fields).
 
-const (
-	fEmpty    = iota // nothing (a rejected request's latencies)
-	fUint            // u < 10⁸ as is
-	fSec             // u < fastSec nanoseconds as seconds with 9 decimals
-	fMs              // u < fastMs millionths with 6 decimals
-	fShortest        // u = uint64(f) for a fastShortest f, as appendShortest prints f
-)
-
-// putRow stores the fields at d[p:], each followed by a comma, and returns
-// the position after the last comma.
-func putRow(d []byte, p int, fs []field) int {
-	for _, f := range fs {
-		u := f.u
-		var frac uint64
-		switch f.kind {
-		case fEmpty:
-			d[p] = ','
-			p++
-			continue
-		case fSec:
-			w := u / 1e9
-			u, frac = w, u-w*1e9
-		case fMs:
-			w := u / 1e6
-			u, frac = w, u-w*1e6
-		case fShortest:
-			if u >= 1e6 {
-				p = putExp(d, p, u)
-				d[p] = ','
-				p++
-				continue
-			}
-		}
+// putCounts stores integers below 10⁸. Counts below 10⁴ (most of a step's
+// and of a request's) take a branch on their length, which is predicted
+// more often than not, rather than digits8 and its longer dependency
+// chain into the next field's position.
+func putCounts(d []byte, p int, us []uint64) int {
+	for _, u := range us {
 		if u < 10 {
 			d[p] = byte('0' + u)
 			p++
-		} else if u < 100 { // most counts of a step: a pair from the table is cheaper than digits8
+		} else if u < 100 {
 			d[p], d[p+1] = digitPairs[2*u], digitPairs[2*u+1]
 			p += 2
 		} else if u < 10000 { // digits8's last two steps: the four digits in the low bytes
@@ -132,24 +104,60 @@ func putRow(d []byte, p int, fs []field) int {
 			put8(d, p, (x+ascii0)>>(lz*8))
 			p += 4 - lz
 		} else {
-			x := digits8(u)
-			lz := bits.TrailingZeros64(x) >> 3 // leading zero digits, at most 6
-			put8(d, p, (x+ascii0)>>(lz*8))
-			p += 8 - lz
-		}
-		switch f.kind {
-		case fSec:
-			f1 := frac / 1e8
-			put8(d, p+2, digits8(frac-f1*1e8)+ascii0)
-			d[p], d[p+1] = '.', byte('0'+f1)
-			p += 10
-		case fMs:
-			put8(d, p+1, (digits8(frac)+ascii0)>>16) // the last six of eight digits
-			d[p] = '.'
-			p += 7
+			p = putVar(d, p, digits8(u))
 		}
 		d[p] = ','
 		p++
+	}
+	return p
+}
+
+// putSecs stores nanoseconds below fastSec as seconds with 9 decimals.
+func putSecs(d []byte, p int, us []uint64) int {
+	for _, u := range us {
+		w := u / 1e9
+		frac := u - w*1e9
+		if w < 10 { // a step's duration; the first seconds of a run
+			d[p] = byte('0' + w)
+			p++
+		} else {
+			p = putVar(d, p, digits8(w))
+		}
+		f1 := frac / 1e8
+		d[p], d[p+1] = '.', byte('0'+f1)
+		put8(d, p+2, digits8(frac-f1*1e8)+ascii0)
+		d[p+10] = ','
+		p += 11
+	}
+	return p
+}
+
+// putMss stores millionths below fastMs as numbers with 6 decimals.
+func putMss(d []byte, p int, us []uint64) int {
+	for _, u := range us {
+		w := u / 1e6
+		p = putVar(d, p, digits8(w))
+		put8(d, p+1, (digits8(u-w*1e6)+ascii0)>>16) // the last six of eight digits
+		d[p] = '.'
+		d[p+7] = ','
+		p += 8
+	}
+	return p
+}
+
+// putShortests stores fastShortest floats as appendShortest prints them.
+func putShortests(d []byte, p int, fs []float64) int {
+	for _, f := range fs {
+		if u := uint64(f); u >= 1e6 {
+			p = putExp(d, p, u)
+		} else if u < 10 {
+			d[p], d[p+1] = byte('0'+u), ','
+			p += 2
+		} else {
+			p = putVar(d, p, digits8(u))
+			d[p] = ','
+			p++
+		}
 	}
 	return p
 }
@@ -162,8 +170,10 @@ func fastShortest(f float64) bool {
 
 // putExp stores the integer 10⁶ ≤ u < 2⁵³ as appendShortest prints it,
 // d.ddde+XX (the digits without their trailing zeros; see appendShortest
-// for why that is the shortest form), at d[p:] and returns the position
-// after it. The digits go to d[p+1:], then the first moves over the point.
+// for why that is the shortest form), and a comma at d[p:] and returns
+// the position after the comma. The first digit is stored before the
+// point and the rest after it; the point and the rest are overwritten
+// when the rest is all zeros.
 func putExp(d []byte, p int, u uint64) int {
 	hi := u / 1e8
 	lo := digits8(u - hi*1e8)
@@ -171,47 +181,110 @@ func putExp(d []byte, p int, u uint64) int {
 	if hi == 0 {
 		lz := bits.TrailingZeros64(lo) >> 3 // 0 or 1: u ≥ 10⁶
 		n = 8 - lz
-		put8(d, p+1, (lo+ascii0)>>(lz*8))
+		v := (lo + ascii0) >> (lz * 8)
+		d[p], d[p+1] = byte(v), '.'
+		put8(d, p+2, v>>8)
 		nd = n - bits.LeadingZeros64(lo)>>3
 	} else {
 		h := digits8(hi)
 		lz := bits.TrailingZeros64(h) >> 3
 		n = 16 - lz
-		put8(d, p+1, (h+ascii0)>>(lz*8))
-		put8(d, p+1+n-8, lo+ascii0)
+		v := (h + ascii0) >> (lz * 8)
+		d[p], d[p+1] = byte(v), '.'
+		put8(d, p+2, v>>8) // the other 7−lz digits of hi, then zeros
+		put8(d, p+9-lz, lo+ascii0)
 		if lo != 0 {
 			nd = n - bits.LeadingZeros64(lo)>>3
 		} else {
 			nd = n - 8 - bits.LeadingZeros64(h)>>3
 		}
 	}
-	d[p] = d[p+1]
-	e := p + 1 // after the first digit, or after the point and the rest
-	if nd > 1 {
-		d[p+1] = '.'
-		e = p + 1 + nd
+	e := p + 1 + nd // after the point and the rest
+	if nd == 1 {
+		e = p + 1 // after the first digit
 	}
-	exp := n - 1 // 6 ≤ exp ≤ 15
-	d[e], d[e+1], d[e+2], d[e+3] = 'e', '+', digitPairs[2*exp], digitPairs[2*exp+1]
-	return e + 4
+	put8(d, e, expTail[n-1])
+	return e + 5
 }
 
+// expTail holds "e+XX," for the exponents 0 … 15 as put8 stores it (the
+// first byte lowest, three bytes of zeros past the comma).
+var expTail = func() (t [16]uint64) {
+	for x := range t {
+		t[x] = 'e' | '+'<<8 | uint64(digitPairs[2*x])<<16 | uint64(digitPairs[2*x+1])<<24 | ','<<32
+	}
+	return t
+}()
+
 // appendStepFast is appendStep, through the fast path when s is within its
-// bounds.
+// bounds. It is the helpers' loops written out in line, each field after
+// a comma but the first: the calls cost a step row (three times as many
+// as records in a run) 4–7 % on BenchmarkStepRows.
 func appendStepFast(b []byte, s *Step) []byte {
 	if !fastStep(s) {
 		return appendStep(b, s)
 	}
-	fs := [...]field{{uint64(s.Instance), fUint}, {uint64(s.Start), fSec}, {uint64(s.Duration), fSec},
-		{uint64(s.Prefills), fUint}, {uint64(s.PrefillTokens), fUint}, {uint64(s.Decodes), fUint},
-		{uint64(s.KVBlocksUsed), fUint}, {uint64(s.KVBlocksTotal), fUint}, {uint64(s.Preempted), fUint},
-		{uint64(s.FLOPs), fShortest}, {uint64(s.Bytes), fShortest}}
 	b = slices.Grow(b, rowSlack)
 	l := len(b)
-	p := putRow(b[l:l+rowSlack], 0, fs[:])
-	b = b[:l+p]
-	b[l+p-1] = '\n' // over the last comma
-	return b
+	d := b[l : l+rowSlack]
+	p := 0
+	if u := uint64(s.Instance); u < 10 {
+		d[0] = byte('0' + u)
+		p = 1
+	} else {
+		p = putVar(d, 0, digits8(u))
+	}
+	for _, u := range [...]uint64{uint64(s.Start), uint64(s.Duration)} {
+		d[p] = ','
+		p++
+		w := u / 1e9
+		frac := u - w*1e9
+		if w < 10 {
+			d[p] = byte('0' + w)
+			p++
+		} else {
+			p = putVar(d, p, digits8(w))
+		}
+		f1 := frac / 1e8
+		d[p], d[p+1] = '.', byte('0'+f1)
+		put8(d, p+2, digits8(frac-f1*1e8)+ascii0)
+		p += 10
+	}
+	for _, u := range [...]uint64{uint64(s.Prefills), uint64(s.PrefillTokens), uint64(s.Decodes),
+		uint64(s.KVBlocksUsed), uint64(s.KVBlocksTotal), uint64(s.Preempted)} {
+		d[p] = ','
+		p++
+		if u < 10 {
+			d[p] = byte('0' + u)
+			p++
+		} else if u < 100 {
+			d[p], d[p+1] = digitPairs[2*u], digitPairs[2*u+1]
+			p += 2
+		} else if u < 10000 {
+			x := digits4(u)
+			lz := bits.TrailingZeros64(x) >> 3 // 0 or 1
+			put8(d, p, (x+ascii0)>>(lz*8))
+			p += 4 - lz
+		} else {
+			p = putVar(d, p, digits8(u))
+		}
+	}
+	d[p] = ','
+	p++
+	for _, f := range [...]float64{s.FLOPs, s.Bytes} {
+		if u := uint64(f); u >= 1e6 {
+			p = putExp(d, p, u)
+		} else if u < 10 {
+			d[p], d[p+1] = byte('0'+u), ','
+			p += 2
+		} else {
+			p = putVar(d, p, digits8(u))
+			d[p] = ','
+			p++
+		}
+	}
+	d[p-1] = '\n' // over the last comma
+	return b[:l+p]
 }
 
 // fastStep reports whether every field of s is within the fast path's
@@ -225,29 +298,45 @@ func fastStep(s *Step) bool {
 // its bounds.
 func appendRecordFast(b []byte, r *Record) []byte {
 	served := r.Rejected == ""
-	tpot := field{kind: fEmpty} // TPOT in millionths of a millisecond
-	if ms, ok := r.TPOT(); served && ok {
+	ms, tpot := r.TPOT()
+	tpot = tpot && served
+	var tq uint64 // TPOT in millionths of a millisecond, if tpot
+	if tpot {
 		q, exact := ms6Units(ms)
 		if !exact || q >= fastMs {
 			return appendRecord(b, r)
 		}
-		tpot = field{q, fMs}
+		tq = q
 	}
 	if uint64(r.ID|int64(r.Instance|r.PromptTokens|r.OutputTokens|r.Preemptions)) >= fastUint || uint64(r.Arrival) >= fastSec ||
 		served && (uint64(r.FirstToken|r.Finish) >= fastSec || uint64(r.TTFT()|r.E2E()) >= fastMs) {
 		return appendRecord(b, r)
 	}
-	sec, ms := uint8(fSec), uint8(fMs)
-	if !served {
-		sec, ms = fEmpty, fEmpty
-	}
-	fs := [...]field{{uint64(r.ID), fUint}, {uint64(r.Instance), fUint}, {uint64(r.Arrival), fSec},
-		{uint64(r.FirstToken), sec}, {uint64(r.Finish), sec}, {uint64(r.PromptTokens), fUint},
-		{uint64(r.OutputTokens), fUint}, {uint64(r.TTFT()), ms}, tpot, {uint64(r.E2E()), ms},
-		{uint64(r.Preemptions), fUint}}
 	b = slices.Grow(b, rowSlack)
 	l := len(b)
-	b = b[:l+putRow(b[l:l+rowSlack], 0, fs[:])]
+	d := b[l : l+rowSlack]
+	p := putCounts(d, 0, []uint64{uint64(r.ID), uint64(r.Instance)})
+	if served {
+		p = putSecs(d, p, []uint64{uint64(r.Arrival), uint64(r.FirstToken), uint64(r.Finish)})
+	} else {
+		p = putSecs(d, p, []uint64{uint64(r.Arrival)})
+		d[p], d[p+1] = ',', ','
+		p += 2
+	}
+	p = putCounts(d, p, []uint64{uint64(r.PromptTokens), uint64(r.OutputTokens)})
+	switch {
+	case tpot:
+		p = putMss(d, p, []uint64{uint64(r.TTFT()), tq, uint64(r.E2E())})
+	case served: // one output token: no TPOT
+		p = putMss(d, p, []uint64{uint64(r.TTFT())})
+		d[p] = ','
+		p = putMss(d, p+1, []uint64{uint64(r.E2E())})
+	default:
+		d[p], d[p+1], d[p+2] = ',', ',', ','
+		p += 3
+	}
+	p = putCounts(d, p, []uint64{uint64(r.Preemptions)})
+	b = b[:l+p]
 	if !served {
 		b = appendCSVField(b, r.Rejected)
 	}

@@ -146,17 +146,18 @@ func TestFastRows(t *testing.T) {
 	}
 }
 
-// TestFastShortest checks putRow's fShortest against strconv's 'g', -1 on the
-// fast path's floats among shortestCases.
+// TestFastShortest checks appendStepFast's flops_per_gpu and
+// bytes_per_gpu against strconv's 'g', -1 on the fast path's floats among
+// shortestCases.
 func TestFastShortest(t *testing.T) {
-	d := make([]byte, 64)
 	for _, f := range shortestCases() {
 		if !fastShortest(f) {
 			continue
 		}
-		n := putRow(d, 0, []field{{uint64(f), fShortest}})
-		if got, want := string(d[:n]), strconv.FormatFloat(f, 'g', -1, 64)+","; got != want {
-			t.Fatalf("putRow(%v) = %q, want %q", f, got, want)
+		s := Step{FLOPs: f, Bytes: f}
+		g := strconv.FormatFloat(f, 'g', -1, 64)
+		if got, want := string(appendStepFast(nil, &s)), "0,0.000000000,0.000000000,0,0,0,0,0,0,"+g+","+g+"\n"; got != want {
+			t.Fatalf("appendStepFast(%v) = %q, want %q", f, got, want)
 		}
 	}
 }

@@ -218,4 +218,4 @@
 package calibrate
 
 //go:generate go run ./cmd/genprofiles -data ../../../shared/data/vidur-profiling -measured testdata/h200_randn.csv -out profiles
-//go:generate go run -tags calibrate_toml ./cmd/genstatic -dir .
+//go:generate go run -tags toml_builtins ../../internal/cmd/genstatic -profiles .

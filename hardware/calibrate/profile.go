@@ -458,7 +458,7 @@ var builtinFS embed.FS
 // builtinProfile is an embedded profile, loaded once: from its generated
 // Go form (static_<gpu>.go, static data the compiler lays out, which
 // TestStaticProfiles holds equal to what ParseProfile reads from the TOML),
-// or parsed from the TOML in a build without it (the calibrate_toml tag).
+// or parsed from the TOML in a build without it (the toml_builtins tag).
 type builtinProfile struct {
 	once   sync.Once
 	p      *Profile

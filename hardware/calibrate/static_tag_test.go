@@ -1,6 +1,6 @@
-//go:build calibrate_toml
+//go:build toml_builtins
 
 package calibrate_test
 
-// A build with the calibrate_toml tag leaves the generated profiles out.
+// A build with the toml_builtins tag leaves the generated profiles out.
 func init() { tomlOnly = true }

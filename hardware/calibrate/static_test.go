@@ -9,10 +9,10 @@ import (
 	"testing"
 
 	"github.com/servesim/servesim/hardware/calibrate"
-	"github.com/servesim/servesim/hardware/calibrate/internal/staticgen"
+	"github.com/servesim/servesim/internal/staticgen"
 )
 
-// tomlOnly is set in a build with the calibrate_toml tag.
+// tomlOnly is set in a build with the toml_builtins tag.
 var tomlOnly bool
 
 // TestStaticProfiles holds the generated Go form of the built-in profiles
@@ -23,7 +23,7 @@ var tomlOnly bool
 // TOML edited without `go generate ./hardware/calibrate` fails here.
 func TestStaticProfiles(t *testing.T) {
 	if tomlOnly {
-		t.Skip("built with the calibrate_toml tag: no generated profiles")
+		t.Skip("built with the toml_builtins tag: no generated profiles")
 	}
 	read := func(gpu string) ([]byte, error) { return calibrate.BuiltinFS.ReadFile("profiles/" + gpu + ".toml") }
 	for _, gpu := range calibrate.BuiltinGPUs {
@@ -47,7 +47,7 @@ func TestStaticProfiles(t *testing.T) {
 			t.Errorf("%s: digest %s, want the TOML's %x", gpu, digest, sum)
 		}
 	}
-	files, err := staticgen.Files(calibrate.BuiltinGPUs, read)
+	files, err := staticgen.Profiles(calibrate.BuiltinGPUs, read)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,9 @@
-//go:build calibrate_toml
+//go:build toml_builtins
 
 package calibrate
 
 // builtinStatic is what static_profiles.go generates, in a build with the
-// calibrate_toml tag, which leaves the generated files out: every built-in
+// toml_builtins tag, which leaves the generated files out: every built-in
 // profile is then parsed from its TOML (cmd/genstatic builds so, that a
 // stale generated file cannot stop it).
 func builtinStatic(string) (*Profile, string) { return nil, "" }

@@ -36,3 +36,22 @@ func builtinStatic(gpu string) (*Profile, string) {
 	}
 	return nil, ""
 }
+
+// builtinForest returns the generated evaluation form of a built-in
+// profile's GEMM trees (t the profile's own, shared by its clones),
+// shared; nil for other trees.
+func builtinForest(t *GEMMTrees) *forest {
+	switch t {
+	case staticA100.GEMMTrees:
+		return staticA100Forest
+	case staticH100.GEMMTrees:
+		return staticH100Forest
+	case staticH200.GEMMTrees:
+		return staticH200Forest
+	case staticRtxPro6000.GEMMTrees:
+		return staticRtxPro6000Forest
+	case staticA100Pcie.GEMMTrees:
+		return staticA100PcieForest
+	}
+	return nil
+}

@@ -18,7 +18,8 @@ var tomlOnly bool
 // TestStaticProfiles holds the generated Go form of the built-in profiles
 // (static_*.go) to their TOML: each value is reflect.DeepEqual to what
 // ParseProfile reads from profiles/<gpu>.toml (nil and empty slices apart,
-// every field), the digest is the file's, and every generated file is
+// every field), so is the generated evaluation form of its GEMM trees to
+// newForest's, the digest is the file's, and every generated file is
 // byte for byte what cmd/genstatic makes of the shipped TOML now, so a
 // TOML edited without `go generate ./hardware/calibrate` fails here.
 func TestStaticProfiles(t *testing.T) {
@@ -41,6 +42,22 @@ func TestStaticProfiles(t *testing.T) {
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: the generated profile differs from profiles/%s.toml: run `go generate ./hardware/calibrate`", gpu, gpu)
+		}
+		// The trees' evaluation form: the generated one as newForest
+		// builds it, and what Calibrated takes (forestOf) the same.
+		if want.GEMMTrees != nil {
+			f := calibrate.BuiltinForest(got.GEMMTrees)
+			if f == nil || !reflect.DeepEqual(f, calibrate.Forest(want.GEMMTrees)) {
+				t.Errorf("%s: the generated forest differs from newForest's: run `go generate ./hardware/calibrate`", gpu)
+			}
+			if !reflect.DeepEqual(calibrate.ForestOf(got.GEMMTrees), calibrate.Forest(want.GEMMTrees)) {
+				t.Errorf("%s: forestOf differs from newForest", gpu)
+			}
+			if calibrate.BuiltinForest(want.GEMMTrees) != nil {
+				t.Errorf("%s: a generated forest for trees not the built-in profile's", gpu)
+			}
+		} else if got.GEMMTrees != nil {
+			t.Errorf("%s: trees where the TOML has none", gpu)
 		}
 		sum := sha256.Sum256(data)
 		if digest != hex.EncodeToString(sum[:]) {

@@ -7,3 +7,6 @@ package calibrate
 // profile is then parsed from its TOML (cmd/genstatic builds so, that a
 // stale generated file cannot stop it).
 func builtinStatic(string) (*Profile, string) { return nil, "" }
+
+// builtinForest: no generated forests (see builtinStatic).
+func builtinForest(*GEMMTrees) *forest { return nil }

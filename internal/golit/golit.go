@@ -144,8 +144,23 @@ func (w *writer) value(v reflect.Value, typed bool) error {
 	return nil
 }
 
-// structLit writes a struct literal with its non-zero fields by name.
+// structLit writes a struct literal with its non-zero fields by name,
+// or, as the element of a slice or array, a struct of numbers and
+// strings alone with every field in order on one line ({1, 2, 0.5}).
 func (w *writer) structLit(v reflect.Value, typed bool) error {
+	if !typed && scalars(v.Type()) {
+		w.b.WriteString("{")
+		for i := range v.NumField() {
+			if i > 0 {
+				w.b.WriteString(", ")
+			}
+			if err := w.value(v.Field(i), true); err != nil {
+				return fmt.Errorf("%w (field %s)", err, v.Type().Field(i).Name)
+			}
+		}
+		w.b.WriteString("}")
+		return nil
+	}
 	if typed {
 		t, err := typeName(v.Type())
 		if err != nil {
@@ -172,4 +187,19 @@ func (w *writer) structLit(v reflect.Value, typed bool) error {
 	}
 	w.b.WriteString("}")
 	return nil
+}
+
+// scalars reports whether t's fields are all numbers, booleans and
+// strings.
+func scalars(t reflect.Type) bool {
+	for i := range t.NumField() {
+		switch t.Field(i).Type.Kind() {
+		case reflect.Bool, reflect.String, reflect.Float32, reflect.Float64,
+			reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		default:
+			return false
+		}
+	}
+	return t.NumField() > 0
 }

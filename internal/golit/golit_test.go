@@ -11,33 +11,41 @@ type inner struct {
 	B []float64
 }
 
+type node struct {
+	f    int32
+	v    float64
+	name string
+}
+
 type outer struct {
-	S   string
-	F   float64
-	F32 float32
-	I   int
-	U   uint8
-	Ok  bool
-	P   *inner
-	In  inner
-	Ins []inner
-	Arr [2]int
-	SS  [][]float64
-	Ptr []*inner
-	Nil []string
-	E   []string
+	Nodes []node
+	S     string
+	F     float64
+	F32   float32
+	I     int
+	U     uint8
+	Ok    bool
+	P     *inner
+	In    inner
+	Ins   []inner
+	Arr   [2]int
+	SS    [][]float64
+	Ptr   []*inner
+	Nil   []string
+	E     []string
 }
 
 func TestLiteral(t *testing.T) {
 	v := outer{
 		S: "a\"b\n", F: 0.1, F32: 1.5, I: -3, U: 7, Ok: true,
-		P:   &inner{A: []int{1, 2}},
-		In:  inner{B: []float64{1e-300, 2.5e+20}},
-		Ins: []inner{{A: []int{}}, {}},
-		Arr: [2]int{0, 4},
-		SS:  [][]float64{{1, 2}, {}},
-		Ptr: []*inner{{A: []int{5}}, nil},
-		E:   []string{},
+		P:     &inner{A: []int{1, 2}},
+		In:    inner{B: []float64{1e-300, 2.5e+20}},
+		Ins:   []inner{{A: []int{}}, {}},
+		Arr:   [2]int{0, 4},
+		SS:    [][]float64{{1, 2}, {}},
+		Ptr:   []*inner{{A: []int{5}}, nil},
+		E:     []string{},
+		Nodes: []node{{1, 0.5, "a"}, {}},
 	}
 	got, err := Literal(v)
 	if err != nil {
@@ -47,7 +55,7 @@ func TestLiteral(t *testing.T) {
 		`S: "a\"b\n",`, "F: 0.1,", "F32: 1.5,", "I: -3,", "U: 7,", "Ok: true,",
 		"P: &inner{\nA: []int{1, 2},\n},", "B: []float64{1e-300, 2.5e+20},",
 		"Ins: []inner{\n{\nA: []int{},\n},\n{},\n},", "Arr: [2]int{0, 4},",
-		"SS: [][]float64{\n{1, 2},\n{},\n},", "Ptr: []*inner{\n&inner{\nA: []int{5},\n},\nnil,\n},", "E: []string{},",
+		"SS: [][]float64{\n{1, 2},\n{},\n},", "Ptr: []*inner{\n&inner{\nA: []int{5},\n},\nnil,\n},", "E: []string{},", "Nodes: []node{\n{1, 0.5, \"a\"},\n{0, 0, \"\"},\n},",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("literal lacks %q:\n%s", want, got)

@@ -4,8 +4,9 @@
 // TOML. The TOML stays the source:
 //
 //   - Profiles: hardware/calibrate's profiles/<gpu>.toml, static_<gpu>.go
-//     each, and static_profiles.go, the index (builtinStatic) with each
-//     file's SHA-256;
+//     each (with the evaluation form Calibrated builds of its GEMM trees),
+//     and static_profiles.go, the index (builtinStatic, builtinForest) with
+//     each file's SHA-256;
 //   - GPUs: hardware's gpus.toml, static_gpus.go (staticGPUs);
 //   - Models: models' builtin.toml, static_models.go (staticModels).
 //
@@ -73,7 +74,7 @@ func varName(gpu string) string {
 // the index.
 func Profiles(gpus []string, read func(gpu string) ([]byte, error)) (map[string][]byte, error) {
 	out := map[string][]byte{}
-	var cases strings.Builder
+	var cases, forests strings.Builder
 	for _, gpu := range gpus {
 		data, err := read(gpu)
 		if err != nil {
@@ -85,9 +86,23 @@ func Profiles(gpus []string, read func(gpu string) ([]byte, error)) (map[string]
 			return nil, err
 		}
 		v := varName(gpu)
-		src, err := varFile(name, "calibrate", v, v+" is "+name+" as ParseProfile reads it.", *p)
+		decls := []string{}
+		d, err := decl(name, v, v+" is "+name+" as ParseProfile reads it.", *p)
 		if err != nil {
 			return nil, err
+		}
+		decls = append(decls, d)
+		if p.GEMMTrees != nil {
+			d, err := decl(name, v+"Forest", v+"Forest is the evaluation form Calibrated builds of "+v+"'s GEMM trees.", calibrate.Forest(p.GEMMTrees))
+			if err != nil {
+				return nil, err
+			}
+			decls = append(decls, d)
+			fmt.Fprintf(&forests, "case %s.GEMMTrees:\nreturn %sForest\n", v, v)
+		}
+		src, err := golit.File(header(name), "calibrate", decls)
+		if err != nil {
+			return nil, fmt.Errorf("staticgen: %s: %w", name, err)
 		}
 		out[ProfileFile(gpu)] = src
 		sum := sha256.Sum256(data)
@@ -97,7 +112,11 @@ func Profiles(gpus []string, read func(gpu string) ([]byte, error)) (map[string]
 		"// reads profiles/<gpu>.toml, shared (Builtin clones it), and the\n" +
 		"// SHA-256 of that file in hex; nil and \"\" for another name.\n" +
 		"func builtinStatic(gpu string) (*Profile, string) {\nswitch gpu {\n" + cases.String() + "}\nreturn nil, \"\"\n}"
-	src, err := golit.File(header("profiles/*.toml"), "calibrate", []string{index})
+	forest := "// builtinForest returns the generated evaluation form of a built-in\n" +
+		"// profile's GEMM trees (t the profile's own, shared by its clones),\n" +
+		"// shared; nil for other trees.\n" +
+		"func builtinForest(t *GEMMTrees) *forest {\nswitch t {\n" + forests.String() + "}\nreturn nil\n}"
+	src, err := golit.File(header("profiles/*.toml"), "calibrate", []string{index, forest})
 	if err != nil {
 		return nil, fmt.Errorf("staticgen: profile index: %w", err)
 	}
@@ -133,14 +152,23 @@ func Models(toml []byte) ([]byte, error) {
 	return varFile("builtin.toml", "models", "staticModels", "staticModels are the models of builtin.toml as Catalog.Load reads them, by name.", ms)
 }
 
+// decl declares variable name of value v, from the file from.
+func decl(from, name, doc string, v any) (string, error) {
+	lit, err := golit.Literal(v)
+	if err != nil {
+		return "", fmt.Errorf("staticgen: %s: %w", from, err)
+	}
+	return "// " + doc + "\nvar " + name + " = " + lit, nil
+}
+
 // varFile is a generated file of package pkg from the file from holding
 // one variable, name, of value v.
 func varFile(from, pkg, name, doc string, v any) ([]byte, error) {
-	lit, err := golit.Literal(v)
+	d, err := decl(from, name, doc, v)
 	if err != nil {
-		return nil, fmt.Errorf("staticgen: %s: %w", from, err)
+		return nil, err
 	}
-	src, err := golit.File(header(from), pkg, []string{"// " + doc + "\nvar " + name + " = " + lit})
+	src, err := golit.File(header(from), pkg, []string{d})
 	if err != nil {
 		return nil, fmt.Errorf("staticgen: %s: %w", from, err)
 	}

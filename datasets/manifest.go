@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/BurntSushi/toml"
 )
@@ -72,13 +73,15 @@ func (d Dataset) Unverified() int {
 	return n
 }
 
-var manifest = func() []Dataset {
+// manifest parses the embedded manifest on first use (not at init: most
+// runs use no data set).
+var manifest = sync.OnceValue(func() []Dataset {
 	ds, err := parseManifest(manifestTOML)
 	if err != nil {
 		panic(err) // the embedded manifest is checked by TestManifest
 	}
 	return ds
-}()
+})
 
 func parseManifest(text string) ([]Dataset, error) {
 	var m struct {
@@ -135,12 +138,12 @@ func checkFile(f File) error {
 }
 
 // All returns the manifest's data sets in manifest order.
-func All() []Dataset { return slices.Clone(manifest) }
+func All() []Dataset { return slices.Clone(manifest()) }
 
 // Names returns the data set names in manifest order.
 func Names() []string {
-	n := make([]string, len(manifest))
-	for i, d := range manifest {
+	n := make([]string, len(manifest()))
+	for i, d := range manifest() {
 		n[i] = d.Name
 	}
 	return n
@@ -148,7 +151,7 @@ func Names() []string {
 
 // Get returns the data set called name; the error lists the known names.
 func Get(name string) (Dataset, error) {
-	for _, d := range manifest {
+	for _, d := range manifest() {
 		if d.Name == name {
 			return d, nil
 		}

@@ -35,12 +35,23 @@ var (
 )
 
 // Builtin returns a new catalog holding the built-in GPUs (a100, h100, h200,
-// b200, and the PCIe rtx-pro-6000, rtx-4090 and l40s), parsed from the embedded gpus.toml by the same loader users use. Each
+// b200, and the PCIe rtx-pro-6000, rtx-4090 and l40s) of the embedded
+// gpus.toml, as the loader users use reads it: from its generated Go form
+// (static_gpus.go, which TestStaticGPUs holds equal to what Load reads
+// from the file), or parsed in a build with the toml_builtins tag. Each
 // call returns an independent copy: changing it changes no other catalog.
 // It panics if the embedded file is broken, which tests rule out.
 func Builtin() *Catalog {
 	builtinOnce.Do(func() {
 		builtinCat = new(Catalog)
+		if staticGPUs != nil {
+			for _, g := range staticGPUs {
+				if err := builtinCat.put(&g, true); err != nil {
+					panic("hardware: generated gpus.toml: " + err.Error())
+				}
+			}
+			return
+		}
 		if err := builtinCat.Load(strings.NewReader(builtinTOML), "gpus.toml"); err != nil {
 			panic("hardware: embedded gpus.toml: " + err.Error())
 		}

@@ -107,3 +107,5 @@
 // per GPU (measured with NCCL; vLLM's custom all-reduce is faster for small
 // messages). Power draw is recorded but not modelled.
 package hardware
+
+//go:generate go run -tags toml_builtins ../internal/cmd/genstatic -gpus .

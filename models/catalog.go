@@ -51,9 +51,18 @@ func Builtin() *Catalog {
 	return c
 }
 
-// builtinParsed is the built-in catalog as parsed once; never modified.
+// builtinParsed is the built-in catalog as read once; never modified:
+// from its generated Go form (static_models.go, which TestStaticModels
+// holds equal to what Load reads from builtin.toml), or parsed in a build
+// with the toml_builtins tag.
 var builtinParsed = sync.OnceValue(func() *Catalog {
 	c := &Catalog{}
+	if staticModels != nil {
+		for _, m := range staticModels {
+			c.put(&m)
+		}
+		return c
+	}
 	if err := c.Load(bytes.NewReader(builtinTOML), "builtin.toml"); err != nil {
 		// The embedded file is part of the program; TestBuiltin loads it.
 		panic(err)

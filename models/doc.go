@@ -191,3 +191,5 @@
 //     (n_group, topk_group) is taken as uniform routing, and its
 //     multi-token-prediction layer is left out.
 package models
+
+//go:generate go run -tags toml_builtins ../internal/cmd/genstatic -models .

@@ -72,20 +72,6 @@ func fileDigest(path string) (string, error) {
 	return d, nil
 }
 
-var builtinDigests sync.Map // GPU name → digest of its built-in profile's TOML
-
-// builtinDigest returns the digest of a built-in profile's text, once per
-// GPU and process.
-func builtinDigest(gpu string, toml func() []byte) string {
-	if d, ok := builtinDigests.Load(gpu); ok {
-		return d.(string)
-	}
-	sum := sha256.Sum256(toml())
-	d := hex.EncodeToString(sum[:])
-	builtinDigests.Store(gpu, d)
-	return d
-}
-
 // fileKind names a non-regular file's type for errors.
 func fileKind(m os.FileMode) string {
 	switch {

@@ -48,7 +48,8 @@ func (s *Scenario) kernelModel(g *hardware.GPU, tp int) (hardware.KernelModel, f
 		if err != nil {
 			return roofline, overhead(DefaultIterOverheadMs / 1e3), fmt.Sprintf("roofline (the built-in %s profile does not fit this GPU's numbers: %v)", g.Name, err), rooflineID, nil
 		}
-		return k, overhead(p.IterOverhead()), "calibrated: " + p.Describe() + s.precisionNote(p, g) + stack, "builtin " + builtinDigest(p.GPU, p.WriteTOML) + stackID(stack), nil
+		d, _ := calibrate.BuiltinDigest(p.GPU) // of its TOML, what p.WriteTOML writes
+		return k, overhead(p.IterOverhead()), "calibrated: " + p.Describe() + s.precisionNote(p, g) + stack, "builtin " + d + stackID(stack), nil
 	default:
 		path := s.Path(prof)
 		p, err := calibrate.LoadProfile(path)

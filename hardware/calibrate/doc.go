@@ -218,3 +218,4 @@
 package calibrate
 
 //go:generate go run ./cmd/genprofiles -data ../../../shared/data/vidur-profiling -measured testdata/h200_randn.csv -out profiles
+//go:generate go run -tags toml_builtins ../../internal/cmd/genstatic -profiles .

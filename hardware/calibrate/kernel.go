@@ -134,7 +134,7 @@ func (p *Profile) Calibrated(g *hardware.GPU, tp int) (*Calibrated, error) {
 	}
 	k := &Calibrated{gpu: g, tp: tp, sms: g.SMs, invBW: 1 / g.MemBW}
 	if p.GEMMTrees != nil {
-		k.trees = newForest(p.GEMMTrees)
+		k.trees = forestOf(p.GEMMTrees)
 	}
 	for _, d := range []models.DType{models.BF16, models.FP8, models.FP4} {
 		k.invPeak[d] = 1 / g.PeakFLOPS(d)

@@ -1,7 +1,9 @@
 package calibrate
 
 import (
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"fmt"
 	"sort"
 	"strings"
@@ -453,11 +455,15 @@ func (p *Profile) rateHalfTokens() string {
 //go:embed profiles/*.toml
 var builtinFS embed.FS
 
-// builtinProfile is an embedded profile, parsed once.
+// builtinProfile is an embedded profile, loaded once: from its generated
+// Go form (static_<gpu>.go, static data the compiler lays out, which
+// TestStaticProfiles holds equal to what ParseProfile reads from the TOML),
+// or parsed from the TOML in a build without it (the toml_builtins tag).
 type builtinProfile struct {
-	once sync.Once
-	p    *Profile
-	err  error
+	once   sync.Once
+	p      *Profile
+	digest string // SHA-256 of the TOML, hex
+	err    error
 }
 
 var builtinProfiles = func() map[string]*builtinProfile {
@@ -495,17 +501,43 @@ func Builtin(gpu string) (*Profile, bool) {
 	if !ok {
 		return nil, false
 	}
-	// Each profile is parsed on first use (a profile with trees takes
-	// milliseconds).
+	b.load(name)
+	return b.p.Clone(), true
+}
+
+// BuiltinDigest returns the SHA-256 (hex) of the TOML of a built-in
+// profile, what WriteTOML writes for Builtin(gpu) (TestBuiltinDigest), or
+// false; gpu as for Builtin.
+func BuiltinDigest(gpu string) (string, bool) {
+	name := strings.ToLower(strings.TrimSpace(gpu))
+	if g, err := hardware.Builtin().Get(gpu); err == nil {
+		name = g.Name
+	}
+	b, ok := builtinProfiles[name]
+	if !ok {
+		return "", false
+	}
+	b.load(name)
+	return b.digest, true
+}
+
+// load reads the built-in profile of name once: its generated form, or
+// its TOML (a profile with trees takes milliseconds to parse). It panics
+// if the TOML does not load.
+func (b *builtinProfile) load(name string) {
 	b.once.Do(func() {
+		if b.p, b.digest = builtinStatic(name); b.p != nil {
+			return
+		}
 		data, err := builtinFS.ReadFile("profiles/" + name + ".toml")
 		if err == nil {
 			b.p, err = ParseProfile(data, "profiles/"+name+".toml")
+			sum := sha256.Sum256(data)
+			b.digest = hex.EncodeToString(sum[:])
 		}
 		b.err = err
 	})
 	if b.err != nil {
 		panic("calibrate: embedded profile: " + b.err.Error())
 	}
-	return b.p.Clone(), true
 }

@@ -142,7 +142,9 @@ func (s *StepModel) StepTime(b models.Batch) float64 {
 // head), so results are deterministic but may differ from Breakdown's sum in
 // the last bits. It does not allocate once a token count has been seen.
 func (s *StepModel) Step(b models.Batch) (sec, flops, bytes float64) {
-	n := b.Tokens()
+	// b.Tokens() from b's fields: the value-receiver call (and
+	// DecodeTokens' inside it) copied b through memory twice.
+	n := b.PrefillTokens + b.Decodes*max(b.DecodeQuery, 1)
 	if n <= 0 {
 		return 0, 0, 0
 	}

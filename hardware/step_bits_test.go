@@ -128,3 +128,65 @@ func randomBatch(r *rand.Rand) models.Batch {
 	}
 	return b
 }
+
+// BenchmarkStepDecode prices decode-only steps of the default scenario's
+// instance (Llama-3.1-8B, BF16, H100, TP 1, the calibrated kernel under
+// vllm-v1's fused-norm wrapper) as the engine does most steps: a cycle of
+// 256 random batches of 1 to 256 decodes at contexts up to 8,000, their
+// token counts' cached parts warm, so each call prices the decode
+// attention (DecodeInto, DecodeTime and its residual table) afresh.
+// independent prices one batch after another, whose prices the CPU may
+// overlap; chained makes each batch's index depend on the last price (it
+// adds the price's sign bit, 0), as the engine's next step waits on this
+// one's time: there a step's latency counts, not its throughput.
+func BenchmarkStepDecode(b *testing.B) {
+	m, err := models.Builtin().Get("llama-3.1-8b")
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, err := hardware.Builtin().Get("h100")
+	if err != nil {
+		b.Fatal(err)
+	}
+	prof, ok := calibrate.Builtin("h100")
+	if !ok {
+		b.Fatal("no built-in h100 profile")
+	}
+	cal, err := prof.Kernel(g, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := hardware.NewStepModel(m, g, models.Parallel{TP: 1}, hardware.FusedAddNormKernel{K: cal, GPU: g}, 1e-3)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	batches := make([]models.Batch, 256)
+	for i := range batches {
+		d := 1 + r.IntN(256)
+		batches[i] = models.Batch{Decodes: d, DecodeCtx: int64(d) * int64(1+r.IntN(8000))}
+		s.Step(batches[i]) // the token count's cached part, before the clock
+	}
+	for _, chained := range []bool{false, true} {
+		name := "independent"
+		if chained {
+			name = "chained"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			var sink float64
+			i := 0
+			for b.Loop() {
+				sec, _, _ := s.Step(batches[i&255])
+				sink += sec
+				i++
+				if chained {
+					i += int(math.Float64bits(sec) >> 63)
+				}
+			}
+			if math.IsNaN(sink) {
+				b.Fatal("NaN")
+			}
+		})
+	}
+}

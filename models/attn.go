@@ -1,5 +1,7 @@
 package models
 
+import "math"
+
 // BatchPricer builds BatchOps' operators (prefill and decode attention,
 // the final norm with the LM head) of one model at one parallel layout,
 // with what depends on the layout alone (heads and KV bytes per GPU, the
@@ -75,25 +77,38 @@ func (a *BatchPricer) PrefillInto(b *Batch, op *Op) {
 	if a.mla {
 		qHeads, d, v, kvl := a.qHeads, a.d, a.v, a.kvl
 		rows := float64(b.PrefillCtx) + pt // latents up-projected: context and new tokens
-		*op = Op{Kind: OpAttnPrefill, Count: a.layers, Tokens: b.PrefillTokens,
+		setOp(op, OpAttnPrefill, a.layers, b.PrefillTokens,
 			// kv_b over every row, then QK^T (size HeadDim) and PV (VHeadDim)
 			// over the causal pairs.
-			FLOPs: 2*rows*kvl*qHeads*(a.nope+v) + 2*qHeads*(d+v)*b.PrefillPairs,
+			2*rows*kvl*qHeads*(a.nope+v)+2*qHeads*(d+v)*b.PrefillPairs,
 			// Latents read and the new ones written; kv_b weights; the
 			// up-projected K and V written and read once; Q read, O written.
-			Bytes: rows*a.lat + pt*a.lat + a.kvbW + 2*rows*qHeads*(d+v)*actBytes +
+			rows*a.lat+pt*a.lat+a.kvbW+2*rows*qHeads*(d+v)*actBytes+
 				pt*qHeads*(d+v)*actBytes,
-			Compute: BF16, KVHeads: 1}
+			0, 0, BF16, false, 1)
 		return
 	}
 	kvTok := a.kvTok
-	*op = Op{Kind: OpAttnPrefill, Count: a.layers, Tokens: b.PrefillTokens,
+	setOp(op, OpAttnPrefill, a.layers, b.PrefillTokens,
 		// QK^T and PV over the causal query–key pairs.
-		FLOPs: 4 * a.qHeads * a.hd * b.PrefillPairs,
+		4*a.qHeads*a.hd*b.PrefillPairs,
 		// Q read, O written; K and V of prior context and new tokens read
 		// from the cache; new tokens' K and V written to it.
-		Bytes:   2*pt*a.qd*actBytes + (float64(b.PrefillCtx)+pt)*kvTok + pt*kvTok,
-		Compute: BF16, KVHeads: a.kvHeads}
+		2*pt*a.qd*actBytes+(float64(b.PrefillCtx)+pt)*kvTok+pt*kvTok,
+		0, 0, BF16, false, a.kvHeads)
+}
+
+// setOp sets every field of *op, one store each. A composite literal
+// assigned through a pointer is built in a temporary and copied with
+// 16-byte moves, whose loads of the temporary's 8-byte stores cannot be
+// forwarded (a stall each), and a reader of *op soon after pays again.
+// TestIntoDirtyOp fills every field of an operator first, so a field
+// added to Op and not set here fails it.
+func setOp(op *Op, kind OpKind, count, tokens int, flops, bytes float64, n, k int, compute DType, mixed bool, kvHeads int) {
+	op.Kind, op.Count, op.Tokens = kind, count, tokens
+	op.FLOPs, op.Bytes = flops, bytes
+	op.N, op.K, op.Experts, op.CommBytes = n, k, 0, 0
+	op.Compute, op.Mixed, op.KVHeads = compute, mixed, kvHeads
 }
 
 // Decode returns b's decode attention operator (OpAttnDecode); b must have
@@ -105,33 +120,37 @@ func (a *BatchPricer) Decode(b Batch) Op {
 	return op
 }
 
-// DecodeInto sets *op to Decode(*b), writing it in place.
+// DecodeInto sets *op to Decode(*b), writing it in place. It reads *b's
+// fields, not b.Query() and b.DecodeTokens() (value receivers: each call
+// copied the batch through memory): max(DecodeQuery, 1) is Query(), and
+// Decodes times it DecodeTokens().
 func (a *BatchPricer) DecodeInto(b *Batch, op *Op) {
 	// Each decode's i-th query token attends to its context and the query
 	// tokens up to itself (i = 1 without speculation): the query–key pairs
 	// are q·DecodeCtx + Decodes·q(q+1)/2; the KV of DecodeCtx + q tokens a
 	// decode is read once.
-	pairs, keys := pairsOf(float64(b.Query()), float64(b.Decodes), float64(b.DecodeCtx))
+	q, decodes := max(b.DecodeQuery, 1), b.Decodes
+	pairs, keys := pairsOf(float64(q), float64(decodes), float64(b.DecodeCtx))
 	if a.mla {
 		qHeads, d, v, kvl := a.qHeads, a.d, a.v, a.kvl
-		n := float64(b.DecodeTokens()) // query rows: one a decode, 1 + k under speculation
-		*op = Op{Kind: OpAttnDecode, Count: a.layers, Tokens: b.Decodes,
+		n := float64(decodes * q) // query rows: one a decode, 1 + k under speculation
+		setOp(op, OpAttnDecode, a.layers, decodes,
 			// W_UK absorption (nope→KVLoRARank per head), MQA over the
 			// latent (keys of KVLoRARank+RopeHeadDim, values of KVLoRARank),
 			// W_UV (KVLoRARank→VHeadDim per head).
-			FLOPs: 2*n*qHeads*a.nope*kvl + 2*qHeads*(a.latent+kvl)*pairs + 2*n*qHeads*kvl*v,
+			2*n*qHeads*a.nope*kvl+2*qHeads*(a.latent+kvl)*pairs+2*n*qHeads*kvl*v,
 			// Latents read and the new ones written; W_UK and W_UV (the kv_b
 			// weights); Q read and O written.
-			Bytes:   keys*a.lat + n*a.lat + a.kvbW + n*qHeads*(d+v)*actBytes,
-			Compute: BF16, KVHeads: 1}
+			keys*a.lat+n*a.lat+a.kvbW+n*qHeads*(d+v)*actBytes,
+			0, 0, BF16, false, 1)
 		return
 	}
-	dt := float64(b.DecodeTokens())
+	dt := float64(decodes * q)
 	kvTok := a.kvTok
-	*op = Op{Kind: OpAttnDecode, Count: a.layers, Tokens: b.Decodes,
-		FLOPs:   4 * a.qHeads * a.hd * pairs,
-		Bytes:   2*dt*a.qd*actBytes + keys*kvTok + dt*kvTok,
-		Compute: BF16, Mixed: b.PrefillTokens > 0, KVHeads: a.kvHeads}
+	setOp(op, OpAttnDecode, a.layers, decodes,
+		4*a.qHeads*a.hd*pairs,
+		2*dt*a.qd*actBytes+keys*kvTok+dt*kvTok,
+		0, 0, BF16, b.PrefillTokens > 0, a.kvHeads)
 }
 
 // LMHead returns b's final norm and LM head (OpLMHead) and true, or false
@@ -148,21 +167,27 @@ func (a *BatchPricer) LMHead(b Batch) (Op, bool) {
 }
 
 // LMHeadInto sets *op to LMHead(*b)'s operator in place and says whether
-// *b has one (*op is left alone if not).
+// *b has one (*op is left alone if not). It computes gemm's fields and
+// adds the norm's in gemm's and then the additions' order (the same
+// bits), from *b's fields (as DecodeInto).
 func (a *BatchPricer) LMHeadInto(b *Batch, op *Op) bool {
-	sampled := b.DecodeTokens() + b.Prefills
+	dtok := b.Decodes * max(b.DecodeQuery, 1) // b.DecodeTokens()
+	sampled := dtok + b.Prefills
 	if sampled <= 0 {
 		return false
 	}
 	h := a.h
-	tok := float64(b.Tokens())
-	actRW := 2 * tok * h * actBytes // read and write T×Hidden activations
-	normF := a.normF * tok * h      // FLOPs of one norm over the batch
+	tok := float64(b.PrefillTokens + dtok) // b.Tokens()
+	actRW := 2 * tok * h * actBytes        // read and write T×Hidden activations
+	normF := a.normF * tok * h             // FLOPs of one norm over the batch
 	s := float64(sampled)
 	vd := a.vd
-	*op = gemm(OpLMHead, 1, sampled, s, h, vd, h*vd, a.wb, a.wc)
-	op.FLOPs += normF
-	op.Bytes += actRW + a.normW
+	// gemm(OpLMHead, 1, sampled, s, h, vd, h*vd, a.wb, a.wc), then the
+	// norm's FLOPs and the activations' and norm weights' bytes.
+	setOp(op, OpLMHead, 1, sampled,
+		2*s*h*vd+normF,
+		h*vd*a.wb+(s*h+s*vd)*actBytes+(actRW+a.normW),
+		int(math.Ceil(vd)), int(math.Ceil(h)), a.wc, false, 0)
 	return true
 }
 

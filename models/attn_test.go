@@ -3,6 +3,7 @@ package models
 import (
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 )
 
@@ -196,4 +197,68 @@ func randBatch(r *rand.Rand) Batch {
 		b.PrefillPairs = pt * (float64(b.PrefillCtx)/float64(b.Prefills) + (pt+1)/2)
 	}
 	return b
+}
+
+// dirtyOp returns an operator with every field set to something no
+// pricer writes (found by reflection, so a field added to Op is set too).
+func dirtyOp(r *rand.Rand) Op {
+	var op Op
+	v := reflect.ValueOf(&op).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch f.Kind() {
+		case reflect.Int, reflect.Int64:
+			f.SetInt(-1 - r.Int64N(1000))
+		case reflect.Uint8:
+			f.SetUint(200 + r.Uint64N(50))
+		case reflect.Float64:
+			f.SetFloat(-1 - r.Float64())
+		case reflect.Bool:
+			f.SetBool(true)
+		default:
+			panic("dirtyOp: set field " + v.Type().Field(i).Name)
+		}
+	}
+	return op
+}
+
+// TestIntoDirtyOp builds every catalog model's attention and LM head
+// over random batches into operators whose every field was set to junk
+// first (a step model's scratch operators hold the last step's), and
+// wants the operators Ops built before BatchPricer, to the bit: each Into
+// method sets every field.
+func TestIntoDirtyOp(t *testing.T) {
+	pars := []Parallel{{TP: 1}, {TP: 2, Weights: FP8, KV: FP8}, {TP: 8, Weights: FP8}}
+	r := rand.New(rand.NewPCG(11, 13))
+	for _, m := range Builtin().All() {
+		for _, p := range pars {
+			if m.CheckParallel(p) != nil {
+				continue
+			}
+			a := m.BatchPricer(p)
+			for i := range 300 {
+				b := randBatch(r)
+				var got []Op
+				if b.PrefillTokens > 0 {
+					op := dirtyOp(r)
+					a.PrefillInto(&b, &op)
+					got = append(got, op)
+				}
+				if b.Decodes > 0 {
+					op := dirtyOp(r)
+					a.DecodeInto(&b, &op)
+					got = append(got, op)
+				}
+				op := dirtyOp(r)
+				if a.LMHeadInto(&b, &op) {
+					got = append(got, op)
+				}
+				want := oldAppendAttention(m, b, p.TP, p.KV.Bytes(), p.Weights.Bytes(), nil)
+				want = oldAppendLMHead(m, b, p.TP, p.Weights.Bytes(), p.Weights, want)
+				if !sameOps(got, want) {
+					t.Fatalf("%s %+v batch %d %+v:\n got  %+v\n want %+v", m.Name, p, i, b, got, want)
+				}
+			}
+		}
+	}
 }

@@ -242,6 +242,32 @@ func (t *residualTable) at(w, u float64) float64 {
 	return bilinear(t.r, i, fi, j, fj)
 }
 
+// atUnits is at(w, u) for w = float64(units), units a decode operator's
+// work units (decodeWork's w as an integer), in the order that shortens
+// a decode step's price: u's log2, the longest link of its chain, comes
+// first, before the search along u (whose branches, mispredicted, would
+// discard a log begun after them), and is taken whether or not u lies
+// inside the axis (fastLog2 is pure: a log not used changes nothing).
+// Nor does it look an integer u up in log2Small: the table holds
+// fastLog2's own values, so fastLog2(u) is the same bits.
+func (t *residualTable) atUnits(units int, w, u float64) float64 {
+	var i int
+	var fi float64
+	if uint(units) < uint(len(t.byUnits)) {
+		// w = float64(units) exactly (units is small): at's by-units case.
+		b := &t.byUnits[units]
+		i, fi = b.i, b.f
+	} else {
+		i, fi = bracketInv(t.w, t.lw, t.invW, w)
+	}
+	j, in := locate(t.u, u)
+	var fj float64
+	if in {
+		fj = (fastLog2(u) - t.lu[j]) * t.invU[j]
+	}
+	return bilinear(t.r, i, fi, j, fj)
+}
+
 // bracketInv is bracket with the axis's log2 and inverted spans.
 func bracketInv(axis, l, inv []float64, x float64) (int, float64) {
 	i, in := locate(axis, x)

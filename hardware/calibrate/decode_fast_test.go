@@ -168,3 +168,60 @@ func TestResidualAtSameBits(t *testing.T) {
 		t.Fatal("no built-in profile has a residual table")
 	}
 }
+
+// TestResidualAtUnitsSameBits wants every built-in residual table's
+// atUnits to return at's bits for a decode operator's work units (1 to
+// beyond the by-units lookup) and unit bytes (integers below the log2
+// table and not, beyond both ends of the axis, at its values).
+func TestResidualAtUnitsSameBits(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 4))
+	tables := 0
+	for _, gpu := range BuiltinGPUs {
+		p, _ := Builtin(gpu)
+		if len(p.Attention.DecodeResidual) == 0 {
+			continue
+		}
+		tables++
+		tab := newResidualTable(&p.Attention)
+		us := append([]float64{5e-324, 1, 3, 4095, 4096, 1e12}, tab.u...)
+		for range 20000 {
+			us = append(us[:6+len(tab.u)], math.Exp(r.Float64()*40-5), float64(r.IntN(5000)))
+			units := 1 + r.IntN(1<<uint(r.IntN(15)))
+			w := float64(units)
+			for _, u := range us {
+				if got, want := tab.atUnits(units, w, u), tab.at(w, u); math.Float64bits(got) != math.Float64bits(want) {
+					t.Fatalf("%s: atUnits(%d, %v) = %v, at %v", gpu, units, u, got, want)
+				}
+			}
+		}
+	}
+	if tables == 0 {
+		t.Fatal("no built-in profile has a residual table")
+	}
+}
+
+// TestFastLog2SameBits wants fastLog2 to return fastLog2ByFrexp's bits
+// (its fold of m into [√½, √2) by a branch) over random positive floats
+// of every exponent, normal and subnormal, at the fold's edge (√½'s
+// fraction bits and their neighbours) and at powers of two.
+func TestFastLog2SameBits(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 3))
+	edge := math.Float64bits(math.Sqrt2/2) & (1<<52 - 1)
+	xs := []float64{math.SmallestNonzeroFloat64, math.MaxFloat64, 1, 2, 0.5, math.Sqrt2, math.Sqrt2 / 2}
+	for range 200000 {
+		xs = append(xs, math.Float64frombits(r.Uint64()>>1)) // sign bit 0: positive, any exponent
+	}
+	for e := uint64(0); e < 0x7ff; e += 1 + uint64(r.IntN(8)) {
+		for d := -2; d <= 2; d++ {
+			xs = append(xs, math.Float64frombits(e<<52|uint64(int64(edge)+int64(d))), math.Float64frombits(e<<52))
+		}
+	}
+	for _, x := range xs {
+		if math.IsNaN(x) || math.IsInf(x, 0) || x == 0 {
+			continue
+		}
+		if got, want := fastLog2(x), fastLog2ByFrexp(x); math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("fastLog2(%v) = %v, by frexp and a branch %v", x, got, want)
+		}
+	}
+}

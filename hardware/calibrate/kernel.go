@@ -237,6 +237,17 @@ func (k *Calibrated) DecodeTime(op *models.Op) float64 {
 	if op.FLOPs == 0 && op.Bytes == 0 {
 		return 0
 	}
+	// The residual table's factor first: its chain (u's division, u's
+	// log2, the interpolation) is the longest of the price, and the
+	// additive form's operations, independent of it, then run beside it.
+	// The factor multiplies the additive time last, as in OpTime.
+	f := 1.0
+	res := k.res
+	if res != nil {
+		units := max(op.Tokens, 1) * max(op.KVHeads, 1)
+		w, u := decodeWork(op.Tokens, op.KVHeads, op.Bytes)
+		f = res.atUnits(units, w, u)
+	}
 	c := &k.cls[models.OpAttnDecode]
 	d := op.Compute
 	t := max(op.FLOPs*k.invPeak[d]*c.invC[d], op.Bytes*c.invM)
@@ -244,9 +255,8 @@ func (k *Calibrated) DecodeTime(op *models.Op) float64 {
 		t = max(t, op.Bytes/float64(max(op.Tokens, 1))*c.invRow)
 	}
 	t += c.o + c.perTok*float64(op.Tokens)
-	if k.res != nil {
-		w, u := decodeWork(op.Tokens, op.KVHeads, op.Bytes)
-		t *= k.res.at(w, u)
+	if res != nil {
+		t *= f
 	}
 	return t
 }

@@ -57,3 +57,67 @@ func BenchmarkForestAt(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCompleteWalk walks the H100 profile's complete trees at the
+// bins of Llama-3.1-8B's GEMMs (TP 1) over token counts 1 to 2,048, past
+// the memo: what a step model pays for each GEMM whose bins it has not
+// seen. hot walks one vector after another; cold first writes 4 MiB
+// (untimed), as a simulation's steps between two new token counts push
+// the trees out of the caches.
+func BenchmarkCompleteWalk(b *testing.B) {
+	p, ok := Builtin("h100")
+	if !ok || p.GEMMTrees == nil {
+		b.Fatal("no built-in H100 profile with trees")
+	}
+	k, err := p.Calibrated(mustGPU(b, "h100"), 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	param := *k
+	param.trees = nil
+	f := k.trees.binned
+	m := mustModel(b, "llama-3.1-8b")
+	var bins [][numFeatures]uint16
+	var ops []models.Op
+	for tok := 1; tok <= 2048; tok++ {
+		ops = m.Ops(models.Batch{Decodes: tok}, models.Parallel{TP: 1}, ops[:0])
+		for i := range ops {
+			if op := &ops[i]; treeDomain(op, &k.trees.kinds, k.trees.dtype) {
+				var x [numFeatures]float64
+				k.features(op, param.OpTime(op), x[:])
+				var bv [numFeatures]uint16
+				for j := range numFeatures {
+					bv[j] = f.bin(j, x[j])
+				}
+				bins = append(bins, bv)
+			}
+		}
+	}
+	flush := make([]byte, 4<<20)
+	for _, cold := range []bool{false, true} {
+		name := "hot"
+		if cold {
+			name = "cold"
+		}
+		b.Run(name, func(b *testing.B) {
+			var sink float64
+			i := 0
+			for b.Loop() {
+				if cold {
+					b.StopTimer()
+					for j := 0; j < len(flush); j += 64 {
+						flush[j]++
+					}
+					b.StartTimer()
+				}
+				sink += f.complete.walk(f.base, &bins[i])
+				if i++; i == len(bins) {
+					i = 0
+				}
+			}
+			if math.IsNaN(sink) {
+				b.Fatal("NaN")
+			}
+		})
+	}
+}

@@ -1,9 +1,6 @@
 package calibrate
 
-import (
-	"encoding/binary"
-	"sync"
-)
+import "sync"
 
 // completeTrees is a binnedForest's trees laid out as complete binary
 // trees of the forest's depth, so that a walk computes its next node
@@ -124,6 +121,17 @@ func newCompleteTrees(b *binnedForest) *completeTrees {
 	return c
 }
 
+// onesPrefix[n] is a row of outcomes for a bin of n: 1 for the splits at
+// bins below n (the query goes right), 0 above. Read-only after init.
+var onesPrefix = func() (t [rowLen][rowLen]byte) {
+	for n := range t {
+		for b := range n {
+			t[n][b] = 1
+		}
+	}
+	return t
+}()
+
 // at is binnedForest.at over the complete trees, for x's bins: the
 // memo's sum, or the walk's (then remembered).
 func (c *completeTrees) at(base float64, bins *[numFeatures]uint16) float64 {
@@ -138,16 +146,13 @@ func (c *completeTrees) at(base float64, bins *[numFeatures]uint16) float64 {
 
 // walk is at by walking the trees.
 func (c *completeTrees) walk(base float64, bins *[numFeatures]uint16) float64 {
-	var gt [outcomes]byte // the dummies' row stays zero
-	const ones = 0x0101010101010101
+	// The outcomes, a feature's row copied from onesPrefix (its bin's
+	// prefix of ones: 64 bytes in four moves, where a loop computed and
+	// stored each word, half of a walk's instructions). The dummies' row
+	// stays zero. A row's bin is at most rowLen − 1 (newCompleteTrees).
+	var gt [outcomes]byte
 	for f := range numFeatures {
-		n := int(bins[f]) // outcomes 1 for bins below n
-		row := gt[f*rowLen : f*rowLen+rowLen]
-		for w := 0; w < rowLen; w += 8 {
-			k := min(max(n-w, 0), 8)
-			// The low k bytes 1 (k = 8: the shift is 0, all of them).
-			binary.LittleEndian.PutUint64(row[w:], ones&(uint64(1)<<(8*uint(k))-1))
-		}
+		*(*[rowLen]byte)(gt[f*rowLen:]) = onesPrefix[bins[f]&(rowLen-1)]
 	}
 	key, value := c.key, c.value
 	leaf := func(t int) float64 {

@@ -122,3 +122,48 @@ func TestBinMemo(t *testing.T) {
 		t.Fatalf("memo holds %d sums, want at most %d", len(m.sum), maxMemo)
 	}
 }
+
+// TestCompleteWalkSameBits walks the complete trees of every built-in
+// profile with trees at random bin vectors (each feature's bin from 0 to
+// its threshold count, uniformly, and at the ends), past the memo, and
+// wants the float walk's bits at a vector with those bins (a feature at
+// its bin-th threshold, which has bin thresholds below it; +Inf above
+// the last).
+func TestCompleteWalkSameBits(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 7))
+	for _, gpu := range []string{"a100", "h100", "rtx-pro-6000"} {
+		p, _ := Builtin(gpu)
+		f := newForest(p.GEMMTrees)
+		b := f.binned
+		if b == nil || b.complete == nil {
+			t.Fatalf("%s: no complete trees", gpu)
+		}
+		var bins [numFeatures]uint16
+		var x [numFeatures]float64
+		for i := range 20000 {
+			for j := range numFeatures {
+				n := len(b.thr[j])
+				var bin int
+				switch i % 4 {
+				case 0:
+					bin = 0
+				case 1:
+					bin = n
+				default:
+					bin = r.IntN(n + 1)
+				}
+				bins[j] = uint16(bin)
+				x[j] = math.Inf(1)
+				if bin < n {
+					x[j] = b.thr[j][bin]
+				}
+				if got := b.bin(j, x[j]); int(got) != bin {
+					t.Fatalf("%s: feature %d at %v has bin %d, want %d", gpu, j, x[j], got, bin)
+				}
+			}
+			if got, want := b.complete.walk(b.base, &bins), f.atFloat(x[:]); math.Float64bits(got) != math.Float64bits(want) {
+				t.Fatalf("%s: walk at bins %v = %v, float walk %v", gpu, bins, got, want)
+			}
+		}
+	}
+}

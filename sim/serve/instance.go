@@ -152,6 +152,7 @@ type Instance struct {
 	// arrival; nil: none.
 	maxPrompt  interface{ MaxPrompt(policies.Limits) int }
 	maxContext interface{ MaxContext(policies.Limits) int }
+	chunked    bool // the batcher is policies.Chunked: batchChunked decides (batch_chunked.go)
 }
 
 func newInstance(id int, cfg InstanceConfig, w *World) *Instance {
@@ -166,6 +167,7 @@ func newInstance(id int, cfg InstanceConfig, w *World) *Instance {
 	in.maxPrompt, _ = cfg.Batcher.(interface{ MaxPrompt(policies.Limits) int })
 	in.maxContext, _ = cfg.Batcher.(interface{ MaxContext(policies.Limits) int })
 	in.view = in
+	in.chunked = isChunked(cfg.Batcher)
 	in.endEv = sim.NewEvent(prioStepEnd, (*stepEndHandler)(in))
 	in.wakeEv = sim.NewEvent(prioStepEnd, (*wakeHandler)(in))
 	if cfg.PrefixCache {
@@ -266,7 +268,14 @@ func (in *Instance) startStep(now sim.Time) {
 		in.swapIn(now)
 	}
 	in.dec.Reset()
-	in.cfg.Batcher.Batch(in.view, in.cfg.Limits, &in.dec)
+	if in.chunked {
+		in.batchChunked(&in.dec)
+		if checkAll {
+			in.checkChunked()
+		}
+	} else {
+		in.cfg.Batcher.Batch(in.view, in.cfg.Limits, &in.dec)
+	}
 	if in.dec.Empty() {
 		if in.held.len() > 0 {
 			// Nothing else to run: the pipeline had planned no next step,

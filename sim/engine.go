@@ -58,6 +58,7 @@ type Engine struct {
 	fired uint64
 	front *Event // nil, or before every event in queue
 	queue []*Event
+	stop  bool // Stop was called: Steps fires nothing more
 }
 
 // Now returns the current simulated time.
@@ -176,6 +177,40 @@ func (e *Engine) Step() bool {
 	ev.handler.Fire(ev.at)
 	return true
 }
+
+// Steps fires up to n events, fewer when none is left or a handler
+// calls Stop, and returns how many it fired. It is Step in a loop with
+// the call and its return written out: the loop of a run's events.
+func (e *Engine) Steps(n int) int {
+	fired := 0
+	for ; fired < n && !e.stop; fired++ {
+		ev := e.front
+		if ev != nil {
+			e.front = nil
+		} else {
+			q := len(e.queue)
+			if q == 0 {
+				break
+			}
+			ev = e.queue[0]
+			x := e.queue[q-1]
+			e.queue[q-1] = nil
+			e.queue = e.queue[:q-1]
+			if q > 1 {
+				e.down(x, 0)
+			}
+		}
+		ev.index = -1
+		e.now = ev.at
+		e.fired++
+		ev.handler.Fire(ev.at)
+	}
+	return fired
+}
+
+// Stop has Steps return after the event firing now (or at once), and
+// fire nothing in later calls. Step, Run and RunUntil do not look at it.
+func (e *Engine) Stop() { e.stop = true }
 
 // Run fires events until none is pending.
 func (e *Engine) Run() {

@@ -98,4 +98,3 @@ func TestChunkedCheckCatches(t *testing.T) {
 	}()
 	in.checkChunked()
 }
-

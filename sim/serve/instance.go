@@ -7,7 +7,6 @@ import (
 	"github.com/servesim/servesim/models"
 	"github.com/servesim/servesim/policies"
 	"github.com/servesim/servesim/sim"
-	"github.com/servesim/servesim/sim/metrics"
 )
 
 // StepTimer prices one iteration of a batch (hardware.StepModel implements
@@ -553,14 +552,20 @@ func (in *Instance) endStep(now sim.Time) {
 	if in.cache != nil {
 		evictable = in.cache.evictable
 	}
-	// Field by field into the reused record (see World.finish).
+	// Field by field into the reused record (see World.finish), every
+	// field of it, so not cleared first (TestStepRecordFields).
 	st := &w.step
-	*st = metrics.Step{}
 	st.Instance, st.Start, st.Duration = in.id, in.started, now-in.started
 	st.Prefills, st.PrefillTokens, st.Decodes = in.batch.Prefills, in.batch.PrefillTokens, in.batch.Decodes
 	st.KVBlocksUsed, st.KVBlocksTotal = in.usedBlocks-evictable, in.cfg.Blocks
 	st.Preempted, st.FLOPs, st.Bytes = in.preempted, in.flops, in.bytes
-	w.addStep()
+	w.res.Steps++
+	w.coll.AddStep(st)
+	if w.sink != nil && w.err == nil {
+		if err := w.sink.Step(st); err != nil {
+			w.fail(err)
+		}
+	}
 	in.preempted, in.swapSec = 0, 0
 	if in.pulls.len() > 0 {
 		in.tryPulls(now)

@@ -592,12 +592,3 @@ func (w *World) emit() {
 	}
 }
 
-func (w *World) addStep() {
-	w.res.Steps++
-	w.coll.AddStep(&w.step)
-	if w.sink != nil && w.err == nil {
-		if err := w.sink.Step(&w.step); err != nil {
-			w.fail(err)
-		}
-	}
-}

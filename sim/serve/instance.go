@@ -434,8 +434,19 @@ func (in *Instance) stepTimeError(now sim.Time, sec float64) error {
 // allocate takes n blocks: never-used ones first, then (with prefix
 // caching) from the LRU head, the least recently freed first, evicting
 // what they cached (vLLM's BlockPool.get_new_blocks pops the free queue's
-// front).
+// front). It inlines (a step calls it for the decodes and each prefill
+// chunk): blocks that are free are taken here; eviction, and the panic
+// when even that leaves too few, are a call.
 func (in *Instance) allocate(n int) {
+	if in.cfg.Blocks-in.usedBlocks < n {
+		in.allocateEvicting(n)
+		return
+	}
+	in.usedBlocks += n
+}
+
+// allocateEvicting is allocate when fewer than n blocks are free.
+func (in *Instance) allocateEvicting(n int) {
 	for in.cfg.Blocks-in.usedBlocks < n && in.cache != nil {
 		freed, prefix := in.cache.evict(n - (in.cfg.Blocks - in.usedBlocks))
 		if freed == 0 {

@@ -312,31 +312,19 @@ func (in *Instance) startStep(now sim.Time) {
 		}
 		return
 	}
-	in.w.eng.Cancel(in.wakeEv)
+	if in.wakeEv.Pending() {
+		in.w.eng.Cancel(in.wakeEv)
+	}
 	back := in.busy // the previous step ended now: this one follows it at once
 	in.busy = true
 	in.started = now
 
-	// Resolve the decision's requests before anything moves, then admit
-	// the queued ones (taking references to their cached prefixes, so that
-	// no allocation below evicts them).
+	// The decision's prefill chunks are taken apart from its decodes
+	// (instance_chunks.go), and only when there are some: most steps of a
+	// run decode only.
 	in.stepReqs = in.stepReqs[:0]
-	for _, c := range in.dec.Prefill {
-		var r *request
-		if c.FromQueue {
-			r = in.waiting.at(c.Index)
-		} else {
-			r = in.prefilling[c.Index]
-		}
-		if r.id != c.ID {
-			panic(fmt.Sprintf("serve: decision %v names request %d at a position holding %d", &in.dec, c.ID, r.id))
-		}
-		in.stepReqs = append(in.stepReqs, r)
-	}
-	for i, c := range in.dec.Prefill {
-		if c.FromQueue {
-			in.admit(in.stepReqs[i])
-		}
+	if len(in.dec.Prefill) > 0 {
+		in.resolveChunks()
 	}
 
 	// The batch's sums are kept in scalars and the Batch built once they
@@ -360,25 +348,8 @@ func (in *Instance) startStep(now sim.Time) {
 			query = 1 + in.cfg.Spec.K
 		}
 	}
-	for i, c := range in.dec.Prefill {
-		r := in.stepReqs[i]
-		if r.state == stateLoading && r.blocks == 0 {
-			in.allocLoad(r) // out of this step's batch until loaded
-		}
-		if r.state != statePrefill {
-			in.stepReqs[i] = nil // preempted above
-			continue
-		}
-		tokens := min(c.Tokens, r.target-r.computed)
-		need := in.blocksOf(r.computed+tokens) - in.blocksOf(r.computed)
-		in.allocate(need)
-		r.blocks += need
-		p, ctx := tokens, r.computed
-		prefills++
-		ptoks += p
-		pctx += int64(ctx)
-		pairs += float64(p) * (float64(ctx) + float64(p+1)/2)
-		r.computed += p
+	if len(in.stepReqs) > 0 {
+		prefills, ptoks, pctx, pairs = in.takeChunks()
 	}
 	if ptoks == 0 && decodes == 0 { // the batch's Tokens() == 0
 		// Everything chosen was preempted: an empty iteration of only the

@@ -499,36 +499,8 @@ func (in *Instance) endStep(now sim.Time) {
 			}
 		}
 	}
-	completed := false
-	for _, r := range in.stepReqs {
-		if r == nil || r.state != statePrefill || r.computed < r.target {
-			continue
-		}
-		completed = true // r leaves in.prefilling below, all at once
-		in.cachePrefix(r)
-		if in.tiers != nil {
-			in.storeTiers(r)
-		}
-		// The prefill's last chunk samples a token.
-		if r.generated == 0 {
-			r.firstToken = now
-		} else {
-			w.coll.AddITL(now-r.lastToken, 1)
-		}
-		r.generated++
-		r.lastToken = now
-		if r.generated >= r.output {
-			in.finish(r, now)
-			continue
-		}
-		if in.role == rolePrefill {
-			in.handoff(r, now)
-			continue
-		}
-		in.enterDecode(r)
-	}
-	if completed {
-		in.compactPrefilling()
+	if len(in.stepReqs) > 0 {
+		in.endChunks(now)
 	}
 	evictable := 0
 	if in.cache != nil {

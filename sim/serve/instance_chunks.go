@@ -1,6 +1,10 @@
 package serve
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/servesim/servesim/sim"
+)
 
 // A step's prefill chunks, as startStep takes them from the decision.
 
@@ -53,4 +57,43 @@ func (in *Instance) takeChunks() (prefills, ptoks int, pctx int64, pairs float64
 		r.computed += p
 	}
 	return prefills, ptoks, pctx, pairs
+}
+
+// endChunks takes the step's prefill chunks that ended at now: a request
+// whose prefill is done samples its first token (or the next, after a
+// recompute), then finishes, is handed off (a prefill instance) or
+// decodes; they leave in.prefilling together.
+func (in *Instance) endChunks(now sim.Time) {
+	w := in.w
+	completed := false
+	for _, r := range in.stepReqs {
+		if r == nil || r.state != statePrefill || r.computed < r.target {
+			continue
+		}
+		completed = true // r leaves in.prefilling below, all at once
+		in.cachePrefix(r)
+		if in.tiers != nil {
+			in.storeTiers(r)
+		}
+		// The prefill's last chunk samples a token.
+		if r.generated == 0 {
+			r.firstToken = now
+		} else {
+			w.coll.AddITL(now-r.lastToken, 1)
+		}
+		r.generated++
+		r.lastToken = now
+		if r.generated >= r.output {
+			in.finish(r, now)
+			continue
+		}
+		if in.role == rolePrefill {
+			in.handoff(r, now)
+			continue
+		}
+		in.enterDecode(r)
+	}
+	if completed {
+		in.compactPrefilling()
+	}
 }

@@ -591,4 +591,3 @@ func (w *World) emit() {
 		}
 	}
 }
-

@@ -64,9 +64,9 @@ type CUDAGraphs struct {
 	// dispatch.
 	DecodeOnly, ExactOnly bool
 
-	// index[n] is the position of the first size ≥ n, for n up to the
-	// largest size (graphs_index.go; nil: searched).
-	index []uint16
+	// padded[n] is the first size ≥ n, for n up to the largest size
+	// (graphs_index.go; nil: searched).
+	padded []uint32
 }
 
 // CaptureSizes returns vLLM's default cudagraph_capture_sizes
@@ -140,23 +140,37 @@ func (g *CUDAGraphs) dispatch(b models.Batch) (models.Batch, int) {
 
 // padding returns the padded rows dispatch adds to b's decodes and the
 // step's launches. It reads b through a pointer: the hot path (v1Step.parts)
-// then never copies a Batch whole (see parts).
+// then never copies a Batch whole (see parts). A batch the table covers
+// (graphs_index.go) is padded by one lookup; others go to searchPadding.
 func (g *CUDAGraphs) padding(b *models.Batch) (pad, launches int) {
 	q := max(b.DecodeQuery, 1) // b.Query(), and below b.Tokens(), without copying b for the value receivers
 	n := b.PrefillTokens + b.Decodes*q
+	if uint(n) >= uint(len(g.padded)) || (g.DecodeOnly && b.Prefills > 0) {
+		return g.searchPadding(b, n, q)
+	}
+	size := int(g.padded[n])
+	if g.ExactOnly && size != n {
+		return 0, g.EagerLaunches
+	}
+	return g.padTo(b, size-n, q)
+}
+
+// searchPadding is padding without the table: eager, or the padded size
+// searched for.
+func (g *CUDAGraphs) searchPadding(b *models.Batch, n, q int) (pad, launches int) {
 	if g.Eager || len(g.Sizes) == 0 || n > g.Sizes[len(g.Sizes)-1] || (g.DecodeOnly && b.Prefills > 0) {
 		return 0, g.EagerLaunches
 	}
-	var i int
-	if n >= 0 && n < len(g.index) {
-		i = int(g.index[n])
-	} else {
-		i = sort.SearchInts(g.Sizes, n)
-	}
+	i := sort.SearchInts(g.Sizes, n)
 	if g.ExactOnly && g.Sizes[i] != n {
 		return 0, g.EagerLaunches
 	}
-	pad = g.Sizes[i] - n
+	return g.padTo(b, g.Sizes[i]-n, q)
+}
+
+// padTo returns the rows of pad tokens and the launches of b run as a
+// graph.
+func (g *CUDAGraphs) padTo(b *models.Batch, pad, q int) (int, int) {
 	if q > 1 {
 		// Under speculation a padded row is a request of q tokens (the
 		// sizes are multiples of q: CaptureSizesSpec); a mixed batch

@@ -112,6 +112,22 @@ func (e *Engine) ScheduleEvent(ev *Event, at Time) {
 	}
 }
 
+// ScheduleFront schedules ev at time at, as ScheduleEvent does, if ev is
+// not pending and goes before every pending event (strictly earlier than
+// the heap's first) with the front slot empty, and reports whether it
+// did; else it does nothing. It inlines: a caller whose event mostly goes
+// first (a simulation's next step end) calls ScheduleEvent only when it
+// returns false.
+func (e *Engine) ScheduleFront(ev *Event, at Time) bool {
+	if e.front != nil || ev.index != -1 || at < e.now || len(e.queue) > 0 && at >= e.queue[0].at {
+		return false
+	}
+	ev.at, ev.seq, ev.index = at, e.seq, inFront
+	e.seq++
+	e.front = ev
+	return true
+}
+
 // push adds ev to the heap.
 func (e *Engine) push(ev *Event) {
 	e.queue = append(e.queue, ev)

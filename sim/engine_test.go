@@ -212,6 +212,23 @@ func TestInterleavedAgainstReference(t *testing.T) {
 			return best
 		}
 		schedule := func(id int, at Time) {
+			// Half the time through ScheduleFront first: when it takes
+			// the event, the event must be the least pending one; when
+			// not, nothing may have changed.
+			if r.IntN(2) == 0 {
+				n, was := e.Len(), evs[id].Pending()
+				if e.ScheduleFront(evs[id], at) {
+					pending[id] = ref{at, int(evs[id].prio), seq}
+					seq++
+					if next() != id || was {
+						t.Fatalf("seed %d: ScheduleFront took event %d (pending before: %v) at %v, the reference's first is %d", seed, id, was, at, next())
+					}
+					return
+				}
+				if e.Len() != n || evs[id].Pending() != was {
+					t.Fatalf("seed %d: ScheduleFront refused event %d but changed the queue", seed, id)
+				}
+			}
 			e.ScheduleEvent(evs[id], at)
 			pending[id] = ref{at, int(evs[id].prio), seq}
 			seq++

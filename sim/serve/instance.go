@@ -386,7 +386,9 @@ func (in *Instance) startStep(now sim.Time) {
 		in.w.fail(in.stepTimeError(now, sec))
 		return
 	}
-	in.w.eng.ScheduleEvent(in.endEv, end)
+	if eng := &in.w.eng; !eng.ScheduleFront(in.endEv, end) {
+		eng.ScheduleEvent(in.endEv, end)
+	}
 }
 
 // stepTimeError explains a step whose end the clock cannot hold: a step

@@ -463,8 +463,11 @@ func (in *Instance) admit(r *request) {
 }
 
 // endStep finishes the iteration in flight: tokens are emitted, finished
-// requests leave, and the next iteration starts.
-func (in *Instance) endStep(now sim.Time) {
+// requests leave, and the next iteration starts. It is the step-end
+// event's handler itself (stepEndHandler.Fire), not a call from it: one
+// call a step fewer.
+func (h *stepEndHandler) Fire(now sim.Time) {
+	in := (*Instance)(h)
 	w := in.w
 	if in.dec.Decode {
 		in.decCounter++
@@ -477,11 +480,13 @@ func (in *Instance) endStep(now sim.Time) {
 		if n := in.decodes - len(in.newcomers); n > 0 {
 			w.coll.AddITL(now-in.lastDecode, n)
 		}
-		for _, r := range in.newcomers {
-			w.coll.AddITL(now-r.lastToken, 1)
-			r.newcomer = false
+		if len(in.newcomers) > 0 {
+			for _, r := range in.newcomers {
+				w.coll.AddITL(now-r.lastToken, 1)
+				r.newcomer = false
+			}
+			in.newcomers = in.newcomers[:0]
 		}
-		in.newcomers = in.newcomers[:0]
 		in.lastDecode = now
 		// The decodes whose last token this was: from the heap under
 		// speculation, else from the wheel (enterDecode files each in one).

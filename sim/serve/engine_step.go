@@ -253,7 +253,6 @@ func (t backTimer) Step(b models.Batch) (seconds, flops, bytes float64) { return
 // it, launches included) having run while the previous step's kernels did.
 type v1Overlap struct{ v1Step }
 
-//
 // StepPipelined is the step of nearly every iteration of a loaded engine:
 // with graphs, parts and padding's table path are written out in it (no
 // calls between the engine and the kernel timer, and b stays in

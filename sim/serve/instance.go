@@ -132,8 +132,8 @@ type Instance struct {
 	busy      bool
 	dec       policies.Decision
 	started   sim.Time
-	stepReqs  []*request // requests of dec.Prefill, resolved at start
-	batch     models.Batch
+	stepReqs  []*request   // requests of dec.Prefill, resolved at start
+	batch     models.Batch // a DP group's rank: the step's batch; else its Prefills, PrefillTokens and Decodes only
 	preempted int
 	retracted int64   // preemptions so far (policies.OutputView)
 	swapSec   float64 // host-link transfer time added to the iteration
@@ -337,10 +337,12 @@ func (in *Instance) startStep(now sim.Time) {
 	var pairs float64
 	if in.dec.Decode {
 		// Blocks for this iteration's decode tokens; preempt until they fit.
-		for in.DecodeBlocks() > in.FreeBlocks() {
+		need := in.DecodeBlocks()
+		for need > in.FreeBlocks() {
 			in.preempt(in.victim(), now)
+			need = in.DecodeBlocks()
 		}
-		in.allocate(in.DecodeBlocks())
+		in.allocate(need)
 		decodes = in.decodes
 		dctx = in.sumKV + int64(in.decodes) // each decode attends over its KV plus its new token
 		if in.cfg.Spec != nil {
@@ -378,7 +380,9 @@ func (in *Instance) startStep(now sim.Time) {
 	} else {
 		sec, flops, bytes = in.cfg.Step.Step(b)
 	}
-	in.batch = b // after the pricing call: its stores long retired
+	// What endStep records of the batch, after the pricing call (its
+	// stores long retired); a DP group's rank keeps the whole batch above.
+	in.batch.Prefills, in.batch.PrefillTokens, in.batch.Decodes = prefills, ptoks, decodes
 	in.flops, in.bytes = flops, bytes
 	in.stepSeq++
 	end, ok := now.AddSeconds(sec + in.swapSec)

@@ -58,6 +58,7 @@ type Engine struct {
 	fired uint64
 	front *Event // nil, or before every event in queue
 	queue []*Event
+	stop  bool // Stop was called: Steps fires nothing more
 }
 
 // Now returns the current simulated time.
@@ -109,6 +110,22 @@ func (e *Engine) ScheduleEvent(ev *Event, at Time) {
 	default:
 		e.push(ev)
 	}
+}
+
+// ScheduleFront schedules ev at time at, as ScheduleEvent does, if ev is
+// not pending and goes before every pending event (strictly earlier than
+// the heap's first) with the front slot empty, and reports whether it
+// did; else it does nothing. It inlines: a caller whose event mostly goes
+// first (a simulation's next step end) calls ScheduleEvent only when it
+// returns false.
+func (e *Engine) ScheduleFront(ev *Event, at Time) bool {
+	if e.front != nil || ev.index != -1 || at < e.now || len(e.queue) > 0 && at >= e.queue[0].at {
+		return false
+	}
+	ev.at, ev.seq, ev.index = at, e.seq, inFront
+	e.seq++
+	e.front = ev
+	return true
 }
 
 // push adds ev to the heap.
@@ -176,6 +193,40 @@ func (e *Engine) Step() bool {
 	ev.handler.Fire(ev.at)
 	return true
 }
+
+// Steps fires up to n events, fewer when none is left or a handler
+// calls Stop, and returns how many it fired. It is Step in a loop with
+// the call and its return written out: the loop of a run's events.
+func (e *Engine) Steps(n int) int {
+	fired := 0
+	for ; fired < n && !e.stop; fired++ {
+		ev := e.front
+		if ev != nil {
+			e.front = nil
+		} else {
+			q := len(e.queue)
+			if q == 0 {
+				break
+			}
+			ev = e.queue[0]
+			x := e.queue[q-1]
+			e.queue[q-1] = nil
+			e.queue = e.queue[:q-1]
+			if q > 1 {
+				e.down(x, 0)
+			}
+		}
+		ev.index = -1
+		e.now = ev.at
+		e.fired++
+		ev.handler.Fire(ev.at)
+	}
+	return fired
+}
+
+// Stop has Steps return after the event firing now (or at once), and
+// fire nothing in later calls. Step, Run and RunUntil do not look at it.
+func (e *Engine) Stop() { e.stop = true }
 
 // Run fires events until none is pending.
 func (e *Engine) Run() {

@@ -212,6 +212,23 @@ func TestInterleavedAgainstReference(t *testing.T) {
 			return best
 		}
 		schedule := func(id int, at Time) {
+			// Half the time through ScheduleFront first: when it takes
+			// the event, the event must be the least pending one; when
+			// not, nothing may have changed.
+			if r.IntN(2) == 0 {
+				n, was := e.Len(), evs[id].Pending()
+				if e.ScheduleFront(evs[id], at) {
+					pending[id] = ref{at, int(evs[id].prio), seq}
+					seq++
+					if next() != id || was {
+						t.Fatalf("seed %d: ScheduleFront took event %d (pending before: %v) at %v, the reference's first is %d", seed, id, was, at, next())
+					}
+					return
+				}
+				if e.Len() != n || evs[id].Pending() != was {
+					t.Fatalf("seed %d: ScheduleFront refused event %d but changed the queue", seed, id)
+				}
+			}
 			e.ScheduleEvent(evs[id], at)
 			pending[id] = ref{at, int(evs[id].prio), seq}
 			seq++
@@ -268,4 +285,86 @@ func TestInterleavedAgainstReference(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestStepsMatchesStep runs the same random schedule (handlers that
+// schedule, move and cancel events) twice, once by Step and once by
+// Steps in random runs of events, and compares what fired and when; then
+// a handler's Stop ends Steps after its own event, for good.
+func TestStepsMatchesStep(t *testing.T) {
+	type firing struct {
+		id int
+		at Time
+	}
+	run := func(seed uint64, steps bool, stopAt int) ([]firing, int) {
+		r := rand.New(rand.NewPCG(seed, 10))
+		var e Engine
+		const n = 30
+		evs := make([]*Event, n)
+		var fired []firing
+		for id := range evs {
+			evs[id] = NewEvent(r.IntN(3)-1, HandlerFunc(func(now Time) {
+				fired = append(fired, firing{id, now})
+				if len(fired) == stopAt {
+					e.Stop()
+				}
+				if len(fired) > 2000 {
+					return
+				}
+				for range 1 + r.IntN(3) {
+					if x := evs[r.IntN(n)]; r.IntN(5) > 0 {
+						e.ScheduleEvent(x, now+Time(r.IntN(4)))
+					} else {
+						e.Cancel(x)
+					}
+				}
+			}))
+		}
+		for id := range 8 {
+			e.ScheduleEvent(evs[id], Time(r.IntN(5)))
+		}
+		calls := 0
+		if !steps {
+			for e.Step() {
+			}
+			return fired, calls
+		}
+		k := rand.New(rand.NewPCG(seed, 11))
+		for {
+			want := 1 + k.IntN(50)
+			calls++
+			got := e.Steps(want)
+			if got > want {
+				t.Fatalf("seed %d: Steps(%d) fired %d", seed, want, got)
+			}
+			if got < want {
+				if e.Len() > 0 && !e.stop {
+					t.Fatalf("seed %d: Steps(%d) fired %d with %d pending", seed, want, got, e.Len())
+				}
+				break
+			}
+		}
+		return fired, calls
+	}
+	for seed := uint64(0); seed < 30; seed++ {
+		ref, _ := run(seed, false, -1)
+		got, calls := run(seed, true, -1)
+		if !slices.Equal(got, ref) || len(ref) < 1000 || calls < 2 {
+			t.Fatalf("seed %d: Steps fired %d events (%d calls), Step %d; first difference at %d", seed, len(got), calls, len(ref), firstDiff(got, ref))
+		}
+		stopAt := 1 + int(seed)%(len(ref)-1)
+		stopped, _ := run(seed, true, stopAt)
+		if !slices.Equal(stopped, ref[:stopAt]) {
+			t.Fatalf("seed %d: stopped at event %d, fired %d", seed, stopAt, len(stopped))
+		}
+	}
+}
+
+func firstDiff[T comparable](a, b []T) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
 }

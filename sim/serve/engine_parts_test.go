@@ -62,9 +62,10 @@ func (t *echoTimer) Step(b models.Batch) (float64, float64, float64) {
 	return x, x * 1e15, x * 1e12
 }
 
-// parts, which pads the batch field by field through a pointer, gives the
-// kernel timer the batch the whole-Batch dispatch gave it, and the same
-// bits, on random batches under every dispatch mode.
+// parts, which pads the batch field by field through a pointer, and
+// v1Overlap.StepPipelined, which has parts written out, give the kernel
+// timer the batch the whole-Batch dispatch gave it, and the same bits, on
+// random batches under every dispatch mode.
 func TestPartsMatchesDispatch(t *testing.T) {
 	vllm := CaptureSizes(256, 8192)
 	graphs := []*CUDAGraphs{
@@ -80,7 +81,9 @@ func TestPartsMatchesDispatch(t *testing.T) {
 	for gi, g := range graphs {
 		s := &v1Step{perRequest: 2e-6, fixed: 1e-3, graphs: g.indexed()}
 		ref := &v1Step{perRequest: 2e-6, fixed: 1e-3, graphs: g}
-		var k, kr echoTimer
+		var k, kr, ko echoTimer
+		ov := &v1Overlap{*s}
+		ov.kb = &ko
 		for range 20_000 {
 			b := randomPartsBatch(r)
 			if r.IntN(4) == 0 {
@@ -99,6 +102,13 @@ func TestPartsMatchesDispatch(t *testing.T) {
 				if math.Float64bits(p[0]) != math.Float64bits(p[1]) {
 					t.Fatalf("graphs %d: %+v: part %d is %v, dispatch's path %v", gi, b0, i, p[0], p[1])
 				}
+			}
+			// v1Overlap.StepPipelined, parts written out in it.
+			sec, f3, y3 := ov.StepPipelined(b0)
+			if ko.last != kr.last || math.Float64bits(sec) != math.Float64bits(max(g2, c2+l2)) ||
+				math.Float64bits(f3) != math.Float64bits(f2) || math.Float64bits(y3) != math.Float64bits(y2) {
+				t.Fatalf("graphs %d: %+v: StepPipelined priced %+v: %v, %v, %v; dispatch's path %+v: %v, %v, %v",
+					gi, b0, ko.last, sec, f3, y3, kr.last, max(g2, c2+l2), f2, y2)
 			}
 		}
 	}

@@ -64,9 +64,9 @@ type CUDAGraphs struct {
 	// dispatch.
 	DecodeOnly, ExactOnly bool
 
-	// index[n] is the position of the first size ≥ n, for n up to the
-	// largest size (graphs_index.go; nil: searched).
-	index []uint16
+	// padded[n] is the first size ≥ n, for n up to the largest size
+	// (graphs_index.go; nil: searched).
+	padded []uint32
 }
 
 // CaptureSizes returns vLLM's default cudagraph_capture_sizes
@@ -140,30 +140,44 @@ func (g *CUDAGraphs) dispatch(b models.Batch) (models.Batch, int) {
 
 // padding returns the padded rows dispatch adds to b's decodes and the
 // step's launches. It reads b through a pointer: the hot path (v1Step.parts)
-// then never copies a Batch whole (see parts).
+// then never copies a Batch whole (see parts). A batch the table covers
+// (graphs_index.go) is padded by one lookup; others go to searchPadding.
 func (g *CUDAGraphs) padding(b *models.Batch) (pad, launches int) {
 	q := max(b.DecodeQuery, 1) // b.Query(), and below b.Tokens(), without copying b for the value receivers
 	n := b.PrefillTokens + b.Decodes*q
-	if g.Eager || len(g.Sizes) == 0 || n > g.Sizes[len(g.Sizes)-1] || (g.DecodeOnly && b.Prefills > 0) {
+	if uint(n) >= uint(len(g.padded)) || (g.DecodeOnly && b.Prefills > 0) {
+		return g.searchPadding(b.Prefills, n, q)
+	}
+	size := int(g.padded[n])
+	if g.ExactOnly && size != n {
 		return 0, g.EagerLaunches
 	}
-	var i int
-	if n >= 0 && n < len(g.index) {
-		i = int(g.index[n])
-	} else {
-		i = sort.SearchInts(g.Sizes, n)
+	return g.padTo(b.Prefills, size-n, q)
+}
+
+// searchPadding is padding without the table: eager, or the padded size
+// searched for.
+func (g *CUDAGraphs) searchPadding(prefills, n, q int) (pad, launches int) {
+	if g.Eager || len(g.Sizes) == 0 || n > g.Sizes[len(g.Sizes)-1] || (g.DecodeOnly && prefills > 0) {
+		return 0, g.EagerLaunches
 	}
+	i := sort.SearchInts(g.Sizes, n)
 	if g.ExactOnly && g.Sizes[i] != n {
 		return 0, g.EagerLaunches
 	}
-	pad = g.Sizes[i] - n
+	return g.padTo(prefills, g.Sizes[i]-n, q)
+}
+
+// padTo returns the rows of pad tokens and the launches of a batch with
+// prefills prefill chunks run as a graph.
+func (g *CUDAGraphs) padTo(prefills, pad, q int) (int, int) {
 	if q > 1 {
 		// Under speculation a padded row is a request of q tokens (the
 		// sizes are multiples of q: CaptureSizesSpec); a mixed batch
 		// pads to the next whole request.
 		pad = (pad + q - 1) / q
 	}
-	if b.Prefills == 0 {
+	if prefills == 0 {
 		return pad, 1 // FULL graph
 	}
 	return pad, g.PiecewiseLaunches
@@ -239,8 +253,37 @@ func (t backTimer) Step(b models.Batch) (seconds, flops, bytes float64) { return
 // it, launches included) having run while the previous step's kernels did.
 type v1Overlap struct{ v1Step }
 
+// StepPipelined is the step of nearly every iteration of a loaded engine:
+// with graphs, parts and padding's table path are written out in it (no
+// calls between the engine and the kernel timer, and b stays in
+// registers); TestPartsMatchesDispatch checks it against parts.
 func (s *v1Overlap) StepPipelined(b models.Batch) (seconds, flops, bytes float64) {
-	gpu, cpu, launch, flops, bytes := s.parts(&b, s.kb)
+	g := s.graphs
+	if g == nil {
+		gpu, cpu, launch, flops, bytes := s.parts(&b, s.kb)
+		return max(gpu, cpu+launch), flops, bytes
+	}
+	q := max(b.DecodeQuery, 1)
+	n := b.PrefillTokens + b.Decodes*q
+	var pad, launches int
+	if uint(n) < uint(len(g.padded)) && !(g.DecodeOnly && b.Prefills > 0) {
+		size := int(g.padded[n])
+		if g.ExactOnly && size != n {
+			launches = g.EagerLaunches
+		} else {
+			pad, launches = g.padTo(b.Prefills, size-n, q)
+		}
+	} else {
+		pad, launches = g.searchPadding(b.Prefills, n, q)
+	}
+	launch := float64(launches) * g.Launch
+	sec, flops, bytes := s.kb.Step(models.Batch{Prefills: b.Prefills, PrefillTokens: b.PrefillTokens,
+		PrefillCtx: b.PrefillCtx, PrefillPairs: b.PrefillPairs, Decodes: b.Decodes + pad,
+		DecodeCtx: b.DecodeCtx, DecodeQuery: b.DecodeQuery})
+	gpu, cpu := 0.0, s.perRequest*float64(b.Prefills+b.Decodes)
+	if sec > 0 {
+		gpu, cpu = sec-s.fixed, cpu+s.fixed
+	}
 	return max(gpu, cpu+launch), flops, bytes
 }
 

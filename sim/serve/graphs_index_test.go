@@ -30,11 +30,11 @@ func TestCUDAGraphsIndexed(t *testing.T) {
 			orig := c.g
 			sizes := slices.Clone(c.g.Sizes)
 			ix := c.g.indexed()
-			if c.g.index != nil || !slices.Equal(c.g.Sizes, sizes) || ix == &c.g {
+			if c.g.padded != nil || !slices.Equal(c.g.Sizes, sizes) || ix == &c.g {
 				t.Fatal("indexed changed the configuration it was given")
 			}
-			if sorted := slices.IsSorted(sizes); sorted != (ix.index != nil) && !c.g.Eager {
-				t.Fatalf("table %v for sizes %v", ix.index != nil, sizes)
+			if sorted := slices.IsSorted(sizes); sorted != (ix.padded != nil) && !c.g.Eager {
+				t.Fatalf("table %v for sizes %v", ix.padded != nil, sizes)
 			}
 			top := 0
 			if len(sizes) > 0 {

@@ -7,11 +7,10 @@ import "github.com/servesim/servesim/sim"
 // call, not an interface call, a closure call and a method-value wrapper
 // (513,000 events in BenchmarkSimulate100k).
 type (
-	stepEndHandler Instance // Instance.endStep
+	stepEndHandler Instance // its Fire is endStep (instance.go)
 	wakeHandler    Instance // Instance.wake
 	arriveHandler  World    // World.arrive
 )
 
-func (h *stepEndHandler) Fire(now sim.Time) { (*Instance)(h).endStep(now) }
-func (h *wakeHandler) Fire(now sim.Time)    { (*Instance)(h).wake(now) }
-func (h *arriveHandler) Fire(now sim.Time)  { (*World)(h).arrive(now) }
+func (h *wakeHandler) Fire(now sim.Time)   { (*Instance)(h).wake(now) }
+func (h *arriveHandler) Fire(now sim.Time) { (*World)(h).arrive(now) }

@@ -7,7 +7,6 @@ import (
 	"github.com/servesim/servesim/models"
 	"github.com/servesim/servesim/policies"
 	"github.com/servesim/servesim/sim"
-	"github.com/servesim/servesim/sim/metrics"
 )
 
 // StepTimer prices one iteration of a batch (hardware.StepModel implements
@@ -133,8 +132,8 @@ type Instance struct {
 	busy      bool
 	dec       policies.Decision
 	started   sim.Time
-	stepReqs  []*request // requests of dec.Prefill, resolved at start
-	batch     models.Batch
+	stepReqs  []*request   // requests of dec.Prefill, resolved at start
+	batch     models.Batch // a DP group's rank: the step's batch; else its Prefills, PrefillTokens and Decodes only
 	preempted int
 	retracted int64   // preemptions so far (policies.OutputView)
 	swapSec   float64 // host-link transfer time added to the iteration
@@ -152,6 +151,7 @@ type Instance struct {
 	// arrival; nil: none.
 	maxPrompt  interface{ MaxPrompt(policies.Limits) int }
 	maxContext interface{ MaxContext(policies.Limits) int }
+	chunked    bool // the batcher is policies.Chunked: batchChunked decides (batch_chunked.go)
 }
 
 func newInstance(id int, cfg InstanceConfig, w *World) *Instance {
@@ -166,6 +166,7 @@ func newInstance(id int, cfg InstanceConfig, w *World) *Instance {
 	in.maxPrompt, _ = cfg.Batcher.(interface{ MaxPrompt(policies.Limits) int })
 	in.maxContext, _ = cfg.Batcher.(interface{ MaxContext(policies.Limits) int })
 	in.view = in
+	in.chunked = isChunked(cfg.Batcher)
 	in.endEv = sim.NewEvent(prioStepEnd, (*stepEndHandler)(in))
 	in.wakeEv = sim.NewEvent(prioStepEnd, (*wakeHandler)(in))
 	if cfg.PrefixCache {
@@ -266,7 +267,14 @@ func (in *Instance) startStep(now sim.Time) {
 		in.swapIn(now)
 	}
 	in.dec.Reset()
-	in.cfg.Batcher.Batch(in.view, in.cfg.Limits, &in.dec)
+	if in.chunked {
+		in.batchChunked(&in.dec)
+		if checkAll {
+			in.checkChunked()
+		}
+	} else {
+		in.cfg.Batcher.Batch(in.view, in.cfg.Limits, &in.dec)
+	}
 	if in.dec.Empty() {
 		if in.held.len() > 0 {
 			// Nothing else to run: the pipeline had planned no next step,
@@ -304,31 +312,19 @@ func (in *Instance) startStep(now sim.Time) {
 		}
 		return
 	}
-	in.w.eng.Cancel(in.wakeEv)
+	if in.wakeEv.Pending() {
+		in.w.eng.Cancel(in.wakeEv)
+	}
 	back := in.busy // the previous step ended now: this one follows it at once
 	in.busy = true
 	in.started = now
 
-	// Resolve the decision's requests before anything moves, then admit
-	// the queued ones (taking references to their cached prefixes, so that
-	// no allocation below evicts them).
+	// The decision's prefill chunks are taken apart from its decodes
+	// (instance_chunks.go), and only when there are some: most steps of a
+	// run decode only.
 	in.stepReqs = in.stepReqs[:0]
-	for _, c := range in.dec.Prefill {
-		var r *request
-		if c.FromQueue {
-			r = in.waiting.at(c.Index)
-		} else {
-			r = in.prefilling[c.Index]
-		}
-		if r.id != c.ID {
-			panic(fmt.Sprintf("serve: decision %v names request %d at a position holding %d", &in.dec, c.ID, r.id))
-		}
-		in.stepReqs = append(in.stepReqs, r)
-	}
-	for i, c := range in.dec.Prefill {
-		if c.FromQueue {
-			in.admit(in.stepReqs[i])
-		}
+	if len(in.dec.Prefill) > 0 {
+		in.resolveChunks()
 	}
 
 	// The batch's sums are kept in scalars and the Batch built once they
@@ -341,10 +337,12 @@ func (in *Instance) startStep(now sim.Time) {
 	var pairs float64
 	if in.dec.Decode {
 		// Blocks for this iteration's decode tokens; preempt until they fit.
-		for in.DecodeBlocks() > in.FreeBlocks() {
+		need := in.DecodeBlocks()
+		for need > in.FreeBlocks() {
 			in.preempt(in.victim(), now)
+			need = in.DecodeBlocks()
 		}
-		in.allocate(in.DecodeBlocks())
+		in.allocate(need)
 		decodes = in.decodes
 		dctx = in.sumKV + int64(in.decodes) // each decode attends over its KV plus its new token
 		if in.cfg.Spec != nil {
@@ -352,25 +350,8 @@ func (in *Instance) startStep(now sim.Time) {
 			query = 1 + in.cfg.Spec.K
 		}
 	}
-	for i, c := range in.dec.Prefill {
-		r := in.stepReqs[i]
-		if r.state == stateLoading && r.blocks == 0 {
-			in.allocLoad(r) // out of this step's batch until loaded
-		}
-		if r.state != statePrefill {
-			in.stepReqs[i] = nil // preempted above
-			continue
-		}
-		tokens := min(c.Tokens, r.target-r.computed)
-		need := in.blocksOf(r.computed+tokens) - in.blocksOf(r.computed)
-		in.allocate(need)
-		r.blocks += need
-		p, ctx := tokens, r.computed
-		prefills++
-		ptoks += p
-		pctx += int64(ctx)
-		pairs += float64(p) * (float64(ctx) + float64(p+1)/2)
-		r.computed += p
+	if len(in.stepReqs) > 0 {
+		prefills, ptoks, pctx, pairs = in.takeChunks()
 	}
 	if ptoks == 0 && decodes == 0 { // the batch's Tokens() == 0
 		// Everything chosen was preempted: an empty iteration of only the
@@ -399,7 +380,9 @@ func (in *Instance) startStep(now sim.Time) {
 	} else {
 		sec, flops, bytes = in.cfg.Step.Step(b)
 	}
-	in.batch = b // after the pricing call: its stores long retired
+	// What endStep records of the batch, after the pricing call (its
+	// stores long retired); a DP group's rank keeps the whole batch above.
+	in.batch.Prefills, in.batch.PrefillTokens, in.batch.Decodes = prefills, ptoks, decodes
 	in.flops, in.bytes = flops, bytes
 	in.stepSeq++
 	end, ok := now.AddSeconds(sec + in.swapSec)
@@ -407,7 +390,9 @@ func (in *Instance) startStep(now sim.Time) {
 		in.w.fail(in.stepTimeError(now, sec))
 		return
 	}
-	in.w.eng.ScheduleEvent(in.endEv, end)
+	if eng := &in.w.eng; !eng.ScheduleFront(in.endEv, end) {
+		eng.ScheduleEvent(in.endEv, end)
+	}
 }
 
 // stepTimeError explains a step whose end the clock cannot hold: a step
@@ -426,8 +411,19 @@ func (in *Instance) stepTimeError(now sim.Time, sec float64) error {
 // allocate takes n blocks: never-used ones first, then (with prefix
 // caching) from the LRU head, the least recently freed first, evicting
 // what they cached (vLLM's BlockPool.get_new_blocks pops the free queue's
-// front).
+// front). It inlines (a step calls it for the decodes and each prefill
+// chunk): blocks that are free are taken here; eviction, and the panic
+// when even that leaves too few, are a call.
 func (in *Instance) allocate(n int) {
+	if in.cfg.Blocks-in.usedBlocks < n {
+		in.allocateEvicting(n)
+		return
+	}
+	in.usedBlocks += n
+}
+
+// allocateEvicting is allocate when fewer than n blocks are free.
+func (in *Instance) allocateEvicting(n int) {
 	for in.cfg.Blocks-in.usedBlocks < n && in.cache != nil {
 		freed, prefix := in.cache.evict(n - (in.cfg.Blocks - in.usedBlocks))
 		if freed == 0 {
@@ -471,8 +467,11 @@ func (in *Instance) admit(r *request) {
 }
 
 // endStep finishes the iteration in flight: tokens are emitted, finished
-// requests leave, and the next iteration starts.
-func (in *Instance) endStep(now sim.Time) {
+// requests leave, and the next iteration starts. It is the step-end
+// event's handler itself (stepEndHandler.Fire), not a call from it: one
+// call a step fewer.
+func (h *stepEndHandler) Fire(now sim.Time) {
+	in := (*Instance)(h)
 	w := in.w
 	if in.dec.Decode {
 		in.decCounter++
@@ -485,11 +484,13 @@ func (in *Instance) endStep(now sim.Time) {
 		if n := in.decodes - len(in.newcomers); n > 0 {
 			w.coll.AddITL(now-in.lastDecode, n)
 		}
-		for _, r := range in.newcomers {
-			w.coll.AddITL(now-r.lastToken, 1)
-			r.newcomer = false
+		if len(in.newcomers) > 0 {
+			for _, r := range in.newcomers {
+				w.coll.AddITL(now-r.lastToken, 1)
+				r.newcomer = false
+			}
+			in.newcomers = in.newcomers[:0]
 		}
-		in.newcomers = in.newcomers[:0]
 		in.lastDecode = now
 		// The decodes whose last token this was: from the heap under
 		// speculation, else from the wheel (enterDecode files each in one).
@@ -509,49 +510,27 @@ func (in *Instance) endStep(now sim.Time) {
 			}
 		}
 	}
-	completed := false
-	for _, r := range in.stepReqs {
-		if r == nil || r.state != statePrefill || r.computed < r.target {
-			continue
-		}
-		completed = true // r leaves in.prefilling below, all at once
-		in.cachePrefix(r)
-		if in.tiers != nil {
-			in.storeTiers(r)
-		}
-		// The prefill's last chunk samples a token.
-		if r.generated == 0 {
-			r.firstToken = now
-		} else {
-			w.coll.AddITL(now-r.lastToken, 1)
-		}
-		r.generated++
-		r.lastToken = now
-		if r.generated >= r.output {
-			in.finish(r, now)
-			continue
-		}
-		if in.role == rolePrefill {
-			in.handoff(r, now)
-			continue
-		}
-		in.enterDecode(r)
-	}
-	if completed {
-		in.compactPrefilling()
+	if len(in.stepReqs) > 0 {
+		in.endChunks(now)
 	}
 	evictable := 0
 	if in.cache != nil {
 		evictable = in.cache.evictable
 	}
-	// Field by field into the reused record (see World.finish).
+	// Field by field into the reused record (see World.finish), every
+	// field of it, so not cleared first (TestStepRecordFields).
 	st := &w.step
-	*st = metrics.Step{}
 	st.Instance, st.Start, st.Duration = in.id, in.started, now-in.started
 	st.Prefills, st.PrefillTokens, st.Decodes = in.batch.Prefills, in.batch.PrefillTokens, in.batch.Decodes
 	st.KVBlocksUsed, st.KVBlocksTotal = in.usedBlocks-evictable, in.cfg.Blocks
 	st.Preempted, st.FLOPs, st.Bytes = in.preempted, in.flops, in.bytes
-	w.addStep()
+	w.res.Steps++
+	w.coll.AddStep(st)
+	if w.sink != nil && w.err == nil {
+		if err := w.sink.Step(st); err != nil {
+			w.fail(err)
+		}
+	}
 	in.preempted, in.swapSec = 0, 0
 	if in.pulls.len() > 0 {
 		in.tryPulls(now)

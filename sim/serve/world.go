@@ -255,7 +255,7 @@ func Run(cfg Config) (Result, error) {
 		w.blocked = w.fb != nil && w.fb.Blocked()
 	}
 	if cfg.Done == nil {
-		for w.err == nil && w.eng.Step() {
+		for w.eng.Steps(math.MaxInt) == math.MaxInt { // an error stops the engine (fail)
 		}
 	} else {
 		w.runUntilDone(cfg.Done)
@@ -294,23 +294,25 @@ func Run(cfg Config) (Result, error) {
 
 // runUntilDone fires events until none is left, an error, or done closes.
 func (w *World) runUntilDone(done <-chan struct{}) {
-	for n := 1; w.err == nil && w.eng.Step(); n++ {
-		if n == StopCheckEvents {
-			n = 0
-			select {
-			case <-done:
-				w.err = fmt.Errorf("serve: %w at simulated %v after %d events", ErrStopped, w.eng.Now(), w.eng.Fired())
-			default:
-			}
+	// Steps returns fewer events when none is left or an error stopped
+	// the engine (fail).
+	for w.eng.Steps(StopCheckEvents) == StopCheckEvents {
+		select {
+		case <-done:
+			w.err = fmt.Errorf("serve: %w at simulated %v after %d events", ErrStopped, w.eng.Now(), w.eng.Fired())
+			return
+		default:
 		}
 	}
 }
 
-// fail stops the run with err (the first error wins).
+// fail stops the run with err (the first error wins): the engine fires no
+// more events (sim.Engine.Stop). Every error of a run is set through it.
 func (w *World) fail(err error) {
 	if w.err == nil {
 		w.err = err
 	}
+	w.eng.Stop()
 }
 
 // arrive takes the pending arrival, offers it to the cluster and schedules
@@ -351,6 +353,7 @@ func (w *World) pull(id int64, now sim.Time) {
 		if w.next.Arrival < now {
 			w.err = fmt.Errorf("serve: request %d arrives at %v, before request %d at %v: the workload must be in arrival order",
 				w.next.ID, w.next.Arrival, id, now)
+			w.eng.Stop()
 			return
 		}
 		w.eng.ScheduleEvent(w.arriveEv, w.next.Arrival)
@@ -583,14 +586,8 @@ func (w *World) finish(r *request, inst int, now sim.Time) {
 func (w *World) emit() {
 	w.coll.Add(&w.rec)
 	if w.sink != nil && w.err == nil {
-		w.err = w.sink.Record(&w.rec)
-	}
-}
-
-func (w *World) addStep() {
-	w.res.Steps++
-	w.coll.AddStep(&w.step)
-	if w.sink != nil && w.err == nil {
-		w.err = w.sink.Step(&w.step)
+		if err := w.sink.Record(&w.rec); err != nil {
+			w.fail(err)
+		}
 	}
 }

@@ -22,6 +22,7 @@ type Collector struct {
 	ttft, e2e blocks[sim.Time]
 	tpot      blocks[float64] // ms
 	itl       itlSamples      // 720,000 runs of 8 bytes for the 100k-request run at 12 req/s
+	itlSort   *itlSorter      // the full blocks of itl, sorted while the run goes on (nil: none)
 	// Phases: queueing (arrival → scheduled) and prefill (scheduled →
 	// first token) for every served request; transfer wait, transfer and
 	// decode for disaggregated ones.
@@ -151,6 +152,9 @@ func (c *Collector) AddITL(gap sim.Time, n int) {
 		return
 	}
 	c.itl.add(gap, int64(n))
+	if c.itl.n == itlBlock {
+		c.handOffITL()
+	}
 }
 
 // AddStep accounts for one model step. It panics if the step is
@@ -227,8 +231,7 @@ func (c *Collector) Summary() Summary {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c.itl.sortMerge()
-		s.ITL = itlStats(&c.itl)
+		s.ITL = c.itlSummary()
 	}()
 	var scratch []uint64
 	if !c.noSat {

@@ -48,6 +48,8 @@ type itlSamples struct {
 	b    [][]uint64 // n packed runs, gap<<itlCountBits | count; len(b) = ⌈n/itlBlock⌉
 	n    int
 	wide []itlRun
+	// spare, when not nil, is the next block (one itlSorter freed).
+	spare []uint64
 }
 
 // at returns the place of packed run i.
@@ -67,7 +69,11 @@ func (s *itlSamples) add(gap sim.Time, n int64) {
 		}
 	}
 	if s.n&itlBlockMask == 0 {
-		s.b = append(s.b, make([]uint64, itlBlock))
+		b := s.spare
+		if s.spare = nil; b == nil {
+			b = make([]uint64, itlBlock)
+		}
+		s.b = append(s.b, b)
 	}
 	*s.at(s.n) = uint64(gap)<<itlCountBits | uint64(n)
 	s.n++

@@ -85,8 +85,8 @@ func BenchmarkSummaryAfterRun(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
 		c := collect(recs, itl)
-		if c.itlSort != nil {
-			c.itlSort.own()
+		if c.sort != nil {
+			c.sort.own()
 		}
 		b.StartTimer()
 		c.Summary()

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -29,20 +30,20 @@ func itlWith(t *testing.T, procs int, runs []itlRun, cuts []int) ([]Stats, []itl
 		}
 		st = append(st, c.Summary().ITL)
 	}
-	if procs == 1 && c.itlSort != nil {
+	if procs == 1 && c.sort != nil {
 		t.Fatal("GOMAXPROCS 1: a block was handed off")
 	}
-	if c.itlSort != nil {
+	if c.sort != nil {
 		handedOff++
 	}
 	s := c.itl
-	if c.itlSort != nil {
-		c.itlSort.own()
-		if len(c.itlSort.lists) > 1 || c.itl.n != 0 {
-			t.Fatalf("after Summary: %d lists and %d runs", len(c.itlSort.lists), c.itl.n)
+	if c.sort != nil {
+		c.sort.own()
+		if len(c.sort.lists[streamITL]) > 1 || c.itl.n != 0 {
+			t.Fatalf("after Summary: %d lists and %d runs", len(c.sort.lists[streamITL]), c.itl.n)
 		}
-		if len(c.itlSort.lists) == 1 {
-			s = c.itlSort.lists[0].s
+		if len(c.sort.lists[streamITL]) == 1 {
+			s = c.sort.lists[streamITL][0].s
 			s.wide = c.itl.wide
 		}
 	}
@@ -140,12 +141,12 @@ func TestITLSorterMerge(t *testing.T) {
 		return s, want
 	}
 	for trial := range 60 {
-		p := newITLSorter()
+		p := newSorter()
 		nx, ny := r.IntN(3*itlBlock), r.IntN(3*itlBlock)
 		gaps := 1 + r.IntN(4*itlBlock)
 		x, wx := list(nx, gaps)
 		y, wy := list(ny, gaps)
-		m := p.merge(x, y)
+		m := p.merge(streamITL, x, y)
 		for g, k := range wy {
 			wx[g] += k
 		}
@@ -177,4 +178,126 @@ func TestITLSorterMerge(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestSummaryIndependentOfGOMAXPROCS checks whole Summaries (their JSON,
+// which writes each float64 exactly) of collectors given the same calls
+// under GOMAXPROCS 1 (nothing handed off), 2 and 3, summarized also on the
+// way: records of classes (whose collectors hand off too), disaggregated
+// ones (all five phases), rejected ones, one-token ones (no TPOT), at
+// lengths about a latency block's and of several, and ITL runs.
+func TestSummaryIndependentOfGOMAXPROCS(t *testing.T) {
+	r := rand.New(rand.NewPCG(25, 42))
+	for _, n := range []int{0, 1, 300, 7936, 7937, maxBlock + 7936, 3*maxBlock + 5, 60_000} {
+		recs := make([]Record, n)
+		var at sim.Time
+		for i := range recs {
+			at += sim.Time(r.Int64N(1e8))
+			rec := Record{ID: int64(i), Arrival: at, PromptTokens: 1 + r.IntN(4000), OutputTokens: 1 + r.IntN(3)*r.IntN(300)}
+			rec.Scheduled = at + sim.Time(r.Int64N(5e7))
+			rec.FirstToken = rec.Scheduled + sim.Time(r.Int64N(int64(1+r.IntN(3))*4e8))
+			rec.Finish = rec.FirstToken + sim.Time(r.Int64N(5e9))
+			if r.IntN(3) == 0 {
+				rec.TransferStart = rec.FirstToken + sim.Time(r.Int64N(1e6))
+				rec.TransferEnd = rec.TransferStart + sim.Time(1+r.Int64N(1e7))
+				rec.Finish = max(rec.Finish, rec.TransferEnd)
+			}
+			if r.IntN(4) == 0 {
+				rec.Class = []string{"a", "b"}[r.IntN(2)]
+			}
+			if r.IntN(50) == 0 {
+				rec.Rejected = "queue-full"
+			}
+			recs[i] = rec
+		}
+		runs := make([]itlRun, 4*n)
+		for i := range runs {
+			runs[i] = itlRun{sim.Time(6e6 + r.Int64N(1e6)<<r.IntN(8)), 1 + r.Int64N(100)}
+		}
+		summaries := func(procs int) []string {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			c := NewCollector(SLO{TTFT: 200 * ms})
+			var out []string
+			for k := range 3 {
+				for i := k * n / 3; i < (k+1)*n/3; i++ {
+					c.Add(&recs[i])
+				}
+				for i := k * len(runs) / 3; i < (k+1)*len(runs)/3; i++ {
+					c.AddITL(runs[i].gap, int(runs[i].n))
+				}
+				b, err := json.Marshal(c.Summary())
+				if err != nil {
+					t.Fatal(err)
+				}
+				out = append(out, string(b))
+			}
+			if procs == 1 && c.sort != nil {
+				t.Fatal("GOMAXPROCS 1: a block was handed off")
+			}
+			return out
+		}
+		want := summaries(1)
+		for _, procs := range []int{2, 3} {
+			got := summaries(procs)
+			for k := range want {
+				if got[k] != want[k] {
+					t.Fatalf("n=%d, summary %d: GOMAXPROCS %d\n%s\nGOMAXPROCS 1\n%s", n, k, procs, got[k], want[k])
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkSorterWork is the sorter's whole work for runLike's calls
+// (720,000 ITL runs, 100,000 requests), done on one goroutine: sorting
+// every full block handed off and merging all into one list a sample
+// ("sorter"), against the sorts Summary does without a sorter ("whole").
+func BenchmarkSorterWork(b *testing.B) {
+	recs, runs := runLikeCalls(100_000, 720_000)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	c := collect(recs, runs) // nothing handed off: every block kept
+	b.Run("sorter", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			b.StopTimer()
+			var jobs []sortJob
+			for k := range c.itl.b[:c.itl.n>>itlBlockBits] {
+				jobs = append(jobs, sortJob{streamITL, slices.Clone(c.itl.b[k])})
+			}
+			for i, bs := range c.keys {
+				for _, blk := range bs {
+					if len(blk) == maxBlock {
+						jobs = append(jobs, sortJob{1 + i, slices.Clone(blk)})
+					}
+				}
+			}
+			p := newSorter()
+			b.StartTimer()
+			for _, j := range jobs {
+				p.add(j)
+			}
+			for st := range p.lists {
+				p.result(st, sortedList{})
+			}
+		}
+	})
+	b.Run("whole", func(b *testing.B) {
+		b.ReportAllocs()
+		var scratch []uint64
+		for b.Loop() {
+			b.StopTimer()
+			itl := c.itl.clone()
+			b.StartTimer()
+			itl.sortMerge()
+			for _, bs := range c.keys {
+				keys, s := keysIn(scratch, blocks[uint64](bs).len())
+				k := 0
+				for _, blk := range bs {
+					k += copy(keys[k:], blk)
+				}
+				sortKeys(keys, s[len(keys):])
+				scratch = s
+			}
+		}
+	})
 }

@@ -63,7 +63,8 @@ type Collector struct {
 // or −0, whose keys would not sort as slices.Sort does), and the phases: queueing
 // (arrival → scheduled) and prefill (scheduled → first token) for every
 // served request; transfer wait, transfer and decode for disaggregated
-// ones (timeKey).
+// ones (timeKey). Then, for Saturation, the arrivals of served requests
+// (timeKey; a class's collector keeps none).
 const (
 	kTTFT = iota
 	kTPOT
@@ -73,7 +74,9 @@ const (
 	kXferWait
 	kXfer
 	kDecode
+	kArrival
 	nKeys
+	nLatencies = kArrival
 )
 
 type peak struct {
@@ -137,7 +140,8 @@ func (c *Collector) Add(r *Record) {
 	}
 	c.completed++
 	if !c.noSat {
-		c.sat.add(served{r.Arrival, r.Finish, int64(r.OutputTokens)})
+		c.addKey(kArrival, timeKey(r.Arrival))
+		c.sat.add(served{r.Finish, int64(r.OutputTokens)})
 	}
 	if r.Scheduled >= r.Arrival && (r.Scheduled > 0 || r.Arrival == 0) {
 		c.addKey(kQueue, timeKey(r.Scheduled-r.Arrival))
@@ -279,7 +283,7 @@ func (c *Collector) Summary() Summary {
 	if c.sort != nil {
 		c.sort.own()
 	}
-	lat := [nKeys]*Stats{&s.TTFT, &s.TPOT, &s.E2E, &s.Phases.Queue, &s.Phases.Prefill,
+	lat := [nLatencies]*Stats{&s.TTFT, &s.TPOT, &s.E2E, &s.Phases.Queue, &s.Phases.Prefill,
 		&s.Phases.TransferWait, &s.Phases.Transfer, &s.Phases.Decode}
 	var there []int // the latencies the goroutine summarizes
 	if c.sort != nil {
@@ -291,20 +295,33 @@ func (c *Collector) Summary() Summary {
 		s.ITL = c.itlSummary()
 		var scratch []uint64
 		for _, i := range there {
-			scratch = c.keyStats(i, scratch, lat[i])
+			var l itlSamples
+			l, scratch = c.sortedKeys(i, scratch)
+			*lat[i] = listStats(l, i != kTPOT)
 		}
 	}()
 	var scratch []uint64
-	if !c.noSat {
-		scratch = make([]uint64, 3*c.sat.len()) // the sorts' keys and other buffer, then saturation's
+	if n := c.sat.len(); !c.noSat {
+		// The sorts' keys and other buffer, then saturation's; with a
+		// sorter the sorts take only what was not handed off.
+		if c.sort == nil {
+			n *= 3
+		}
+		scratch = make([]uint64, n)
 	}
-	for i := range nKeys {
+	for i := range nLatencies {
 		if !slices.Contains(there, i) {
-			scratch = c.keyStats(i, scratch, lat[i])
+			var l itlSamples
+			l, scratch = c.sortedKeys(i, scratch)
+			*lat[i] = listStats(l, i != kTPOT)
 		}
 	}
 	if !c.noSat {
-		s.Saturation = saturation(c.sat, c.rejArr, scratch)
+		arr, fin := c.sortedKeys(kArrival, scratch)
+		if c.sort == nil {
+			fin = fin[2*arr.n:] // the arrivals sorted lie in the first 2n
+		}
+		s.Saturation = saturation(arr, c.sat, c.rejArr, fin)
 	}
 	<-done
 	if c.steps > 0 {
@@ -337,12 +354,12 @@ func (c *Collector) Summary() Summary {
 	return s
 }
 
-// keyStats sets *dst to the stats of keys[i] in milliseconds, and
-// returns scratch (grown when short) for reuse. Without a sorter it sorts
-// a copy of the keys; with one it sorts the keys not handed off, and
-// merges them with the sorted lists (where they stay).
-func (c *Collector) keyStats(i int, scratch []uint64, dst *Stats) []uint64 {
-	time := i != kTPOT
+// sortedKeys returns the keys of keys[i] sorted, as a list like
+// itlSamples's, and scratch (grown when short) for reuse. Without a sorter
+// it sorts a copy of the keys in scratch, which holds the list; with one
+// it sorts the keys not handed off and merges them with the sorted lists,
+// where they stay, in the sorter's blocks.
+func (c *Collector) sortedKeys(i int, scratch []uint64) (itlSamples, []uint64) {
 	bs := c.keys[i]
 	keys, scratch := keysIn(scratch, blocks[uint64](bs).len())
 	k := 0
@@ -352,8 +369,7 @@ func (c *Collector) keyStats(i int, scratch []uint64, dst *Stats) []uint64 {
 	sorted := sortKeys(keys, scratch[len(keys):])
 	p := c.sort
 	if p == nil {
-		*dst = listStats(sortedChunks(sorted), time)
-		return scratch
+		return sortedChunks(sorted), scratch
 	}
 	var tail itlSamples
 	for len(sorted) > 0 {
@@ -368,9 +384,7 @@ func (c *Collector) keyStats(i int, scratch []uint64, dst *Stats) []uint64 {
 		bs[k] = nil
 	}
 	c.keys[i] = nil
-	l := p.result(1+i, sortedList{tail, tail.n})
-	*dst = listStats(l, time)
-	return scratch
+	return p.result(1+i, sortedList{tail, tail.n}), scratch
 }
 
 // sortedChunks returns the sorted values v as a list: itlBlock values a

@@ -9,12 +9,11 @@ import (
 )
 
 // Collector aggregates records and steps into a Summary. Per request it
-// keeps its TTFT and E2E (integer nanoseconds, which sort in fewer radix
-// passes than milliseconds as floats and give the same sorted milliseconds:
-// t ↦ float64(t)/1e6 is monotone), its TPOT (a float64, ms) and, for
-// Saturation, its arrival, finish and output length, never the Record; per
+// keeps the sort keys of its latencies (see kTTFT) and, for Saturation,
+// its arrival (a key too), finish and output length, never the Record; per
 // AddITL call at most one (gap, count) run, packed into 8 bytes
-// (itlSamples); per step a few running sums.
+// (itlSamples); per step a few running sums. Full blocks of samples are
+// sorted on another goroutine while the run goes on (sorter.go).
 // It is not safe for concurrent use: one run is single-threaded.
 type Collector struct {
 	slo SLO

@@ -122,7 +122,7 @@ func saturation(arr itlSamples, blocks [][]served, rej []sim.Time, scratch []uin
 	slices.Sort(rej)
 	t0, t1 := sim.Time(math.MaxInt64), sim.Time(math.MinInt64)
 	if nServed > 0 {
-		t0, t1 = timeOfKey(*arr.at(0)), timeOfKey(*arr.at(nServed-1))
+		t0, t1 = timeOfKey(*arr.at(0)), timeOfKey(*arr.at(nServed - 1))
 	}
 	var outSum int64
 	for _, b := range blocks {

@@ -2,31 +2,31 @@ package metrics
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/servesim/servesim/sim"
 )
 
 // Collector aggregates records and steps into a Summary. Per request it
-// keeps its TTFT and E2E (integer nanoseconds, which sort in fewer radix
-// passes than milliseconds as floats and give the same sorted milliseconds:
-// t ↦ float64(t)/1e6 is monotone), its TPOT (a float64, ms) and, for
-// Saturation, its arrival, finish and output length, never the Record; per
+// keeps the sort keys of its latencies (see kTTFT) and, for Saturation,
+// its arrival (a key too), finish and output length, never the Record; per
 // AddITL call at most one (gap, count) run, packed into 8 bytes
-// (itlSamples); per step a few running sums.
+// (itlSamples); per step a few running sums. Full blocks of samples are
+// sorted on another goroutine while the run goes on (sorter.go).
 // It is not safe for concurrent use: one run is single-threaded.
 type Collector struct {
 	slo SLO
 
-	// Samples are kept in blocks, never copied as they grow.
-	ttft, e2e blocks[sim.Time]
-	tpot      blocks[float64] // ms
-	itl       itlSamples      // 720,000 runs of 8 bytes for the 100k-request run at 12 req/s
-	// Phases: queueing (arrival → scheduled) and prefill (scheduled →
-	// first token) for every served request; transfer wait, transfer and
-	// decode for disaggregated ones.
-	queue, prefill, xferWait, xfer, decode blocks[sim.Time]
-	classes                                map[string]*Collector
+	// Samples are kept in blocks, never copied as they grow: the
+	// latencies' keys (keys[kTTFT] …, see the constants) and the ITL runs
+	// (720,000 of 8 bytes for the 100k-request run at 12 req/s). Full
+	// blocks go to sort, which sorts them while the run goes on (nil: none
+	// yet, or GOMAXPROCS 1).
+	keys    [nKeys]blocks[uint64]
+	itl     itlSamples
+	sort    *sorter
+	classes map[string]*Collector
 	// sat keeps each served request's arrival, finish and output tokens, in
 	// blocks, and rejArr each
 	// rejected one's arrival, for Saturation (24 and 8 bytes a request); a
@@ -53,6 +53,30 @@ type Collector struct {
 	flopsPk, bytesPk   float64 // FLOPs, bytes on instances with known peaks
 	flopsCap, bytesCap float64 // Σ duration·peak on those instances
 }
+
+// The latencies, indexes of Collector.keys: TTFT and E2E (timeKey of
+// nanoseconds, which sort in fewer radix passes than milliseconds as
+// floats and give the same sorted milliseconds: t ↦ float64(t)/1e6 is
+// monotone), TPOT (floatKey of milliseconds: a TPOT is a quotient of
+// integers, Finish − FirstToken ≥ 0 and OutputTokens − 1 ≥ 1, so never NaN
+// or −0, whose keys would not sort as slices.Sort does), and the phases: queueing
+// (arrival → scheduled) and prefill (scheduled → first token) for every
+// served request; transfer wait, transfer and decode for disaggregated
+// ones (timeKey). Then, for Saturation, the arrivals of served requests
+// (timeKey; a class's collector keeps none).
+const (
+	kTTFT = iota
+	kTPOT
+	kE2E
+	kQueue
+	kPrefill
+	kXferWait
+	kXfer
+	kDecode
+	kArrival
+	nKeys
+	nLatencies = kArrival
+)
 
 type peak struct {
 	flops, bytes float64 // per second, per GPU; 0 = unknown
@@ -115,27 +139,53 @@ func (c *Collector) Add(r *Record) {
 	}
 	c.completed++
 	if !c.noSat {
-		c.sat.add(served{r.Arrival, r.Finish, int64(r.OutputTokens)})
+		c.addKey(kArrival, timeKey(r.Arrival))
+		c.sat.add(served{r.Finish, int64(r.OutputTokens)})
 	}
 	if r.Scheduled >= r.Arrival && (r.Scheduled > 0 || r.Arrival == 0) {
-		c.queue.add(r.Scheduled - r.Arrival)
-		c.prefill.add(r.FirstToken - r.Scheduled)
+		c.addKey(kQueue, timeKey(r.Scheduled-r.Arrival))
+		c.addKey(kPrefill, timeKey(r.FirstToken-r.Scheduled))
 	}
 	if r.TransferEnd > 0 {
-		c.xferWait.add(r.TransferStart - r.FirstToken)
-		c.xfer.add(r.TransferEnd - r.TransferStart)
-		c.decode.add(r.Finish - r.TransferEnd)
+		c.addKey(kXferWait, timeKey(r.TransferStart-r.FirstToken))
+		c.addKey(kXfer, timeKey(r.TransferEnd-r.TransferStart))
+		c.addKey(kDecode, timeKey(r.Finish-r.TransferEnd))
 	}
 	c.inTok += int64(r.PromptTokens)
 	c.outTok += int64(r.OutputTokens)
 	c.lastFinish = max(c.lastFinish, r.Finish)
-	c.ttft.add(r.TTFT())
-	c.e2e.add(r.E2E())
-	if ms, ok := r.TPOT(); ok {
-		c.tpot.add(ms)
+	c.addKey(kTTFT, timeKey(r.TTFT()))
+	c.addKey(kE2E, timeKey(r.E2E()))
+	if ms, ok := r.TPOT(); ok { // never NaN or −0 (see keys): its key's order is slices.Sort's
+		c.addKey(kTPOT, floatKey(ms))
 	}
 	if c.slo.Override(r.SLO).Met(r) {
 		c.good++
+	}
+}
+
+// addKey adds k to keys[i] and hands the block off when k fills it.
+func (c *Collector) addKey(i int, k uint64) {
+	bs := c.keys[i]
+	n := len(bs) - 1
+	if n < 0 || len(bs[n]) == cap(bs[n]) {
+		size := 256
+		if n >= 0 {
+			size = min(maxBlock, 2*cap(bs[n]))
+		}
+		var b []uint64
+		if size == maxBlock && c.sort != nil {
+			b = c.sort.block()[:0]
+		} else {
+			b = make([]uint64, 0, size)
+		}
+		bs = append(bs, b)
+		c.keys[i] = bs
+		n++
+	}
+	bs[n] = append(bs[n], k)
+	if len(bs[n]) == maxBlock {
+		c.handOffKeys(i)
 	}
 }
 
@@ -151,6 +201,9 @@ func (c *Collector) AddITL(gap sim.Time, n int) {
 		return
 	}
 	c.itl.add(gap, int64(n))
+	if c.itl.n == itlBlock {
+		c.handOffITL()
+	}
 }
 
 // AddStep accounts for one model step. It panics if the step is
@@ -221,32 +274,53 @@ func (c *Collector) Summary() Summary {
 		s.Attainment = float64(c.good) / float64(total)
 	}
 
-	// The ITL runs (about half the work for a 100k-request run) are
-	// computed by a goroutine while the samples are sorted and saturation
-	// judged here; each writes only its own fields of s.
+	// The ITL runs and some latencies are summarized by a goroutine while
+	// the other latencies are summarized and saturation judged here; each
+	// writes only its own fields of s. With a sorter (see sorter.go) most
+	// of the sorting is done already; without, the ITL runs are about half
+	// the work.
+	if c.sort != nil {
+		c.sort.own()
+	}
+	lat := [nLatencies]*Stats{&s.TTFT, &s.TPOT, &s.E2E, &s.Phases.Queue, &s.Phases.Prefill,
+		&s.Phases.TransferWait, &s.Phases.Transfer, &s.Phases.Decode}
+	var there []int // the latencies the goroutine summarizes
+	if c.sort != nil {
+		there = []int{kE2E, kTPOT}
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c.itl.sortMerge()
-		s.ITL = itlStats(&c.itl)
+		s.ITL = c.itlSummary()
+		var scratch []uint64
+		for _, i := range there {
+			var l itlSamples
+			l, scratch = c.sortedKeys(i, scratch)
+			*lat[i] = listStats(l, i != kTPOT)
+		}
 	}()
 	var scratch []uint64
-	if !c.noSat {
-		scratch = make([]uint64, 3*c.sat.len()) // the sorts' keys and other buffer, then saturation's
+	if n := c.sat.len(); !c.noSat {
+		// The sorts' keys and other buffer, then saturation's; with a
+		// sorter the sorts take only what was not handed off.
+		if c.sort == nil {
+			n *= 3
+		}
+		scratch = make([]uint64, n)
 	}
-	var ms []float64
-	scratch, ms = timeStats(c.ttft, scratch, ms, &s.TTFT)
-	scratch, ms = floatStats(c.tpot, scratch, ms, &s.TPOT)
-	scratch, ms = timeStats(c.e2e, scratch, ms, &s.E2E)
-	for _, ph := range []struct {
-		v   blocks[sim.Time]
-		dst *Stats
-	}{{c.queue, &s.Phases.Queue}, {c.prefill, &s.Phases.Prefill}, {c.xferWait, &s.Phases.TransferWait},
-		{c.xfer, &s.Phases.Transfer}, {c.decode, &s.Phases.Decode}} {
-		scratch, ms = timeStats(ph.v, scratch, ms, ph.dst)
+	for i := range nLatencies {
+		if !slices.Contains(there, i) {
+			var l itlSamples
+			l, scratch = c.sortedKeys(i, scratch)
+			*lat[i] = listStats(l, i != kTPOT)
+		}
 	}
 	if !c.noSat {
-		s.Saturation = saturation(c.sat, c.rejArr, scratch)
+		arr, fin := c.sortedKeys(kArrival, scratch)
+		if c.sort == nil {
+			fin = fin[2*arr.n:] // the arrivals sorted lie in the first 2n
+		}
+		s.Saturation = saturation(arr, c.sat, c.rejArr, fin)
 	}
 	<-done
 	if c.steps > 0 {
@@ -279,35 +353,93 @@ func (c *Collector) Summary() Summary {
 	return s
 }
 
-// timeStats sets *dst to the stats of the sample v in milliseconds, sorted
-// into ms; it returns the scratch slices for reuse.
-func timeStats(v blocks[sim.Time], scratch []uint64, ms []float64, dst *Stats) ([]uint64, []float64) {
-	var sorted []uint64
-	sorted, scratch = sortedTimeKeys(v, scratch)
-	ms = slices.Grow(ms[:0], len(sorted))[:len(sorted)]
-	var sum float64
-	for i, k := range sorted {
-		x := timeOfKey(k).Milliseconds()
-		ms[i] = x
-		sum += x // in sampleStats's order: one pass fewer
+// sortedKeys returns the keys of keys[i] sorted, as a list like
+// itlSamples's, and scratch (grown when short) for reuse. Without a sorter
+// it sorts a copy of the keys in scratch, which holds the list; with one
+// it sorts the keys not handed off and merges them with the sorted lists,
+// where they stay, in the sorter's blocks.
+func (c *Collector) sortedKeys(i int, scratch []uint64) (itlSamples, []uint64) {
+	bs := c.keys[i]
+	keys, scratch := keysIn(scratch, blocks[uint64](bs).len())
+	k := 0
+	for _, b := range bs {
+		k += copy(keys[k:], b)
 	}
-	*dst = sampleStatsSum(ms, sum)
-	return scratch, ms
+	sorted := sortKeys(keys, scratch[len(keys):])
+	p := c.sort
+	if p == nil {
+		return sortedChunks(sorted), scratch
+	}
+	var tail itlSamples
+	for len(sorted) > 0 {
+		b := p.block()
+		tail.b = append(tail.b, b)
+		n := copy(b, sorted)
+		sorted = sorted[n:]
+		tail.n += n
+	}
+	for k, b := range bs {
+		p.release(b)
+		bs[k] = nil
+	}
+	c.keys[i] = nil
+	return p.result(1+i, sortedList{tail, tail.n}), scratch
 }
 
-// floatStats sets *dst to the stats of the sample v, sorted into ms; it
-// returns the scratch slices for reuse.
-func floatStats(v blocks[float64], scratch []uint64, ms []float64, dst *Stats) ([]uint64, []float64) {
-	sorted, scratch, ok := sortedFloatKeys(v, scratch)
-	ms = slices.Grow(ms[:0], len(sorted))[:len(sorted)]
-	if ok {
-		for i, k := range sorted {
-			ms[i] = floatOfKey(k)
-		}
-	} else { // NaN or −0: slices.Sort's order (see radix.go)
-		ms = append(ms[:0], slices.Concat(v...)...)
-		slices.Sort(ms)
+// sortedChunks returns the sorted values v as a list: itlBlock values a
+// block, the last one shorter. Its blocks are v's, never to be released.
+func sortedChunks(v []uint64) itlSamples {
+	s := itlSamples{n: len(v)}
+	for ; len(v) > itlBlock; v = v[itlBlock:] {
+		s.b = append(s.b, v[:itlBlock])
 	}
-	*dst = sampleStats(ms)
-	return scratch, ms
+	if len(v) > 0 {
+		s.b = append(s.b, v)
+	}
+	return s
+}
+
+// listStats summarizes the sorted keys of s (timeKey of nanoseconds when
+// time, else floatKey of milliseconds) in milliseconds, as sampleStats
+// summarizes them sorted (the same additions in the same order).
+func listStats(s itlSamples, time bool) Stats {
+	if s.n == 0 {
+		return Stats{}
+	}
+	var sum float64
+	for k, b := range s.b {
+		b = b[:min(itlBlock, s.n-k<<itlBlockBits)]
+		if time {
+			for _, x := range b {
+				sum += timeOfKey(x).Milliseconds()
+			}
+		} else {
+			for _, x := range b {
+				sum += floatOfKey(x)
+			}
+		}
+	}
+	n := int64(s.n)
+	mean := sum / float64(n)
+	var ss float64
+	for k, b := range s.b {
+		b = b[:min(itlBlock, s.n-k<<itlBlockBits)]
+		if time {
+			for _, x := range b {
+				v := timeOfKey(x).Milliseconds()
+				ss += (v - mean) * (v - mean)
+			}
+		} else {
+			for _, x := range b {
+				v := floatOfKey(x)
+				ss += (v - mean) * (v - mean)
+			}
+		}
+	}
+	return finish(Stats{N: n, Mean: mean, Std: math.Sqrt(ss / float64(n))}, func(k int64) float64 {
+		if time {
+			return timeOfKey(*s.at(int(k))).Milliseconds()
+		}
+		return floatOfKey(*s.at(int(k)))
+	})
 }

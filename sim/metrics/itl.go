@@ -48,6 +48,8 @@ type itlSamples struct {
 	b    [][]uint64 // n packed runs, gap<<itlCountBits | count; len(b) = ⌈n/itlBlock⌉
 	n    int
 	wide []itlRun
+	// spare, when not nil, is the next block (one itlSorter freed).
+	spare []uint64
 }
 
 // at returns the place of packed run i.
@@ -67,7 +69,11 @@ func (s *itlSamples) add(gap sim.Time, n int64) {
 		}
 	}
 	if s.n&itlBlockMask == 0 {
-		s.b = append(s.b, make([]uint64, itlBlock))
+		b := s.spare
+		if s.spare = nil; b == nil {
+			b = make([]uint64, itlBlock)
+		}
+		s.b = append(s.b, b)
 	}
 	*s.at(s.n) = uint64(gap)<<itlCountBits | uint64(n)
 	s.n++
@@ -306,6 +312,9 @@ func (c *itlCursor) next() (gap sim.Time, n int64, ok bool) {
 // order statistics (orderStats), whose ranks the count fixes; a gap's
 // milliseconds are computed in each pass, not kept.
 func itlStats(s *itlSamples) Stats {
+	if len(s.wide) == 0 {
+		return packedStats(s)
+	}
 	var n int64
 	var sum float64
 	c := itlCursor{s: s, wide: s.wide}
@@ -331,6 +340,57 @@ func itlStats(s *itlSamples) Stats {
 			q.v[j] = v
 		}
 	}
+	st.Std = math.Sqrt(ss / float64(n))
+	return finish(st, q.at)
+}
+
+// packedStats is itlStats for a sample without wide runs: the same sums
+// in the same order, the runs read a block at a time rather than through
+// itlCursor (twice as fast).
+func packedStats(s *itlSamples) Stats {
+	if s.n == 0 {
+		return Stats{}
+	}
+	var n int64
+	var sum float64
+	cur, k := *s.at(0)>>itlCountBits, int64(0) // the gap being read and its count so far
+	for i, b := range s.b {
+		for _, x := range b[:min(itlBlock, s.n-i<<itlBlockBits)] {
+			if g := x >> itlCountBits; g != cur {
+				n += k
+				sum += sim.Time(cur).Milliseconds() * float64(k)
+				cur, k = g, 0
+			}
+			k += int64(x & itlMaxCount)
+		}
+	}
+	n += k
+	sum += sim.Time(cur).Milliseconds() * float64(k)
+	st := Stats{N: n, Mean: sum / float64(n)}
+	var q orderStats
+	q.ask(st)
+	j := 0 // the next rank in q.k to find
+	var cum int64
+	var ss float64
+	add := func(gap uint64, k int64) {
+		v := sim.Time(gap).Milliseconds()
+		ss += (v - st.Mean) * (v - st.Mean) * float64(k)
+		cum += k // ranks below cum hold v
+		for ; j < q.n && q.k[j] < cum; j++ {
+			q.v[j] = v
+		}
+	}
+	cur, k = *s.at(0)>>itlCountBits, 0
+	for i, b := range s.b {
+		for _, x := range b[:min(itlBlock, s.n-i<<itlBlockBits)] {
+			if g := x >> itlCountBits; g != cur {
+				add(cur, k)
+				cur, k = g, 0
+			}
+			k += int64(x & itlMaxCount)
+		}
+	}
+	add(cur, k)
 	st.Std = math.Sqrt(ss / float64(n))
 	return finish(st, q.at)
 }

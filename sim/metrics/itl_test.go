@@ -260,3 +260,27 @@ func BenchmarkITL(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkITLStats is itlStats alone on BenchmarkITL's runs, sorted and
+// merged: read a block at a time ("packed") and, with one wide run added,
+// through itlCursor ("cursor").
+func BenchmarkITLStats(b *testing.B) {
+	r := rand.New(rand.NewPCG(25, 32))
+	var s itlSamples
+	for range 720_000 {
+		s.add(sim.Time(6.5e6+math.Exp(14.5+r.NormFloat64())), 1+r.Int64N(150))
+	}
+	s.sortMerge()
+	b.Run("packed", func(b *testing.B) {
+		for b.Loop() {
+			itlStats(&s)
+		}
+	})
+	w := s
+	w.wide = []itlRun{{itlMaxGap + 1, 1}}
+	b.Run("cursor", func(b *testing.B) {
+		for b.Loop() {
+			itlStats(&w)
+		}
+	})
+}

@@ -93,7 +93,7 @@ func radix(v, tmp []uint64, skip int) []uint64 {
 		return v
 	}
 	lo, hi := bounds(v, skip)
-	return radixIn(v, tmp, skip, lo, hi)
+	return radixIn(v, tmp, skip, lo, hi, nil)
 }
 
 // refWeightedStats summarizes the sample of ITL gaps in milliseconds in

@@ -95,7 +95,7 @@ func sortKeys(keys, tmp []uint64) []uint64 {
 		slices.Sort(keys)
 		return keys
 	}
-	return radixTop(keys, tmp, 0)
+	return radixTop(keys, tmp, 0, nil)
 }
 
 // sortFloats sorts v ascending, as slices.Sort does; scratch is reused
@@ -149,17 +149,17 @@ const topBits = 2*radixBits - 1
 // result is radix's order of the values above skip; keys equal there keep
 // their order only if they are equal below it too (sortMergeITL sums
 // them, sortKeys cannot tell them apart).
-func radixTop(v, tmp []uint64, skip int) []uint64 {
+func radixTop(v, tmp []uint64, skip int, counts *[]int) []uint64 {
 	if len(v) == 0 {
 		return v
 	}
 	lo, hi := bounds(v, skip)
 	span := bits.Len64(hi - lo)
 	if span <= topBits {
-		return radixIn(v, tmp, skip, lo, hi)
+		return radixIn(v, tmp, skip, lo, hi, counts)
 	}
 	cut := span - topBits // x>>(skip+cut) is monotone in x>>skip: its bounds are lo's and hi's
-	s := radixIn(v, tmp, skip+cut, lo>>cut, hi>>cut)
+	s := radixIn(v, tmp, skip+cut, lo>>cut, hi>>cut, counts)
 	other := tmp
 	if &s[0] == &tmp[0] {
 		other = v
@@ -176,7 +176,7 @@ func radixTop(v, tmp []uint64, skip int) []uint64 {
 		}
 		s[j] = x
 		if limit -= i - j; limit < 0 { // too many share a bucket: the sort would go quadratic
-			return radixIn(s, other, skip, lo, hi)
+			return radixIn(s, other, skip, lo, hi, counts)
 		}
 	}
 	return s
@@ -196,7 +196,8 @@ func bounds(v []uint64, skip int) (lo, hi uint64) {
 }
 
 // radixIn is radix for values whose bits from skip up lie in [lo, hi].
-func radixIn(v, tmp []uint64, skip int, lo, hi uint64) []uint64 {
+// Its counts are kept in *counts (grown when short) unless counts is nil.
+func radixIn(v, tmp []uint64, skip int, lo, hi uint64, counts *[]int) []uint64 {
 	span := bits.Len64(hi - lo)
 	if span == 0 {
 		return v
@@ -204,16 +205,25 @@ func radixIn(v, tmp []uint64, skip int, lo, hi uint64) []uint64 {
 	passes := (span + radixBits - 1) / radixBits
 	width := (span + passes - 1) / passes
 	mask := uint64(1)<<width - 1
-	counts := make([]int, passes<<width)
+	var cs []int
+	if counts == nil || cap(*counts) < passes<<width {
+		cs = make([]int, passes<<width)
+		if counts != nil {
+			*counts = cs
+		}
+	} else {
+		cs = (*counts)[:passes<<width]
+		clear(cs)
+	}
 	for _, x := range v {
 		k := x>>skip - lo
 		for d := range passes {
-			counts[d<<width+int(k>>(d*width)&mask)]++
+			cs[d<<width+int(k>>(d*width)&mask)]++
 		}
 	}
 	src, dst := v, tmp
 	for d := range passes {
-		c := counts[d<<width : (d+1)<<width]
+		c := cs[d<<width : (d+1)<<width]
 		shift := d * width
 		if c[(src[0]>>skip-lo)>>shift&mask] == len(v) {
 			continue // one digit value for all: this pass would copy

@@ -98,34 +98,35 @@ func (s *Saturation) Line() string {
 	return fmt.Sprintf("yes: queue grew %.2f–%.2f s to %d outstanding", s.GrowthStart, s.GrowthEnd, s.OutstandingPeak)
 }
 
-// served is what saturation keeps of a served request.
+// served is what saturation keeps of a served request besides its
+// arrival (kept apart, as a key: Collector.keys[kArrival]).
 type served struct {
-	arrival, finish sim.Time
-	out             int64
+	finish sim.Time
+	out    int64
 }
 
-// saturation computes the Saturation of served requests (in blocks, any
-// order) and rejected arrivals rej (sorted here, in place). It copies the
-// served requests' arrival and finish times, as keys (timeKey), into two
-// sorted slices for the walk over N(t): once per summary, not per step.
-// scratch, when it holds three values a served request, is used for them
-// (Summary's latency sorts', free by then), else they are allocated.
-func saturation(blocks [][]served, rej []sim.Time, scratch []uint64) Saturation {
+// saturation computes the Saturation of served requests (their arrivals
+// arr, sorted keys (timeKey) as a list like itlSamples's; their finish
+// times and output tokens in blocks, any order) and rejected arrivals rej
+// (sorted here, in place). It copies the finish times, as keys, into a
+// sorted slice for the walk over N(t): once per summary, not per step.
+// scratch, when it holds a value a served request, is used for them, else
+// they are allocated.
+func saturation(arr itlSamples, blocks [][]served, rej []sim.Time, scratch []uint64) Saturation {
 	var s Saturation
-	nServed := 0
-	for _, b := range blocks {
-		nServed += len(b)
-	}
+	nServed := arr.n
 	n := nServed + len(rej)
 	if n < 2 {
 		return s
 	}
 	slices.Sort(rej)
 	t0, t1 := sim.Time(math.MaxInt64), sim.Time(math.MinInt64)
+	if nServed > 0 {
+		t0, t1 = timeOfKey(*arr.at(0)), timeOfKey(*arr.at(nServed - 1))
+	}
 	var outSum int64
 	for _, b := range blocks {
 		for _, r := range b {
-			t0, t1 = min(t0, r.arrival), max(t1, r.arrival)
 			outSum += r.out
 		}
 	}
@@ -153,17 +154,20 @@ func saturation(blocks [][]served, rej []sim.Time, scratch []uint64) Saturation 
 		}
 		return k
 	}
-	var arr, done [4]int
+	var arrQ, done [4]int
 	var secondHalfOut, afterMidOut int64
 	afterMid, lastFinish := 0, q[2]
-	if cap(scratch) < 3*nServed {
-		scratch = make([]uint64, 3*nServed)
+	for k, b := range arr.b {
+		for _, a := range b[:min(itlBlock, nServed-k<<itlBlockBits)] {
+			arrQ[quarter(timeOfKey(a))]++
+		}
 	}
-	arrivals, tmp, fin := scratch[:0:nServed], scratch[nServed:2*nServed], scratch[2*nServed:2*nServed:3*nServed]
+	if cap(scratch) < nServed {
+		scratch = make([]uint64, nServed)
+	}
+	fin := scratch[:0:nServed]
 	for _, b := range blocks {
 		for _, r := range b {
-			arr[quarter(r.arrival)]++
-			arrivals = append(arrivals, timeKey(r.arrival))
 			if r.finish > q[2] {
 				afterMid++
 				afterMidOut += r.out
@@ -179,14 +183,14 @@ func saturation(blocks [][]served, rej []sim.Time, scratch []uint64) Saturation 
 			}
 		}
 	}
-	s.OutstandingMid = arr[0] + arr[1] - done[0] - done[1]
-	s.OutstandingEnd = s.OutstandingMid + arr[2] + arr[3] - done[2] - done[3]
+	s.OutstandingMid = arrQ[0] + arrQ[1] - done[0] - done[1]
+	s.OutstandingEnd = s.OutstandingMid + arrQ[2] + arrQ[3] - done[2] - done[3]
 	half := (t1 - q[2]).Seconds()
 	s.CapacityRate = float64(done[2]+done[3]) / half
 	s.CapacityOutput = float64(secondHalfOut) / half
-	s.Judged = arr[2] >= SaturationMinArrivals && arr[3] >= SaturationMinArrivals
-	ah, sh := float64(arr[2]+arr[3]), float64(arr[2]+arr[3]-done[2]-done[3])
-	s.Saturated = s.Judged && arr[2] > done[2] && arr[3] > done[3] &&
+	s.Judged = arrQ[2] >= SaturationMinArrivals && arrQ[3] >= SaturationMinArrivals
+	ah, sh := float64(arrQ[2]+arrQ[3]), float64(arrQ[2]+arrQ[3]-done[2]-done[3])
+	s.Saturated = s.Judged && arrQ[2] > done[2] && arrQ[3] > done[3] &&
 		sh > max(SaturationMargin*ah, SaturationZ*math.Sqrt(ah))
 	s.SteadyOutputThroughput = s.OfferedOutputRate * float64(nServed) / float64(n)
 	if s.Saturated && done[2]+done[3] < SaturationMinArrivals && lastFinish > t1 {
@@ -203,9 +207,8 @@ func saturation(blocks [][]served, rej []sim.Time, scratch []uint64) Saturation 
 	if s.Saturated {
 		s.SteadyOutputThroughput = s.CapacityOutput
 	}
-	arrivals = sortKeys(arrivals, tmp) // in finish order, nearly sorted: the radix sort is still faster than pdqsort here
-	slices.Sort(fin)                   // in finish order, sorted already: one pass of pdqsort
-	s.growth(arrivals, fin, t0)
+	slices.Sort(fin) // in finish order, sorted already: one pass of pdqsort
+	s.growth(arr, fin, t0)
 	return s
 }
 
@@ -213,19 +216,19 @@ func saturation(blocks [][]served, rej []sim.Time, scratch []uint64) Saturation 
 // arrivals and the completions up to the last arrival (both sorted, as
 // keys: timeKey), reading N after every event at an instant (an arrival
 // and a completion at the same time do not make a peak).
-func (s *Saturation) growth(arrivals, fin []uint64, t0 sim.Time) {
+func (s *Saturation) growth(arrivals itlSamples, fin []uint64, t0 sim.Time) {
 	nOut, lo, peak := 0, 0, 0
 	loAt, peakAt, startAt := t0, t0, t0
 	i, j := 0, 0
-	for i < len(arrivals) || j < len(fin) {
+	for i < arrivals.n || j < len(fin) {
 		k := uint64(math.MaxUint64)
-		if i < len(arrivals) {
-			k = arrivals[i]
+		if i < arrivals.n {
+			k = *arrivals.at(i)
 		}
 		if j < len(fin) {
 			k = min(k, fin[j])
 		}
-		for ; i < len(arrivals) && arrivals[i] == k; i++ {
+		for ; i < arrivals.n && *arrivals.at(i) == k; i++ {
 			nOut++
 		}
 		for ; j < len(fin) && fin[j] == k; j++ {

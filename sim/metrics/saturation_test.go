@@ -3,21 +3,40 @@ package metrics
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/servesim/servesim/sim"
 )
 
+// req is a served request as saturation sees it.
+type req struct {
+	arrival, finish sim.Time
+	out             int64
+}
+
+// satOf is saturation of the served requests v, in any order, and the
+// rejected arrivals rej: the arrivals sorted as Summary sorts them.
+func satOf(v []req, rej []sim.Time) Saturation {
+	arr := make([]uint64, len(v))
+	done := make([]served, len(v))
+	for i, r := range v {
+		arr[i], done[i] = timeKey(r.arrival), served{r.finish, r.out}
+	}
+	slices.Sort(arr)
+	return saturation(sortedChunks(arr), [][]served{done}, rej, nil)
+}
+
 // dd1 is a single server with service time d fed at the arrival times:
 // finish_i = max(arrival_i, finish_{i−1}) + d (Lindley's recursion), each
 // request with out output tokens.
-func dd1(arrivals []sim.Time, d sim.Time, out int64) []served {
-	v := make([]served, len(arrivals))
+func dd1(arrivals []sim.Time, d sim.Time, out int64) []req {
+	v := make([]req, len(arrivals))
 	var prev sim.Time
 	for i, a := range arrivals {
 		prev = max(a, prev) + d
-		v[i] = served{a, prev, out}
+		v[i] = req{a, prev, out}
 	}
 	return v
 }
@@ -36,7 +55,7 @@ func TestSaturation(t *testing.T) {
 	burst := append(every(0, 50*ms, 400), every(20*sim.Second, 200*ms, 400)...)
 	for _, tc := range []struct {
 		name string
-		v    []served
+		v    []req
 		want Saturation
 	}{
 		{
@@ -93,10 +112,10 @@ func TestSaturation(t *testing.T) {
 			// (5 + 100·0.1 = 15 s): 100/13.02 = 7.68 req/s (the true 10 req/s
 			// less the 5 s start's bias). N(mid) = 50 arrived (i·0.04 ≤
 			// 1.98), N(end) = peak = 100 at the last arrival, 3.96 s.
-			"latency beyond half the window", func() []served {
-				v := make([]served, 100)
+			"latency beyond half the window", func() []req {
+				v := make([]req, 100)
 				for i := range v {
-					v[i] = served{sim.Time(i) * 40 * ms, 5*sim.Second + sim.Time(i+1)*100*ms, 10}
+					v[i] = req{sim.Time(i) * 40 * ms, 5*sim.Second + sim.Time(i+1)*100*ms, 10}
 				}
 				return v
 			}(),
@@ -117,7 +136,7 @@ func TestSaturation(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := saturation([][]served{tc.v}, nil, nil)
+			got := satOf(tc.v, nil)
 			if !satClose(got, tc.want) {
 				t.Errorf("saturation:\n got %+v\nwant %+v", got, tc.want)
 			}
@@ -142,7 +161,7 @@ func satClose(a, b Saturation) bool {
 // about 500/3 ≈ 167 against a floor of 2√500 ≈ 45, and every seed is
 // flagged, with the capacity measured near 10 req/s.
 func TestSaturationMD1Seeds(t *testing.T) {
-	md1 := func(seed uint64, lambda float64, n int) []served {
+	md1 := func(seed uint64, lambda float64, n int) []req {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		a := make([]sim.Time, n)
 		var at sim.Time
@@ -154,11 +173,11 @@ func TestSaturationMD1Seeds(t *testing.T) {
 	}
 	for seed := uint64(0); seed < 50; seed++ {
 		for _, n := range []int{100, 1000, 10000} {
-			if s := saturation([][]served{md1(seed, 7, n)}, nil, nil); s.Saturated {
+			if s := satOf(md1(seed, 7, n), nil); s.Saturated {
 				t.Errorf("seed %d, %d requests at ρ = 0.7: flagged saturated: %+v", seed, n, s)
 			}
 		}
-		s := saturation([][]served{md1(seed, 15, 1000)}, nil, nil)
+		s := satOf(md1(seed, 15, 1000), nil)
 		if !s.Saturated {
 			t.Errorf("seed %d, 1,000 requests at ρ = 1.5: not flagged: %+v", seed, s)
 		}
@@ -183,7 +202,7 @@ func TestSaturationRejected(t *testing.T) {
 			rej = append(rej, a)
 		}
 	}
-	s := saturation([][]served{dd1(adm, 100*sim.Millisecond, 100)}, rej, nil)
+	s := satOf(dd1(adm, 100*sim.Millisecond, 100), rej)
 	if s.Saturated || !s.Judged {
 		t.Fatalf("half rejected: %+v, want judged and not saturated", s)
 	}

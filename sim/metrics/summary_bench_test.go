@@ -16,9 +16,14 @@ import (
 // output lengths, records added as they finish, and 313,000 ITL runs of
 // step-like gaps (most of them crowded, as step times are).
 func runLike(n, runs int) *Collector {
+	recs, itl := runLikeCalls(n, runs)
+	return collect(recs, itl)
+}
+
+// runLikeCalls returns the records and ITL runs runLike adds, in the order
+// it adds them.
+func runLikeCalls(n, runs int) ([]Record, []itlRun) {
 	r := rand.New(rand.NewPCG(25, 21))
-	c := NewCollector(SLO{TTFT: 500 * ms, TPOT: 50 * ms})
-	c.SetPeak(0, 989e12, 3.35e12)
 	var t sim.Time
 	recs := make([]Record, 0, n)
 	for i := range n {
@@ -31,15 +36,26 @@ func runLike(n, runs int) *Collector {
 		recs = append(recs, rec)
 	}
 	slices.SortStableFunc(recs, func(a, b Record) int { return int(a.Finish - b.Finish) }) // added as they finish
-	for i := range recs {
-		c.Add(&recs[i])
-	}
-	for range runs { // most gaps a decode step's time, within a millisecond of each other
+	itl := make([]itlRun, runs)
+	for i := range itl { // most gaps a decode step's time, within a millisecond of each other
 		gap := sim.Time(6e6 + r.Int64N(1e6))
 		if r.IntN(10) < 3 {
 			gap = sim.Time(7e6 + r.Int64N(1e8))
 		}
-		c.AddITL(gap, 1+r.IntN(150))
+		itl[i] = itlRun{gap, int64(1 + r.IntN(150))}
+	}
+	return recs, itl
+}
+
+// collect returns a collector given recs and then the ITL runs itl.
+func collect(recs []Record, itl []itlRun) *Collector {
+	c := NewCollector(SLO{TTFT: 500 * ms, TPOT: 50 * ms})
+	c.SetPeak(0, 989e12, 3.35e12)
+	for i := range recs {
+		c.Add(&recs[i])
+	}
+	for _, r := range itl {
+		c.AddITL(r.gap, int(r.n))
 	}
 	return c
 }
@@ -55,6 +71,35 @@ func BenchmarkSummary100k(b *testing.B) {
 		c.itl = itl.clone()
 		b.StartTimer()
 		c.Summary()
+	}
+}
+
+// BenchmarkSummaryAfterRun is Summary at the end of a run: of a collector
+// given runLike's calls (720,000 ITL runs, as a 100k-request run at
+// 12 req/s adds), once the blocks handed off during the run are sorted
+// (a run takes longer than the sorts). It waits for nothing, unlike
+// BenchmarkSummary100k, whose collector has been summarized before.
+func BenchmarkSummaryAfterRun(b *testing.B) {
+	recs, itl := runLikeCalls(100_000, 720_000)
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		c := collect(recs, itl)
+		if c.sort != nil {
+			c.sort.own()
+		}
+		b.StartTimer()
+		c.Summary()
+	}
+}
+
+// BenchmarkCollect100k is a collector given runLike's calls and then
+// Summary: the whole cost of collecting, sorts during the run included.
+func BenchmarkCollect100k(b *testing.B) {
+	recs, itl := runLikeCalls(100_000, 720_000)
+	b.ReportAllocs()
+	for b.Loop() {
+		collect(recs, itl).Summary()
 	}
 }
 

@@ -1,6 +1,7 @@
 package calibrate
 
 import (
+	"iter"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -139,14 +140,7 @@ func fastLog2ByFrexp(x float64) float64 {
 // below the log2 table and not, subnormal and at the axis values).
 func TestResidualAtSameBits(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 8))
-	tables := 0
-	for _, gpu := range BuiltinGPUs {
-		p, _ := Builtin(gpu)
-		if len(p.Attention.DecodeResidual) == 0 {
-			continue
-		}
-		tables++
-		tab := newResidualTable(&p.Attention)
+	for gpu, tab := range builtinResidualTables(t) {
 		us := append([]float64{5e-324, 1, 3, 4095, 4096, 1e12}, tab.u...)
 		for range 20000 {
 			us = append(us[:6+len(tab.u)], math.Exp(r.Float64()*40-5), float64(r.IntN(5000)))
@@ -164,9 +158,6 @@ func TestResidualAtSameBits(t *testing.T) {
 			}
 		}
 	}
-	if tables == 0 {
-		t.Fatal("no built-in profile has a residual table")
-	}
 }
 
 // TestResidualAtUnitsSameBits wants every built-in residual table's
@@ -175,14 +166,7 @@ func TestResidualAtSameBits(t *testing.T) {
 // table and not, beyond both ends of the axis, at its values).
 func TestResidualAtUnitsSameBits(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 4))
-	tables := 0
-	for _, gpu := range BuiltinGPUs {
-		p, _ := Builtin(gpu)
-		if len(p.Attention.DecodeResidual) == 0 {
-			continue
-		}
-		tables++
-		tab := newResidualTable(&p.Attention)
+	for gpu, tab := range builtinResidualTables(t) {
 		us := append([]float64{5e-324, 1, 3, 4095, 4096, 1e12}, tab.u...)
 		for range 20000 {
 			us = append(us[:6+len(tab.u)], math.Exp(r.Float64()*40-5), float64(r.IntN(5000)))
@@ -194,9 +178,6 @@ func TestResidualAtUnitsSameBits(t *testing.T) {
 				}
 			}
 		}
-	}
-	if tables == 0 {
-		t.Fatal("no built-in profile has a residual table")
 	}
 }
 
@@ -222,6 +203,27 @@ func TestFastLog2SameBits(t *testing.T) {
 		}
 		if got, want := fastLog2(x), fastLog2ByFrexp(x); math.Float64bits(got) != math.Float64bits(want) {
 			t.Fatalf("fastLog2(%v) = %v, by frexp and a branch %v", x, got, want)
+		}
+	}
+}
+
+// builtinResidualTables yields each built-in profile's decode residual
+// table by GPU name; it fails t if no profile has one.
+func builtinResidualTables(t *testing.T) iter.Seq2[string, *residualTable] {
+	return func(yield func(string, *residualTable) bool) {
+		tables := 0
+		for _, gpu := range BuiltinGPUs {
+			p, _ := Builtin(gpu)
+			if len(p.Attention.DecodeResidual) == 0 {
+				continue
+			}
+			tables++
+			if !yield(gpu, newResidualTable(&p.Attention)) {
+				return
+			}
+		}
+		if tables == 0 {
+			t.Fatal("no built-in profile has a residual table")
 		}
 	}
 }

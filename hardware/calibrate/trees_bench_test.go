@@ -13,29 +13,7 @@ import (
 // for each token count it has not seen. nodes is the binned walk over the
 // nodes, complete the one over complete trees that at uses.
 func BenchmarkForestAt(b *testing.B) {
-	p, ok := Builtin("h100")
-	if !ok || p.GEMMTrees == nil {
-		b.Fatal("no built-in H100 profile with trees")
-	}
-	k, err := p.Calibrated(mustGPU(b, "h100"), 1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	param := *k
-	param.trees = nil
-	m := mustModel(b, "llama-3.1-8b")
-	var xs [][numFeatures]float64
-	var ops []models.Op
-	for tok := 1; tok <= 2048; tok++ {
-		ops = m.Ops(models.Batch{Decodes: tok}, models.Parallel{TP: 1}, ops[:0])
-		for i := range ops {
-			if op := &ops[i]; treeDomain(op, &k.trees.kinds, k.trees.dtype) {
-				var x [numFeatures]float64
-				k.features(op, param.OpTime(op), x[:])
-				xs = append(xs, x)
-			}
-		}
-	}
+	k, xs := h100Llama8BFeatures(b)
 	nodes := *k.trees.binned
 	nodes.complete = nil
 	for _, c := range []struct {
@@ -65,32 +43,12 @@ func BenchmarkForestAt(b *testing.B) {
 // (untimed), as a simulation's steps between two new token counts push
 // the trees out of the caches.
 func BenchmarkCompleteWalk(b *testing.B) {
-	p, ok := Builtin("h100")
-	if !ok || p.GEMMTrees == nil {
-		b.Fatal("no built-in H100 profile with trees")
-	}
-	k, err := p.Calibrated(mustGPU(b, "h100"), 1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	param := *k
-	param.trees = nil
+	k, xs := h100Llama8BFeatures(b)
 	f := k.trees.binned
-	m := mustModel(b, "llama-3.1-8b")
-	var bins [][numFeatures]uint16
-	var ops []models.Op
-	for tok := 1; tok <= 2048; tok++ {
-		ops = m.Ops(models.Batch{Decodes: tok}, models.Parallel{TP: 1}, ops[:0])
-		for i := range ops {
-			if op := &ops[i]; treeDomain(op, &k.trees.kinds, k.trees.dtype) {
-				var x [numFeatures]float64
-				k.features(op, param.OpTime(op), x[:])
-				var bv [numFeatures]uint16
-				for j := range numFeatures {
-					bv[j] = f.bin(j, x[j])
-				}
-				bins = append(bins, bv)
-			}
+	bins := make([][numFeatures]uint16, len(xs))
+	for i, x := range xs {
+		for j := range numFeatures {
+			bins[i][j] = f.bin(j, x[j])
 		}
 	}
 	flush := make([]byte, 4<<20)
@@ -120,4 +78,34 @@ func BenchmarkCompleteWalk(b *testing.B) {
 			}
 		})
 	}
+}
+
+// h100Llama8BFeatures returns the H100 profile's calibrated model and the
+// feature vectors of Llama-3.1-8B's GEMMs (TP 1) in its trees' domain over
+// token counts 1 to 2,048, in order.
+func h100Llama8BFeatures(b *testing.B) (*Calibrated, [][numFeatures]float64) {
+	p, ok := Builtin("h100")
+	if !ok || p.GEMMTrees == nil {
+		b.Fatal("no built-in H100 profile with trees")
+	}
+	k, err := p.Calibrated(mustGPU(b, "h100"), 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	param := *k
+	param.trees = nil
+	m := mustModel(b, "llama-3.1-8b")
+	var xs [][numFeatures]float64
+	var ops []models.Op
+	for tok := 1; tok <= 2048; tok++ {
+		ops = m.Ops(models.Batch{Decodes: tok}, models.Parallel{TP: 1}, ops[:0])
+		for i := range ops {
+			if op := &ops[i]; treeDomain(op, &k.trees.kinds, k.trees.dtype) {
+				var x [numFeatures]float64
+				k.features(op, param.OpTime(op), x[:])
+				xs = append(xs, x)
+			}
+		}
+	}
+	return k, xs
 }

@@ -73,17 +73,17 @@ func TestDoneKeepsFirstError(t *testing.T) {
 				Collector: metrics.NewCollector(metrics.SLO{}), Sink: sink, Done: done})
 			if sink.steps < k { // stopped before the k-th step: past the first batch
 				if !errors.Is(err, ErrStopped) {
-					t.Fatalf("gap %v, k %d: error %v, want one wrapping ErrStopped", gap, k, err)
+					t.Fatalf("gap %v, k %d: error %v, want one wrapping ErrStopped", gap*sim.Microsecond, k, err)
 				}
 				break
 			}
 			if !errors.Is(err, errSink) {
-				t.Fatalf("gap %v, k %d: the sink failed at its step, but the run's error is %v", gap, k, err)
+				t.Fatalf("gap %v, k %d: the sink failed at its step, but the run's error is %v", gap*sim.Microsecond, k, err)
 			}
 			failed++
 		}
 		if failed == 0 {
-			t.Fatalf("gap %v: no step within the first batch", gap)
+			t.Fatalf("gap %v: no step within the first batch", gap*sim.Microsecond)
 		}
 	}
 }

@@ -299,7 +299,9 @@ func (w *World) runUntilDone(done <-chan struct{}) {
 	for w.eng.Steps(StopCheckEvents) == StopCheckEvents {
 		select {
 		case <-done:
-			w.err = fmt.Errorf("serve: %w at simulated %v after %d events", ErrStopped, w.eng.Now(), w.eng.Fired())
+			// fail: the event that ended the batch may have failed the
+			// run already, and the first error wins.
+			w.fail(fmt.Errorf("serve: %w at simulated %v after %d events", ErrStopped, w.eng.Now(), w.eng.Fired()))
 			return
 		default:
 		}
@@ -351,9 +353,8 @@ func (w *World) arrive(now sim.Time) {
 func (w *World) pull(id int64, now sim.Time) {
 	if w.src.Next(&w.next) {
 		if w.next.Arrival < now {
-			w.err = fmt.Errorf("serve: request %d arrives at %v, before request %d at %v: the workload must be in arrival order",
-				w.next.ID, w.next.Arrival, id, now)
-			w.eng.Stop()
+			w.fail(fmt.Errorf("serve: request %d arrives at %v, before request %d at %v: the workload must be in arrival order",
+				w.next.ID, w.next.Arrival, id, now))
 			return
 		}
 		w.eng.ScheduleEvent(w.arriveEv, w.next.Arrival)

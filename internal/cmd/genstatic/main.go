@@ -15,9 +15,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 
 	"github.com/servesim/servesim/hardware/calibrate"
+	"github.com/servesim/servesim/internal/genwrite"
 	"github.com/servesim/servesim/internal/staticgen"
 )
 
@@ -40,7 +40,7 @@ func run(profiles, gpus, mods string) error {
 		if err != nil {
 			return err
 		}
-		if err := write(profiles, files); err != nil {
+		if err := genwrite.Files(profiles, files, os.Stdout); err != nil {
 			return err
 		}
 	}
@@ -59,30 +59,9 @@ func run(profiles, gpus, mods string) error {
 		if err != nil {
 			return err
 		}
-		if err := write(c.dir, map[string][]byte{c.out: src}); err != nil {
+		if err := genwrite.Files(c.dir, map[string][]byte{c.out: src}, os.Stdout); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// write puts each file in dir by a rename (a reader never sees half).
-func write(dir string, files map[string][]byte) error {
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		path := filepath.Join(dir, n)
-		tmp := path + ".tmp"
-		if err := os.WriteFile(tmp, files[n], 0o644); err != nil {
-			return err
-		}
-		if err := os.Rename(tmp, path); err != nil {
-			return err
-		}
-		fmt.Println("wrote", path)
 	}
 	return nil
 }

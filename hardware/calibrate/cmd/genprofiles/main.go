@@ -21,10 +21,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
-	"sort"
 
 	"github.com/servesim/servesim/hardware/calibrate"
+	"github.com/servesim/servesim/internal/genwrite"
 )
 
 func main() {
@@ -47,21 +46,9 @@ func run(data, out string, measured []string) error {
 	if err != nil {
 		return err
 	}
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
+	named := make(map[string][]byte, len(files))
+	for n, f := range files {
+		named[n+".toml"] = f
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		path := filepath.Join(out, n+".toml")
-		tmp := path + ".tmp"
-		if err := os.WriteFile(tmp, files[n], 0o644); err != nil {
-			return err
-		}
-		if err := os.Rename(tmp, path); err != nil {
-			return err
-		}
-		fmt.Println("wrote", path)
-	}
-	return nil
+	return genwrite.Files(out, named, os.Stdout)
 }

@@ -37,6 +37,10 @@ type StepModel struct {
 	// the LM head of a batch with prefill chunks).
 	byTokens []tokenPart
 	big      tokenPart // tokenPart's answer beyond maxCachedTokens
+	// shared, when set (SharePrices), is the process-wide table of step
+	// models with the same model, GPU, layout and kernel: read on a miss
+	// of byTokens, filled by whichever prices a count first.
+	shared *priceTable
 }
 
 type tokenPart struct {
@@ -219,8 +223,23 @@ func (s *StepModel) tokenPart(n int) *tokenPart {
 }
 
 // priceTokens is tokenPart for a token count not in the cache (kept out
-// of tokenPart so that the cached case inlines).
+// of tokenPart so that the cached case inlines): the shared table's entry
+// when it has one, else computed (and given to the shared table).
 func (s *StepModel) priceTokens(n int) *tokenPart {
+	if s.shared != nil && n < maxCachedTokens {
+		if tp, ok := s.shared.get(n); ok {
+			return s.keep(n, tp)
+		}
+		tp := s.computeTokens(n)
+		s.shared.put(n, tp)
+		return s.keep(n, tp)
+	}
+	return s.keep(n, s.computeTokens(n))
+}
+
+// computeTokens sums the token-only operators (and the LM head of a batch
+// without prefill) of a batch of n tokens.
+func (s *StepModel) computeTokens(n int) tokenPart {
 	var tp tokenPart
 	s.ops = s.m.Ops(models.Batch{Decodes: n}, s.p, s.ops[:0])
 	for i := range s.ops {
@@ -247,15 +266,17 @@ func (s *StepModel) priceTokens(n int) *tokenPart {
 		tp.bytes += c * op.Bytes
 	}
 	tp.ok = true
+	return tp
+}
+
+// keep stores n's part in s's cache (or s.big beyond its bound) and
+// returns where it lies.
+func (s *StepModel) keep(n int, tp tokenPart) *tokenPart {
 	if n >= maxCachedTokens {
 		s.big = tp
 		return &s.big
 	}
-	if n >= len(s.byTokens) {
-		grown := make([]tokenPart, max(n+1, 2*len(s.byTokens)))
-		copy(grown, s.byTokens)
-		s.byTokens = grown
-	}
+	s.byTokens = growParts(s.byTokens, n)
 	s.byTokens[n] = tp
 	return &s.byTokens[n]
 }

@@ -13,9 +13,11 @@ import (
 // that benchmark without the event loop, so that a change to the pricing
 // shows through the noise of the loop's files and heaps. cold resolves the
 // scenario anew for each iteration (untimed), so that its step model and
-// kernel model remember nothing, as in a user's single run; warm keeps the
-// recording run's (as BenchmarkSimulate100k's iterations after its first
-// do: its plan's step model outlives each Run).
+// kernel model remember nothing, as in a user's single run (the shared
+// price table off); shared resolves anew too but with the process's shared
+// table warm, as a sweep's later points of one model, GPU and layout find
+// it; warm keeps the recording run's (as BenchmarkSimulate100k's
+// iterations after its first do: its plan's step model outlives each Run).
 func BenchmarkSimulate100kPricing(b *testing.B) {
 	s := default100k()
 	p := resolveBench(b, s)
@@ -28,20 +30,22 @@ func BenchmarkSimulate100kPricing(b *testing.B) {
 	if _, err := Run(p, b.TempDir()); err != nil {
 		b.Fatal(err)
 	}
-	for _, warm := range []bool{false, true} {
-		name := "cold"
-		if warm {
-			name = "warm"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, mode := range []string{"cold", "shared", "warm"} {
+		b.Run(mode, func(b *testing.B) {
 			b.ReportAllocs()
+			store := prices
+			if mode == "cold" {
+				store = nil
+			}
 			k := sm
 			for i := 0; i < b.N; i++ {
-				if !warm {
-					// A new plan: its step model and kernel model new,
-					// nothing remembered.
+				if mode != "warm" {
+					// A new plan: its step model and kernel model new.
 					b.StopTimer()
+					saved := prices
+					prices = store
 					q, err := s.Resolve()
+					prices = saved
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -181,6 +181,7 @@ func (s *Scenario) resolvePool(gc *hardware.Catalog, m *models.Model, prefix, gp
 	if p.Step, err = hardware.NewStepModel(m, p.GPU, p.Parallel, kern, overhead); err != nil {
 		return nil, err
 	}
+	sharePrices(p.Step, m, p.GPU, p.Parallel, kern, id)
 	if p.Parallel.EP.On() {
 		if err := s.newExpertStep(p, pe); err != nil {
 			return nil, err

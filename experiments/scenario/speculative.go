@@ -157,6 +157,7 @@ func (s *Scenario) resolveSpeculative(p *Plan) error {
 		if err != nil {
 			return s.fieldError("speculative.model", "speculative-config", "the draft: %v", err)
 		}
+		sharePrices(ds, d.Model, p.GPU, par, p.Step.Kernel(), p.kernelID)
 		timer.Draft = ds
 		if err := s.specMemory(p, k, d.WeightBytesPerGPU(par), d.Model.KVBytesPerTokenPerGPU(par)); err != nil {
 			return err

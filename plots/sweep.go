@@ -15,9 +15,11 @@ type SweepOptions struct {
 	Target           float64 // attainment target of the max-goodput rate (default 0.9)
 	TargetThroughput float64 // output tokens/s for the matrices (0: see MatrixOptions)
 	Width, Height    int     // pixels (default DefaultWidth × DefaultHeight)
-	// Workers is how many plots are drawn at once (≤ 0: all cores; 1: one
-	// after the other). Each plot is drawn and written on its own canvas,
-	// so the files do not depend on it.
+	// Workers is how many plots are drawn at once, and how many goroutines
+	// filter a PNG's rows (≤ 0: all cores; 1: one plot after the other, on
+	// one goroutine). Each plot is drawn and written on its own canvas,
+	// and encodePNG writes image/png's bytes whatever the count, so the
+	// files do not depend on it.
 	Workers int
 }
 

@@ -24,6 +24,7 @@ import (
 	"image"
 	"image/png"
 	"io"
+	"strconv"
 	"sync"
 	"sync/atomic"
 )
@@ -198,12 +199,11 @@ func rgbRow(img *image.RGBA, y int, dst []byte) {
 	}
 }
 
-// abs8 is |d| for d read as a signed byte.
+// abs8 is |d| for d read as a signed byte (without a branch).
 func abs8(d byte) int {
-	if d < 128 {
-		return int(d)
-	}
-	return 256 - int(d)
+	x := int(int8(d))
+	m := x >> (strconv.IntSize - 1)
+	return (x ^ m) - m
 }
 
 // paeth is the Paeth predictor of a (left), b (above) and c (above left).
@@ -231,7 +231,131 @@ func abs(x int) int {
 // image/png's order (Up, Paeth, None, Sub, Average), the first smallest
 // kept. A filter's sum stops once it reaches the best so far (that filter
 // cannot be chosen, so its bytes need not be whole).
+//
+// The row goes in spans of filterSpan bytes, and a span equal to the one
+// above (or to itself shifted one pixel left) is filtered at once: there
+// Up's bytes are 0, and so are Paeth's when the pixel to the span's left
+// equals the one above it too (a = c makes the predictor the byte above),
+// Sub's when the span equals its left shift, and Average's when both hold.
+// Most of a plot's rows are such spans (a white or flat background).
 func filterRow(cr *[5][]byte, pr []byte) int {
+	const bpp = 3
+	cur, up, sub, avg, pae := cr[ftNone][1:], cr[ftUp][1:], cr[ftSub][1:], cr[ftAverage][1:], cr[ftPaeth][1:]
+	prev := pr[1:]
+	n := len(cur)
+
+	// Up, and which spans equal the span above (eqUp) or their left shift
+	// (eqLeft; the first span's first pixel has no left neighbour).
+	var eqUp, eqLeft [maxSpans]bool
+	spans := (n + filterSpan - 1) / filterSpan
+	if spans > maxSpans {
+		return filterRowBytes(cr, pr)
+	}
+	sum := 0
+	for k := range spans {
+		i0, i1 := k*filterSpan, min((k+1)*filterSpan, n)
+		if string(cur[i0:i1]) == string(prev[i0:i1]) {
+			eqUp[k] = true
+			clear(up[i0:i1])
+		} else {
+			for i := i0; i < i1; i++ {
+				up[i] = cur[i] - prev[i]
+				sum += abs8(up[i])
+			}
+		}
+		eqLeft[k] = i0 >= bpp && string(cur[i0:i1]) == string(cur[i0-bpp:i1-bpp])
+	}
+	best, choice := sum, ftUp
+
+	// Paeth: its first pixel predicts from the byte above alone.
+	sum = 0
+	for i := 0; i < bpp && i < n; i++ {
+		pae[i] = cur[i] - prev[i]
+		sum += abs8(pae[i])
+	}
+	for k := 0; k < spans && sum < best; k++ {
+		i0, i1 := max(k*filterSpan, bpp), min((k+1)*filterSpan, n)
+		if eqUp[k] && k > 0 && (eqUp[k-1] || string(cur[i0-bpp:i0]) == string(prev[i0-bpp:i0])) {
+			clear(pae[i0:i1])
+			continue
+		}
+		for i := i0; i < i1; i++ {
+			// Where the left neighbour equals the one above it (a = c),
+			// the predictor is the byte above (p = b, so pb = 0 and
+			// pa = pc): the Up filter's byte.
+			if a := cur[i-bpp]; a == prev[i-bpp] {
+				pae[i] = up[i]
+			} else {
+				pae[i] = cur[i] - paeth(a, prev[i], prev[i-bpp])
+			}
+			sum += abs8(pae[i])
+		}
+	}
+	if sum < best {
+		best, choice = sum, ftPaeth
+	}
+
+	sum = 0
+	for i := 0; i < n && sum < best; i++ {
+		sum += abs8(cur[i])
+	}
+	if sum < best {
+		best, choice = sum, ftNone
+	}
+
+	sum = 0
+	for i := 0; i < bpp && i < n; i++ {
+		sub[i] = cur[i]
+		sum += abs8(sub[i])
+	}
+	for k := 0; k < spans && sum < best; k++ {
+		i0, i1 := max(k*filterSpan, bpp), min((k+1)*filterSpan, n)
+		if eqLeft[k] {
+			clear(sub[i0:i1])
+			continue
+		}
+		for i := i0; i < i1; i++ {
+			sub[i] = cur[i] - cur[i-bpp]
+			sum += abs8(sub[i])
+		}
+	}
+	if sum < best {
+		best, choice = sum, ftSub
+	}
+
+	sum = 0
+	for i := 0; i < bpp && i < n; i++ {
+		avg[i] = cur[i] - prev[i]/2
+		sum += abs8(avg[i])
+	}
+	for k := 0; k < spans && sum < best; k++ {
+		i0, i1 := max(k*filterSpan, bpp), min((k+1)*filterSpan, n)
+		if eqUp[k] && eqLeft[k] {
+			// cur[i] = prev[i] = cur[i-bpp]: (c + c)/2 = c.
+			clear(avg[i0:i1])
+			continue
+		}
+		for i := i0; i < i1; i++ {
+			avg[i] = cur[i] - byte((int(cur[i-bpp])+int(prev[i]))/2)
+			sum += abs8(avg[i])
+		}
+	}
+	if sum < best {
+		choice = ftAverage
+	}
+	return choice
+}
+
+// filterSpan is the span filterRow compares at once (bytes); maxSpans
+// spans cover a row of 20,000 pixels, renderCanvas's bound.
+const (
+	filterSpan = 48
+	maxSpans   = (3*20000 + filterSpan - 1) / filterSpan
+)
+
+// filterRowBytes is filterRow byte by byte, for rows wider than maxSpans
+// spans (encodePNG's callers draw none; a test compares the two).
+func filterRowBytes(cr *[5][]byte, pr []byte) int {
 	const bpp = 3
 	cur, up, sub, avg, pae := cr[ftNone][1:], cr[ftUp][1:], cr[ftSub][1:], cr[ftAverage][1:], cr[ftPaeth][1:]
 	prev := pr[1:]

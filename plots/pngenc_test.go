@@ -65,6 +65,27 @@ func TestEncodePNGSameBytes(t *testing.T) {
 		{"1600x200 pattern", noiseImage(1600, 200, 6, false)},
 		{"300x129 noise", noiseImage(300, 129, 7, true)},
 	}
+	// A plot's kind of image: white, with a few lines and dots, so that
+	// rows and spans repeat the ones above and to the left.
+	sparse := noiseImage(500, 300, 11, false)
+	r := rand.New(rand.NewPCG(11, 2))
+	for i := range sparse.Pix {
+		sparse.Pix[i] = 0xff
+	}
+	for k := range 300 {
+		x, y, c := r.IntN(500), r.IntN(300), byte(r.IntN(256))
+		for d := range 1 + k%40 {
+			j := sparse.PixOffset((x+d)%500, y)
+			sparse.Pix[j], sparse.Pix[j+1+k%2] = c, c/2
+		}
+	}
+	cases = append(cases, struct {
+		name string
+		img  *image.RGBA
+	}{"sparse", sparse}, struct {
+		name string
+		img  *image.RGBA
+	}{"20001x2 (byte-wise rows)", noiseImage(20001, 2, 12, false)})
 	sub := noiseImage(64, 80, 8, true).SubImage(image.Rect(5, 7, 50, 77)).(*image.RGBA)
 	cases = append(cases, struct {
 		name string

@@ -1,6 +1,9 @@
 package hardware
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // PriceStore holds token-count price tables that step models of the same
 // model, GPU, parallel layout and kernel model share, so that a sweep's
@@ -57,51 +60,72 @@ func (ps *PriceStore) table(key string) *priceTable {
 }
 
 // priceTable is one key's token parts by token count (below
-// maxCachedTokens), filled by whichever step model prices a count first.
-// A step model reads it only on a miss of its own cache, once per token
-// count, so one mutex is no contention.
+// maxCachedTokens), in chunks of priceChunk counts made when a count in
+// them is first priced, so that a table holds about what its runs priced.
+// Every entry is written once, by whichever step model claims it first,
+// and never changes: readers need no lock (an entry's state is read
+// atomically, and published after its part is written), and a step model
+// keeps the chunk pointers it has seen (chunks are never dropped).
 type priceTable struct {
-	mu    sync.Mutex
-	parts []tokenPart
+	chunks [maxCachedTokens / priceChunk]atomic.Pointer[partChunk]
 }
 
-// get returns n's part if priced.
-func (t *priceTable) get(n int) (tokenPart, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if n < len(t.parts) && t.parts[n].ok {
-		return t.parts[n], true
+// priceChunk is how many token counts a chunk holds (64 KiB of parts).
+const priceChunk = 1 << 10
+
+type partChunk struct {
+	state [priceChunk]atomic.Uint32 // entryEmpty, entryWriting, entryReady
+	parts [priceChunk]tokenPart
+}
+
+const (
+	entryEmpty uint32 = iota
+	entryWriting
+	entryReady
+)
+
+// chunk returns the chunk holding n, made if absent.
+func (t *priceTable) chunk(n int) *partChunk {
+	slot := &t.chunks[n/priceChunk]
+	if c := slot.Load(); c != nil {
+		return c
 	}
-	return tokenPart{}, false
+	slot.CompareAndSwap(nil, new(partChunk))
+	return slot.Load()
 }
 
-// put records n's part (n < maxCachedTokens).
-func (t *priceTable) put(n int, tp tokenPart) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.parts = growParts(t.parts, n)
-	t.parts[n] = tp
-}
-
-// growParts returns parts with room for index n, doubling.
-func growParts(parts []tokenPart, n int) []tokenPart {
-	if n < len(parts) {
-		return parts
+// ready returns n's part in c if priced.
+func (c *partChunk) ready(n int) (*tokenPart, bool) {
+	i := n % priceChunk
+	if c.state[i].Load() == entryReady {
+		return &c.parts[i], true
 	}
-	grown := make([]tokenPart, max(n+1, 2*len(parts)))
-	copy(grown, parts)
-	return grown
+	return nil, false
+}
+
+// publish records tp as n's part in c unless another step model has
+// claimed the entry (it is writing the same bits), and returns whether it
+// did.
+func (c *partChunk) publish(n int, tp tokenPart) bool {
+	i := n % priceChunk
+	if !c.state[i].CompareAndSwap(entryEmpty, entryWriting) {
+		return false
+	}
+	c.parts[i] = tp
+	c.state[i].Store(entryReady)
+	return true
 }
 
 // SharePrices makes s read and fill store's table under key on a miss of
 // its own token-count cache. The key must identify everything a token
 // count's price depends on: the model's shapes, the GPU's numbers, the
 // parallel layout and the kernel model's definition (including its
-// wrappers). A nil store leaves s on its own cache.
+// wrappers). A nil store gives s a table of its own.
 func (s *StepModel) SharePrices(store *PriceStore, key string) {
 	if store == nil {
-		s.shared = nil
-		return
+		s.prices = &priceTable{}
+	} else {
+		s.prices = store.table(key)
 	}
-	s.shared = store.table(key)
+	s.seen = [len(s.seen)]*partChunk{}
 }

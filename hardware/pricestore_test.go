@@ -151,8 +151,11 @@ func TestPriceStoreBound(t *testing.T) {
 	m, g, p, k := shareTestModel(t)
 	s, _ := NewStepModel(m, g, p, k, 0)
 	s.SharePrices(store, "x")
+	if s.prices != store.table("x") {
+		t.Fatal("SharePrices(store, x) did not put the model on x's table")
+	}
 	s.SharePrices(nil, "x")
-	if s.shared != nil {
+	if s.prices == nil || s.prices == store.table("x") {
 		t.Fatal("SharePrices(nil, …) left the model on a shared table")
 	}
 }

@@ -30,21 +30,21 @@ type StepModel struct {
 	// constants computed once, into bops (no slice to grow).
 	bp   models.BatchPricer
 	bops [3]models.Op
-	// byTokens caches, per batch token count, the time, FLOPs and bytes of
-	// the operators whose cost depends on the token count alone
-	// (models.TokenOnly): most of a step's operators, and the LM head of a
-	// batch without prefill. A step then prices only attention afresh (and
-	// the LM head of a batch with prefill chunks).
-	byTokens []tokenPart
-	big      tokenPart // tokenPart's answer beyond maxCachedTokens
-	// shared, when set (SharePrices), is the process-wide table of step
-	// models with the same model, GPU, layout and kernel: read on a miss
-	// of byTokens, filled by whichever prices a count first.
-	shared *priceTable
+	// prices holds, per batch token count below maxCachedTokens, the
+	// time, FLOPs and bytes of the operators whose cost depends on the
+	// token count alone (models.TokenOnly): most of a step's operators,
+	// and the LM head of a batch without prefill. A step then prices only
+	// attention afresh (and the LM head of a batch with prefill chunks).
+	// It is s's own table, or the process-wide one of step models with the
+	// same model, GPU, layout and kernel (SharePrices), filled by
+	// whichever prices a count first; seen keeps the chunks of it s has
+	// met, so that a cached count is two loads.
+	prices *priceTable
+	seen   [maxCachedTokens / priceChunk]*partChunk
+	own    tokenPart // tokenPart's answer when it is not in prices
 }
 
 type tokenPart struct {
-	ok                bool
 	sec, flops, bytes float64
 	embed             float64 // the embedding's share of sec (a pipeline's first stage runs it)
 	// lm is the LM head's time, FLOPs and bytes (Count × one occurrence)
@@ -53,7 +53,8 @@ type tokenPart struct {
 	lm [3]float64
 }
 
-// maxCachedTokens bounds the token-count cache (≈ 4 MiB at the bound).
+// maxCachedTokens bounds the token-count table (56 bytes a count, ≈ 3.5
+// MiB when every count below it is priced).
 const maxCachedTokens = 1 << 16
 
 // NewStepModel returns the step model of m on g at p, with kernel model k
@@ -105,7 +106,7 @@ func newStepModel(m *models.Model, g *GPU, p models.Parallel, k KernelModel, ite
 			return nil, err
 		}
 	}
-	s := &StepModel{m: m, g: g, p: p, k: k, inner: unwrapKernel(k), iterOverhead: iterOverhead}
+	s := &StepModel{m: m, g: g, p: p, k: k, inner: unwrapKernel(k), iterOverhead: iterOverhead, prices: &priceTable{}}
 	s.dec, _ = s.inner.(DecodeKernel)
 	s.ops = make([]models.Op, 0, models.NumOpKinds)
 	s.bp = m.BatchPricer(p)
@@ -214,27 +215,39 @@ func (s *StepModel) batchOps(b *models.Batch) (ops []models.Op, lmCached bool) {
 }
 
 // tokenPart returns the summed token-only operators for n tokens: an
-// entry of s.byTokens, or s.big beyond it, valid until the next call.
+// entry of s.prices, or s.own, valid until the next call.
 func (s *StepModel) tokenPart(n int) *tokenPart {
-	if n < len(s.byTokens) && s.byTokens[n].ok {
-		return &s.byTokens[n]
+	if u := uint(n); u < maxCachedTokens {
+		if c := s.seen[u/priceChunk]; c != nil && c.state[u%priceChunk].Load() == entryReady {
+			return &c.parts[u%priceChunk]
+		}
 	}
 	return s.priceTokens(n)
 }
 
-// priceTokens is tokenPart for a token count not in the cache (kept out
-// of tokenPart so that the cached case inlines): the shared table's entry
-// when it has one, else computed (and given to the shared table).
+// priceTokens is tokenPart for a token count not in s.seen's chunks
+// (kept out of tokenPart so that the cached case inlines): the table's
+// entry when another step model has priced it, else computed and
+// published.
 func (s *StepModel) priceTokens(n int) *tokenPart {
-	if s.shared != nil && n < maxCachedTokens {
-		if tp, ok := s.shared.get(n); ok {
-			return s.keep(n, tp)
-		}
-		tp := s.computeTokens(n)
-		s.shared.put(n, tp)
-		return s.keep(n, tp)
+	if n < 0 || n >= maxCachedTokens {
+		s.own = s.computeTokens(n)
+		return &s.own
 	}
-	return s.keep(n, s.computeTokens(n))
+	c := s.seen[n/priceChunk]
+	if c == nil {
+		c = s.prices.chunk(n)
+		s.seen[n/priceChunk] = c
+	}
+	if tp, ok := c.ready(n); ok {
+		return tp
+	}
+	tp := s.computeTokens(n)
+	if c.publish(n, tp) {
+		return &c.parts[n%priceChunk]
+	}
+	s.own = tp // another step model is writing the same bits
+	return &s.own
 }
 
 // computeTokens sums the token-only operators (and the LM head of a batch
@@ -265,20 +278,7 @@ func (s *StepModel) computeTokens(n int) tokenPart {
 		tp.flops += c * op.FLOPs
 		tp.bytes += c * op.Bytes
 	}
-	tp.ok = true
 	return tp
-}
-
-// keep stores n's part in s's cache (or s.big beyond its bound) and
-// returns where it lies.
-func (s *StepModel) keep(n int, tp tokenPart) *tokenPart {
-	if n >= maxCachedTokens {
-		s.big = tp
-		return &s.big
-	}
-	s.byTokens = growParts(s.byTokens, n)
-	s.byTokens[n] = tp
-	return &s.byTokens[n]
 }
 
 // OpTime is one operator class's share of an iteration, for reports.

@@ -109,7 +109,7 @@ func checkPNG(t *testing.T, path string, w, h int) {
 	}
 }
 
-func readResults(t *testing.T, name string) *Results {
+func readResults(t testing.TB, name string) *Results {
 	t.Helper()
 	res, err := ReadResultsFile(filepath.Join("testdata", name))
 	if err != nil {

@@ -7,8 +7,6 @@ import (
 	"runtime"
 	"slices"
 	"sync"
-
-	"gonum.org/v1/plot/vg"
 )
 
 // SweepOptions configure DrawSweep.
@@ -17,9 +15,11 @@ type SweepOptions struct {
 	Target           float64 // attainment target of the max-goodput rate (default 0.9)
 	TargetThroughput float64 // output tokens/s for the matrices (0: see MatrixOptions)
 	Width, Height    int     // pixels (default DefaultWidth × DefaultHeight)
-	// Workers is how many plots are drawn at once (≤ 0: all cores; 1: one
-	// after the other). Each plot is drawn and written on its own canvas,
-	// so the files do not depend on it.
+	// Workers is how many plots are drawn at once, and how many goroutines
+	// filter a PNG's rows (≤ 0: all cores; 1: one plot after the other, on
+	// one goroutine). Each plot is drawn and written on its own canvas,
+	// and encodePNG writes image/png's bytes whatever the count, so the
+	// files do not depend on it.
 	Workers int
 }
 
@@ -75,11 +75,13 @@ func DrawSweep(dir, resultsFile string, o SweepOptions) ([]string, error) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	// One goroutine a plot, at most workers of them working at once. A plot
-	// takes a worker's slot to draw and rasterize, and again to encode its
-	// PNG (about as long), so that with 2 workers and 3 plots the third's
-	// drawing overlaps the first's encoding. Each goroutine writes only its
-	// own slot; the files and errors are listed in job order.
+	// One goroutine a plot, at most workers of them working at once, each
+	// drawing, rasterizing and writing its plot in one go: a PNG's rows are
+	// filtered on up to workers goroutines while it is deflated
+	// (encodePNG), so the last plot's encoding does not leave cores idle,
+	// and a plot's image is handed to the next (rgbaPool) rather than
+	// every plot touching fresh memory. Each goroutine writes only its own
+	// slot; the files and errors are listed in job order.
 	paths := make([]string, len(jobs))
 	errs := make([]error, len(jobs))
 	sem := make(chan struct{}, workers)
@@ -88,23 +90,19 @@ func DrawSweep(dir, resultsFile string, o SweepOptions) ([]string, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			path := filepath.Join(dir, j.name)
-			sem <- struct{}{}
-			d, err := j.draw()
-			var canvas vg.CanvasWriterTo
-			if err == nil {
-				canvas, err = renderCanvas(d, path, w, h)
-			} else {
-				err = fmt.Errorf("%s: %w", j.name, err)
-			}
-			<-sem
-			if err != nil {
-				errs[i] = err
-				return
-			}
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			if errs[i] = writeCanvas(canvas, path); errs[i] == nil {
+			path := filepath.Join(dir, j.name)
+			d, err := j.draw()
+			if err != nil {
+				errs[i] = fmt.Errorf("%s: %w", j.name, err)
+				return
+			}
+			canvas, err := renderCanvas(d, path, w, h, workers)
+			if err == nil {
+				err = writeCanvas(canvas, path)
+			}
+			if errs[i] = err; err == nil {
 				paths[i] = path
 			}
 		}()

@@ -14,8 +14,9 @@ import (
 
 // prices is the store resolved plans share; nil turns sharing off (a
 // benchmark's cold case). 64 keys at most: a table holds the counts its
-// runs priced (≈ 70 bytes a count, up to the batch-token budget), so the
-// store stays a few tens of MB even when every key is in use.
+// runs priced (60 bytes a count, in chunks of 1,024 counts, up to the
+// batch-token budget: 0.5 MB at 8,192 tokens, 3.9 MB at the table's bound
+// of 65,536), so 64 tables of 8,192-token budgets are about 32 MB.
 var prices = hardware.NewPriceStore(64)
 
 // sharePrices gives st the shared table of (m, g, par, kern, kernelID).

@@ -157,12 +157,14 @@ func filterBands(img *image.RGBA, workers int, emit func([]byte) error) error {
 // unfiltered, cr[f] its bytes under filter f (each with its filter type
 // first), pr the row above.
 type rowFilter struct {
-	cr [5][]byte
-	pr []byte
+	cr           [5][]byte
+	pr           []byte
+	eqUp, eqLeft []bool // filterRow's marks, one a span of a row
 }
 
 func newRowFilter(width int) *rowFilter {
-	f := &rowFilter{pr: make([]byte, 1+3*width)}
+	spans := (3*width + filterSpan - 1) / filterSpan
+	f := &rowFilter{pr: make([]byte, 1+3*width), eqUp: make([]bool, spans), eqLeft: make([]bool, spans)}
 	for i := range f.cr {
 		f.cr[i] = make([]byte, 1+3*width)
 		f.cr[i][0] = byte(i)
@@ -183,7 +185,7 @@ func (f *rowFilter) band(img *image.RGBA, k int, buf []byte) []byte {
 	out := buf[:(y1-y0)*rowLen]
 	for y := y0; y < y1; y++ {
 		rgbRow(img, y, f.cr[0][1:])
-		ft := filterRow(&f.cr, f.pr)
+		ft := filterRow(&f.cr, f.pr, f.eqUp, f.eqLeft)
 		copy(out[(y-y0)*rowLen:], f.cr[ft])
 		f.pr, f.cr[0] = f.cr[0], f.pr
 		f.cr[0][0] = ftNone
@@ -238,7 +240,7 @@ func abs(x int) int {
 // equals the one above it too (a = c makes the predictor the byte above),
 // Sub's when the span equals its left shift, and Average's when both hold.
 // Most of a plot's rows are such spans (a white or flat background).
-func filterRow(cr *[5][]byte, pr []byte) int {
+func filterRow(cr *[5][]byte, pr []byte, eqUp, eqLeft []bool) int {
 	const bpp = 3
 	cur, up, sub, avg, pae := cr[ftNone][1:], cr[ftUp][1:], cr[ftSub][1:], cr[ftAverage][1:], cr[ftPaeth][1:]
 	prev := pr[1:]
@@ -246,16 +248,12 @@ func filterRow(cr *[5][]byte, pr []byte) int {
 
 	// Up, and which spans equal the span above (eqUp) or their left shift
 	// (eqLeft; the first span's first pixel has no left neighbour).
-	var eqUp, eqLeft [maxSpans]bool
-	spans := (n + filterSpan - 1) / filterSpan
-	if spans > maxSpans {
-		return filterRowBytes(cr, pr)
-	}
+	spans := len(eqUp)
 	sum := 0
 	for k := range spans {
 		i0, i1 := k*filterSpan, min((k+1)*filterSpan, n)
-		if string(cur[i0:i1]) == string(prev[i0:i1]) {
-			eqUp[k] = true
+		eqUp[k] = string(cur[i0:i1]) == string(prev[i0:i1])
+		if eqUp[k] {
 			clear(up[i0:i1])
 		} else {
 			for i := i0; i < i1; i++ {
@@ -346,76 +344,8 @@ func filterRow(cr *[5][]byte, pr []byte) int {
 	return choice
 }
 
-// filterSpan is the span filterRow compares at once (bytes); maxSpans
-// spans cover a row of 20,000 pixels, renderCanvas's bound.
-const (
-	filterSpan = 48
-	maxSpans   = (3*20000 + filterSpan - 1) / filterSpan
-)
-
-// filterRowBytes is filterRow byte by byte, for rows wider than maxSpans
-// spans (encodePNG's callers draw none; a test compares the two).
-func filterRowBytes(cr *[5][]byte, pr []byte) int {
-	const bpp = 3
-	cur, up, sub, avg, pae := cr[ftNone][1:], cr[ftUp][1:], cr[ftSub][1:], cr[ftAverage][1:], cr[ftPaeth][1:]
-	prev := pr[1:]
-	n := len(cur)
-
-	sum := 0
-	for i := range n {
-		up[i] = cur[i] - prev[i]
-		sum += abs8(up[i])
-	}
-	best, choice := sum, ftUp
-
-	sum = 0
-	for i := 0; i < bpp && i < n; i++ {
-		pae[i] = cur[i] - prev[i]
-		sum += abs8(pae[i])
-	}
-	for i := bpp; i < n && sum < best; i++ {
-		pae[i] = cur[i] - paeth(cur[i-bpp], prev[i], prev[i-bpp])
-		sum += abs8(pae[i])
-	}
-	if sum < best {
-		best, choice = sum, ftPaeth
-	}
-
-	sum = 0
-	for i := 0; i < n && sum < best; i++ {
-		sum += abs8(cur[i])
-	}
-	if sum < best {
-		best, choice = sum, ftNone
-	}
-
-	sum = 0
-	for i := 0; i < bpp && i < n; i++ {
-		sub[i] = cur[i]
-		sum += abs8(sub[i])
-	}
-	for i := bpp; i < n && sum < best; i++ {
-		sub[i] = cur[i] - cur[i-bpp]
-		sum += abs8(sub[i])
-	}
-	if sum < best {
-		best, choice = sum, ftSub
-	}
-
-	sum = 0
-	for i := 0; i < bpp && i < n; i++ {
-		avg[i] = cur[i] - prev[i]/2
-		sum += abs8(avg[i])
-	}
-	for i := bpp; i < n && sum < best; i++ {
-		avg[i] = cur[i] - byte((int(cur[i-bpp])+int(prev[i]))/2)
-		sum += abs8(avg[i])
-	}
-	if sum < best {
-		choice = ftAverage
-	}
-	return choice
-}
+// filterSpan is the span filterRow compares at once (bytes).
+const filterSpan = 48
 
 // chunkWriter writes PNG chunks (length, type, data, CRC of type and data)
 // and keeps the first error.

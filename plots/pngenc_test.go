@@ -85,7 +85,7 @@ func TestEncodePNGSameBytes(t *testing.T) {
 	}{"sparse", sparse}, struct {
 		name string
 		img  *image.RGBA
-	}{"20001x2 (byte-wise rows)", noiseImage(20001, 2, 12, false)})
+	}{"20001x2", noiseImage(20001, 2, 12, false)})
 	sub := noiseImage(64, 80, 8, true).SubImage(image.Rect(5, 7, 50, 77)).(*image.RGBA)
 	cases = append(cases, struct {
 		name string

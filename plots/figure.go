@@ -304,6 +304,7 @@ func textStyle(size float64) text.Style {
 // and a light grid.
 func newPlot(title, xLabel, yLabel string) *plot.Plot {
 	p := plot.New()
+	p.BackgroundColor = nil // the canvas is white already (drawMargin, Figure.Draw)
 	p.Title.Text = title
 	p.Title.TextStyle.Font.Size = vg.Points(titleSize)
 	p.Title.Padding = vg.Points(6)

@@ -92,10 +92,15 @@ type Figure struct {
 	Panels  [][]*plot.Plot // rows of panels; every row has the same length and no nil panel
 }
 
-// Draw draws the title and the panels on c.
+// Draw draws the title and the panels on c, filled white first.
 func (f *Figure) Draw(c draw.Canvas) {
 	c.SetColor(color.White)
 	c.Fill(c.Rectangle.Path())
+	f.drawOnWhite(c)
+}
+
+// drawOnWhite is Draw on a canvas that is white already (drawMargin's).
+func (f *Figure) drawOnWhite(c draw.Canvas) {
 	if f.Title != "" {
 		sty := textStyle(titleSize + 2)
 		sty.XAlign = draw.XCenter
@@ -280,7 +285,12 @@ func drawMargin(d Drawer, c draw.Canvas, fill bool) {
 	if p, ok := d.(*plot.Plot); ok {
 		settleAxes(p)
 	}
-	d.Draw(draw.Crop(c, m, -m, m, -m))
+	c = draw.Crop(c, m, -m, m, -m)
+	if f, ok := d.(*Figure); ok {
+		f.drawOnWhite(c) // filling white again would only repaint it (a tenth of rasterizing)
+		return
+	}
+	d.Draw(c)
 }
 
 // Font sizes in points (1600×1000 px is 1200×750 pt: 11 pt is about 15 px).
@@ -304,6 +314,7 @@ func textStyle(size float64) text.Style {
 // and a light grid.
 func newPlot(title, xLabel, yLabel string) *plot.Plot {
 	p := plot.New()
+	p.BackgroundColor = nil // the canvas is white already (drawMargin, Figure.Draw)
 	p.Title.Text = title
 	p.Title.TextStyle.Font.Size = vg.Points(titleSize)
 	p.Title.Padding = vg.Points(6)

@@ -215,3 +215,21 @@ func BenchmarkEncodePNG(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDrawSweep draws a batching sweep's three plots (goodput,
+// perception, provider-fit) into a fresh directory, on one worker and on
+// two: rasterizing and encoding, what `servesim sweep` spends after the
+// simulations.
+func BenchmarkDrawSweep(b *testing.B) {
+	csv := filepath.Join("testdata", "batching.csv")
+	for _, workers := range []int{1, 2} {
+		b.Run(map[int]string{1: "j1", 2: "j2"}[workers], func(b *testing.B) {
+			for range b.N {
+				files, err := DrawSweep(b.TempDir(), csv, SweepOptions{SLO: SLO{TTFTms: 2000, TPOTms: 100}, Workers: workers})
+				if err != nil || len(files) != 3 {
+					b.Fatalf("DrawSweep: %v (%d files)", err, len(files))
+				}
+			}
+		})
+	}
+}

@@ -240,10 +240,14 @@ func (sw *Sweep) PointsJ(workers int) ([]Point, error) {
 			break
 		}
 	}
+	base, err := sw.baseTOML()
+	if err != nil {
+		return nil, err
+	}
 	errs := make([]error, len(pts))
 	parallel.Run(len(pts), workers, func(i int) {
 		p := &pts[i]
-		s, err := sw.scenario(p.Values, p.Seed)
+		s, err := sw.scenario(base, p.Values, p.Seed)
 		if err != nil {
 			errs[i] = err
 			return
@@ -262,18 +266,53 @@ func (sw *Sweep) PointsJ(workers int) ([]Point, error) {
 	return pts, sw.checkKeys(pts)
 }
 
-// scenario applies axis values to the base through its TOML form, so that
-// any field can be swept and a misspelt field or a wrong type is the same
-// strict error as in a scenario file.
-func (sw *Sweep) scenario(vals []any, seed uint64) (scenario.Scenario, error) {
+// baseTOML is the base scenario as TOML values (its TOML form decoded),
+// which every point's scenario starts from: made once per sweep.
+func (sw *Sweep) baseTOML() (map[string]any, error) {
 	var buf bytes.Buffer
 	if err := toml.NewEncoder(&buf).Encode(sw.Base); err != nil {
-		return scenario.Scenario{}, fmt.Errorf("sweep: sweep %s: %v", sw.Name, err)
+		return nil, fmt.Errorf("sweep: sweep %s: %v", sw.Name, err)
 	}
 	m := map[string]any{}
 	if _, err := toml.Decode(buf.String(), &m); err != nil {
-		return scenario.Scenario{}, fmt.Errorf("sweep: sweep %s: %v", sw.Name, err)
+		return nil, fmt.Errorf("sweep: sweep %s: %v", sw.Name, err)
 	}
+	return m, nil
+}
+
+// cloneTOML copies a decoded TOML value deeply: its tables and arrays (what
+// a point's axis values change); the rest (strings, numbers, booleans,
+// times) are values already.
+func cloneTOML(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		c := make(map[string]any, len(v))
+		for k, x := range v {
+			c[k] = cloneTOML(x)
+		}
+		return c
+	case []map[string]any:
+		c := make([]map[string]any, len(v))
+		for i, x := range v {
+			c[i] = cloneTOML(x).(map[string]any)
+		}
+		return c
+	case []any:
+		c := make([]any, len(v))
+		for i, x := range v {
+			c[i] = cloneTOML(x)
+		}
+		return c
+	}
+	return v
+}
+
+// scenario applies axis values to the base through its TOML form, so that
+// any field can be swept and a misspelt field or a wrong type is the same
+// strict error as in a scenario file.
+func (sw *Sweep) scenario(base map[string]any, vals []any, seed uint64) (scenario.Scenario, error) {
+	var buf bytes.Buffer
+	m := cloneTOML(base).(map[string]any)
 	for k, a := range sw.Axes {
 		cur, leaf := m, a.Field
 		if a.Field != "." {

@@ -499,3 +499,27 @@ func TestPointsWorkersIdentical(t *testing.T) {
 		t.Errorf("errors: 1 worker %q, 8 workers %q (want both about workload.rate=-1)", msgs[0], msgs[1])
 	}
 }
+
+// TestCloneTOMLIndependent: a point's copy of the base's TOML values shares
+// no table or array with the base, so one point's axis values never reach
+// another's (the base is decoded once per sweep).
+func TestCloneTOMLIndependent(t *testing.T) {
+	base := map[string]any{
+		"batch":  map[string]any{"policy": "chunked", "inner": map[string]any{"x": int64(1)}},
+		"pools":  []map[string]any{{"gpu": "h100"}},
+		"values": []any{int64(1), map[string]any{"y": 2.0}},
+		"name":   "n",
+	}
+	c := cloneTOML(base).(map[string]any)
+	c["batch"].(map[string]any)["policy"] = "static"
+	c["batch"].(map[string]any)["inner"].(map[string]any)["x"] = int64(9)
+	c["pools"].([]map[string]any)[0]["gpu"] = "b200"
+	c["values"].([]any)[1].(map[string]any)["y"] = 5.0
+	c["name"] = "m"
+	b := base["batch"].(map[string]any)
+	if b["policy"] != "chunked" || b["inner"].(map[string]any)["x"] != int64(1) ||
+		base["pools"].([]map[string]any)[0]["gpu"] != "h100" ||
+		base["values"].([]any)[1].(map[string]any)["y"] != 2.0 || base["name"] != "n" {
+		t.Fatalf("changing the copy changed the base: %v", base)
+	}
+}

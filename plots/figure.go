@@ -204,7 +204,7 @@ func renderCanvas(d Drawer, path string, widthPx, heightPx, workers int) (vg.Can
 	return canvas, nil
 }
 
-// pngCanvas writes its image with encodePNG: image/png's bytes, the rows
+// pngCanvas writes its image with encodePNG: the same bytes on any workers, the rows
 // filtered on up to workers goroutines.
 type pngCanvas struct {
 	*vgimg.Canvas

@@ -18,7 +18,7 @@ type SweepOptions struct {
 	// Workers is how many plots are drawn at once, and how many goroutines
 	// filter a PNG's rows (≤ 0: all cores; 1: one plot after the other, on
 	// one goroutine). Each plot is drawn and written on its own canvas,
-	// and encodePNG writes image/png's bytes whatever the count, so the
+	// and encodePNG writes the same bytes whatever the count, so the
 	// files do not depend on it.
 	Workers int
 }

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -132,6 +133,13 @@ func RunSweepDirResults(pts []Point, dir string, o DirOptions) (pfs []PointFile,
 	if o.Progress != nil {
 		o.Progress(found, len(mine))
 	}
+	// On as many workers as cores every core runs a point: a point's run
+	// then sorts its samples on its own goroutine only (RunOptions.Crowded).
+	workers := o.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	crowded := min(workers, len(todo)) >= runtime.GOMAXPROCS(0)
 	var (
 		mu       sync.Mutex
 		firstErr error
@@ -142,7 +150,7 @@ func RunSweepDirResults(pts []Point, dir string, o DirOptions) (pfs []PointFile,
 			err = fmt.Errorf("sweep: interrupted (%w)", err)
 		} else {
 			// Each worker writes only its own slot of pfs.
-			err = runPoint(ctx, mine[todo[i]], pdir, o.KeepRecords, &pfs[todo[i]])
+			err = runPoint(ctx, mine[todo[i]], pdir, scenario.RunOptions{Crowded: crowded}, o.KeepRecords, &pfs[todo[i]])
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -166,12 +174,11 @@ func RunSweepDirResults(pts []Point, dir string, o DirOptions) (pfs []PointFile,
 
 // runPoint runs p, writes its file and sets *pf to the file's contents as
 // Collect would read them.
-func runPoint(ctx context.Context, p Point, pdir string, keep bool, pf *PointFile) error {
-	out := ""
+func runPoint(ctx context.Context, p Point, pdir string, ro scenario.RunOptions, keep bool, pf *PointFile) error {
 	if keep {
-		out = filepath.Join(pdir, p.Key())
+		ro.Out = filepath.Join(pdir, p.Key())
 	}
-	rep, err := scenario.RunContext(ctx, p.Plan, out)
+	rep, err := scenario.RunWith(ctx, p.Plan, ro)
 	if err != nil {
 		return fmt.Errorf("sweep: point %d: %w", p.Index, err)
 	}

@@ -37,6 +37,13 @@ func DrawSweep(dir, resultsFile string, o SweepOptions) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return DrawSweepResults(dir, res, o)
+}
+
+// DrawSweepResults is DrawSweep on results already read (ReadResults): what
+// the sweep command draws from the CSV it has just written, without reading
+// the file back.
+func DrawSweepResults(dir string, res *Results, o SweepOptions) ([]string, error) {
 	w, h := o.Width, o.Height
 	if w == 0 {
 		w = DefaultWidth

@@ -65,10 +65,7 @@ func examplesCmd(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		dir := filepath.Join(*out, name)
-		if _, _, err := sweep.RunSweepDir(pts, dir, sweep.DirOptions{Context: ctx}); err != nil {
-			return err
-		}
-		pfs, err := sweep.Collect(pts, dir)
+		pfs, _, _, err := sweep.RunSweepDirResults(pts, dir, sweep.DirOptions{Context: ctx})
 		if err != nil {
 			return err
 		}

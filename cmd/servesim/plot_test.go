@@ -183,3 +183,53 @@ values = [8, 64]
 		t.Errorf("plot of the sweep's results does not use its SLO:\n%s", stdout.String())
 	}
 }
+
+// On one worker and on two (where results.csv and results.json are written
+// while the plots are drawn), a result file that cannot be written fails
+// the sweep with an error naming it and no "Wrote" line; the same sweep
+// into a fresh directory writes every file.
+func TestSweepResultsWriteFails(t *testing.T) {
+	dir := t.TempDir()
+	toml := filepath.Join(dir, "s.toml")
+	if err := os.WriteFile(toml, []byte(`name = "w"
+seeds = [1]
+[base]
+model = "llama-3.1-8b"
+gpu = "h100"
+[base.workload]
+requests = 20
+rate = 4
+prompt = "lognormal:6.5,0.8"
+output = "lognormal:5,0.6"
+[[axis]]
+field = "batch.max_num_seqs"
+values = [8, 64]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range []string{"1", "2"} {
+		out := filepath.Join(dir, "out"+j)
+		// results.json is a non-empty directory: it cannot be replaced.
+		if err := os.MkdirAll(filepath.Join(out, "results.json", "x"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var stdout, stderr bytes.Buffer
+		err := dispatch([]string{"sweep", toml, "-o", out, "-j", j}, &stdout, &stderr)
+		if err == nil || !strings.Contains(err.Error(), "results.json") {
+			t.Fatalf("-j %s: err %v; want one naming results.json", j, err)
+		}
+		if strings.Contains(stdout.String(), "Wrote") {
+			t.Errorf("-j %s: says it wrote the results:\n%s", j, stdout.String())
+		}
+		ok := filepath.Join(dir, "ok"+j)
+		stdout.Reset()
+		if err := dispatch([]string{"sweep", toml, "-o", ok, "-j", j, "-q"}, &stdout, &stderr); err != nil {
+			t.Fatalf("-j %s: %v", j, err)
+		}
+		for _, f := range []string{"results.csv", "results.json", "batch-latency.png", "perception.png", "provider-fit.png"} {
+			if _, err := os.Stat(filepath.Join(ok, f)); err != nil {
+				t.Errorf("-j %s: %v", j, err)
+			}
+		}
+	}
+}

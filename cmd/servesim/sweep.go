@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/servesim/servesim/experiments/scenario"
@@ -85,10 +88,13 @@ func sweepCmd(args []string, stdout, stderr io.Writer) error {
 	if dir == "" {
 		dir = filepath.Join("sweeps", sw.Name)
 	}
-	var ran, found int
+	var (
+		ran, found int
+		pfs        []sweep.PointFile
+	)
 	stop, err := searchInterruptibly(stderr, *quiet, "sweep "+sw.Name, func(ctx context.Context, progress func(done, total int)) (err error) {
 		o.Context, o.Progress = ctx, progress
-		ran, found, err = sweep.RunSweepDir(pts, dir, o)
+		pfs, ran, found, err = sweep.RunSweepDirResults(pts, dir, o)
 		return err
 	})
 	defer stop()
@@ -103,10 +109,6 @@ func sweepCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(unlessQuiet(stdout, *quiet), "Shard %d/%d done (%s); gather the shards' outputs anywhere and join them with: servesim merge %s DIR...\n",
 			o.Shard, o.Of, filepath.Join(dir, sweep.ShardFileName(o.Shard, o.Of)), fs.Arg(0))
 		return nil
-	}
-	pfs, err := sweep.Collect(pts, dir)
-	if err != nil {
-		return err
 	}
 	return finishSweep(sw, pfs, dir, *table, *workers, stdout, *quiet)
 }
@@ -124,26 +126,58 @@ func parseShard(s string, stderr io.Writer, quiet bool) (i, n int, err error) {
 	return i, n, err
 }
 
-// finishSweep collects the points, writes the result files and prints the
-// table (and, unless quiet, the files written).
+// finishSweep writes the result files from the points' files (pfs, in point
+// order), prints the table (and, unless quiet, the files written) and draws
+// the plots. The plots are drawn from the CSV as written, parsed in memory;
+// on more than one worker results.csv and results.json are written while
+// the plots are drawn (the plots do not read them).
 func finishSweep(sw *sweep.Sweep, pfs []sweep.PointFile, out string, table string, workers int, stdout io.Writer, quiet bool) error {
 	if err := scenario.MkdirAll(out); err != nil {
 		return err
 	}
-	if err := sweep.WriteResults(out, sw.Axes, pfs); err != nil {
+	csv, err := sweep.ResultsCSV(sw.Axes, pfs)
+	if err != nil {
+		return err
+	}
+	// A CSV the plots cannot read (a column named twice, say) is a plot
+	// failure: the results are written all the same.
+	res, perr := plots.ReadResults(bytes.NewReader(csv), "results.csv")
+	writeResults := func() error { return sweep.WriteResultsFiles(out, sw.Axes, pfs, csv) }
+	var written chan error
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	if workers > 1 {
+		written = make(chan error, 1)
+		go func() { written <- writeResults() }()
+	} else if err := writeResults(); err != nil {
 		return err
 	}
 	if err := sweep.WriteTable(stdout, sw.Axes, pfs, strings.Split(table, ",")); err != nil {
+		return errors.Join(err, wait(written))
+	}
+	var files []string
+	if perr == nil {
+		slo := sw.Base.SLO
+		files, perr = plots.DrawSweepResults(out, res, plots.SweepOptions{SLO: plots.SLO{TTFTms: slo.TTFTms, TPOTms: slo.TPOTms, E2Ems: slo.E2Ems}, Workers: workers})
+	}
+	if err := wait(written); err != nil {
 		return err
 	}
 	fmt.Fprintf(unlessQuiet(stdout, quiet), "\nWrote %s and %s.\n", filepath.Join(out, "results.csv"), filepath.Join(out, "results.json"))
-	slo := sw.Base.SLO
-	files, err := plots.DrawSweep(out, filepath.Join(out, "results.csv"), plots.SweepOptions{SLO: plots.SLO{TTFTms: slo.TTFTms, TPOTms: slo.TPOTms, E2Ems: slo.E2Ems}, Workers: workers})
 	if len(files) > 0 {
 		fmt.Fprintf(unlessQuiet(stdout, quiet), "Plots: %s\n", strings.Join(files, ", "))
 	}
-	if err != nil {
-		return fmt.Errorf("sweep: some plots failed (the results are written): %w", err)
+	if perr != nil {
+		return fmt.Errorf("sweep: some plots failed (the results are written): %w", perr)
 	}
 	return nil
+}
+
+// wait returns what c delivers, or nil for a nil c.
+func wait(c chan error) error {
+	if c == nil {
+		return nil
+	}
+	return <-c
 }

@@ -142,6 +142,22 @@ func Run(p *Plan, outDir string) (*Report, error) {
 // says "interrupted" and wraps ctx.Err() (errors.Is(err, context.Canceled)).
 // The library installs no signal handler: the caller (the CLI) cancels ctx.
 func RunContext(ctx context.Context, p *Plan, outDir string) (*Report, error) {
+	return RunWith(ctx, p, RunOptions{Out: outDir})
+}
+
+// RunOptions configure RunWith.
+type RunOptions struct {
+	Out string // the directory of the run's files, as Run's outDir ("": none)
+	// Crowded says the run is one of several keeping every core busy (a
+	// sweep's points on as many workers as cores): it then starts no
+	// goroutine of its own to sort its samples while it runs
+	// (metrics.Collector.SortInline). The results are the same.
+	Crowded bool
+}
+
+// RunWith is RunContext with options.
+func RunWith(ctx context.Context, p *Plan, o RunOptions) (*Report, error) {
+	outDir := o.Out
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("scenario: run interrupted before it started (%w)", err)
 	}
@@ -160,6 +176,9 @@ func RunContext(ctx context.Context, p *Plan, outDir string) (*Report, error) {
 	}
 	defer closeSrc()
 	coll := metrics.NewCollector(p.SLO)
+	if o.Crowded {
+		coll.SortInline()
+	}
 	for i := range p.Replicas {
 		coll.SetPeak(i, p.GPU.PeakFLOPS(p.Parallel.Weights), p.GPU.MemBW)
 	}

@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -82,11 +83,22 @@ type DirOptions struct {
 // writing each point's file atomically as it finishes. It returns how many
 // points it ran and how many it found already done.
 func RunSweepDir(pts []Point, dir string, o DirOptions) (ran, found int, err error) {
+	_, ran, found, err = RunSweepDirResults(pts, dir, o)
+	return ran, found, err
+}
+
+// RunSweepDirResults is RunSweepDir that also returns the shard's point
+// files in point order, what Collect(pts, dir) would then read back: a point
+// found is its file as read, a point run is decoded from the bytes written
+// for it (on the worker that ran it), so nothing is read twice. A file
+// under a point's name that holds another key is not that point's result:
+// the point runs again and its file is replaced.
+func RunSweepDirResults(pts []Point, dir string, o DirOptions) (pfs []PointFile, ran, found int, err error) {
 	if o.Of <= 1 {
 		o.Shard, o.Of = 0, 1
 	}
 	if o.Shard < 0 || o.Shard >= o.Of {
-		return 0, 0, fmt.Errorf("sweep: shard %d/%d: want 0 ≤ i < n", o.Shard, o.Of)
+		return nil, 0, 0, fmt.Errorf("sweep: shard %d/%d: want 0 ≤ i < n", o.Shard, o.Of)
 	}
 	ctx := o.Context
 	if ctx == nil {
@@ -94,30 +106,40 @@ func RunSweepDir(pts []Point, dir string, o DirOptions) (ran, found int, err err
 	}
 	pdir := filepath.Join(dir, "points")
 	if err := scenario.MkdirAll(pdir); err != nil {
-		return 0, 0, err
+		return nil, 0, 0, err
 	}
 	start := time.Now()
 	for _, d := range []string{dir, pdir} {
 		if _, err := scenario.SweepStale(d, start); err != nil {
-			return 0, 0, err
+			return nil, 0, 0, err
 		}
 	}
-	var todo []Point
-	mine := 0
+	var todo []int // indices into pfs of the points to run
+	mine := []Point{}
 	for _, p := range pts {
 		if p.Index%o.Of != o.Shard {
 			continue
 		}
-		mine++
-		if _, err := readPointFile(filepath.Join(pdir, p.Key()+".json")); err == nil {
+		if pf, err := readPointFile(filepath.Join(pdir, p.Key()+".json")); err == nil && pf.Key == p.Key() {
 			found++
-			continue
+			pf.Index = p.Index
+			pfs = append(pfs, pf)
+		} else {
+			todo = append(todo, len(pfs))
+			pfs = append(pfs, PointFile{})
 		}
-		todo = append(todo, p)
+		mine = append(mine, p)
 	}
 	if o.Progress != nil {
-		o.Progress(found, mine)
+		o.Progress(found, len(mine))
 	}
+	// On as many workers as cores every core runs a point: a point's run
+	// then sorts its samples on its own goroutine only (RunOptions.Crowded).
+	workers := o.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	crowded := min(workers, len(todo)) >= runtime.GOMAXPROCS(0)
 	var (
 		mu       sync.Mutex
 		firstErr error
@@ -127,7 +149,8 @@ func RunSweepDir(pts []Point, dir string, o DirOptions) (ran, found int, err err
 		if err = ctx.Err(); err != nil {
 			err = fmt.Errorf("sweep: interrupted (%w)", err)
 		} else {
-			err = runPoint(ctx, todo[i], pdir, o.KeepRecords)
+			// Each worker writes only its own slot of pfs.
+			err = runPoint(ctx, mine[todo[i]], pdir, scenario.RunOptions{Crowded: crowded}, o.KeepRecords, &pfs[todo[i]])
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -139,18 +162,23 @@ func RunSweepDir(pts []Point, dir string, o DirOptions) (ran, found int, err err
 		}
 	}, func(done, _ int) {
 		if o.Progress != nil {
-			o.Progress(found+done, mine)
+			o.Progress(found+done, len(mine))
 		}
 	})
-	return ran, found, firstErr
+	if firstErr != nil {
+		return nil, ran, found, firstErr
+	}
+	sort.Slice(pfs, func(i, j int) bool { return pfs[i].Index < pfs[j].Index })
+	return pfs, ran, found, nil
 }
 
-func runPoint(ctx context.Context, p Point, pdir string, keep bool) error {
-	out := ""
+// runPoint runs p, writes its file and sets *pf to the file's contents as
+// Collect would read them.
+func runPoint(ctx context.Context, p Point, pdir string, ro scenario.RunOptions, keep bool, pf *PointFile) error {
 	if keep {
-		out = filepath.Join(pdir, p.Key())
+		ro.Out = filepath.Join(pdir, p.Key())
 	}
-	rep, err := scenario.RunContext(ctx, p.Plan, out)
+	rep, err := scenario.RunWith(ctx, p.Plan, ro)
 	if err != nil {
 		return fmt.Errorf("sweep: point %d: %w", p.Index, err)
 	}
@@ -158,7 +186,13 @@ func runPoint(ctx context.Context, p Point, pdir string, keep bool) error {
 	if err != nil {
 		return fmt.Errorf("sweep: point %d: %w", p.Index, err)
 	}
-	return scenario.WriteFileAtomic(filepath.Join(pdir, p.Key()+".json"), append(js, '\n'))
+	js = append(js, '\n')
+	path := filepath.Join(pdir, p.Key()+".json")
+	if err := json.Unmarshal(js, pf); err != nil {
+		return fmt.Errorf("sweep: %s: %w", path, err)
+	}
+	pf.Index = p.Index
+	return scenario.WriteFileAtomic(path, js)
 }
 
 func readPointFile(path string) (PointFile, error) {
@@ -230,11 +264,27 @@ func Collect(pts []Point, dirs ...string) ([]PointFile, error) {
 // WriteResults writes dir/results.csv and dir/results.json from the
 // collected point files, each atomically.
 func WriteResults(dir string, axes []Axis, pfs []PointFile) error {
-	var buf bytes.Buffer
-	if err := WriteCSV(&buf, axes, pfs); err != nil {
+	csv, err := ResultsCSV(axes, pfs)
+	if err != nil {
 		return err
 	}
-	if err := scenario.WriteFileAtomic(filepath.Join(dir, "results.csv"), buf.Bytes()); err != nil {
+	return WriteResultsFiles(dir, axes, pfs, csv)
+}
+
+// ResultsCSV is what WriteResults writes to results.csv.
+func ResultsCSV(axes []Axis, pfs []PointFile) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := WriteCSV(&buf, axes, pfs); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// WriteResultsFiles writes dir/results.csv (csv, from ResultsCSV) and
+// dir/results.json, each atomically: WriteResults for a caller that has the
+// CSV already.
+func WriteResultsFiles(dir string, axes []Axis, pfs []PointFile, csv []byte) error {
+	if err := scenario.WriteFileAtomic(filepath.Join(dir, "results.csv"), csv); err != nil {
 		return err
 	}
 	js, err := json.MarshalIndent(struct {

@@ -26,6 +26,7 @@ type Collector struct {
 	keys    [nKeys]blocks[uint64]
 	itl     itlSamples
 	sort    *sorter
+	inline  bool // SortInline: no sorter
 	classes map[string]*Collector
 	// sat keeps each served request's arrival, finish and output tokens, in
 	// blocks, and rejArr each
@@ -122,7 +123,7 @@ func (c *Collector) Add(r *Record) {
 				c.classes = map[string]*Collector{}
 			}
 			cc = NewCollector(c.slo)
-			cc.noSat = true
+			cc.noSat, cc.inline = true, c.inline
 			c.classes[r.Class] = cc
 		}
 		rc := *r

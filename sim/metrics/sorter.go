@@ -337,9 +337,9 @@ func (r *sortedReader) next() []uint64 {
 }
 
 // sorting returns the collector's sorter, nil when blocks are not handed
-// off (GOMAXPROCS 1).
+// off (GOMAXPROCS 1, or SortInline).
 func (c *Collector) sorting() *sorter {
-	if c.sort == nil && runtime.GOMAXPROCS(0) > 1 {
+	if c.sort == nil && !c.inline && runtime.GOMAXPROCS(0) > 1 {
 		c.sort = newSorter()
 	}
 	return c.sort
@@ -391,3 +391,14 @@ func (c *Collector) itlSummary() Stats {
 // The sorter's blocks are the latencies' largest blocks too.
 var _ [maxBlock - itlBlock]struct{}
 var _ [itlBlock - maxBlock]struct{}
+
+// SortInline has c hand no block off: every sample is sorted on the
+// caller's goroutine at Summary, as with GOMAXPROCS 1. For a run among
+// others that keep every core busy (a sweep's points on as many workers as
+// cores), where a sorter's goroutine takes a core from another run and its
+// merges are work a sort at the end does not do. Measured on a sweep of
+// experiments/batching.toml (30 paired runs, two cores, docs/performance.md):
+// on two workers, without a sorter, wall time −1.8 %, CPU −0.7 %; on one
+// worker the sorter's spare core is worth 9 % of wall time, so it stays.
+// The Summary is the same either way. Call it before the first Add.
+func (c *Collector) SortInline() { c.inline = true }

@@ -182,7 +182,8 @@ func TestITLSorterMerge(t *testing.T) {
 
 // TestSummaryIndependentOfGOMAXPROCS checks whole Summaries (their JSON,
 // which writes each float64 exactly) of collectors given the same calls
-// under GOMAXPROCS 1 (nothing handed off), 2 and 3, summarized also on the
+// under GOMAXPROCS 1 (nothing handed off), 2 and 3, and 2 with SortInline
+// (nothing handed off either), summarized also on the
 // way: records of classes (whose collectors hand off too), disaggregated
 // ones (all five phases), rejected ones, one-token ones (no TPOT), at
 // lengths about a latency block's and of several, and ITL runs.
@@ -214,9 +215,12 @@ func TestSummaryIndependentOfGOMAXPROCS(t *testing.T) {
 		for i := range runs {
 			runs[i] = itlRun{sim.Time(6e6 + r.Int64N(1e6)<<r.IntN(8)), 1 + r.Int64N(100)}
 		}
-		summaries := func(procs int) []string {
+		summaries := func(procs int, inline bool) []string {
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 			c := NewCollector(SLO{TTFT: 200 * ms})
+			if inline {
+				c.SortInline()
+			}
 			var out []string
 			for k := range 3 {
 				for i := k * n / 3; i < (k+1)*n/3; i++ {
@@ -231,17 +235,27 @@ func TestSummaryIndependentOfGOMAXPROCS(t *testing.T) {
 				}
 				out = append(out, string(b))
 			}
-			if procs == 1 && c.sort != nil {
-				t.Fatal("GOMAXPROCS 1: a block was handed off")
+			if procs == 1 || inline {
+				if c.sort != nil {
+					t.Fatalf("GOMAXPROCS %d, inline %v: a block was handed off", procs, inline)
+				}
+				for name, cc := range c.classes {
+					if cc.sort != nil {
+						t.Fatalf("GOMAXPROCS %d, inline %v: class %s handed a block off", procs, inline, name)
+					}
+				}
 			}
 			return out
 		}
-		want := summaries(1)
-		for _, procs := range []int{2, 3} {
-			got := summaries(procs)
+		want := summaries(1, false)
+		for _, tc := range []struct {
+			procs  int
+			inline bool
+		}{{2, false}, {3, false}, {2, true}} {
+			got := summaries(tc.procs, tc.inline)
 			for k := range want {
 				if got[k] != want[k] {
-					t.Fatalf("n=%d, summary %d: GOMAXPROCS %d\n%s\nGOMAXPROCS 1\n%s", n, k, procs, got[k], want[k])
+					t.Fatalf("n=%d, summary %d: GOMAXPROCS %d, SortInline %v\n%s\nGOMAXPROCS 1\n%s", n, k, tc.procs, tc.inline, got[k], want[k])
 				}
 			}
 		}

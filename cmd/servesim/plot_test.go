@@ -150,26 +150,7 @@ func TestPlotUsesSweepSLO(t *testing.T) {
 // A sweep writes its [slo] into results.csv, and `plot` reads it back.
 func TestSweepResultsCarrySLO(t *testing.T) {
 	dir := t.TempDir()
-	toml := filepath.Join(dir, "s.toml")
-	if err := os.WriteFile(toml, []byte(`name = "slo"
-seeds = [1]
-[base]
-model = "llama-3.1-8b"
-gpu = "h100"
-[base.workload]
-requests = 40
-rate = 4
-prompt = "lognormal:6.5,0.8"
-output = "lognormal:5,0.6"
-[base.slo]
-ttft_ms = 750
-tpot_ms = 40
-[[axis]]
-field = "batch.max_num_seqs"
-values = [8, 64]
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	toml := writeTwoPointSweep(t, dir)
 	out := filepath.Join(dir, "out")
 	var stdout, stderr bytes.Buffer
 	if err := dispatch([]string{"sweep", toml, "-o", out, "-q"}, &stdout, &stderr); err != nil {
@@ -190,23 +171,7 @@ values = [8, 64]
 // into a fresh directory writes every file.
 func TestSweepResultsWriteFails(t *testing.T) {
 	dir := t.TempDir()
-	toml := filepath.Join(dir, "s.toml")
-	if err := os.WriteFile(toml, []byte(`name = "w"
-seeds = [1]
-[base]
-model = "llama-3.1-8b"
-gpu = "h100"
-[base.workload]
-requests = 20
-rate = 4
-prompt = "lognormal:6.5,0.8"
-output = "lognormal:5,0.6"
-[[axis]]
-field = "batch.max_num_seqs"
-values = [8, 64]
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	toml := writeTwoPointSweep(t, dir)
 	for _, j := range []string{"1", "2"} {
 		out := filepath.Join(dir, "out"+j)
 		// results.json is a non-empty directory: it cannot be replaced.
@@ -232,4 +197,31 @@ values = [8, 64]
 			}
 		}
 	}
+}
+
+// writeTwoPointSweep writes dir/s.toml, a sweep of two points (40 requests
+// each, max_num_seqs 8 and 64) with an [slo], and returns its path.
+func writeTwoPointSweep(t *testing.T, dir string) string {
+	t.Helper()
+	toml := filepath.Join(dir, "s.toml")
+	if err := os.WriteFile(toml, []byte(`name = "slo"
+seeds = [1]
+[base]
+model = "llama-3.1-8b"
+gpu = "h100"
+[base.workload]
+requests = 40
+rate = 4
+prompt = "lognormal:6.5,0.8"
+output = "lognormal:5,0.6"
+[base.slo]
+ttft_ms = 750
+tpot_ms = 40
+[[axis]]
+field = "batch.max_num_seqs"
+values = [8, 64]
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return toml
 }
